@@ -1,0 +1,135 @@
+"""The one place bnnzoo talks to ArviZ, so both lines work.
+
+Python 3.11 resolves ArviZ 0.23 (``InferenceData``); Python >= 3.12 resolves ArviZ 1.x (``xarray.DataTree``;
+``plot_trace`` draws traces only there and the classic trace + density plot is ``plot_trace_dist``).  Everything
+else in bnnzoo builds plain ``xarray.Dataset`` groups and goes through the functions below.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Iterable, Mapping
+
+import xarray as xr
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import arviz as az
+
+__all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "get_attrs",
+           "to_netcdf", "from_netcdf", "plot_trace", "ess", "rhat", "is_idata"]
+
+AZ_VERSION: str = az.__version__
+AZ_MAJOR: int = int(AZ_VERSION.split(".")[0])
+
+
+def is_idata(obj) -> bool:
+    """True for an ArviZ InferenceData (0.x) or an xarray DataTree (1.x)."""
+    if AZ_MAJOR == 0:
+        return isinstance(obj, az.InferenceData)
+    return isinstance(obj, xr.DataTree)
+
+
+def make_idata(groups: Mapping[str, xr.Dataset], attrs: Mapping | None = None):
+    """Build the installed line's container from datasets; ``attrs`` go on every group (0.x has no global attrs)
+    and, on 1.x, on the root too."""
+    attrs = dict(attrs or {})
+    groups = {k: v for k, v in groups.items() if v is not None}
+    for ds in groups.values():
+        ds.attrs.update(attrs)
+    if AZ_MAJOR == 0:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return az.InferenceData(**groups)
+    tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
+    tree.attrs.update(attrs)
+    return tree
+
+
+def group_names(idata) -> list[str]:
+    if AZ_MAJOR == 0:
+        return list(idata.groups())
+    return list(idata.children)
+
+
+def get_group(idata, name: str) -> xr.Dataset:
+    """The group ``name`` as an ``xarray.Dataset`` (KeyError naming the groups present if missing)."""
+    if name not in group_names(idata):
+        raise KeyError(f"no group {name!r}; groups: {group_names(idata)}")
+    if AZ_MAJOR == 0:
+        return getattr(idata, name)
+    return idata[name].to_dataset()
+
+
+def set_groups(idata, groups: Mapping[str, xr.Dataset]):
+    """Add (or replace) groups in place and return ``idata``."""
+    if AZ_MAJOR == 0:
+        for name in groups:
+            if name in idata.groups():
+                delattr(idata, name)
+                idata._groups = [g for g in idata._groups if g != name]
+                idata._groups_warmup = [g for g in idata._groups_warmup if g != name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata.add_groups(dict(groups))
+        return idata
+    for name, ds in groups.items():
+        idata[name] = xr.DataTree(dataset=ds)
+    return idata
+
+
+def get_attrs(idata) -> dict:
+    """Run-level attributes (provenance): the posterior group's attrs on 0.x, the root's on 1.x."""
+    if AZ_MAJOR == 0:
+        return dict(idata.posterior.attrs) if "posterior" in idata.groups() else {}
+    return dict(idata.attrs) or (dict(idata["posterior"].attrs) if "posterior" in idata.children else {})
+
+
+def to_netcdf(idata, path) -> str:
+    """Write every group (with attributes) to one NetCDF file."""
+    path = str(path)
+    if AZ_MAJOR == 0:
+        idata.to_netcdf(path, engine="h5netcdf")
+    else:
+        idata.to_netcdf(path, engine="h5netcdf")
+    return path
+
+
+def from_netcdf(path):
+    """Read a file written by :func:`to_netcdf` into the installed line's container (loaded into memory)."""
+    if AZ_MAJOR == 0:
+        return az.from_netcdf(str(path), engine="h5netcdf").load() if hasattr(az.InferenceData, "load") \
+            else az.from_netcdf(str(path), engine="h5netcdf")
+    return xr.open_datatree(str(path), engine="h5netcdf").load()
+
+
+def plot_trace(idata, var_names: Iterable[str] | None = None, coords: Mapping | None = None, **kwargs):
+    """The classic trace plot (density + trace per variable): ``az.plot_trace`` on 0.x, ``az.plot_trace_dist`` on
+    1.x.  Returns what ArviZ returns (axes on 0.x, a PlotCollection on 1.x)."""
+    var_names = list(var_names) if var_names is not None else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if AZ_MAJOR == 0:
+            return az.plot_trace(idata, var_names=var_names, coords=coords, **kwargs)
+        return az.plot_trace_dist(idata, var_names=var_names, coords=coords, **kwargs)
+
+
+def _stat(fn_name, idata, var_names, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn = getattr(az, fn_name)
+        if AZ_MAJOR == 0:
+            return fn(idata, var_names=list(var_names) if var_names else None, **kw)
+        return fn(idata, var_names=list(var_names) if var_names else None, **kw)
+
+
+def ess(idata, var_names=None, method: str = "bulk") -> xr.Dataset:
+    """Effective sample size per variable and coordinate (ArviZ's rank-normalised bulk/tail ESS)."""
+    out = _stat("ess", idata, var_names, method=method)
+    return out.to_dataset() if isinstance(out, xr.DataTree) else out
+
+
+def rhat(idata, var_names=None) -> xr.Dataset:
+    """Rank-normalised split R-hat per variable and coordinate."""
+    out = _stat("rhat", idata, var_names)
+    return out.to_dataset() if isinstance(out, xr.DataTree) else out

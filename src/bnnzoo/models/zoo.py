@@ -1,0 +1,148 @@
+"""The zoo: named model entries with the paper's defaults, their observables and the theory that predicts them.
+
+An entry follows the spirit of the Inference Gym model contract: besides the NumPyro model it declares what to
+look at (observables: a site or a derived quantity) and which theory in :mod:`bnnzoo.theory` predicts it, so a
+diagnostic can put samples next to theory without guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..tasks import Task, toy_task
+from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims
+
+__all__ = ["Observable", "ZooEntry", "ZOO", "register", "get_entry", "list_entries"]
+
+
+@dataclass(frozen=True)
+class Observable:
+    """One quantity a model exposes.
+
+    name : site name in the posterior or a derived quantity's name.
+    description : what it is, in words.
+    theory : the function in :mod:`bnnzoo.theory` that predicts it ("" if none), with the regime where it holds.
+    """
+
+    name: str
+    description: str
+    theory: str = ""
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """A model of the zoo with its defaults.
+
+    name : registry key (``bnnzoo list`` prints it).
+    model : the plain NumPyro model function, called as ``model(X, Y, **kwargs)``.
+    defaults : model keyword arguments (the paper's settings); user keywords override them.
+    task_defaults : keyword arguments of ``make_task`` for the demo / CLI (e.g. y_neg).
+    make_task : builds the entry's default task (the paper's toy task for FCNs).
+    validate : ``validate(X, Y, **kwargs)`` raises ValueError on bad arguments before anything compiles.
+    dims : ``dims(**kwargs)`` gives the named dims of every site.
+    observables : what to look at, and which theory predicts it.
+    description : one line.
+    reference : the paper / section the defaults come from.
+    resolve : ``resolve(X, kwargs)`` fills data-dependent defaults (e.g. the paper's σ_a² rule) so the stored
+        provenance holds the values actually used.
+    """
+
+    name: str
+    model: Callable
+    defaults: dict
+    task_defaults: dict
+    make_task: Callable[..., Task]
+    validate: Callable
+    dims: Callable[..., dict]
+    observables: tuple[Observable, ...]
+    description: str
+    reference: str = ""
+    resolve: Callable[[Any, dict], dict] | None = None
+
+    def kwargs(self, **overrides) -> dict:
+        """The model's keyword arguments: defaults updated with ``overrides``."""
+        kw = dict(self.defaults)
+        kw.update(overrides)
+        return kw
+
+
+ZOO: dict[str, ZooEntry] = {}
+
+
+def register(entry: ZooEntry) -> ZooEntry:
+    """Add an entry to the zoo (later issues register the three-layer, attention and gated networks)."""
+    if entry.name in ZOO:
+        raise ValueError(f"a zoo entry called {entry.name!r} exists already")
+    ZOO[entry.name] = entry
+    return entry
+
+
+def get_entry(name: str) -> ZooEntry:
+    """The zoo entry called ``name`` (ValueError listing the known names otherwise)."""
+    try:
+        return ZOO[name]
+    except KeyError:
+        raise ValueError(f"unknown zoo entry {name!r}; known entries: {', '.join(sorted(ZOO))}") from None
+
+
+def list_entries() -> list[ZooEntry]:
+    return [ZOO[k] for k in sorted(ZOO)]
+
+
+def _fcn_validate(X, Y=None, **kw):
+    check_fcn_args(X, Y, **kw)
+
+
+def _fcn_resolve(X, kw):
+    kw = dict(kw)
+    if kw.get("sigma_a2") is None:
+        kw["sigma_a2"] = default_sigma_a2(kw.get("activation", "linear"), kw.get("readout", "nonlazy"),
+                                               len(X), kw.get("depth", 1))
+    return kw
+
+
+def _fcn_dims(*, depth=1, record=(), X_test=None, **_):
+    return fcn_dims(depth, record, with_test=X_test is not None)
+
+
+_FCN_COMMON = (
+    Observable("f", "network output on the training inputs (point, class)",
+               "theory.linear (linear nets), theory.gp (lazy readout), theory.meanfield (one hidden layer)"),
+    Observable("q_a", "readout second moment aᵀa/N per class (permutation invariant)",
+               "theory.linear: diag U (linear); theory.meanfield: E[a²] of the single-neuron marginal"),
+    Observable("mse", "training mean squared error; its equilibrium level shows the net fits the task", ""),
+    Observable("a", "readout weights (neuron, class): their marginal and branches",
+               "theory.meanfield.readout_marginal (one hidden layer, orthogonal toy task)"),
+    Observable("z1..zL", "preactivations on the training inputs (neuron, point), recorded with record=('z',); "
+               "their per-neuron class means are the neural codes; zᵀz/N is the learned kernel",
+               "theory.linear kernels K_l (linear); theory.meanfield codes (one hidden layer)"),
+)
+
+_ENTRIES = [
+    ("deep_linear", "linear", "nonlazy", dict(y_pos=1.0, y_neg=0.0),
+     "deep linear net, mean-field readout: analog code, Gaussian readout posterior, ergodic (paper Figs. 2-4)"),
+    ("sigmoidal", "sigmoid", "nonlazy", dict(y_pos=1.0, y_neg=0.5),
+     "erf-sigmoid net, mean-field readout: redundant code, readout branches, broken ergodicity"),
+    ("relu", "relu", "nonlazy", dict(y_pos=1.0, y_neg=-0.5),
+     "ReLU net, mean-field readout: sparse code with O(sqrt N) outlier neurons"),
+]
+
+for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
+    for _lazy in (False, True):
+        register(ZooEntry(
+            name=_name + ("_lazy" if _lazy else ""),
+            model=fcn,
+            defaults=dict(width=100, depth=1, activation=_act, readout="lazy" if _lazy else "nonlazy",
+                          temperature=0.01),
+            task_defaults=dict(P=100, **_task_kw),
+            make_task=toy_task,
+            validate=_fcn_validate,
+            dims=_fcn_dims,
+            resolve=_fcn_resolve,
+            observables=_FCN_COMMON,
+            description=("lazy twin (1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1; GP limit) of: "
+                         if _lazy else "") + _desc,
+            reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); theory.md §1-3"
+                      + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
+        ))

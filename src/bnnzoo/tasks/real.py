@@ -1,0 +1,196 @@
+"""Real data without internet: scikit-learn's bundled digits, and MNIST / CIFAR-10 read from local files."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pickle
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .base import Task
+
+__all__ = ["digits_task", "mnist_task", "cifar10_task", "classification_task"]
+
+
+def classification_task(X, labels, X_test, labels_test, *, classes, y_pos, y_neg, name, meta,
+                        standardize=True, projection_dim=None, seed=0) -> Task:
+    """Build a Task from raw inputs and integer labels: keep ``classes``, relabel 0..m−1, one-hot y+ / y− targets.
+
+    Inputs are centred and scaled so that the mean of xᵀx/N0 over the training set is 1 (the paper's normalisation);
+    an optional Gaussian random projection to ``projection_dim`` dimensions is applied first.
+    """
+    classes = list(classes)
+    if len(classes) < 2:
+        raise ValueError(f"classes must name at least two classes, got {classes}")
+    rng = np.random.default_rng(seed)
+
+    def select(Xr, lr):
+        keep = np.isin(lr, classes)
+        lab = np.searchsorted(classes, lr[keep]) if classes == sorted(classes) else \
+            np.array([classes.index(c) for c in lr[keep]])
+        return np.asarray(Xr[keep], dtype=float).reshape(keep.sum(), -1), lab
+
+    Xtr, ltr = select(X, labels)
+    Xte, lte = select(X_test, labels_test)
+    if projection_dim is not None:
+        R = rng.standard_normal((Xtr.shape[1], int(projection_dim))) / np.sqrt(Xtr.shape[1])
+        Xtr, Xte = Xtr @ R, Xte @ R
+    if standardize:
+        mu = Xtr.mean(0)
+        Xtr, Xte = Xtr - mu, Xte - mu
+    scale = np.sqrt(np.mean(np.sum(Xtr**2, 1)) / Xtr.shape[1])
+    Xtr, Xte = Xtr / scale, Xte / scale
+    m = len(classes)
+
+    def onehot(lab):
+        Y = np.full((len(lab), m), float(y_neg))
+        Y[np.arange(len(lab)), lab] = float(y_pos)
+        return Y
+
+    meta = dict(meta, classes=classes, y_pos=y_pos, y_neg=y_neg, standardize=standardize,
+                projection_dim=projection_dim, seed=seed, P=len(ltr), P_test=len(lte), N0=Xtr.shape[1])
+    return Task(X=Xtr, Y=onehot(ltr), labels=ltr, X_test=Xte, Y_test=onehot(lte), labels_test=lte,
+                name=name, meta=meta)
+
+
+def _subsample(X, labels, n, rng):
+    if n is None or n >= len(labels):
+        return X, labels
+    idx = np.sort(rng.choice(len(labels), size=int(n), replace=False))
+    return X[idx], labels[idx]
+
+
+def digits_task(classes: Sequence[int] = (0, 1, 2), P: int | None = 100, P_test: int | None = None,
+                y_pos: float = 1.0, y_neg: float = -0.5, projection_dim: int | None = None, seed: int = 0) -> Task:
+    """scikit-learn's bundled 8×8 handwritten digits (no download), classes 0, 1, 2 by default.
+
+    The 1797 images are split at random into training and test sets; ``P`` training points are kept (None = all
+    of the training split) and ``P_test`` test points (None = the rest).
+    """
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    rng = np.random.default_rng(seed)
+    keep = np.isin(d.target, list(classes))
+    X, lab = d.data[keep], d.target[keep]
+    perm = rng.permutation(len(lab))
+    X, lab = X[perm], lab[perm]
+    n_train = len(lab) // 2 if P is None else int(P)
+    if n_train >= len(lab):
+        raise ValueError(f"P={P} leaves no test points ({len(lab)} digits of classes {list(classes)})")
+    Xtr, ltr, Xte, lte = X[:n_train], lab[:n_train], X[n_train:], lab[n_train:]
+    Xte, lte = _subsample(Xte, lte, P_test, rng)
+    return classification_task(Xtr, ltr, Xte, lte, classes=sorted(classes), y_pos=y_pos, y_neg=y_neg,
+                               name="digits", meta=dict(task="digits"), projection_dim=projection_dim, seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------------------- MNIST
+_MNIST_FILES = {
+    "train_images": ["train-images-idx3-ubyte", "train-images.idx3-ubyte"],
+    "train_labels": ["train-labels-idx1-ubyte", "train-labels.idx1-ubyte"],
+    "test_images": ["t10k-images-idx3-ubyte", "t10k-images.idx3-ubyte"],
+    "test_labels": ["t10k-labels-idx1-ubyte", "t10k-labels.idx1-ubyte"],
+}
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        data = fh.read()
+    if len(data) < 4 or data[0] != 0 or data[1] != 0:
+        raise ValueError(f"{path} is not an IDX file (bad magic number)")
+    ndim = data[3]
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    if arr.size != int(np.prod(shape)):
+        raise ValueError(f"{path}: expected {int(np.prod(shape))} values for shape {shape}, found {arr.size}")
+    return arr.reshape(shape)
+
+
+def _find(root: Path, names: list[str]) -> Path | None:
+    for n in names:
+        for cand in (root / n, root / (n + ".gz")):
+            if cand.exists():
+                return cand
+    return None
+
+
+def _default_root(env: str, sub: str) -> Path:
+    return Path(os.environ.get(env, Path.home() / ".bnnzoo" / "data" / sub))
+
+
+def load_mnist(root: str | os.PathLike | None = None):
+    """Read MNIST from local files: the four IDX files (optionally .gz) or one ``mnist.npz`` (keys x_train, y_train,
+    x_test, y_test).  ``root`` defaults to $BNNZOO_MNIST or ~/.bnnzoo/data/mnist.  Returns (Xtr, ytr, Xte, yte)."""
+    root = Path(root) if root is not None else _default_root("BNNZOO_MNIST", "mnist")
+    npz = root / "mnist.npz" if root.is_dir() else root
+    if npz.suffix == ".npz" and npz.exists():
+        with np.load(npz) as d:
+            return d["x_train"], d["y_train"], d["x_test"], d["y_test"]
+    found = {k: _find(root, v) for k, v in _MNIST_FILES.items()}
+    missing = [v[0] for k, v in _MNIST_FILES.items() if found[k] is None]
+    if missing:
+        raise FileNotFoundError(
+            f"MNIST files not found in {root}. bnnzoo does not download data; put either mnist.npz "
+            f"(keys x_train, y_train, x_test, y_test) or the IDX files {', '.join(v[0] for v in _MNIST_FILES.values())} "
+            f"(optionally .gz) there, or pass root= / set BNNZOO_MNIST. Missing: {', '.join(missing)}")
+    return tuple(_read_idx(found[k]) for k in ("train_images", "train_labels", "test_images", "test_labels"))
+
+
+def mnist_task(root=None, classes: Sequence[int] = (0, 1, 2), P: int = 100, P_test: int | None = 1000,
+               y_pos: float = 1.0, y_neg: float = -0.5, seed: int = 0) -> Task:
+    """MNIST digits (default 0, 1, 2 as in the paper's Fig. 6) from local files; P random training points."""
+    Xtr, ytr, Xte, yte = load_mnist(root)
+    rng = np.random.default_rng(seed)
+    k = np.isin(ytr, classes)
+    Xtr, ytr = _subsample(Xtr[k], ytr[k], P, rng)
+    k = np.isin(yte, classes)
+    Xte, yte = _subsample(Xte[k], yte[k], P_test, rng)
+    return classification_task(Xtr, ytr, Xte, yte, classes=sorted(classes), y_pos=y_pos, y_neg=y_neg,
+                               name="mnist", meta=dict(task="mnist", root=str(root)), seed=seed)
+
+
+# -------------------------------------------------------------------------------------------------------- CIFAR-10
+_CIFAR_BATCHES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+
+
+def load_cifar10(root: str | os.PathLike | None = None):
+    """Read CIFAR-10 from local files: the python pickle batches (``cifar-10-batches-py/data_batch_1..5``,
+    ``test_batch``) or one ``cifar10.npz`` (keys x_train, y_train, x_test, y_test).  ``root`` defaults to
+    $BNNZOO_CIFAR10 or ~/.bnnzoo/data/cifar10.  Returns (Xtr, ytr, Xte, yte) with images flattened to 3072."""
+    root = Path(root) if root is not None else _default_root("BNNZOO_CIFAR10", "cifar10")
+    npz = root / "cifar10.npz" if root.is_dir() else root
+    if npz.suffix == ".npz" and npz.exists():
+        with np.load(npz) as d:
+            return (d["x_train"].reshape(len(d["y_train"]), -1), np.ravel(d["y_train"]),
+                    d["x_test"].reshape(len(d["y_test"]), -1), np.ravel(d["y_test"]))
+    base = root / "cifar-10-batches-py" if (root / "cifar-10-batches-py").is_dir() else root
+    missing = [b for b in _CIFAR_BATCHES if not (base / b).exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"CIFAR-10 files not found in {base}. bnnzoo does not download data; put cifar10.npz (keys x_train, "
+            f"y_train, x_test, y_test) or the python batches {', '.join(_CIFAR_BATCHES)} "
+            f"(cifar-10-batches-py/) there, or pass root= / set BNNZOO_CIFAR10. Missing: {', '.join(missing)}")
+
+    def read(name):
+        with open(base / name, "rb") as fh:
+            d = pickle.load(fh, encoding="bytes")
+        return np.asarray(d[b"data"]), np.asarray(d[b"labels"])
+
+    parts = [read(b) for b in _CIFAR_BATCHES[:5]]
+    Xte, yte = read("test_batch")
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), Xte, yte
+
+
+def cifar10_task(root=None, classes: Sequence[int] = tuple(range(10)), P: int = 50_000, P_test: int | None = 10_000,
+                 y_pos: float = 1.0, y_neg: float = -0.1, seed: int = 0) -> Task:
+    """CIFAR-10 from local files (paper's Fig. 7: all 10 classes, y− = −1/10)."""
+    Xtr, ytr, Xte, yte = load_cifar10(root)
+    rng = np.random.default_rng(seed)
+    Xtr, ytr = _subsample(Xtr, ytr, P, rng)
+    Xte, yte = _subsample(Xte, yte, P_test, rng)
+    return classification_task(Xtr, ytr, Xte, yte, classes=sorted(classes), y_pos=y_pos, y_neg=y_neg,
+                               name="cifar10", meta=dict(task="cifar10", root=str(root)), seed=seed)
