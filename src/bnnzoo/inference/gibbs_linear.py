@@ -40,6 +40,9 @@ class GibbsLinearResult:
     K1 : (draw, point, point2) hidden-layer kernel zᵀz/N, z = W Xᵀ/√N0 (permutation invariant).
     U : (draw, class, class2) readout second moment aᵀa/N — the per-draw estimate of the theory's U = E[a_i a_iᵀ].
     W : (draw, neuron, input) hidden weights, or None when ``store_W=False``.
+    f_test : (draw, test_point, class) output on ``X_test``, or None.
+    K1_test : (draw, test_point, test_point2) hidden kernel z*ᵀz*/N on ``X_test``, or None.
+    K1_train_test : (draw, point, test_point) hidden kernel zᵀz*/N between training and test inputs, or None.
     params : the arguments the chain was run with (width, temperature, sigma_a2, sigma_w2, readout, seed, ...).
     """
 
@@ -48,6 +51,9 @@ class GibbsLinearResult:
     K1: np.ndarray
     U: np.ndarray
     W: np.ndarray | None
+    f_test: np.ndarray | None = None
+    K1_test: np.ndarray | None = None
+    K1_train_test: np.ndarray | None = None
     params: dict = field(default_factory=dict)
 
     @property
@@ -66,6 +72,10 @@ class GibbsLinearResult:
         }
         if self.W is not None:
             data["W"] = (("draw", "neuron", "input"), self.W)
+        if self.f_test is not None:
+            data["f_test"] = (("draw", "test_point", "class"), self.f_test)
+            data["K1_test"] = (("draw", "test_point", "test_point2"), self.K1_test)
+            data["K1_train_test"] = (("draw", "point", "test_point"), self.K1_train_test)
         attrs = {k: v for k, v in self.params.items() if isinstance(v, (bool, int, float, str))}
         attrs["method"] = "exact blocked Gibbs (bnnzoo.inference.gibbs_linear)"
         return xr.Dataset(data, attrs=attrs)
@@ -90,6 +100,7 @@ def gibbs_linear(
     thin: int = 1,
     store_W: bool = False,
     init: tuple[np.ndarray, np.ndarray] | None = None,
+    X_test=None,
 ) -> GibbsLinearResult:
     """Sample the exact posterior of the one-hidden-layer linear network by blocked Gibbs (a | W, W | a).
 
@@ -105,6 +116,7 @@ def gibbs_linear(
     seed : seed of the ``np.random.Generator``.
     store_W : keep the hidden weights (draw, N, N0) — memory N·N0 per draw.
     init : optional (W, a) starting point; default a draw from the prior.
+    X_test : optional (P*, N0) test inputs: then f_test, K1_test and K1_train_test are recorded per draw.
     """
     if Y is None:
         if not hasattr(X, "X"):
@@ -136,6 +148,11 @@ def gibbs_linear(
     Vx = Vxt.T  # (N0, k)
     beta = s_x**2
     YtX = Y.T @ X  # (m, N0)
+
+    if X_test is not None:
+        X_test = np.asarray(X_test, dtype=float)
+        if X_test.ndim != 2 or X_test.shape[1] != N0:
+            raise ValueError(f"X_test must be (P*, {N0}), got {X_test.shape}")
 
     rng = np.random.default_rng(seed)
     if init is None:
@@ -172,6 +189,11 @@ def gibbs_linear(
     K_out = np.empty((n_keep, P, P))
     U_out = np.empty((n_keep, m, m))
     W_out = np.empty((n_keep, N, N0)) if store_W else None
+    if X_test is not None:
+        Pt = X_test.shape[0]
+        ft_out, Kt_out, Ktt_out = np.empty((n_keep, Pt, m)), np.empty((n_keep, Pt, Pt)), np.empty((n_keep, P, Pt))
+    else:
+        ft_out = Kt_out = Ktt_out = None
     t0 = time.perf_counter()
     total = num_warmup + n_keep * thin
     k = 0
@@ -186,8 +208,14 @@ def gibbs_linear(
             U_out[k] = a.T @ a / N
             if store_W:
                 W_out[k] = W
+            if X_test is not None:
+                zt = W @ X_test.T / sqN0
+                ft_out[k] = c * (zt.T @ a)
+                Kt_out[k] = zt.T @ zt / N
+                Ktt_out[k] = z.T @ zt / N
             k += 1
     params = dict(width=N, temperature=T, sigma_a2=sa2, sigma_w2=float(sigma_w2), readout=readout,
                   num_samples=n_keep, num_warmup=int(num_warmup), thin=int(thin), seed=int(seed),
                   P=P, N0=N0, m=m, seconds=time.perf_counter() - t0)
-    return GibbsLinearResult(a=a_out, f=f_out, K1=K_out, U=U_out, W=W_out, params=params)
+    return GibbsLinearResult(a=a_out, f=f_out, K1=K_out, U=U_out, W=W_out, f_test=ft_out, K1_test=Kt_out,
+                             K1_train_test=Ktt_out, params=params)

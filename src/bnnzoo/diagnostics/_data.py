@@ -1,0 +1,257 @@
+"""Read what the diagnostics need from a run once: readouts, weights, preactivations of every layer, the task.
+
+:func:`run_data` accepts an ArviZ InferenceData / DataTree made by :func:`bnnzoo.sample` (or a path to its NetCDF
+file, or a :class:`RunData` itself) and returns a :class:`RunData` with plain numpy arrays, leading axes
+(chain, draw).  Preactivations that were not recorded with ``record=("z",)`` are recomputed from the weights
+(z¹ = W¹ xᵀ/√N0, zˡ = Wˡ φ(zˡ⁻¹)/√N), which is also how test-point preactivations are obtained.
+
+Small statistics helpers shared by the diagnostic modules live here too (effective sample size, standard errors).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+
+from .. import azcompat
+
+__all__ = ["RunData", "run_data", "np_activation", "ess_1d", "ess", "mean_se", "class_means"]
+
+_SQRT_PI_2 = math.sqrt(math.pi) / 2.0
+
+_NP_ACT = {
+    "linear": lambda z: z,
+    "sigmoid": lambda z: 0.5 * (1.0 + special.erf(_SQRT_PI_2 * z)),
+    "relu": lambda z: np.maximum(z, 0.0),
+    "softplus": lambda z: np.logaddexp(0.0, z),
+    "relu2": lambda z: np.maximum(z, 0.0) ** 2,
+}
+
+
+def np_activation(name: str):
+    """NumPy version of the activation called ``name`` (falls back to the JAX one of :mod:`bnnzoo.models`)."""
+    if name in _NP_ACT:
+        return _NP_ACT[name]
+    from ..models import get_activation
+
+    fn = get_activation(name)
+    return lambda z: np.asarray(fn(z))
+
+
+@dataclass
+class RunData:
+    """Numpy view of a run (leading axes chain, draw).
+
+    a : (C, D, N, m) readout weights.   f : (C, D, P, m) training outputs or None.
+    weights : [W1 (C, D, N, N0), W2.. (C, D, N, N)] hidden weights (may be empty if only z were stored).
+    X : (P, N0), Y : (P, m), labels : (P,) training data.   X_test, Y_test, labels_test, f_test : test set or None.
+    activation, depth, width, readout, temperature, sigma_a2, sigma_w2 : the model's settings.
+    config : :func:`bnnzoo.run_config` (empty dict for runs made elsewhere).
+    """
+
+    a: np.ndarray
+    X: np.ndarray
+    Y: np.ndarray
+    labels: np.ndarray
+    activation: str
+    depth: int
+    weights: list = field(default_factory=list)
+    recorded_z: dict = field(default_factory=dict)
+    f: np.ndarray | None = None
+    X_test: np.ndarray | None = None
+    Y_test: np.ndarray | None = None
+    labels_test: np.ndarray | None = None
+    f_test: np.ndarray | None = None
+    readout: str = "nonlazy"
+    temperature: float = float("nan")
+    sigma_a2: float = float("nan")
+    sigma_w2: float = 1.0
+    config: dict = field(default_factory=dict)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_chains(self) -> int:
+        return self.a.shape[0]
+
+    @property
+    def n_draws(self) -> int:
+        return self.a.shape[1]
+
+    @property
+    def width(self) -> int:
+        return self.a.shape[2]
+
+    @property
+    def m(self) -> int:
+        return self.a.shape[3]
+
+    @property
+    def P(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def phi(self):
+        return np_activation(self.activation)
+
+    @property
+    def task(self) -> dict:
+        return dict(self.config.get("task", {}))
+
+    @property
+    def is_orthogonal_toy(self) -> bool:
+        t = self.task
+        if t.get("orthogonal"):
+            return True
+        K0 = self.X @ self.X.T / self.X.shape[1]
+        return bool(np.allclose(K0, np.eye(self.P), atol=1e-6))
+
+    def z(self, layer: int) -> np.ndarray:
+        """Preactivations of hidden layer ``layer`` (1-based) on the training points, (C, D, N, P)."""
+        if not 1 <= layer <= self.depth:
+            raise ValueError(f"layer must be in 1..{self.depth}, got {layer}")
+        if layer in self.recorded_z:
+            return self.recorded_z[layer]
+        return self._forward(self.X, "train")[layer - 1]
+
+    def z_test(self, layer: int) -> np.ndarray:
+        """Preactivations of layer ``layer`` on the test points, (C, D, N, P_test) (needs the weights)."""
+        if self.X_test is None:
+            raise ValueError("this run has no test set")
+        return self._forward(self.X_test, "test")[layer - 1]
+
+    def _forward(self, X, key):
+        if key in self._cache:
+            return self._cache[key]
+        if len(self.weights) < self.depth:
+            raise ValueError("the posterior holds no hidden weights W1..WL to recompute preactivations from; "
+                             "sample with record=('z',) or keep the weights")
+        N0 = X.shape[1]
+        zs = [np.einsum("cdni,pi->cdnp", self.weights[0], X, optimize=True) / math.sqrt(N0)]
+        for W in self.weights[1:]:
+            zs.append(np.einsum("cdnj,cdjp->cdnp", W, self.phi(zs[-1]), optimize=True) / math.sqrt(self.width))
+        self._cache[key] = zs
+        return zs
+
+    def class_means(self, layer: int, activated: bool = False) -> np.ndarray:
+        """Per-class mean of the layer's preactivations (or activations if ``activated``), (C, D, N, m)."""
+        key = ("cm", layer, activated)
+        if key not in self._cache:
+            z = self.z(layer)
+            self._cache[key] = class_means(self.phi(z) if activated else z, self.labels, self.m)
+        return self._cache[key]
+
+
+def class_means(x: np.ndarray, labels: np.ndarray, m: int | None = None) -> np.ndarray:
+    """Mean of ``x`` (..., P) over the points of each class → (..., m)."""
+    labels = np.asarray(labels)
+    m = int(labels.max()) + 1 if m is None else m
+    onehot = (labels[:, None] == np.arange(m)[None, :]).astype(x.dtype if x.dtype.kind == "f" else float)
+    counts = onehot.sum(0)
+    return (x @ onehot) / np.where(counts > 0, counts, 1)
+
+
+def _var(ds, name):
+    return np.asarray(ds[name].values) if ds is not None and name in ds else None
+
+
+def run_data(idata, activation: str | None = None) -> RunData:
+    """Build a :class:`RunData` from a run (InferenceData / DataTree, a path to its NetCDF file, or a RunData)."""
+    if isinstance(idata, RunData):
+        return idata
+    if isinstance(idata, (str, os.PathLike)):
+        idata = azcompat.from_netcdf(idata)
+    groups = azcompat.group_names(idata)
+    post = azcompat.get_group(idata, "posterior")
+    const = azcompat.get_group(idata, "constant_data") if "constant_data" in groups else None
+    obs = azcompat.get_group(idata, "observed_data") if "observed_data" in groups else None
+    try:
+        from ..inference import run_config
+
+        cfg = run_config(idata)
+    except ValueError:
+        cfg = {}
+    mk = cfg.get("model_kwargs", {})
+    act = activation or mk.get("activation")
+    if act is None:
+        raise ValueError("cannot tell the activation of this run (no bnnzoo provenance): pass activation=")
+    if "a" not in post:
+        raise ValueError(f"the posterior has no readout 'a'; variables: {list(post.data_vars)}")
+    a = np.asarray(post["a"].values, dtype=float)
+    depth = int(mk.get("depth", 0)) or max([int(k[1:]) for k in post.data_vars
+                                            if k[:1] in "Wz" and k[1:].isdigit()] or [1])
+    weights = [np.asarray(post[f"W{l}"].values, dtype=float) for l in range(1, depth + 1) if f"W{l}" in post]
+    recorded = {l: np.asarray(post[f"z{l}"].values, dtype=float) for l in range(1, depth + 1) if f"z{l}" in post}
+    X = _var(const, "X")
+    labels = _var(const, "labels")
+    Y = _var(obs, "y")
+    if X is None or Y is None or labels is None:
+        raise ValueError("the run needs constant_data X, labels and observed_data y (as bnnzoo.sample writes them)")
+    kw = {}
+    if "predictions_constant_data" in groups:
+        pc = azcompat.get_group(idata, "predictions_constant_data")
+        kw.update(X_test=_var(pc, "X_test"), Y_test=_var(pc, "y_test"), labels_test=_var(pc, "labels_test"))
+        if "predictions" in groups:
+            kw["f_test"] = _var(azcompat.get_group(idata, "predictions"), "f")
+    return RunData(a=a, X=np.asarray(X, float), Y=np.asarray(Y, float), labels=np.asarray(labels).astype(int),
+                   activation=act, depth=depth, weights=weights, recorded_z=recorded, f=_var(post, "f"),
+                   readout=mk.get("readout", "nonlazy"), temperature=float(mk.get("temperature", float("nan"))),
+                   sigma_a2=float(mk.get("sigma_a2") if mk.get("sigma_a2") is not None else float("nan")),
+                   sigma_w2=float(mk.get("sigma_w2", 1.0)), config=cfg, **kw)
+
+
+# ----------------------------------------------------------------------------------------------------- statistics
+def _autocov(x: np.ndarray) -> np.ndarray:
+    """Autocovariance along the last axis (FFT)."""
+    n = x.shape[-1]
+    xc = x - x.mean(-1, keepdims=True)
+    nfft = 1 << (2 * n - 1).bit_length()
+    fx = np.fft.rfft(xc, nfft, axis=-1)
+    acov = np.fft.irfft(fx * np.conj(fx), nfft, axis=-1)[..., :n] / n
+    return acov
+
+
+def ess(x: np.ndarray) -> np.ndarray:
+    """Effective sample size of the chains ``x`` (chain, draw) for each trailing index: x has shape
+    (C, D, ...); returns (...).  Geyer's initial-monotone-sequence estimator on the chain-averaged
+    autocorrelation (Stan's / ArviZ's method without rank normalisation)."""
+    x = np.asarray(x, float)
+    C, D = x.shape[:2]
+    xt = np.moveaxis(x, (0, 1), (-2, -1))  # (..., C, D)
+    acov = _autocov(xt)  # (..., C, D)
+    mean_c = xt.mean(-1)
+    var_w = acov[..., 0].mean(-1) * D / max(D - 1, 1)
+    var_plus = var_w * (D - 1) / D + (mean_c.var(-1, ddof=1) if C > 1 else 0.0)
+    safe = np.where(var_plus > 0, var_plus, 1.0)
+    rho = 1.0 - (var_w[..., None] - acov.mean(-2)) / safe[..., None]
+    rho[..., 0] = 1.0
+    # Geyer: sum of pairs Γ_k = ρ_{2k} + ρ_{2k+1}, truncated at the first negative pair, made monotone.
+    n_pairs = D // 2
+    G = rho[..., 0:2 * n_pairs:2] + rho[..., 1:2 * n_pairs:2]
+    pos = np.cumprod(G > 0, axis=-1).astype(bool)
+    G = np.where(pos, G, 0.0)
+    G = np.minimum.accumulate(np.where(pos, G, np.inf), axis=-1)
+    G = np.where(pos, G, 0.0)
+    tau = -1.0 + 2.0 * G.sum(-1)
+    tau = np.maximum(tau, 1.0 / math.log10(max(C * D, 10)))
+    out = C * D / tau
+    return np.where(var_plus > 0, np.minimum(out, C * D * math.log10(max(C * D, 10))), float(C * D))
+
+
+def ess_1d(x: np.ndarray) -> float:
+    """ESS of one series (draw,) or one set of chains (chain, draw)."""
+    x = np.asarray(x, float)
+    if x.ndim == 1:
+        x = x[None]
+    return float(ess(x))
+
+
+def mean_se(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean over (chain, draw) of ``x`` (C, D, ...) and its Monte-Carlo standard error sd/√ESS."""
+    x = np.asarray(x, float)
+    mu = x.mean((0, 1))
+    sd = x.reshape((-1,) + x.shape[2:]).std(0, ddof=1) if x.shape[0] * x.shape[1] > 1 else np.zeros_like(mu)
+    return mu, sd / np.sqrt(ess(x))

@@ -1,0 +1,180 @@
+"""Ergodicity breaking: does each neuron explore the whole single-neuron marginal, or stay where it started?
+
+In a wide Bayesian network the neurons of a layer are exchangeable, so the population of N neurons at one draw is a
+sample of the single-neuron marginal.  If the dynamics are ergodic, one neuron's trajectory samples that same
+marginal; if ergodicity is broken (theory.md §3: sigmoidal and ReLU feature layers), each neuron stays in its branch
+and its time average differs from the population's.  Three numbers measure it, per MCMC chain, for a feature
+vector x_i(t) of each neuron i (its readout vector a_i, or the class means of its preactivations in a layer):
+
+* **variance ratio** r = Σ_k ⟨Var_t x_ik⟩_i / Σ_k Var_{t,i} x_ik — the share of the pooled variance a neuron covers
+  over time.  Ergodic: r ≈ 1 − τ/D (τ the integrated autocorrelation time, D draws); broken: r = within-branch
+  variance / total variance ≪ 1.
+* **R-hat with neurons as chains**: rank-normalised split R̂ (Vehtari et al. 2021) over the N neuron trajectories,
+  R̂ ≈ r^{-1/2}; 1 when neurons are interchangeable.
+* **distribution distance**: Kolmogorov–Smirnov distance between each neuron's trajectory and the pooled marginal,
+  next to the same distance between the two halves of the neuron's own trajectory (what finite sampling alone
+  gives).  Broken: the first is much larger than the second.
+
+**Verdict.**  ``broken`` when r < 0.5 (equivalently R̂ > √2): a neuron covers less than half of the marginal's
+variance, i.e. its fixed offset from the other neurons carries more variance than its own motion.  Justification on
+the known cases at N = P = 100, T = 0.01 (toy task, 2 × 300 draws): the linear net (ergodic by theory) gives
+r = 0.93 on readouts and 0.93 on first-layer class means; the sigmoidal net (broken by theory) gives r = 0.04 and
+0.04; ReLU (outliers frozen) gives r ≈ 0.02 on readouts.  0.5 sits a factor ≥ 1.8 from both sides; r between 0.3
+and 0.7 is reported as such (``"marginal"`` in :attr:`ErgodicityResult.confidence`) so the user can sample longer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ._data import RunData, ess, run_data
+from ._record import Record, array_field
+
+__all__ = ["ErgodicityResult", "ergodicity", "ergodicity_breaking", "rhat_neurons", "ERGODIC_THRESHOLD"]
+
+ERGODIC_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True, repr=False)
+class ErgodicityResult(Record):
+    """Ergodicity of one variable's neurons.
+
+    Attributes
+    ----------
+    variable : "a" (readout vectors) or "z1".."zL" (class means of the preactivations).
+    ratio : variance ratio r (mean over chains); ratio_se : its standard error (bootstrap over neurons).
+    rhat : median over features and chains of R̂ with neurons as chains.
+    ks_distance : median KS distance neuron trajectory ↔ pooled marginal; ks_split : median KS distance between the
+        two halves of a neuron's own trajectory (the finite-sampling reference).
+    ess_neuron : median effective sample size of one neuron's trajectory.
+    threshold : r below which ergodicity is called broken.   verdict : "ergodic" or "broken".
+    confidence : "clear" or "marginal" (0.3 < r < 0.7: sample longer before trusting the verdict).
+    ratio_per_feature : (feature,) r for each feature (class).  ratio_per_neuron : (chain, neuron) a neuron's time
+        variance over the pooled variance (summed over features).  rhat_per_feature : (feature,).
+    """
+
+    variable: str
+    ratio: float
+    ratio_se: float
+    rhat: float
+    ks_distance: float
+    ks_split: float
+    ess_neuron: float
+    threshold: float
+    verdict: str
+    confidence: str
+    n_chains: int
+    n_draws: int
+    n_neurons: int
+    ratio_per_feature: np.ndarray = array_field("feature")
+    ratio_per_neuron: np.ndarray = array_field("chain", "neuron")
+    rhat_per_feature: np.ndarray = array_field("feature")
+
+    @property
+    def broken(self) -> bool:
+        return self.verdict == "broken"
+
+    def summary(self) -> list[str]:
+        return [f"{self.variable}: {self.verdict} ({self.confidence}) — time/total variance r = {self.ratio:.3f} "
+                f"± {self.ratio_se:.3f} (threshold {self.threshold}), R̂(neurons as chains) = {self.rhat:.2f}, "
+                f"KS neuron↔pool = {self.ks_distance:.2f} vs split-half {self.ks_split:.2f}, "
+                f"ESS/neuron = {self.ess_neuron:.0f}  [{self.n_chains}×{self.n_draws} draws, N = {self.n_neurons}]"]
+
+
+def rhat_neurons(x: np.ndarray) -> float:
+    """Rank-normalised split R̂ of the trajectories ``x`` (draw, neuron), the neurons playing the chains."""
+    x = np.asarray(x, float)
+    D, N = x.shape
+    half = D // 2
+    if half < 2 or N < 1:
+        return float("nan")
+    xs = np.concatenate([x[:half], x[D - half:]], axis=1)
+    r = stats.rankdata(xs, axis=None).reshape(xs.shape)
+    z = stats.norm.ppf((r - 0.375) / (xs.size + 0.25))
+    W = z.var(0, ddof=1).mean()
+    B = half * z.mean(0).var(ddof=1)
+    if W <= 0:
+        return float("nan")
+    return float(np.sqrt(((half - 1) / half * W + B / half) / W))
+
+
+def _ks_to_pool(vals: np.ndarray, pool_sorted: np.ndarray) -> float:
+    v = np.sort(vals)
+    n, M = len(v), len(pool_sorted)
+    Fr = np.searchsorted(pool_sorted, v, side="right") / M
+    Fl = np.searchsorted(pool_sorted, v, side="left") / M
+    j = np.arange(1, n + 1) / n
+    return float(max(np.max(np.abs(j - Fr)), np.max(np.abs(j - 1.0 / n - Fl))))
+
+
+def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_THRESHOLD, n_boot: int = 200,
+               seed: int = 0) -> ErgodicityResult:
+    """Ergodicity diagnostics of neuron trajectories ``x`` with shape (chain, draw, neuron, feature).
+
+    Each chain is its own network (its neurons share nothing with another chain's), so every statistic is computed
+    per chain and averaged.
+    """
+    x = np.asarray(x, float)
+    if x.ndim == 3:
+        x = x[..., None]
+    if x.ndim != 4:
+        raise ValueError(f"x must have shape (chain, draw, neuron, feature), got {x.shape}")
+    C, D, N, K = x.shape
+    if D < 4:
+        raise ValueError(f"need at least 4 draws per chain, got {D}")
+    within = x.var(1, ddof=1)  # (C, N, K)
+    mu = x.mean(1)  # (C, N, K)
+    total = within.mean(1) + mu.var(1)  # (C, K)  pooled variance (law of total variance, ddof-consistent)
+    ratio_c = within.mean(1).sum(-1) / np.maximum(total.sum(-1), 1e-300)  # (C,)
+    ratio_feat = (within.mean(1) / np.maximum(total, 1e-300)).mean(0)
+    ratio_neuron = within.sum(-1) / np.maximum(total.sum(-1)[:, None], 1e-300)
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, N, size=N)
+        w, m_ = within[:, idx], mu[:, idx]
+        boots.append(np.mean(w.mean(1).sum(-1) / np.maximum((w.mean(1) + m_.var(1)).sum(-1), 1e-300)))
+    ratio = float(ratio_c.mean())
+    rh = np.array([[rhat_neurons(x[c, :, :, k]) for k in range(K)] for c in range(C)])  # (C, K)
+    ks, ks_split = [], []
+    h = D // 2
+    for c in range(C):
+        for k in range(K):
+            pool = np.sort(x[c, :, :, k].ravel())
+            for i in range(N):
+                ks.append(_ks_to_pool(x[c, :, i, k], pool))
+                ks_split.append(stats.ks_2samp(x[c, :h, i, k], x[c, D - h:, i, k]).statistic)
+    # per-neuron ESS: each neuron's trajectory taken as one chain
+    ess_each = ess(x.transpose(1, 0, 2, 3).reshape(1, D, C * N * K))
+    verdict = "broken" if ratio < threshold else "ergodic"
+    confidence = "marginal" if 0.3 < ratio < 0.7 else "clear"
+    return ErgodicityResult(
+        variable=variable, ratio=ratio, ratio_se=float(np.std(boots)) if n_boot else float("nan"),
+        rhat=float(np.nanmedian(rh)), ks_distance=float(np.median(ks)), ks_split=float(np.median(ks_split)),
+        ess_neuron=float(np.median(ess_each)), threshold=float(threshold), verdict=verdict, confidence=confidence,
+        n_chains=C, n_draws=D, n_neurons=N, ratio_per_feature=ratio_feat, ratio_per_neuron=ratio_neuron,
+        rhat_per_feature=np.nanmedian(rh, axis=0))
+
+
+def neuron_features(rd: RunData, variable: str) -> np.ndarray:
+    """The per-neuron feature trajectories (chain, draw, neuron, feature) a variable name stands for: "a" → readout
+    vectors; "z<l>" → class means of layer l's preactivations."""
+    if variable == "a":
+        return rd.a
+    if variable.startswith("z") and variable[1:].isdigit():
+        return rd.class_means(int(variable[1:]))
+    raise ValueError(f"variable must be 'a' or 'z1'..'z{rd.depth}', got {variable!r}")
+
+
+def ergodicity_breaking(idata, variables=None, threshold: float = ERGODIC_THRESHOLD) -> dict[str, ErgodicityResult]:
+    """Ergodicity of the readout ("a") and of every layer's class-mean preactivations ("z1".."zL") of a run.
+
+    Returns {variable: :class:`ErgodicityResult`}.
+    """
+    rd = run_data(idata)
+    if variables is None:
+        variables = ["a"] + [f"z{l}" for l in range(1, rd.depth + 1)]
+    return {v: ergodicity(neuron_features(rd, v), variable=v, threshold=threshold) for v in variables}
