@@ -17,7 +17,7 @@ with warnings.catch_warnings():
     import arviz as az
 
 __all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "get_attrs",
-           "to_netcdf", "from_netcdf", "plot_trace", "ess", "rhat", "is_idata"]
+           "to_netcdf", "from_netcdf", "plot_trace", "save_plot", "ess", "rhat", "is_idata"]
 
 AZ_VERSION: str = az.__version__
 AZ_MAJOR: int = int(AZ_VERSION.split(".")[0])
@@ -112,6 +112,20 @@ def plot_trace(idata, var_names: Iterable[str] | None = None, coords: Mapping | 
         if AZ_MAJOR == 0:
             return az.plot_trace(idata, var_names=var_names, coords=coords, **kwargs)
         return az.plot_trace_dist(idata, var_names=var_names, coords=coords, **kwargs)
+
+
+def save_plot(result, path, dpi: int = 90) -> str:
+    """Save what :func:`plot_trace` returned (axes on 0.x, a PlotCollection on 1.x) to ``path`` and close it."""
+    import matplotlib.pyplot as plt
+
+    if hasattr(result, "savefig"):
+        result.savefig(str(path), dpi=dpi, bbox_inches="tight")
+    else:
+        fig = result.ravel()[0].figure if hasattr(result, "ravel") else plt.gcf()
+        fig.tight_layout()
+        fig.savefig(str(path), dpi=dpi, bbox_inches="tight")
+    plt.close("all")
+    return str(path)
 
 
 def _stat(fn_name, idata, var_names, **kw):

@@ -69,14 +69,9 @@ def _trace_png(idata, path, var_names, coords=None):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from . import azcompat
 
-    res = azcompat.plot_trace(idata, var_names=var_names, coords=coords)
-    fig = res.viz["chart"].item() if hasattr(res, "viz") else plt.gcf()
-    fig.savefig(path, dpi=90, bbox_inches="tight")
-    plt.close("all")
+    azcompat.save_plot(azcompat.plot_trace(idata, var_names=var_names, coords=coords), path)
 
 
 def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=300, samples=300, seed=0, progress=True,

@@ -1,0 +1,240 @@
+"""Readout branches and ReLU outliers.
+
+**Branches.**  When ergodicity is broken the single-neuron readout posterior splits into disconnected branches
+(theory.md §3, §5: the modes a_γ of p(a) with masses P_γ).  Each neuron's readout vector, averaged over its
+trajectory, sits in one branch.  :func:`readout_branches` clusters these time averages — one point per *unit*
+(a neuron of one chain; chains are independent networks, so their units are pooled) — with a Gaussian mixture
+whose number of components k = 1..k_max is chosen by the Bayesian information criterion (BIC, full covariances),
+a principled choice that needs no fixed k and returns k = 1 for a Gaussian (linear, ergodic) readout posterior.
+The silhouette score of the chosen partition is reported next to it.  Masses are fractions of units, with the
+binomial standard error √(p(1 − p)/n).
+
+**Outliers (sparse ReLU code).**  A few neurons carry readout weights and preactivations of order √N against a bulk
+of order 1.  A unit's scale is the root-mean-square over draws of its readout norm |a_i| (and, separately, of its
+preactivations over draws and training points).  With the bulk scale s = median over units, a unit is an outlier
+when its scale exceeds s·N^{1/4} — the geometric midpoint between the bulk (s) and the outlier scale (s·√N), so
+the criterion sits a factor N^{1/4} (≈ 3.2 at N = 100) from both populations and does not depend on σ_a².  A unit
+counts as an outlier when both its readout and its preactivations pass (the sparse-code picture needs both); the
+two separate counts are reported.  Each outlier's class is the largest component of its mean readout vector.
+Outliers are excluded before the branches of the bulk are clustered.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._data import RunData, run_data
+from ._record import Record, array_field
+
+__all__ = ["BranchResult", "OutlierResult", "readout_branches", "find_outliers", "cluster_bic"]
+
+
+@dataclass(frozen=True, repr=False)
+class OutlierResult(Record):
+    """Outlier neurons (readout and preactivations of order √N against an O(1) bulk).
+
+    n_outliers : number of units flagged by both criteria, over all chains; per_chain : the counts per chain.
+    n_readout, n_preactivation : counts by each criterion alone.
+    threshold_factor : N^{1/4}, the multiple of the bulk scale above which a unit is an outlier.
+    bulk_readout, bulk_preactivation : bulk scales (medians).
+    classes : tuple with each outlier's dominant class (per chain: see ``outlier_class``).
+    one_per_class : every chain has exactly one outlier for each class.
+    readout_scale, preact_scale : (unit,) scales of every unit.   is_outlier : (unit,) the flags.
+    outlier_chain, outlier_neuron, outlier_class : (outlier,) where the outliers are and their class.
+    outlier_readout : (outlier, class) their mean readout vectors.
+    """
+
+    n_outliers: int
+    per_chain: tuple
+    n_readout: int
+    n_preactivation: int
+    threshold_factor: float
+    bulk_readout: float
+    bulk_preactivation: float
+    classes: tuple
+    one_per_class: bool
+    readout_scale: np.ndarray = array_field("unit")
+    preact_scale: np.ndarray = array_field("unit")
+    is_outlier: np.ndarray = array_field("unit")
+    outlier_chain: np.ndarray = array_field("outlier")
+    outlier_neuron: np.ndarray = array_field("outlier")
+    outlier_class: np.ndarray = array_field("outlier")
+    outlier_readout: np.ndarray = array_field("outlier", "class")
+
+    def summary(self) -> list[str]:
+        if not self.n_outliers:
+            return [f"no outliers (largest readout scale {np.max(self.readout_scale) / self.bulk_readout:.1f}× bulk, "
+                    f"threshold {self.threshold_factor:.2f}×)"]
+        ratio = np.median(self.readout_scale[self.is_outlier.astype(bool)]) / self.bulk_readout
+        return [f"{self.n_outliers} outliers (per chain {list(self.per_chain)}), classes {list(self.classes)}"
+                f"{' — one per class' if self.one_per_class else ''}; readout scale {ratio:.1f}× bulk "
+                f"(√N = {np.sqrt(len(self.readout_scale) / max(len(self.per_chain), 1)):.0f}), "
+                f"by readout alone {self.n_readout}, by preactivation alone {self.n_preactivation}"]
+
+
+@dataclass(frozen=True, repr=False)
+class BranchResult(Record):
+    """Branches of the readout posterior.
+
+    n_branches : number of clusters chosen by BIC.   k_tried : the k values tried.   silhouette : score of the
+    chosen partition (NaN for k = 1).   n_units : units clustered (outliers excluded).
+    codes : tuple with each branch's majority code (feature layer; "" when not computed).
+    centres : (branch, class) mean of the units' time-averaged readouts.   masses, mass_se : (branch,) fractions
+    of units and their binomial standard errors.   spreads : (branch,) RMS distance of the branch's units from
+    its centre.   jitter : (branch,) RMS temporal fluctuation of a unit's readout around its own mean.
+    bic : (k,) BIC for each k tried.   labels : (unit,) branch of each unit (−1 = outlier).
+    unit_chain, unit_neuron : (unit,) which chain and neuron each unit is.
+    outliers : the :class:`OutlierResult`.
+    """
+
+    n_branches: int
+    k_tried: tuple
+    silhouette: float
+    n_units: int
+    codes: tuple
+    centres: np.ndarray = array_field("branch", "class")
+    masses: np.ndarray = array_field("branch")
+    mass_se: np.ndarray = array_field("branch")
+    spreads: np.ndarray = array_field("branch")
+    jitter: np.ndarray = array_field("branch")
+    bic: np.ndarray = array_field("k")
+    labels: np.ndarray = array_field("unit")
+    unit_chain: np.ndarray = array_field("unit")
+    unit_neuron: np.ndarray = array_field("unit")
+    outliers: OutlierResult | None = None
+
+    def summary(self) -> list[str]:
+        lines = [f"{self.n_branches} branch{'es' if self.n_branches != 1 else ''} by BIC (k tried "
+                 f"{min(self.k_tried)}..{max(self.k_tried)}, silhouette {self.silhouette:.2f}, "
+                 f"{self.n_units} units)"]
+        for b in range(self.n_branches):
+            c = ", ".join(f"{v:+.2f}" for v in self.centres[b])
+            code = f" code {self.codes[b]}" if self.codes and self.codes[b] else ""
+            lines.append(f"  branch {b}: centre ({c}) mass {self.masses[b]:.3f} ± {self.mass_se[b]:.3f}, "
+                         f"spread {self.spreads[b]:.2f}, jitter {self.jitter[b]:.2f}{code}")
+        if self.outliers is not None:
+            lines += self.outliers.summary()
+        return lines
+
+
+def cluster_bic(points: np.ndarray, k_max: int = 8, seed: int = 0, n_init: int = 3):
+    """Gaussian-mixture clustering of ``points`` (n, d) with k chosen by BIC.
+
+    Returns (k, labels (n,), bic (k_max',), ks tried, silhouette).  Components are ordered by decreasing size.
+    """
+    from sklearn.metrics import silhouette_score
+    from sklearn.mixture import GaussianMixture
+
+    x = np.asarray(points, float)
+    n, d = x.shape
+    scale = x.std(0).mean() or 1.0
+    xs = (x - x.mean(0)) / scale
+    # each full-covariance component needs more points than parameters to be estimable
+    per_comp = d + d * (d + 1) / 2 + 1
+    ks = list(range(1, max(1, min(k_max, int(n // max(per_comp, 2)))) + 1))
+    bics, models = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in ks:
+            gm = GaussianMixture(k, covariance_type="full", n_init=n_init, random_state=seed, reg_covar=1e-6)
+            gm.fit(xs)
+            bics.append(gm.bic(xs))
+            models.append(gm)
+    best = int(np.argmin(bics))
+    k = ks[best]
+    lab = models[best].predict(xs)
+    # relabel by decreasing size, drop empty components
+    sizes = np.bincount(lab, minlength=k)
+    order = [c for c in np.argsort(-sizes, kind="stable") if sizes[c] > 0]
+    remap = {c: i for i, c in enumerate(order)}
+    lab = np.array([remap[c] for c in lab])
+    k = len(order)
+    sil = float("nan")
+    if 1 < k < n:
+        sil = float(silhouette_score(xs, lab))
+    return k, lab, np.array(bics), tuple(ks), sil
+
+
+def find_outliers(a: np.ndarray, z: np.ndarray | None = None, factor: float | None = None) -> OutlierResult:
+    """Outlier units from readouts ``a`` (chain, draw, neuron, class) and feature-layer preactivations ``z``
+    (chain, draw, neuron, point) — see the module docstring for the criterion."""
+    a = np.asarray(a, float)
+    C, D, N, m = a.shape
+    factor = float(N ** 0.25) if factor is None else float(factor)
+    rs = np.sqrt(np.mean(np.sum(a**2, -1), axis=1)).reshape(-1)  # (C*N,)
+    bulk_r = float(np.median(rs))
+    out_r = rs > factor * bulk_r
+    if z is not None:
+        zs = np.sqrt(np.mean(np.asarray(z, float) ** 2, axis=(1, 3))).reshape(-1)
+        bulk_z = float(np.median(zs))
+        out_z = zs > factor * bulk_z
+    else:
+        zs, bulk_z, out_z = np.full_like(rs, np.nan), float("nan"), out_r
+    flag = out_r & out_z
+    idx = np.flatnonzero(flag)
+    ch, ne = idx // N, idx % N
+    abar = a.mean(1)  # (C, N, m)
+    ro = abar[ch, ne] if len(idx) else np.zeros((0, m))
+    cls = np.argmax(ro, axis=1) if len(idx) else np.zeros(0, int)
+    per_chain = tuple(int(np.sum(ch == c)) for c in range(C))
+    one_per = all(sorted(cls[ch == c].tolist()) == list(range(m)) for c in range(C)) if len(idx) else False
+    return OutlierResult(
+        n_outliers=int(len(idx)), per_chain=per_chain, n_readout=int(out_r.sum()), n_preactivation=int(out_z.sum()),
+        threshold_factor=factor, bulk_readout=bulk_r, bulk_preactivation=bulk_z,
+        classes=tuple(int(c) for c in cls), one_per_class=bool(one_per), readout_scale=rs, preact_scale=zs,
+        is_outlier=flag.astype(np.int8), outlier_chain=ch.astype(int), outlier_neuron=ne.astype(int),
+        outlier_class=cls.astype(int), outlier_readout=ro)
+
+
+def readout_branches(idata, k_max: int = 8, seed: int = 0, codes: np.ndarray | None = None,
+                     detect_outliers: bool = True) -> BranchResult:
+    """Cluster the units' time-averaged readout vectors into branches (BIC), after removing outliers.
+
+    ``idata`` : a run (or :class:`~bnnzoo.diagnostics._data.RunData`), or a readout array (chain, draw, neuron,
+    class).  ``codes`` : optional (chain, neuron) code strings of the units (feature layer) to name each branch by
+    its majority code; computed from the run when it is one.
+    """
+    if isinstance(idata, np.ndarray):
+        a, rd = np.asarray(idata, float), None
+    else:
+        rd = run_data(idata)
+        a = rd.a
+    C, D, N, m = a.shape
+    outl = None
+    keep = np.ones(C * N, bool)
+    if detect_outliers:
+        outl = find_outliers(a, rd.z(rd.depth) if rd is not None else None)
+        keep = ~outl.is_outlier.astype(bool)
+    abar = a.mean(1).reshape(C * N, m)
+    units = np.flatnonzero(keep)
+    k, lab, bic, ks, sil = cluster_bic(abar[units], k_max=k_max, seed=seed)
+    labels = np.full(C * N, -1)
+    labels[units] = lab
+    if codes is None and rd is not None:
+        from .codes import unit_modal_codes
+
+        codes = unit_modal_codes(rd, rd.depth)
+    dev = a - a.mean(1, keepdims=True)
+    jit_u = np.sqrt(np.mean(np.sum(dev**2, -1), axis=1)).reshape(-1)
+    centres, masses, spreads, jitter, bcodes = [], [], [], [], []
+    n = len(units)
+    for b in range(k):
+        sel = labels == b
+        cen = abar[sel].mean(0)
+        centres.append(cen)
+        masses.append(sel.sum() / n)
+        spreads.append(float(np.sqrt(np.mean(np.sum((abar[sel] - cen) ** 2, -1)))))
+        jitter.append(float(np.sqrt(np.mean(jit_u[sel] ** 2))))
+        if codes is not None:
+            cs = np.asarray(codes).reshape(-1)[sel]
+            vals, cnt = np.unique(cs, return_counts=True)
+            bcodes.append(str(vals[np.argmax(cnt)]))
+    masses = np.array(masses)
+    return BranchResult(
+        n_branches=int(k), k_tried=ks, silhouette=sil, n_units=int(n), codes=tuple(bcodes),
+        centres=np.array(centres).reshape(k, m), masses=masses, mass_se=np.sqrt(masses * (1 - masses) / max(n, 1)),
+        spreads=np.array(spreads), jitter=np.array(jitter), bic=bic, labels=labels,
+        unit_chain=np.repeat(np.arange(C), N), unit_neuron=np.tile(np.arange(N), C), outliers=outl)

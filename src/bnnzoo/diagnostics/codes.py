@@ -1,0 +1,200 @@
+"""Neural codes: which classes activate each neuron, per layer and per draw, and how codes persist or switch.
+
+**Definition.**  For neuron i of layer l at draw t, let z̄_ic(t) be the mean of its preactivations over the
+training points of class c.  Bit c of its code is 1 when z̄_ic(t) > 0:
+
+* sigmoid: z = 0 is the midpoint of φ (φ(0) = ½, the prior-mean activation), so bit 1 ⇔ the neuron's typical
+  activation on class c is in the upper half of its range.  On the toy task the class means are bimodal at
+  ≈ ±1.2 with almost no mass near 0 (N = P = 100, y− = ½), so the threshold sits in the gap and codes do not
+  flicker;
+* ReLU: z = 0 is the kink, so bit 1 ⇔ the neuron is *active* on a typical point of class c;
+* linear: there is no threshold in φ; the code is **analog** — the strength vector z̄_i(t) itself, whose
+  distribution over neurons is continuous.  Bits (signs) are still computed, to measure switching.
+
+Codes are strings over classes 0..m−1, e.g. ``"011"`` = silent on class 0, active on classes 1 and 2.
+
+**Selective neurons.**  A task-agnostic neuron (the ReLU bulk) has class means of order √(q/P_c) (q its mean
+squared preactivation), and its bits are noise.  A neuron is *selective* when the median over draws of
+max_c |z̄_ic(t)| exceeds 3 √(q/P_min) — three standard deviations of a class mean of P_min independent
+task-agnostic preactivations.  The coding scheme and the switching statistics are computed over selective neurons
+(all neurons are selective on the sigmoidal toy task; on ReLU only the outliers are).
+
+**Persistence and switching** (per layer): the *modal code* of a unit (a neuron of one chain) over the run, its
+*persistence* (fraction of draws at the modal code), the *switching rate* (fraction of consecutive draw pairs whose
+code differs, per unit), and the *turnover* (fraction of units whose modal code over the first fifth of the run
+differs from that over the last fifth).  Verdict ``frozen`` when turnover < 0.1 and median persistence > 0.9,
+otherwise ``switching``.
+
+**Population scheme after reordering** (the paper's Fig. 5): at each draw the scheme is the histogram of codes over
+units (neuron identities forgotten).  Its drift is the mean total-variation distance between the per-draw
+histogram and the run's average histogram; ``scheme_stable`` when the drift is below 0.1 (fewer than 10 % of the
+units would have to change code to restore the average scheme).  Switching neurons with a stable scheme is the
+paper's lower-layer sigmoidal picture; the multinomial noise level of the drift (units drawn independently from the
+average scheme) is reported as ``scheme_drift_null``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._data import RunData, run_data
+from ._record import Record, array_field
+
+__all__ = ["CodeResult", "neural_codes", "codes_per_layer", "code_ids", "code_string", "unit_modal_codes",
+           "FROZEN_TURNOVER", "SCHEME_DRIFT"]
+
+FROZEN_TURNOVER = 0.1
+FROZEN_PERSISTENCE = 0.9
+SCHEME_DRIFT = 0.1
+SELECTIVITY_SIGMAS = 3.0
+
+
+def code_ids(class_means: np.ndarray) -> np.ndarray:
+    """Integer code of each neuron from its class means (..., m): bit c set when the class-c mean is > 0."""
+    bits = np.asarray(class_means) > 0
+    return (bits * (1 << np.arange(bits.shape[-1]))).sum(-1)
+
+
+def code_string(code_id: int, m: int) -> str:
+    """Code id → string over classes 0..m−1 ("011" = off on class 0, on for classes 1 and 2)."""
+    return "".join(str((int(code_id) >> c) & 1) for c in range(m))
+
+
+def _modal(ids: np.ndarray, n_codes: int) -> np.ndarray:
+    """Most frequent id along axis 1 of (C, D, N) → (C, N)."""
+    C, D, N = ids.shape
+    counts = np.zeros((C, N, n_codes), int)
+    for k in range(n_codes):
+        counts[..., k] = (ids == k).sum(1)
+    return counts.argmax(-1)
+
+
+def unit_modal_codes(rd: RunData, layer: int) -> np.ndarray:
+    """(chain, neuron) array of each unit's modal code string in ``layer``."""
+    ids = code_ids(rd.class_means(layer))
+    modal = _modal(ids, 1 << rd.m)
+    return np.vectorize(lambda k: code_string(k, rd.m))(modal)
+
+
+@dataclass(frozen=True, repr=False)
+class CodeResult(Record):
+    """Codes of one layer.
+
+    layer : 1..L.   activation : φ.   kind : "binary" or "analog" (linear φ).
+    scheme : {code: number of selective units with that modal code}.   scheme_fraction : the same as fractions.
+    n_units, n_selective : units (neurons × chains) and how many are selective; selectivity_threshold : the cut on
+        the median max-class |z̄|.
+    switching_rate, switching_rate_se : code changes per unit per draw (selective units).
+    persistence : median fraction of draws at the modal code.   turnover : fraction of units whose early and late
+        modal codes differ.   verdict : "frozen" or "switching".
+    scheme_drift, scheme_drift_null : mean TV distance of the per-draw scheme from the average scheme, and its
+        multinomial noise level.   scheme_stable : drift < 0.1.
+    strength_quantiles : (10, 50, 90 %) of the analog strength |z̄_i(t)| over units and draws.
+    ids : (chain, draw, neuron) code id of every unit at every draw.   modal : (chain, neuron) modal id.
+    persistence_per_unit : (chain, neuron).   selective : (chain, neuron) flags.
+    mean_activation : (chain, neuron, class) time-averaged class-mean activation φ.
+    scheme_trace : (chain, draw, code) fraction of selective units with each code id at each draw.
+    """
+
+    layer: int
+    activation: str
+    kind: str
+    scheme: dict
+    scheme_fraction: dict
+    n_units: int
+    n_selective: int
+    selectivity_threshold: float
+    switching_rate: float
+    switching_rate_se: float
+    persistence: float
+    turnover: float
+    verdict: str
+    scheme_drift: float
+    scheme_drift_null: float
+    scheme_stable: bool
+    strength_quantiles: tuple
+    ids: np.ndarray = array_field("chain", "draw", "neuron")
+    modal: np.ndarray = array_field("chain", "neuron")
+    persistence_per_unit: np.ndarray = array_field("chain", "neuron")
+    selective: np.ndarray = array_field("chain", "neuron")
+    mean_activation: np.ndarray = array_field("chain", "neuron", "class")
+    scheme_trace: np.ndarray = array_field("chain", "draw", "code")
+
+    @property
+    def frozen(self) -> bool:
+        return self.verdict == "frozen"
+
+    def codes(self, min_fraction: float = 0.0) -> list[str]:
+        """Codes of the scheme carried by at least ``min_fraction`` of the selective units, most common first."""
+        return [c for c, f in sorted(self.scheme_fraction.items(), key=lambda kv: -kv[1]) if f >= min_fraction]
+
+    def summary(self) -> list[str]:
+        sch = ", ".join(f"{c}: {n}" for c, n in sorted(self.scheme.items(), key=lambda kv: -kv[1]))
+        head = f"layer {self.layer} ({self.activation}, {self.kind} code): "
+        if self.kind == "analog":
+            q = self.strength_quantiles
+            head += f"strength |z̄| 10/50/90 % = {q[0]:.2f}/{q[1]:.2f}/{q[2]:.2f}; "
+        return [head + f"scheme {{{sch}}} over {self.n_selective}/{self.n_units} selective units",
+                f"  codes {self.verdict}: switching {self.switching_rate:.4f} ± {self.switching_rate_se:.4f} per "
+                f"draw, persistence {self.persistence:.2f}, turnover {self.turnover:.2f}; population scheme "
+                f"{'stable' if self.scheme_stable else 'drifting'} (drift {self.scheme_drift:.3f}, "
+                f"noise level {self.scheme_drift_null:.3f})"]
+
+
+def neural_codes(idata, layer: int | None = None) -> CodeResult:
+    """Codes of ``layer`` (default: the feature layer L) of a run; see the module docstring for every definition."""
+    rd = run_data(idata)
+    layer = rd.depth if layer is None else int(layer)
+    zb = rd.class_means(layer)  # (C, D, N, m)
+    C, D, N, m = zb.shape
+    n_codes = 1 << m
+    z = rd.z(layer)
+    q = float(np.median(np.mean(z**2, axis=(1, 3))))
+    counts = np.bincount(rd.labels, minlength=m)
+    thr = SELECTIVITY_SIGMAS * np.sqrt(q / max(counts[counts > 0].min(), 1))
+    sel = np.median(np.max(np.abs(zb), -1), axis=1) > thr  # (C, N)
+    ids = code_ids(zb)  # (C, D, N)
+    modal = _modal(ids, n_codes)
+    persist = (ids == modal[:, None, :]).mean(1)
+    changes = (ids[:, 1:] != ids[:, :-1]).mean(1)  # (C, N)
+    k5 = max(D // 5, 1)
+    early, late = _modal(ids[:, :k5], n_codes), _modal(ids[:, -k5:], n_codes)
+    s = sel if sel.any() else np.ones_like(sel)
+    rate = float(changes[s].mean())
+    rate_se = float(changes[s].std(ddof=1) / np.sqrt(s.sum())) if s.sum() > 1 else float("nan")
+    turnover = float((early != late)[s].mean())
+    pers = float(np.median(persist[s]))
+    verdict = "frozen" if turnover < FROZEN_TURNOVER and pers > FROZEN_PERSISTENCE else "switching"
+    # per-draw scheme over the selective units of each chain
+    trace = np.zeros((C, D, n_codes))
+    for c in range(C):
+        sc = s[c] if s[c].any() else np.ones(N, bool)
+        for k in range(n_codes):
+            trace[c, :, k] = (ids[c][:, sc] == k).mean(1)
+    mean_scheme = trace.mean(1, keepdims=True)
+    drift = float(0.5 * np.abs(trace - mean_scheme).sum(-1).mean())
+    n_sel_c = np.maximum(s.sum(1), 1)
+    p = mean_scheme[:, 0, :]
+    null = float(np.mean(0.5 * np.sum(np.sqrt(2 * p * (1 - p) / (np.pi * n_sel_c[:, None])), -1)))
+    scheme = Counter(code_string(k, m) for k in modal[s])
+    n_sel = int(s.sum())
+    strength = np.linalg.norm(zb, axis=-1)
+    phibar = rd.class_means(layer, activated=True).mean(1)
+    return CodeResult(
+        layer=layer, activation=rd.activation, kind="analog" if rd.activation == "linear" else "binary",
+        scheme=dict(scheme), scheme_fraction={k: v / max(n_sel, 1) for k, v in scheme.items()}, n_units=C * N,
+        n_selective=int(sel.sum()), selectivity_threshold=float(thr), switching_rate=rate,
+        switching_rate_se=rate_se, persistence=pers, turnover=turnover, verdict=verdict, scheme_drift=drift,
+        scheme_drift_null=null, scheme_stable=bool(drift < SCHEME_DRIFT),
+        strength_quantiles=tuple(float(v) for v in np.quantile(strength, [0.1, 0.5, 0.9])),
+        ids=ids.astype(np.int16), modal=modal.astype(np.int16), persistence_per_unit=persist,
+        selective=sel.astype(np.int8), mean_activation=phibar, scheme_trace=trace)
+
+
+def codes_per_layer(idata) -> dict[int, CodeResult]:
+    """{layer: :class:`CodeResult`} for every hidden layer."""
+    rd = run_data(idata)
+    return {l: neural_codes(rd, l) for l in range(1, rd.depth + 1)}

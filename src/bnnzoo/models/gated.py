@@ -1,0 +1,265 @@
+"""Bayesian gated deep linear network (GDLN) built from a graph spec (theory.md §9; Saxe, Sodhani & Lewallen 2022).
+
+Given a :class:`~bnnzoo.tasks.gated_tasks.GatedSpec` (nodes with sizes, named edges) and per-example gates (packed into
+the rows of ``X``, see :mod:`bnnzoo.tasks.gated_tasks`)::
+
+    h_v = g_v x_v                                          (input nodes)
+    h_v = g_v Σ_{q: t(q) = v} g_q c_q W_q h_{s(q)}          (every other node, in topological order)
+    f   = [h_v for the output nodes]                       (P, output_dim)
+    W_q ~ N(0, σ_q²)  entrywise,   y | f ~ N(f, T)  entrywise
+
+Scale factors c_q (``edge_scale``): "standard" c_q = 1/√n_{s(q)} (default; keeps activity O(1) under the prior),
+"meanfield" c_q = 1/n_{s(q)}, or a number.  ``readout`` sets the default for edges into output nodes.  The likelihood
+variance is ``temperature`` as given (no hidden rescaling): to reproduce the FCN core's non-lazy one-hidden-layer
+linear network (theory.md §1, §4) on a two-edge pathway x → h → y of width N use
+``edge_scale={"<in edge>": "standard", "<out edge>": "meanfield"}``, σ² = (σ_w², σ_a²) per edge and
+``temperature = T / N``.  Gated-off outputs are identically 0, so their targets do not enter the posterior.
+
+The end-to-end map of a pathway p = (q_1, …, q_D) is the product of its effective edge maps
+W_p = c_{q_D} W_{q_D} ⋯ c_{q_1} W_{q_1} (n_out × n_in) — :func:`pathway_map` and
+:func:`bnnzoo.diagnostics.alignment.pathway_maps`.
+
+Sites: one per edge, ``W_<edge>`` with dims (target node, source node) — the node names are the dim names —,
+f (point, class), y (point, class, observed), mse () over the gated-on outputs, ``h_<node>`` (point, <node>) for hidden
+nodes when recorded (record=("h",)), f_test (test_point, class) with ``X_test``.  ("class" indexes the concatenated
+output units, as in the rest of the zoo.)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from ..tasks.gated_tasks import GatedSpec, Pathway, get_spec, routing_spec, routing_task, xor_spec, xor_task
+from .zoo import Observable, ZooEntry, register
+
+__all__ = ["gated", "gated_dims", "check_gated_args", "gated_forward", "edge_scales", "edge_prior_variances",
+           "pathway_map", "GatedSpec", "Pathway", "xor_spec", "routing_spec", "GATED_READOUTS"]
+
+GATED_READOUTS = ("standard", "meanfield")
+
+
+def _scale_value(rule, fan_in: int) -> float:
+    if rule == "standard":
+        return 1.0 / math.sqrt(fan_in)
+    if rule == "meanfield":
+        return 1.0 / fan_in
+    if isinstance(rule, (int, float, np.integer, np.floating)) and not isinstance(rule, bool) and rule > 0:
+        return float(rule)
+    raise ValueError(f"edge scale must be 'standard', 'meanfield' or a positive number, got {rule!r}")
+
+
+def edge_scales(spec, readout: str = "standard", edge_scale: Mapping | None = None) -> dict[str, float]:
+    """c_q for every edge: ``edge_scale[q]`` if given, else ``readout`` for edges into output nodes, else
+    "standard" (1/√fan-in)."""
+    spec = get_spec(spec)
+    if readout not in GATED_READOUTS:
+        raise ValueError(f"readout must be one of {GATED_READOUTS}, got {readout!r}")
+    edge_scale = dict(edge_scale or {})
+    unknown = set(edge_scale) - set(spec.edge_names)
+    if unknown:
+        raise ValueError(f"edge_scale names unknown edges {sorted(unknown)}; edges: {spec.edge_names}")
+    out = {}
+    for e, s, t in spec.edges:
+        rule = edge_scale.get(e, readout if t in spec.output_nodes else "standard")
+        out[e] = _scale_value(rule, spec.sizes[s])
+    return out
+
+
+def edge_prior_variances(spec, sigma2=1.0) -> dict[str, float]:
+    """σ_q² for every edge from a number (all edges) or a mapping edge → variance (missing edges get 1)."""
+    spec = get_spec(spec)
+    if isinstance(sigma2, Mapping):
+        unknown = set(sigma2) - set(spec.edge_names)
+        if unknown:
+            raise ValueError(f"sigma2 names unknown edges {sorted(unknown)}; edges: {spec.edge_names}")
+        out = {e: float(sigma2.get(e, 1.0)) for e in spec.edge_names}
+    else:
+        out = {e: float(sigma2) for e in spec.edge_names}
+    for e, v in out.items():
+        if not (np.isfinite(v) and v > 0):
+            raise ValueError(f"prior variance of edge {e!r} must be > 0, got {v!r}")
+    return out
+
+
+def check_gated_args(X, Y=None, *, spec, readout="standard", edge_scale=None, sigma2=1.0, temperature=0.01,
+                     num_outputs=None, X_test=None, record=()):
+    """Validate the arguments of :func:`gated` with clear ``ValueError`` messages."""
+    spec = get_spec(spec)
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != spec.packed_dim:
+        raise ValueError(f"X must have shape (P, {spec.packed_dim}) = inputs {spec.input_dim} + node gates "
+                         f"{len(spec.nodes)} + edge gates {len(spec.edges)} (GatedSpec.pack), got {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or infinite values")
+    _, gn, ge = spec.unpack(X)
+    if not (np.all((gn == 0) | (gn == 1)) and np.all((ge == 0) | (ge == 1))):
+        raise ValueError("gates must be 0 or 1")
+    if Y is not None:
+        Y = np.asarray(Y)
+        if Y.ndim != 2 or Y.shape != (X.shape[0], spec.output_dim):
+            raise ValueError(f"Y must have shape (P, {spec.output_dim}) (output nodes {spec.output_nodes}), "
+                             f"got {Y.shape}")
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("Y contains NaN or infinite values")
+    if X_test is not None:
+        Xt = np.asarray(X_test)
+        if Xt.ndim != 2 or Xt.shape[1] != spec.packed_dim:
+            raise ValueError(f"X_test must have shape (P_test, {spec.packed_dim}), got {Xt.shape}")
+    edge_scales(spec, readout, edge_scale)
+    edge_prior_variances(spec, sigma2)
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    for r in record:
+        if r != "h":
+            raise ValueError(f"record: unknown entry {r!r}; use 'h' (hidden node activities)")
+
+
+def gated_dims(spec, record: Sequence[str] = (), with_test: bool = False) -> dict[str, list[str]]:
+    """Dims of every site of :func:`gated`: W_<edge> (target node, source node), f/y (point, class), ..."""
+    spec = get_spec(spec)
+    dims = {f"W_{e}": [t, s] for e, s, t in spec.edges}
+    dims.update({"f": ["point", "class"], "y": ["point", "class"], "mse": []})
+    if "h" in record:
+        for n in spec.node_names:
+            if n not in spec.input_nodes and n not in spec.output_nodes:
+                dims[f"h_{n}"] = ["point", n]
+    if with_test:
+        dims["f_test"] = ["test_point", "class"]
+    return dims
+
+
+def gated_forward(spec, M: Mapping, X, xp=jnp):
+    """Activities of every node and the output f (P, output_dim) for effective edge maps ``M`` (edge → c_q W_q,
+    shape (n_target, n_source)) on packed rows ``X``.  ``xp`` = jax.numpy or numpy."""
+    spec = get_spec(spec)
+    x, gn, ge = spec.unpack(X)
+    ni = {n: i for i, n in enumerate(spec.node_names)}
+    ei = {e: i for i, e in enumerate(spec.edge_names)}
+    h = {}
+    for n in spec.node_names:
+        if n in spec.input_nodes:
+            h[n] = gn[:, ni[n], None] * x[:, spec.input_slices[n]]
+            continue
+        acc = 0.0
+        for e in spec.incoming(n):
+            s, _ = spec.edge_map[e]
+            acc = acc + ge[:, ei[e], None] * (h[s] @ M[e].T)
+        h[n] = gn[:, ni[n], None] * acc
+    f = xp.concatenate([h[n] for n in spec.output_nodes], axis=1)
+    return h, f
+
+
+def pathway_map(spec, M: Mapping, pathway: Pathway | str, xp=np):
+    """W_p = M_{q_D} ⋯ M_{q_1} (n_out, n_in) from effective edge maps (leading batch axes allowed)."""
+    spec = get_spec(spec)
+    p = spec.pathway(pathway) if isinstance(pathway, str) else pathway
+    Wp = M[p.edges[0]]
+    for e in p.edges[1:]:
+        Wp = xp.matmul(M[e], Wp)
+    return Wp
+
+
+def gated(X, Y=None, *, spec, readout: str = "standard", edge_scale: Mapping | None = None, sigma2=1.0,
+          temperature: float = 0.01, num_outputs: int | None = None, X_test=None, record: Sequence[str] = ()):
+    """Gated deep linear network with Gaussian edge priors and a Gaussian likelihood (module docstring).
+
+    Parameters
+    ----------
+    X : (P, packed_dim) packed rows [inputs | node gates | edge gates] (:meth:`GatedSpec.pack`).
+    Y : (P, output_dim) targets of the output nodes, or None (prior).
+    spec : a :class:`GatedSpec`, a built-in name ("xor", "routing") or a spec dict.
+    readout : scale rule for edges into output nodes, "standard" (1/√fan-in) or "meanfield" (1/fan-in).
+    edge_scale : optional per-edge override {edge: "standard" | "meanfield" | number}.
+    sigma2 : prior variance of every edge, or {edge: variance}.
+    temperature : T, the likelihood variance per output entry (used as given).
+    X_test : optional packed test rows; f on them is recorded as ``f_test``.
+    record : ("h",) records the activities of the hidden nodes on the training rows.
+    """
+    spec = get_spec(spec)
+    P = X.shape[0]
+    m = spec.output_dim
+    assert X.shape == (P, spec.packed_dim), f"X has shape {X.shape}, expected {(P, spec.packed_dim)}"
+    if Y is not None:
+        assert Y.shape == (P, m), f"Y has shape {Y.shape}, expected {(P, m)}"
+    c = edge_scales(spec, readout, edge_scale)
+    s2 = edge_prior_variances(spec, sigma2)
+
+    M = {}
+    for e, s, t in spec.edges:
+        with numpyro.plate(t, spec.sizes[t], dim=-2), numpyro.plate(s, spec.sizes[s], dim=-1):
+            W = numpyro.sample(f"W_{e}", dist.Normal(0.0, math.sqrt(s2[e])))
+        assert W.shape[-2:] == (spec.sizes[t], spec.sizes[s]), f"W_{e} has shape {W.shape}"
+        M[e] = c[e] * W
+
+    h, f = gated_forward(spec, M, X)
+    assert f.shape == (P, m), f"f has shape {f.shape}"
+    if "h" in record:
+        for n in spec.node_names:
+            if n not in spec.input_nodes and n not in spec.output_nodes:
+                numpyro.deterministic(f"h_{n}", h[n])
+    numpyro.deterministic("f", f)
+    if Y is not None:
+        mask = jnp.asarray(spec.output_mask(np.asarray(X)))
+        numpyro.deterministic("mse", jnp.sum(mask * (Y - f) ** 2) / jnp.maximum(jnp.sum(mask), 1.0))
+    with numpyro.plate("point", P, dim=-2), numpyro.plate("class", m, dim=-1):
+        numpyro.sample("y", dist.Normal(f, math.sqrt(temperature)), obs=Y)
+
+    if X_test is not None:
+        _, ft = gated_forward(spec, M, X_test)
+        numpyro.deterministic("f_test", ft)
+    return f
+
+
+# ---------------------------------------------------------------------------------------------------------- zoo
+def _validate(X, Y=None, **kw):
+    check_gated_args(X, Y, **kw)
+
+
+def _dims(*, spec, record=(), X_test=None, **_):
+    return gated_dims(spec, record, with_test=X_test is not None)
+
+
+OBSERVABLES = (
+    Observable("W_p", "end-to-end pathway maps W_p (product of the effective edge maps) per draw, their singular "
+               "values next to those of the effective dataset Σʸˣ(p): diagnostics.alignment.pathway_maps / "
+               "pathway_spectra",
+               "single active pathway: exact Gaussian posterior (one edge), theory.linear one-hidden-layer saddle "
+               "point (two edges, N → ∞); GD endpoint Σʸˣ Σˣ⁺ and race dynamics: theory.dynamics"),
+    Observable("f_test", "predictions on untrained pathways (routing task test set): "
+               "diagnostics.alignment.pathway_generalization", "systematic generalization through shared edges "
+               "(Saxe et al. 2022)"),
+    Observable("mse", "training mean squared error over gated-on outputs", ""),
+)
+
+register(ZooEntry(
+    name="gdln_xor",
+    model=gated,
+    defaults=dict(spec=xor_spec(4), readout="standard", edge_scale=None, sigma2=1.0, temperature=0.01),
+    task_defaults=dict(hidden=4, repeats=1),
+    make_task=xor_task,
+    validate=_validate,
+    dims=_dims,
+    observables=OBSERVABLES,
+    description="gated deep linear network computing XoR with two gated pathways",
+    reference="Saxe, Sodhani & Lewallen, ICML 2022; theory.md §9",
+))
+
+register(ZooEntry(
+    name="gdln_routing",
+    model=gated,
+    defaults=dict(spec=routing_spec(hidden=64), readout="standard", edge_scale=None, sigma2=1.0, temperature=0.01),
+    task_defaults=dict(hidden=64),
+    make_task=routing_task,
+    validate=_validate,
+    dims=_dims,
+    observables=OBSERVABLES,
+    description="context-dependent routing GDLN: 7 input modules, shared hidden layer, 7 output modules, 4 of 7 "
+                "pathways trained",
+    reference="Saxe, Sodhani & Lewallen, ICML 2022 (facebookresearch/gated-dln); theory.md §9",
+))

@@ -1,0 +1,42 @@
+"""The ArviZ adapter on whichever line is installed (0.x InferenceData or 1.x DataTree)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from bnnzoo import azcompat  # noqa: E402
+
+
+def _toy_idata():
+    rng = np.random.default_rng(0)
+    post = xr.Dataset({"a": (("chain", "draw", "neuron"), rng.standard_normal((2, 50, 3)))},
+                      coords={"chain": [0, 1], "draw": np.arange(50), "neuron": [0, 1, 2]})
+    return azcompat.make_idata({"posterior": post}, {"model": "toy", "seed": 3})
+
+
+def test_make_get_set_groups_and_attrs(tmp_path):
+    idata = _toy_idata()
+    assert azcompat.is_idata(idata)
+    assert azcompat.group_names(idata) == ["posterior"]
+    assert azcompat.get_attrs(idata)["model"] == "toy"
+    extra = xr.Dataset({"ratio": (("layer",), np.array([0.1, 0.9]))}, attrs={"verdict": "broken"})
+    azcompat.set_groups(idata, {"diagnostics": extra})
+    azcompat.set_groups(idata, {"diagnostics": extra.assign(ratio=extra.ratio * 2)})  # replace
+    assert sorted(azcompat.group_names(idata)) == ["diagnostics", "posterior"]
+    back = azcompat.from_netcdf(azcompat.to_netcdf(idata, tmp_path / "x.nc"))
+    np.testing.assert_allclose(azcompat.get_group(back, "diagnostics")["ratio"], [0.2, 1.8])
+    assert azcompat.get_group(back, "diagnostics").attrs["verdict"] == "broken"
+    assert azcompat.get_attrs(back)["seed"] == 3
+
+
+def test_ess_rhat_and_plot(tmp_path):
+    idata = _toy_idata()
+    ess = azcompat.ess(idata, var_names=["a"])
+    assert ess["a"].shape == (3,) and np.all(ess["a"].values > 20)
+    rh = azcompat.rhat(idata, var_names=["a"])
+    assert np.all(np.abs(rh["a"].values - 1) < 0.1)
+    res = azcompat.plot_trace(idata, var_names=["a"], coords={"neuron": [0, 1]})
+    azcompat.save_plot(res, tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 1000
