@@ -21,9 +21,14 @@ task-agnostic preactivations.  The coding scheme and the switching statistics ar
 
 **Persistence and switching** (per layer): the *modal code* of a unit (a neuron of one chain) over the run, its
 *persistence* (fraction of draws at the modal code), the *switching rate* (fraction of consecutive draw pairs whose
-code differs, per unit), and the *turnover* (fraction of units whose modal code over the first fifth of the run
-differs from that over the last fifth).  Verdict ``frozen`` when turnover < 0.1 and median persistence > 0.9,
-otherwise ``switching``.
+code differs, per unit), the *turnover* (fraction of units whose modal code over the first fifth of the run
+differs from that over the last fifth) and the *code memory* μ: the probability that a unit carries the same code
+half a run later, normalised so that chance (codes redrawn from the population scheme) gives 0 and no change 1,
+μ = (P_same − Σ_k p_k²)/(1 − Σ_k p_k²).  Verdict ``frozen`` when μ > 0.5, otherwise ``switching``.  Unlike the
+switching rate (which counts flicker of a bit near threshold and depends on thinning) μ measures whether a unit
+keeps its identity over the run.  Known cases (N = P = 100, T = 0.01, 2 × 300 draws): one-layer sigmoid μ = 0.89
+(frozen; the switches are 011 ↔ 111 hops of a few units), linear μ = 0.00, ReLU outliers μ = 1.00; two-layer
+sigmoid: first layer μ = 0.00 (switching), feature layer μ = 1.00 (frozen).
 
 **Population scheme after reordering** (the paper's Fig. 5): at each draw the scheme is the histogram of codes over
 units (neuron identities forgotten).  Its drift is the mean total-variation distance between the per-draw
@@ -44,10 +49,9 @@ from ._data import RunData, run_data
 from ._record import Record, array_field
 
 __all__ = ["CodeResult", "neural_codes", "codes_per_layer", "code_ids", "code_string", "unit_modal_codes",
-           "FROZEN_TURNOVER", "SCHEME_DRIFT"]
+           "code_memory", "FROZEN_MEMORY", "SCHEME_DRIFT"]
 
-FROZEN_TURNOVER = 0.1
-FROZEN_PERSISTENCE = 0.9
+FROZEN_MEMORY = 0.5
 SCHEME_DRIFT = 0.1
 SELECTIVITY_SIGMAS = 3.0
 
@@ -72,6 +76,22 @@ def _modal(ids: np.ndarray, n_codes: int) -> np.ndarray:
     return counts.argmax(-1)
 
 
+def code_memory(ids: np.ndarray, n_codes: int, mask: np.ndarray | None = None) -> float:
+    """μ for code ids (chain, draw, neuron) at a lag of half the run, over the units in ``mask`` (chain, neuron)."""
+    ids = np.asarray(ids)
+    C, D, N = ids.shape
+    lag = D // 2
+    mask = np.ones((C, N), bool) if mask is None or not np.any(mask) else np.asarray(mask, bool)
+    same = (ids[:, lag:] == ids[:, :D - lag])  # (C, D - lag, N)
+    p_same = float(same.transpose(0, 2, 1)[mask].mean())
+    sel = ids.transpose(0, 2, 1)[mask]  # (units, D)
+    p = np.array([(sel == k).mean() for k in range(n_codes)])
+    chance = float((p**2).sum())
+    if chance >= 1.0 - 1e-12:
+        return 1.0
+    return float((p_same - chance) / (1.0 - chance))
+
+
 def unit_modal_codes(rd: RunData, layer: int) -> np.ndarray:
     """(chain, neuron) array of each unit's modal code string in ``layer``."""
     ids = code_ids(rd.class_means(layer))
@@ -89,7 +109,7 @@ class CodeResult(Record):
         the median max-class |z̄|.
     switching_rate, switching_rate_se : code changes per unit per draw (selective units).
     persistence : median fraction of draws at the modal code.   turnover : fraction of units whose early and late
-        modal codes differ.   verdict : "frozen" or "switching".
+        modal codes differ.   code_memory : μ over half a run.   verdict : "frozen" (μ > 0.5) or "switching".
     scheme_drift, scheme_drift_null : mean TV distance of the per-draw scheme from the average scheme, and its
         multinomial noise level.   scheme_stable : drift < 0.1.
     strength_quantiles : (10, 50, 90 %) of the analog strength |z̄_i(t)| over units and draws.
@@ -111,6 +131,7 @@ class CodeResult(Record):
     switching_rate_se: float
     persistence: float
     turnover: float
+    code_memory: float
     verdict: str
     scheme_drift: float
     scheme_drift_null: float
@@ -139,7 +160,8 @@ class CodeResult(Record):
             head += f"strength |z̄| 10/50/90 % = {q[0]:.2f}/{q[1]:.2f}/{q[2]:.2f}; "
         return [head + f"scheme {{{sch}}} over {self.n_selective}/{self.n_units} selective units",
                 f"  codes {self.verdict}: switching {self.switching_rate:.4f} ± {self.switching_rate_se:.4f} per "
-                f"draw, persistence {self.persistence:.2f}, turnover {self.turnover:.2f}; population scheme "
+                f"draw, memory {self.code_memory:.2f}, persistence {self.persistence:.2f}, turnover {self.turnover:.2f}; "
+                f"population scheme "
                 f"{'stable' if self.scheme_stable else 'drifting'} (drift {self.scheme_drift:.3f}, "
                 f"noise level {self.scheme_drift_null:.3f})"]
 
@@ -167,7 +189,8 @@ def neural_codes(idata, layer: int | None = None) -> CodeResult:
     rate_se = float(changes[s].std(ddof=1) / np.sqrt(s.sum())) if s.sum() > 1 else float("nan")
     turnover = float((early != late)[s].mean())
     pers = float(np.median(persist[s]))
-    verdict = "frozen" if turnover < FROZEN_TURNOVER and pers > FROZEN_PERSISTENCE else "switching"
+    memory = code_memory(ids, n_codes, s)
+    verdict = "frozen" if memory > FROZEN_MEMORY else "switching"
     # per-draw scheme over the selective units of each chain
     trace = np.zeros((C, D, n_codes))
     for c in range(C):
@@ -187,7 +210,7 @@ def neural_codes(idata, layer: int | None = None) -> CodeResult:
         layer=layer, activation=rd.activation, kind="analog" if rd.activation == "linear" else "binary",
         scheme=dict(scheme), scheme_fraction={k: v / max(n_sel, 1) for k, v in scheme.items()}, n_units=C * N,
         n_selective=int(sel.sum()), selectivity_threshold=float(thr), switching_rate=rate,
-        switching_rate_se=rate_se, persistence=pers, turnover=turnover, verdict=verdict, scheme_drift=drift,
+        switching_rate_se=rate_se, persistence=pers, turnover=turnover, code_memory=memory, verdict=verdict, scheme_drift=drift,
         scheme_drift_null=null, scheme_stable=bool(drift < SCHEME_DRIFT),
         strength_quantiles=tuple(float(v) for v in np.quantile(strength, [0.1, 0.5, 0.9])),
         ids=ids.astype(np.int16), modal=modal.astype(np.int16), persistence_per_unit=persist,

@@ -20,7 +20,7 @@ W_p = c_{q_D} W_{q_D} ⋯ c_{q_1} W_{q_1} (n_out × n_in) — :func:`pathway_map
 :func:`bnnzoo.diagnostics.alignment.pathway_maps`.
 
 Sites: one per edge, ``W_<edge>`` with dims (target node, source node) — the node names are the dim names —,
-f (point, class), y (point, class, observed), mse () over the gated-on outputs, ``h_<node>`` (point, <node>) for hidden
+f (point, class), y (point, class, observed), mse () over the gated-on outputs, ``act_<node>`` (point, <node>) for hidden
 nodes when recorded (record=("h",)), f_test (test_point, class) with ``X_test``.  ("class" indexes the concatenated
 output units, as in the rest of the zoo.)
 """
@@ -128,7 +128,7 @@ def gated_dims(spec, record: Sequence[str] = (), with_test: bool = False) -> dic
     if "h" in record:
         for n in spec.node_names:
             if n not in spec.input_nodes and n not in spec.output_nodes:
-                dims[f"h_{n}"] = ["point", n]
+                dims[f"act_{n}"] = ["point", n]
     if with_test:
         dims["f_test"] = ["test_point", "class"]
     return dims
@@ -202,7 +202,7 @@ def gated(X, Y=None, *, spec, readout: str = "standard", edge_scale: Mapping | N
     if "h" in record:
         for n in spec.node_names:
             if n not in spec.input_nodes and n not in spec.output_nodes:
-                numpyro.deterministic(f"h_{n}", h[n])
+                numpyro.deterministic(f"act_{n}", h[n])
     numpyro.deterministic("f", f)
     if Y is not None:
         mask = jnp.asarray(spec.output_mask(np.asarray(X)))

@@ -14,8 +14,8 @@ convert.  Targets of gated-off output nodes do not enter the posterior (those ou
 Built-in specs and tasks:
 
 * :func:`xor_spec` / :func:`xor_task` — gating lets a linear network compute XoR: inputs x ∈ {±1}², target
-  y = −x₁x₂ (XoR in ±1 coding); two pathways x → h_a → y and x → h_b → y, the gate on x₁ opens h_a when x₁ = −1
-  (there y = x₂) and h_b when x₁ = +1 (there y = −x₂): one active pathway per example, each linear on its examples.
+  y = −x₁x₂ (XoR in ±1 coding); two pathways x → ha → out and x → hb → out, the gate on x₁ opens ha when x₁ = −1
+  (there y = x₂) and hb when x₁ = +1 (there y = −x₂): one active pathway per example, each linear on its examples.
 * :func:`routing_spec` / :func:`routing_task` — the context-dependent routing network of the official code
   (facebookresearch/gated-dln): M = 7 input modules (item_dim 4 → hidden), one shared hidden layer (hidden → hidden),
   M = 7 output modules (hidden → 7); input domain i routes to output (i + k) mod M for k ∈ {−1, 0, 1, 2} (4 of 7
@@ -40,7 +40,9 @@ from .base import Task
 __all__ = ["GatedSpec", "Pathway", "xor_spec", "routing_spec", "xor_task", "routing_task", "single_pathway_task",
            "effective_dataset", "EffectiveDataset", "ROUTING_ITEM_TARGETS", "BUILTIN_SPECS", "get_spec"]
 
-_RESERVED = {"point", "class", "test_point", "chain", "draw", "input", "gate", "token", "head"}
+# dims of the posterior and site names of the model (plates and sites share one namespace in NumPyro)
+_RESERVED = {"point", "class", "test_point", "chain", "draw", "input", "gate", "token", "head", "f", "y", "mse",
+             "f_test"}
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ class GatedSpec:
         for n, s in nodes:
             if s < 1:
                 raise ValueError(f"node {n!r} has size {s}; sizes must be >= 1")
-            if n in _RESERVED or n.startswith("W_"):
+            if n in _RESERVED or n.startswith(("W_", "act_")):
                 raise ValueError(f"node name {n!r} is reserved (it names an axis of the posterior)")
         pos = {n: i for i, n in enumerate(names)}
         for e, s, t in edges:
@@ -236,9 +238,9 @@ class GatedSpec:
 
 # ------------------------------------------------------------------------------------------------ built-in specs
 def xor_spec(hidden: int = 4) -> GatedSpec:
-    """Two gated pathways x (2) → h_a / h_b (hidden) → y (1): the XoR example (module docstring)."""
-    return GatedSpec("xor", nodes=(("x", 2), ("h_a", hidden), ("h_b", hidden), ("y", 1)),
-                     edges=(("in_a", "x", "h_a"), ("in_b", "x", "h_b"), ("out_a", "h_a", "y"), ("out_b", "h_b", "y")))
+    """Two gated pathways x (2) → ha / hb (hidden) → out (1): the XoR example (module docstring)."""
+    return GatedSpec("xor", nodes=(("x", 2), ("ha", hidden), ("hb", hidden), ("out", 1)),
+                     edges=(("in_a", "x", "ha"), ("in_b", "x", "hb"), ("out_a", "ha", "out"), ("out_b", "hb", "out")))
 
 
 def routing_spec(modules: int = 7, item_dim: int = 4, hidden: int = 64, out_dim: int = 7) -> GatedSpec:
@@ -280,7 +282,7 @@ def xor_task(hidden: int = 4, repeats: int = 1, noise_std: float = 0.0, seed: in
 
     def rows(x):
         ga = (x[:, 0] < 0).astype(float)
-        gn = np.stack([np.ones(len(x)), ga, 1.0 - ga, np.ones(len(x))], axis=1)  # x, h_a, h_b, y
+        gn = np.stack([np.ones(len(x)), ga, 1.0 - ga, np.ones(len(x))], axis=1)  # x, ha, hb, out
         return spec.pack(x, gn, np.ones(len(spec.edges)))
 
     y = -(x[:, 0] * x[:, 1])[:, None]

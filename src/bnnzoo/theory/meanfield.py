@@ -110,7 +110,8 @@ class MeanFieldResult:
     grid : (G,) the grid axis, the same for each of the m readout coordinates.
     density : (G,)*m p(a) on the grid, normalised so that density.sum() * dx**m = 1.
     marginals : (m, G) 1-D marginal densities p(a_r).
-    branch_mode : (B, m) modes a_γ, sorted by decreasing mass.  branch_mass : (B,) P_γ.
+    branch_mode : (B, m) modes a_γ, sorted by decreasing mass.  branch_mean : (B, m) mean of a within the basin
+        (what the time average of a neuron frozen in branch γ estimates).  branch_mass : (B,) P_γ.
     branch_activation : (B, C) m1(λ_cᵀ a_γ).   branch_code : tuple of B strings ("011", ...), bit c = activation on
         class c above the prior mean activation.   unassigned_mass : mass in basins below ``min_mass``.
     residual : max |E[a m1] + Tλ − y| at the solution.  grid_change : max |residual| / max |y| of the same λ on a
@@ -130,6 +131,7 @@ class MeanFieldResult:
     density: np.ndarray
     marginals: np.ndarray
     branch_mode: np.ndarray
+    branch_mean: np.ndarray
     branch_mass: np.ndarray
     branch_activation: np.ndarray
     branch_code: tuple
@@ -169,6 +171,7 @@ class MeanFieldResult:
             "density": (adims, self.density),
             "marginals": (("class", "a"), self.marginals),
             "branch_mode": (("branch", "class"), self.branch_mode),
+            "branch_mean": (("branch", "class"), self.branch_mean),
             "branch_mass": (("branch",), self.branch_mass),
             "branch_activation": (("branch", "data_class"), self.branch_activation),
             "branch_code": (("branch",), np.array(self.branch_code, dtype=str)),
@@ -187,14 +190,19 @@ class _Table:
     """log M, m1, m2 tabulated on a fine uniform s grid (linear interpolation) for fast grid averages."""
 
     def __init__(self, nonlinearity, var, smax, n=40001):
-        self.s = np.linspace(-smax, smax, n)
-        self.logM, self.m1, self.m2 = activation_moments(self.s, nonlinearity, var)
+        self.s0, self.h, self.n = -smax, 2 * smax / (n - 1), n
+        s = np.linspace(-smax, smax, n)
+        self.tab = np.stack(activation_moments(s, nonlinearity, var), axis=0)  # (3, n)
+        self.dtab = np.diff(self.tab, axis=1)
         self.nl, self.var, self.smax = nonlinearity, var, smax
 
     def __call__(self, s):
-        if np.max(np.abs(s)) > self.smax:  # outside the table: exact evaluation
+        if np.max(np.abs(s)) >= self.smax:  # outside the table: exact evaluation
             return activation_moments(s, self.nl, self.var)
-        return (np.interp(s, self.s, self.logM), np.interp(s, self.s, self.m1), np.interp(s, self.s, self.m2))
+        u = (s - self.s0) / self.h
+        i = np.minimum(u.astype(np.intp), self.n - 2)
+        out = self.tab[:, i] + self.dtab[:, i] * (u - i)
+        return out[0], out[1], out[2]
 
 
 class _NotNormalizable(Exception):
@@ -367,6 +375,7 @@ def single_neuron_meanfield_classes(
             lam=nanC, U=np.full((m, m), np.nan), F=nanC, activation_mean=np.full(C, np.nan),
             feature_kernel=np.full((C, C), np.nan), feature_kernel_diag=np.full(C, np.nan), grid=np.zeros(0),
             density=np.zeros((0,) * m), marginals=np.zeros((m, 0)), branch_mode=np.zeros((0, m)),
+            branch_mean=np.zeros((0, m)),
             branch_mass=np.zeros(0), branch_activation=np.zeros((0, C)), branch_code=(), unassigned_mass=np.nan,
             residual=np.nan, grid_change=np.nan, normalizable=False, status=status, class_sizes=sizes,
             targets=targets, nonlinearity=name, temperature=T, sigma_a2=sa2, sigma_w2=float(sigma_w2))
@@ -382,6 +391,7 @@ def single_neuron_meanfield_classes(
             box = (lo, hi)
         return lam, res, g, A
 
+    T_ok = None  # lowest temperature at which a normalisable solution was found
     try:
         if lam0 is not None:
             lam = np.asarray(lam0, dtype=float).reshape(C, m)
@@ -389,12 +399,14 @@ def single_neuron_meanfield_classes(
             # continuation from high T, where λ ≈ y/T is small and the solution unique, down to T
             T_hi = 10.0 * (1.0 + np.max(np.abs(targets)) * np.sum(sizes) * sa2)
             lam = targets / T_hi
-            for T_ in np.geomspace(T_hi, max(T, 1e-2 * T_hi / 1e3), n_continuation):
+            for T_ in np.geomspace(T_hi, max(T, 1e-5 * T_hi), n_continuation):
                 lam, res, g, A = solve_at(lam, T_, max(21, n // 3))
+                T_ok = T_
         lam, res, g, A = solve_at(lam, T, n)
     except _NotNormalizable as exc:
-        return nan_result(f"p(a) is not normalisable ({exc}): outlier neurons with O(sqrt(N)) readout weights are "
-                          f"outside the single-neuron picture")
+        where = "" if T_ok is None else f"; along the continuation in T a bulk solution exists down to T = {T_ok:.3g}"
+        return nan_result(f"p(a) is not normalisable ({exc}){where}. The task is then carried by outlier neurons with "
+                          f"O(sqrt(N)) readout weights, which are outside the single-neuron picture")
     if not res <= tol:
         return nan_result(f"no solution of the self-consistency equations (residual {res:.3g} > tol {tol:.3g})")
 
@@ -424,22 +436,25 @@ def single_neuron_meanfield_classes(
         lM, m1, _ = activation_moments(lam @ a, nonlinearity, var)
         return 0.5 * a @ a / sa2 - sizes @ lM, a / sa2 - (sizes * m1) @ lam
 
-    modes, masses = [], []
+    modes, masses, means = [], [], []
     for pk in peaks:
-        masses.append(float(w[ptr == pk].sum()))
+        inb = ptr == pk
+        masses.append(float(w[inb].sum()))
+        means.append(w[inb] @ A[inb] / max(masses[-1], 1e-300))
         modes.append(optimize.minimize(neg_logp, A[pk], jac=True, method="BFGS", options={"gtol": 1e-10}).x)
     order = np.argsort(masses)[::-1]
     modes = np.array(modes)[order].reshape(-1, m)
+    means = np.array(means)[order].reshape(-1, m)
     masses = np.array(masses)[order]
     keep = masses >= min_mass
     unassigned = float(masses[~keep].sum())
-    modes, masses = modes[keep], masses[keep]
+    modes, masses, means = modes[keep], masses[keep], means[keep]
     base = activation_moments(np.zeros(1), nonlinearity, var)[1][0]
     b_act = np.array([activation_moments(modes @ lam[c], nonlinearity, var)[1] for c in range(C)]).T.reshape(-1, C)
     codes = tuple("".join("1" if v > base else "0" for v in row) for row in b_act)
     return MeanFieldResult(
         lam=lam, U=U, F=F, activation_mean=act, feature_kernel=Kc, feature_kernel_diag=Kdiag, grid=g,
-        density=density, marginals=marg, branch_mode=modes, branch_mass=masses, branch_activation=b_act,
+        density=density, marginals=marg, branch_mode=modes, branch_mean=means, branch_mass=masses, branch_activation=b_act,
         branch_code=codes, unassigned_mass=unassigned, residual=float(np.max(np.abs(R))), grid_change=grid_change,
         normalizable=True, status="ok", class_sizes=sizes, targets=targets, nonlinearity=name, temperature=T,
         sigma_a2=sa2, sigma_w2=float(sigma_w2))
