@@ -98,7 +98,14 @@ class Record:
                 if arrays and v is not None:
                     out[f.name] = jsonable(np.asarray(v))
                 continue
-            out[f.name] = v.to_dict(arrays) if isinstance(v, Record) else jsonable(v)
+            if isinstance(v, Record):
+                out[f.name] = v.to_dict(arrays)
+            elif isinstance(v, (tuple, list)) and any(isinstance(x, Record) for x in v):
+                out[f.name] = [x.to_dict(arrays) for x in v]
+            elif isinstance(v, dict) and any(isinstance(x, Record) for x in v.values()):
+                out[f.name] = {str(k): x.to_dict(arrays) for k, x in v.items()}
+            else:
+                out[f.name] = jsonable(v)
         return out
 
     def _scalar_fields(self) -> dict:
@@ -107,8 +114,7 @@ class Record:
             if "dims" in f.metadata:
                 continue
             v = getattr(self, f.name)
-            out[f.name] = {"__record__": type(v).__name__, **v._scalar_fields()} if isinstance(v, Record) \
-                else jsonable(v)
+            out[f.name] = _pack(v)
         return out
 
     def _arrays(self, prefix: str = "") -> dict:
@@ -145,9 +151,11 @@ class Record:
                 continue
             v = fields.get(f.name)
             if isinstance(v, dict) and "__record__" in v:
-                sub = RECORD_TYPES[v["__record__"]]
-                kw[f.name] = sub._from_parts({k: x for k, x in v.items() if k != "__record__"}, ds,
-                                             prefix + f.name + _SEP)
+                kw[f.name] = _unpack(v, ds, prefix + f.name + _SEP)
+            elif isinstance(v, list) and v and all(isinstance(x, dict) and "__record__" in x for x in v):
+                kw[f.name] = tuple(_unpack(x, ds, None) for x in v)
+            elif isinstance(v, dict) and v and all(isinstance(x, dict) and "__record__" in x for x in v.values()):
+                kw[f.name] = {k: _unpack(x, ds, None) for k, x in v.items()}
             else:
                 kw[f.name] = _untuple(v, f.type)
         return cls(**kw)
@@ -161,6 +169,26 @@ class Record:
             raise ValueError(f"dataset holds a {name}, not a {target.__name__}")
         fields = json.loads(ds.attrs["bnnzoo_fields"])
         return target._from_parts(fields, ds)
+
+
+def _pack(v):
+    """Scalar-field value → JSON (records nested as {"__record__": name, ...}; a record inside a tuple or dict must
+    hold no arrays, since only the record's own and directly nested records' arrays are stored)."""
+    if isinstance(v, Record):
+        return {"__record__": type(v).__name__, **v._scalar_fields()}
+    if isinstance(v, (tuple, list)) and any(isinstance(x, Record) for x in v):
+        return [_pack(x) for x in v]
+    if isinstance(v, dict) and any(isinstance(x, Record) for x in v.values()):
+        return {str(k): _pack(x) for k, x in v.items()}
+    return jsonable(v)
+
+
+def _unpack(v: dict, ds, prefix):
+    sub = RECORD_TYPES[v["__record__"]]
+    fields = {k: x for k, x in v.items() if k != "__record__"}
+    if prefix is None:
+        return sub._from_parts(fields, xr.Dataset(), "")
+    return sub._from_parts(fields, ds, prefix)
 
 
 def _untuple(v, annotation):
