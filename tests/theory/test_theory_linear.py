@@ -1,8 +1,8 @@
 """Linear theory (bnnzoo.theory.linear) against independent computations.
 
 * N → ∞ saddle point vs the exact finite-N posterior (m = 1 quadrature at N = 10⁷: deterministic, tight).
-* Saddle point vs the exact Gibbs sampler at N = 1000 (m = 3, Gaussian and orthogonal inputs, small and large T, lazy and
-  non-lazy): |Gibbs − theory| < 4 batch-means SE + 5/N · max|theory| (the 5/N allows for the O(1/N) finite-width
+* Saddle point vs the exact Gibbs sampler at N = 1000 (m = 3, Gaussian and orthogonal inputs, small and large T,
+  lazy and non-lazy): |Gibbs − theory| < 4 batch-means SE + 5/N · max|theory| (the 5/N allows for the O(1/N) finite-width
   correction, measured at ≤ 2/N relative by the quadrature for these sizes).
 * The paper's leading-order U (U² = σ_a² Yᵀ K0⁻¹ Y) departs from the exact U by ≈ 20 % at σ_a² = 1, P = 5 and the
   Gibbs sampler sides with the exact form; the departure vanishes like 1/P at σ_a² = 1/P.
@@ -121,7 +121,7 @@ def test_leading_order_deep_formulas(depth):
     # U^{L+1} = σ_a^{2L} Yᵀ K0⁻¹ Y, written for the σ_w = 1 net (a → σ_w^L a)
     Ut = lo.U * sw2**depth
     np.testing.assert_allclose(np.linalg.matrix_power(Ut, depth + 1), (sa2 * sw2**depth) ** depth * B, rtol=1e-9)
-    # feature layer: K_L = σ_w^{2L} K0 + E_a[(Y U⁻¹ a)(Y U⁻¹ a)ᵀ] with a ~ N(0, U): the mean part carries the learned term
+    # feature layer: K_L = σ_w^{2L} K0 + E_a[(Y U⁻¹ a)(Y U⁻¹ a)ᵀ], a ~ N(0, U): the mean part is the learned term
     np.testing.assert_allclose(lo.K[-1], sw2**depth * K0 + lo.feature_map @ lo.U @ lo.feature_map.T, rtol=1e-9)
     # test formulas evaluated at the training inputs reproduce the training quantities, f(x_μ) = y_μ
     np.testing.assert_allclose(lo.f_test[:6], Y, atol=1e-9)
@@ -134,10 +134,11 @@ def test_leading_order_deep_formulas(depth):
     assert ds["K"].dims == ("layer", "point", "point2") and ds.attrs["depth"] == depth
 
 
-def test_records_and_errors():
+def test_records_and_errors(tmp_path):
     X, Y, Xt = gaussian_data()
     sp = linear_saddle_point(X, Y, temperature=0.1, X_test=Xt)
     ds = sp.to_dataset()
+    ds.to_netcdf(tmp_path / "sp.nc", engine="h5netcdf")  # attrs are JSON/NetCDF scalars
     assert ds["Lambda"].dims == ("point", "class") and ds["K1_test"].dims == ("test_point", "test_point2")
     assert ds.attrs["sigma_a2"] == pytest.approx(1 / 6)
     np.testing.assert_allclose(sp.f_train, Y - 0.1 * sp.Lambda, atol=1e-10)  # F = Yᵀ − TΛ
@@ -148,3 +149,21 @@ def test_records_and_errors():
     assert linear_saddle_point(Xbig, Ybig, temperature=0.5).residual < 1e-10  # finite T is fine
     with pytest.raises(NotImplementedError):
         linear_exact_m1(X, Y, width=10, temperature=0.1)
+
+
+def test_saddle_solvers_agree_on_random_problems():
+    """The Newton root in U and the concave maximisation over Λ (the fallback) give the same U; random shapes
+    including P > N0 (singular K0), T from 1e-4 to 10, σ_a² from 0.01 to 10: relative difference < 1e-9."""
+    from bnnzoo.theory.linear import _saddle_U
+
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        P, N0, m = rng.integers(2, 20), rng.integers(2, 25), rng.integers(1, 5)
+        X, Y = rng.standard_normal((P, N0)), rng.standard_normal((P, m)) * rng.uniform(0.1, 5)
+        T, sa2 = 10 ** rng.uniform(-4, 1), 10 ** rng.uniform(-2, 1)
+        sp = linear_saddle_point(X, Y, temperature=T, sigma_a2=sa2)
+        assert sp.residual < 1e-9
+        kw, kV = np.linalg.eigh(X @ X.T / N0)
+        kw = np.where(kw > 1e-12 * kw[-1], kw, 0.0)
+        U_concave = _saddle_U(kw, Y.T @ kV, sa2, T, None, 1e-9)
+        np.testing.assert_allclose(U_concave, sp.U, rtol=1e-9, atol=1e-9 * np.abs(sp.U).max())

@@ -20,9 +20,9 @@ RELU = lambda h: np.maximum(h, 0.0)  # noqa: E731
 
 
 def trapezoid_moments(s, phi, var=1.0):
-    """log M, m1, m2 by Simpson's rule over h ∈ [−14σ, 14σ], a node at the ReLU kink h = 0 (independent of the
+    """log M, m1, m2 by Simpson's rule over h ∈ [−30σ, 30σ], a node at the ReLU kink h = 0 (independent of the
     library's Gauss–Hermite / closed forms)."""
-    h = np.linspace(-14, 14, 8001) * np.sqrt(var)
+    h = np.linspace(-30, 30, 12001) * np.sqrt(var)
     logw = -0.5 * h**2 / var
     e = np.asarray(s)[:, None] * phi(h)[None, :] + logw
     mx = e.max(1, keepdims=True)
@@ -97,7 +97,7 @@ def test_sigmoid_P40_importance_sampling(sigmoid40):
     rng = np.random.default_rng(0)
     centres = np.vstack([mf.branch_mode, np.zeros(3)])
     sds = np.array([0.3] * len(mf.branch_mode) + [2.0])
-    n = 200_000
+    n = 100_000
     comp = rng.integers(0, len(centres), n)
     a = centres[comp] + sds[comp, None] * rng.standard_normal((n, 3))
     logq = special.logsumexp(-0.5 * np.sum((a[:, None, :] - centres) ** 2, -1) / sds**2 - 3 * np.log(sds), axis=1)
@@ -106,7 +106,7 @@ def test_sigmoid_P40_importance_sampling(sigmoid40):
     lw = logp - logq
     w = np.exp(lw - lw.max())
     w /= w.sum()
-    assert 1 / np.sum(w**2) > 5000  # effective sample size
+    assert 1 / np.sum(w**2) > 3000  # effective sample size
 
     def check(vals, target, name):
         mean = w @ vals
@@ -118,11 +118,14 @@ def test_sigmoid_P40_importance_sampling(sigmoid40):
         check(a * M1(S[:, c])[:, None], targets[c], f"E[a m1(s_{c})]")
     check(np.einsum("nr,ns->nrs", a, a).reshape(n, 9), mf.U.ravel(), "U")
     # basin of attraction of each sample: gradient ascent on the independently tabulated log p, then nearest mode
-    x = a.copy()
-    for _ in range(400):
-        x += 0.2 * mf.sigma_a2 * (-x / mf.sigma_a2 + (M1(x @ mf.lam.T) * mf.class_sizes) @ mf.lam)
-    nearest = np.argmin(np.sum((x[:, None, :] - mf.branch_mode) ** 2, -1), axis=1)
-    assert np.max(np.min(np.sum((x[:, None, :] - mf.branch_mode) ** 2, -1), axis=1)[w > 1e-9]) < 1e-4
+    live = w > 1e-12  # samples that carry weight
+    x = a[live].copy()
+    for _ in range(120):
+        x += 0.7 * mf.sigma_a2 * (-x / mf.sigma_a2 + (np.interp(x @ mf.lam.T, s_nodes, m1) * mf.class_sizes) @ mf.lam)
+    d2 = np.sum((x[:, None, :] - mf.branch_mode) ** 2, -1)
+    assert np.max(np.min(d2, axis=1)) < 1e-3  # every sample climbed to one of the reported modes
+    nearest = np.full(n, -1)
+    nearest[live] = np.argmin(d2, axis=1)
     for b in range(4):
         check((nearest == b).astype(float), mf.branch_mass[b], f"mass {mf.branch_code[b]}")
 

@@ -11,12 +11,14 @@ Model (theory.md §1, rows convention: ``X`` is (P, N0), ``Y`` is (P, m))::
 Both conditionals are Gaussian:
 
 * a | W: the columns a_r are independent with precision  I/σ_a² + (c²/v) z zᵀ  and mean  (precision)⁻¹ (c/v) z Y_r.
-* W | a: precision operator  W ↦ W/σ_w² + κ (a aᵀ) W (XᵀX),  κ = c²/(v N0)  (the Kronecker form I/σ_w² + κ (a aᵀ)⊗(XᵀX)),
-  linear term  G = (c/(v √N0)) a Yᵀ X.
+* W | a: precision operator  W ↦ W/σ_w² + κ (a aᵀ) W (XᵀX),  κ = c²/(v N0)
+  (the Kronecker form I/σ_w² + κ (a aᵀ)⊗(XᵀX)), linear term  G = (c/(v √N0)) a Yᵀ X.
 
-Both factors are diagonalised by thin SVDs (z = U s Vᵀ; a = U_a s_a V_aᵀ, X = U_x s_x V_xᵀ): the precision is 1/σ² off the
-(low-rank) span of the factors and 1/σ² + κ α_i β_j on it, so a draw costs O(N P² + N m N0 + N0 P²) instead of
+Both factors are diagonalised by thin SVDs (z = U s Vᵀ; a = U_a s_a V_aᵀ, X = U_x s_x V_xᵀ): the precision is 1/σ²
+off the (low-rank) span of the factors and 1/σ² + κ α_i β_j on it, so a draw costs O(N P² + N m N0 + N0 P²) instead of
 O((N N0)³).  Every sweep draws a | W then W | a exactly, so the chain's stationary law is the exact finite-N posterior.
+Successive draws are correlated (P = 5, N = 1000: lag-1 autocorrelation of aᵀa/N ≈ 0.66 at T = 0.01, ≈ 0.03 at T = 1;
+about 0.3 ms per sweep there): use batch means or an ESS-aware standard error.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..models.fcn import default_sigma_a2
 
 __all__ = ["GibbsLinearResult", "gibbs_linear"]
 
@@ -81,10 +85,6 @@ class GibbsLinearResult:
         return xr.Dataset(data, attrs=attrs)
 
 
-def _default_sigma_a2(P: int, readout: str) -> float:
-    return 1.0 / P if readout == "nonlazy" else 1.0
-
-
 def gibbs_linear(
     X,
     Y=None,
@@ -133,7 +133,7 @@ def gibbs_linear(
         raise ValueError("need width >= 1, temperature > 0, sigma_w2 > 0, num_samples >= 1, thin >= 1, num_warmup >= 0")
     P, N0 = X.shape
     m = Y.shape[1]
-    sa2 = _default_sigma_a2(P, readout) if sigma_a2 is None else float(sigma_a2)
+    sa2 = default_sigma_a2("linear", readout, P, 1) if sigma_a2 is None else float(sigma_a2)
     if sa2 <= 0:
         raise ValueError(f"sigma_a2 must be positive, got {sa2}")
     sa, sw = np.sqrt(sa2), np.sqrt(sigma_w2)

@@ -39,15 +39,12 @@ def check_readout(readout: str) -> str:
 
 
 def default_sigma_a2(P: int, depth: int = 1, nonlinearity: str = "linear", readout: str = "nonlazy") -> float:
-    """The paper's readout prior variance (theory.md §1): non-lazy linear/ReLU P^{-1/L}, sigmoid 1/P; lazy 1."""
+    """The paper's readout prior variance (theory.md §1), the same rule the models use
+    (:func:`bnnzoo.models.fcn.default_sigma_a2`); "erf" is the sigmoid's kernel name."""
+    from ..models.fcn import default_sigma_a2 as _rule
+
     check_readout(readout)
-    if readout == "lazy":
-        return 1.0
-    if nonlinearity in ("linear", "relu"):
-        return float(P) ** (-1.0 / depth)
-    if nonlinearity == "sigmoid":
-        return 1.0 / P
-    raise ValueError(f"no default sigma_a2 rule for nonlinearity {nonlinearity!r}")
+    return _rule("sigmoid" if nonlinearity == "erf" else nonlinearity, readout, P, depth)
 
 
 def sym_fun(A: np.ndarray, fun) -> np.ndarray:

@@ -22,8 +22,11 @@ Three levels of theory:
        f(x*) = U Λ k(x*),       K1(x*, x*') = k(x*, x*') + k(x*)ᵀ Λᵀ U Λ k(x*'),   k = σ_w² k0.
 
    Λ solves the Sylvester equation U Λ K + T Λ = Yᵀ (solved in the eigenbases of U and K), and U the symmetric
-   residual U⁻¹ − I/σ_a² + Λ K Λᵀ = 0, starting from the T → 0 closed form U = σ_a²/2 + (σ_a⁴/4 + σ_a² Yᵀ K⁻¹ Y)^{1/2}
-   (the root of U² − σ_a² U = σ_a² Yᵀ K⁻¹ Y; the paper's leading order drops the σ_a² U term).
+   residual U⁻¹ − I/σ_a² + Λ K Λᵀ = 0 by Newton's method, starting from the T → 0 closed form
+   U = σ_a²/2 + (σ_a⁴/4 + σ_a² Yᵀ K⁻¹ Y)^{1/2} (the root of U² − σ_a² U = σ_a² Yᵀ K⁻¹ Y; the paper's leading order
+   drops the σ_a² U term).  The solution is unique: it is the maximum of the strictly concave
+   Φ(Λ) = tr(Λ Y) − (T/2) tr(Λ Λᵀ) + ½ log det(I − σ_a² Λ K Λᵀ) (Φ's gradient vanishes exactly at F = Yᵀ − TΛ),
+   which is maximised directly when Newton in U fails (singular or ill-conditioned K0).
    U is the posterior second moment of one neuron's readout, E[a_i a_iᵀ] (m × m) — what a sampler estimates as aᵀa/N.
    Lazy readout: the per-neuron tilt is O(N^{-1/2}) and the theory is the GP limit: U = σ_a² I, K1 = K,
    f_train = σ_a² K (σ_a² K + T I)⁻¹ Y, Lambda = (Y − f_train)/T, f(x*) = σ_a² k(x*)ᵀ (σ_a² K + T I)⁻¹ Y (corrections
@@ -166,7 +169,7 @@ class LinearSaddlePoint:
     K1_test : (P*, P*) and K1_train_test : (P, P*) hidden kernel on / with the test points, or None.
     U_leading_order : (m, m) the paper's leading-order U (U² = σ_a² Yᵀ K⁻¹ Y) for comparison, or None when
         K0 is singular or for the lazy readout.
-    residual : max |U⁻¹ − I/σ_a² + Λ K Λᵀ| at the solution (0 for the closed forms).
+    residual : max |σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ| at the solution (0 for the closed forms).
     temperature, sigma_a2, sigma_w2, readout : the inputs.
     """
 
@@ -209,12 +212,79 @@ def _sylvester_lambda(U: np.ndarray, kw: np.ndarray, kV: np.ndarray, YtV: np.nda
     return uV @ Lt @ kV.T
 
 
+def _saddle_U(kw: np.ndarray, YtV: np.ndarray, sa2: float, T: float, U_start, tol: float) -> np.ndarray:
+    """Solve U⁻¹ = I/σ_a² − Λ(U) K Λ(U)ᵀ at T > 0 in the eigenbasis of K (eigenvalues kw, Ỹᵀ = YtV).
+
+    1. Newton iteration on the symmetric residual in U (m(m+1)/2 unknowns), from the T → 0 solution when known.
+    2. If that fails: the saddle point is the maximum of the strictly concave function
+       Φ(Λ) = tr(Λ Ỹ) − (T/2) tr(Λ Λᵀ) + ½ log det(I − σ_a² Λ diag(k) Λᵀ)
+       (its gradient Ỹᵀ − TΛ − U Λ diag(k) vanishes exactly at F = Yᵀ − TΛ), found by trust-region Newton–CG from
+       Λ = 0; then U = (I/σ_a² − Λ diag(k) Λᵀ)⁻¹ is polished by step 1.
+    """
+    m = YtV.shape[0]
+    iu = np.triu_indices(m)
+    pos = kw > 1e-12 * max(kw.max(), 1e-300)
+    k, Yp = kw[pos], YtV[:, pos]
+
+    def unpack(x):
+        Um = np.zeros((m, m))
+        Um[iu] = x
+        return Um + np.triu(Um, 1).T
+
+    def resid(x):
+        Um = unpack(x)
+        uw, uV = np.linalg.eigh(Um)
+        if uw[0] <= 0:
+            return np.full(len(x), 1e3)
+        Lt = (uV.T @ Yp) / (uw[:, None] * k[None, :] + T)  # Λ in the eigenbases of U (rows) and K (columns)
+        R = sa2 * (uV / uw) @ uV.T - np.eye(m) + sa2 * uV @ ((Lt * k) @ Lt.T) @ uV.T
+        return R[iu]
+
+    def newton(U_init):
+        sol = optimize.root(resid, U_init[iu], method="hybr", options={"xtol": 1e-15})
+        ok = np.all(np.isfinite(sol.x)) and np.max(np.abs(resid(sol.x))) < tol
+        return unpack(sol.x), ok
+
+    if U_start is not None:
+        U, ok = newton(U_start)
+        if ok:
+            return U
+
+    def neg_phi(x):
+        L = x.reshape(m, -1)
+        w = np.linalg.eigvalsh(np.eye(m) - sa2 * (L * k) @ L.T)
+        if w[0] <= 0:
+            return np.inf
+        return -(np.sum(L * Yp) - 0.5 * T * np.sum(L * L) + 0.5 * np.sum(np.log(w)))
+
+    def Umat(L):
+        return np.linalg.inv(np.eye(m) / sa2 - (L * k) @ L.T)
+
+    def grad(x):
+        L = x.reshape(m, -1)
+        return (-Yp + T * L + (Umat(L) @ L) * k).ravel()
+
+    def hessp(x, p):
+        L, D = x.reshape(m, -1), p.reshape(m, -1)
+        U_ = Umat(L)
+        dU = U_ @ ((D * k) @ L.T + (L * k) @ D.T) @ U_
+        return (T * D + (dU @ L) * k + (U_ @ D) * k).ravel()
+
+    sol = optimize.minimize(neg_phi, np.zeros(Yp.size), jac=grad, hessp=hessp, method="trust-ncg",
+                            options={"gtol": 1e-12 * max(np.max(np.abs(Yp)), 1.0), "maxiter": 2000})
+    U, ok = newton(Umat(sol.x.reshape(m, -1)))
+    if not ok:
+        raise RuntimeError(f"linear_saddle_point: no solution at T={T} (residual {np.max(np.abs(resid(U[iu]))):.3g})")
+    return U
+
+
 def linear_saddle_point(X, Y=None, *, temperature: float, sigma_a2: float | None = None, sigma_w2: float = 1.0,
-                        readout: str = "nonlazy", X_test=None, tol: float = 1e-12) -> LinearSaddlePoint:
+                        readout: str = "nonlazy", X_test=None, tol: float = 1e-9) -> LinearSaddlePoint:
     """Exact N → ∞ saddle point of the one-hidden-layer linear net at finite P and rescaled temperature T.
 
     ``temperature=0`` gives the closed form (needs K0 invertible).  ``sigma_a2`` defaults to 1/P (non-lazy) or 1
-    (lazy).  Raises RuntimeError if the root finder does not reach ``tol`` on the residual.
+    (lazy).  Raises RuntimeError if the solver does not reach ``tol`` on the dimensionless residual
+    max |σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ| (reported as ``residual``).
     """
     X, Y = as_xy(X, Y)
     readout = check_readout(readout)
@@ -227,7 +297,8 @@ def linear_saddle_point(X, Y=None, *, temperature: float, sigma_a2: float | None
     sw2 = float(sigma_w2)
     K = sw2 * X @ X.T / N0
     kw, kV = np.linalg.eigh(K)
-    kw = np.maximum(kw, 0.0)
+    kw = np.where(kw > 1e-12 * max(kw[-1], 1e-300), kw, 0.0)  # round-off eigenvalues of a singular K0 are zero
+    K = (kV * kw) @ kV.T
     YtV = Y.T @ kV
     Xt = as_test(X_test, N0)
     k = sw2 * X @ Xt.T / N0 if Xt is not None else None
@@ -258,38 +329,10 @@ def linear_saddle_point(X, Y=None, *, temperature: float, sigma_a2: float | None
             U = U0
             LamT = np.linalg.solve(U, Y.T) @ np.linalg.inv(K)  # Λ = U⁻¹ Yᵀ K⁻¹ (m × P)
         else:
-            iu = np.triu_indices(m)
-
-            def unpack(x):
-                Um = np.zeros((m, m))
-                Um[iu] = x
-                return Um + np.triu(Um, 1).T
-
-            def resid(x, T_):
-                Um = unpack(x)
-                Lm = _sylvester_lambda(Um, kw, kV, YtV, T_)
-                R = np.linalg.inv(Um) - np.eye(m) / sa2 + Lm @ K @ Lm.T
-                return R[iu] * sa2
-
-            def solve(x0, T_):
-                sol = optimize.root(resid, x0, args=(T_,), method="hybr", options={"xtol": 1e-14})
-                ok = np.all(np.isfinite(sol.x)) and np.linalg.eigvalsh(unpack(sol.x))[0] > 0 \
-                    and np.max(np.abs(resid(sol.x, T_))) < tol
-                return sol.x, ok
-
-            x0 = (U0 if B0 is not None else sa2 * np.eye(m))[iu]
-            x, ok = solve(x0, T)
-            if not ok:
-                # continuation from the large-T end (U → σ_a² I as T → ∞) down to T
-                x = sa2 * np.eye(m)[iu]
-                for T_ in np.geomspace(1e3 * max(T, 1.0) * (1 + np.max(np.abs(Y)) ** 2), T, 60):
-                    x, ok = solve(x, T_)
-                if not ok:
-                    raise RuntimeError(f"linear_saddle_point: no root found at T={T} (residual "
-                                       f"{np.max(np.abs(resid(x, T))):.3g})")
-            U = unpack(x)
+            U = _saddle_U(kw, YtV, sa2, T, U0 if B0 is not None else None, tol)
             LamT = _sylvester_lambda(U, kw, kV, YtV, T)
-            residual = float(np.max(np.abs(np.linalg.inv(U) - np.eye(m) / sa2 + LamT @ K @ LamT.T)))
+            Lt = LamT @ kV
+            residual = float(np.max(np.abs(sa2 * np.linalg.inv(U) - np.eye(m) + sa2 * (Lt * kw) @ Lt.T)))
         Lam = LamT.T  # (P, m)
         f_train = (U @ LamT @ K).T
         KL = K @ Lam  # (P, m) = K Λᵀ

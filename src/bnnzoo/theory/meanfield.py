@@ -39,7 +39,8 @@ from scipy import optimize, special
 
 from ._common import as_xy, default_sigma_a2, json_attrs
 
-__all__ = ["MeanFieldResult", "single_neuron_meanfield", "single_neuron_meanfield_classes", "activation_moments"]
+__all__ = ["MeanFieldResult", "single_neuron_meanfield", "single_neuron_meanfield_classes", "activation_moments",
+           "readout_marginal"]
 
 _SQRT_PI_2 = np.sqrt(np.pi) / 2
 
@@ -74,7 +75,8 @@ def activation_moments(s, nonlinearity="sigmoid", var: float = 1.0, n_hermite: i
     if nonlinearity == "relu":
         sd = np.sqrt(var)
         u = s * sd
-        # M = ½ + e^{u²/2} Φ(u); E[φ e^{sφ}] = sd e^{u²/2}[u Φ(u) + ϕ(u)];  E[φ² e^{sφ}] = var e^{u²/2}[(1+u²)Φ(u) + u ϕ(u)]
+        # M = ½ + e^{u²/2} Φ(u);  E[φ e^{sφ}] = sd e^{u²/2} [u Φ(u) + ϕ(u)];
+        # E[φ² e^{sφ}] = var e^{u²/2} [(1 + u²) Φ(u) + u ϕ(u)]
         logPhi = special.log_ndtr(u)
         logpos = 0.5 * u**2 + logPhi
         logM = np.logaddexp(np.log(0.5), logpos)
@@ -110,6 +112,8 @@ class MeanFieldResult:
     grid : (G,) the grid axis, the same for each of the m readout coordinates.
     density : (G,)*m p(a) on the grid, normalised so that density.sum() * dx**m = 1.
     marginals : (m, G) 1-D marginal densities p(a_r).
+    branch_mass is summed over whole grid cells of each basin: ±1e-3 at the default grid on the P = 40 sigmoid task
+    (0.3232 / 0.3098 / 0.0571 at n_grid = 57 vs 0.3242 / 0.3098 / 0.0562 at 85); λ, U, F converge spectrally.
     branch_mode : (B, m) modes a_γ, sorted by decreasing mass.  branch_mean : (B, m) mean of a within the basin
         (what the time average of a neuron frozen in branch γ estimates).  branch_mass : (B,) P_γ.
     branch_activation : (B, C) m1(λ_cᵀ a_γ).   branch_code : tuple of B strings ("011", ...), bit c = activation on
@@ -460,7 +464,8 @@ def single_neuron_meanfield_classes(
     codes = tuple("".join("1" if v > base else "0" for v in row) for row in b_act)
     return MeanFieldResult(
         lam=lam, U=U, F=F, activation_mean=act, feature_kernel=Kc, feature_kernel_diag=Kdiag, grid=g,
-        density=density, marginals=marg, branch_mode=modes, branch_mean=means, branch_mass=masses, branch_activation=b_act,
+        density=density, marginals=marg, branch_mode=modes, branch_mean=means, branch_mass=masses,
+        branch_activation=b_act,
         branch_code=codes, unassigned_mass=unassigned, residual=float(np.max(np.abs(R))), grid_change=grid_change,
         normalizable=True, status="ok", class_sizes=sizes, targets=targets, nonlinearity=name, temperature=T,
         sigma_a2=sa2, sigma_w2=float(sigma_w2))
@@ -499,3 +504,9 @@ def single_neuron_meanfield(X, Y=None, *, nonlinearity="sigmoid", temperature: f
         else float(sigma_a2)
     return single_neuron_meanfield_classes(targets, sizes, nonlinearity=nonlinearity, temperature=temperature,
                                            sigma_a2=sa2, sigma_w2=sigma_w2, input_norm=kappa, **kwargs)
+
+
+def readout_marginal(result: MeanFieldResult, r: int | None = None):
+    """The predicted readout density for overlaying on sampled histograms: (grid, p(a_r)) for output ``r``, or
+    (grid, (m, G) marginals of every output) when ``r`` is None.  Empty arrays when p(a) is not normalisable."""
+    return (result.grid, result.marginals) if r is None else result.marginal(r)
