@@ -1,4 +1,4 @@
-"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo demo``."""
+"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo demo``, ``bnnzoo diagnose``."""
 
 from __future__ import annotations
 
@@ -46,6 +46,24 @@ def _model_overrides(args) -> dict:
     return kw
 
 
+def _long_run_options(args) -> dict:
+    """`sample` options for long runs: --chunk / --store / --resume stream chunks and checkpoints to a folder."""
+    kw = {}
+    chunk, store, resume = getattr(args, "chunk", None), getattr(args, "store", None), getattr(args, "resume", False)
+    if chunk is not None or store is not None or resume:
+        kw["store"] = store if store is not None else str(args.out) + ".store"
+        kw["resume"] = bool(resume)
+        if chunk is not None:
+            kw["chunk_size"] = chunk
+    if getattr(args, "exclude", None):
+        kw["exclude"] = tuple(args.exclude.split(","))
+    if getattr(args, "reparam", None):
+        kw["reparam"] = tuple(args.reparam.split(","))
+    if getattr(args, "warm_start", 0):
+        kw["warm_start"] = args.warm_start
+    return kw
+
+
 def _cmd_sample(args) -> int:
     from . import azcompat
     from .inference import sample
@@ -57,7 +75,7 @@ def _cmd_sample(args) -> int:
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
                    seed=args.seed, thinning=args.thin, record=record, progress=not args.quiet,
-                   sampler=args.sampler, **_model_overrides(args))
+                   sampler=args.sampler, **_long_run_options(args), **_model_overrides(args))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     azcompat.to_netcdf(idata, out)
@@ -82,7 +100,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=300, samples=300, 
     from .models import get_entry
 
     out.mkdir(parents=True, exist_ok=True)
-    summary = {}
+    summary, runs = {}, {}
     for name in entries:
         entry = get_entry(name)
         task = entry.make_task(**dict(entry.task_defaults, P=P))
@@ -104,6 +122,15 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=300, samples=300, 
         print(f"[demo] {name}: {dt:.0f} s, posterior-mean training MSE {summary[name]['mse']:.2e} "
               f"(target variance {summary[name]['target_variance']:.2e}), "
               f"{summary[name]['divergences']} divergences", flush=True)
+        runs[name] = idata
+    # diagnostics report: figures + JSON per run in <out>/report/<name>/, all verdicts in <out>/report/summary.json
+    from .diagnostics import write_report
+
+    for name, res in write_report(runs, out / "report").items():
+        rep = res["report"]
+        summary[name].update(coding_scheme=rep.coding_scheme, verdicts=rep.verdicts, report=str(out / "report" / name))
+        print(f"[demo] {name}: {rep.coding_scheme} code; " + ", ".join(f"{k} {v}" for k, v in rep.verdicts.items()),
+              flush=True)
     (out / "demo_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -112,7 +139,26 @@ def _cmd_demo(args) -> int:
     out = Path(args.out)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, samples=args.samples,
              seed=args.seed, progress=not args.quiet)
-    print(f"[demo] wrote NetCDF files, trace plots and demo_summary.json to {out}/")
+    print(f"[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to {out}/")
+    return 0
+
+
+def _cmd_diagnose(args) -> int:
+    from . import azcompat
+    from .diagnostics import diagnose
+
+    idata = azcompat.from_netcdf(args.run)
+    rep = diagnose(idata, store=args.save is not None, kernels=not args.no_kernels)
+    if args.figures:
+        from .plots import save_figures
+
+        save_figures(idata, args.figures, report=rep)
+    if args.save:
+        azcompat.to_netcdf(idata, args.save)
+    if args.json:
+        print(rep.to_json(indent=1))
+    else:
+        print(repr(rep))
     return 0
 
 
@@ -143,6 +189,15 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--record", default="z", help="comma-separated extra sites (default 'z': all preactivations)")
     ps.add_argument("--quiet", action="store_true", help="no progress bar")
     ps.add_argument("--out", required=True, help="output NetCDF file")
+    ps.add_argument("--chunk", type=int, help="kept draws per chunk, each streamed to the store folder with a "
+                    "sampler-state checkpoint")
+    ps.add_argument("--store", help="folder for the chunks and checkpoints (default: OUT.store)")
+    ps.add_argument("--resume", action="store_true", help="continue the interrupted run in the store folder "
+                    "(same arguments)")
+    ps.add_argument("--exclude", help="comma-separated sites not to record (e.g. W1)")
+    ps.add_argument("--reparam", help="faster exact sampling: 'readout', 'data_space' or 'readout,data_space'")
+    ps.add_argument("--warm-start", dest="warm_start", type=int, default=0,
+                    help="Adam steps onto the solution space before warm-up")
     ps.set_defaults(func=_cmd_sample)
 
     pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report")
@@ -155,6 +210,16 @@ def build_parser() -> argparse.ArgumentParser:
     pd.add_argument("--seed", type=int, default=0)
     pd.add_argument("--quiet", action="store_true", help="no progress bar")
     pd.set_defaults(func=_cmd_demo)
+
+    pg = sub.add_parser("diagnose", help="diagnose a sampled run (ergodicity, branches, codes, symmetry, kernels, "
+                                         "theory)")
+    pg.add_argument("run", help="NetCDF file written by `bnnzoo sample` / bnnzoo.sample")
+    pg.add_argument("--json", action="store_true", help="print the verdicts and numbers as JSON")
+    pg.add_argument("--figures", metavar="DIR", help="also write the paper-style figures to DIR")
+    pg.add_argument("--save", metavar="FILE", help="write the run with the diagnostics groups added to FILE")
+    pg.add_argument("--no-kernels", dest="no_kernels", action="store_true",
+                    help="skip kernels, CKA, D_LR and NC1 (the costliest part at large P)")
+    pg.set_defaults(func=_cmd_diagnose)
     return p
 
 

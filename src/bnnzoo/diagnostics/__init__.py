@@ -1,0 +1,34 @@
+"""Diagnostics: what the posterior of a Bayesian network does, in numbers, verdicts and (with :mod:`bnnzoo.plots`)
+figures — ergodicity breaking, readout branches and outliers, neural codes and their switching, permutation symmetry,
+kernels and richness, and the comparison with analytic theory.
+
+Every diagnostic returns a typed record (a frozen dataclass with a readable repr, ``to_dict`` and
+``to_dataset``); :func:`diagnose` runs all that apply and stores them in the InferenceData.
+
+    >>> import bnnzoo
+    >>> idata = bnnzoo.sample("sigmoidal", bnnzoo.toy_task(P=100, y_neg=0.5), num_chains=2, record=("z",))
+    >>> report = bnnzoo.diagnostics.diagnose(idata)      # also stores diagnostics* groups in idata
+    >>> report.verdicts["ergodicity[a]"], report.coding_scheme
+    ('broken', 'redundant')
+"""
+
+from ._data import RunData, run_data
+from ._record import Record
+from .branches import BranchResult, OutlierResult, find_outliers, readout_branches
+from .codes import CodeResult, code_string, codes_per_layer, neural_codes
+from .compare import Agreement, TheoryComparison, compare_with_theory
+from .ergodicity import ErgodicityResult, ergodicity, ergodicity_breaking, rhat_neurons
+from .kernels import KernelResult, cka, d_lr, kernels_and_richness, nc1, prior_kernels
+from .report import DiagnosticReport, diagnose, load_report, order_parameters, write_report
+from .symmetry import SymmetryResult, identity_correlation, permutation_symmetry
+
+__all__ = [
+    "diagnose", "write_report", "load_report", "DiagnosticReport", "order_parameters",
+    "ergodicity_breaking", "ergodicity", "ErgodicityResult", "rhat_neurons",
+    "readout_branches", "find_outliers", "BranchResult", "OutlierResult",
+    "neural_codes", "codes_per_layer", "CodeResult", "code_string",
+    "permutation_symmetry", "identity_correlation", "SymmetryResult",
+    "kernels_and_richness", "KernelResult", "cka", "d_lr", "nc1", "prior_kernels",
+    "compare_with_theory", "TheoryComparison", "Agreement",
+    "run_data", "RunData", "Record",
+]

@@ -139,7 +139,10 @@ class Record:
         for k, v in self._scalar_fields().items():
             if isinstance(v, (int, float, str)) and not isinstance(v, bool):
                 attrs[k] = v
-        return xr.Dataset(self._arrays(), attrs=attrs)
+        data = self._arrays()
+        if not data:  # ArviZ 0.x drops groups without variables when writing NetCDF
+            data["record_marker"] = ((), np.int8(1))
+        return xr.Dataset(data, attrs=attrs)
 
     @classmethod
     def _from_parts(cls, fields: dict, ds: xr.Dataset, prefix: str = ""):

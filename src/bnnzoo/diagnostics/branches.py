@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import RunData, run_data
+from ._data import run_data
 from ._record import Record, array_field
 
 __all__ = ["BranchResult", "OutlierResult", "readout_branches", "find_outliers", "cluster_bic"]
@@ -120,10 +120,11 @@ class BranchResult(Record):
         return lines
 
 
-def cluster_bic(points: np.ndarray, k_max: int = 8, seed: int = 0, n_init: int = 3):
-    """Gaussian-mixture clustering of ``points`` (n, d) with k chosen by BIC.
+def cluster_bic(points: np.ndarray, k_max: int = 8, seed: int = 0, n_init: int = 2, patience: int = 2):
+    """Gaussian-mixture clustering of ``points`` (n, d) with k chosen by BIC (full covariances).
 
-    Returns (k, labels (n,), bic (k_max',), ks tried, silhouette).  Components are ordered by decreasing size.
+    k runs from 1 up to ``k_max`` and stops once BIC has risen for ``patience`` consecutive k past its minimum.
+    Returns (k, labels (n,), bic per k tried, ks tried, silhouette).  Components are ordered by decreasing size.
     """
     from sklearn.metrics import silhouette_score
     from sklearn.mixture import GaussianMixture
@@ -135,14 +136,21 @@ def cluster_bic(points: np.ndarray, k_max: int = 8, seed: int = 0, n_init: int =
     # each full-covariance component needs more points than parameters to be estimable
     per_comp = d + d * (d + 1) / 2 + 1
     ks = list(range(1, max(1, min(k_max, int(n // max(per_comp, 2)))) + 1))
+    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
+
     bics, models = [], []
-    with warnings.catch_warnings():
+    # tiny problems: BLAS/OpenMP threads only add overhead (20× slower on a loaded 2-core machine)
+    with warnings.catch_warnings(), threadpool_limits(1):
         warnings.simplefilter("ignore")
         for k in ks:
             gm = GaussianMixture(k, covariance_type="full", n_init=n_init, random_state=seed, reg_covar=1e-6)
             gm.fit(xs)
             bics.append(gm.bic(xs))
             models.append(gm)
+            # stop once BIC has risen for `patience` consecutive k past its minimum
+            if len(bics) - 1 - int(np.argmin(bics)) >= patience:
+                break
+    ks = ks[:len(bics)]
     best = int(np.argmin(bics))
     k = ks[best]
     lab = models[best].predict(xs)

@@ -160,7 +160,8 @@ class CodeResult(Record):
             head += f"strength |z̄| 10/50/90 % = {q[0]:.2f}/{q[1]:.2f}/{q[2]:.2f}; "
         return [head + f"scheme {{{sch}}} over {self.n_selective}/{self.n_units} selective units",
                 f"  codes {self.verdict}: switching {self.switching_rate:.4f} ± {self.switching_rate_se:.4f} per "
-                f"draw, memory {self.code_memory:.2f}, persistence {self.persistence:.2f}, turnover {self.turnover:.2f}; "
+                f"draw, memory {self.code_memory:.2f}, persistence {self.persistence:.2f}, "
+                f"turnover {self.turnover:.2f}; "
                 f"population scheme "
                 f"{'stable' if self.scheme_stable else 'drifting'} (drift {self.scheme_drift:.3f}, "
                 f"noise level {self.scheme_drift_null:.3f})"]
@@ -210,7 +211,8 @@ def neural_codes(idata, layer: int | None = None) -> CodeResult:
         layer=layer, activation=rd.activation, kind="analog" if rd.activation == "linear" else "binary",
         scheme=dict(scheme), scheme_fraction={k: v / max(n_sel, 1) for k, v in scheme.items()}, n_units=C * N,
         n_selective=int(sel.sum()), selectivity_threshold=float(thr), switching_rate=rate,
-        switching_rate_se=rate_se, persistence=pers, turnover=turnover, code_memory=memory, verdict=verdict, scheme_drift=drift,
+        switching_rate_se=rate_se, persistence=pers, turnover=turnover, code_memory=memory, verdict=verdict,
+        scheme_drift=drift,
         scheme_drift_null=null, scheme_stable=bool(drift < SCHEME_DRIFT),
         strength_quantiles=tuple(float(v) for v in np.quantile(strength, [0.1, 0.5, 0.9])),
         ids=ids.astype(np.int16), modal=modal.astype(np.int16), persistence_per_unit=persist,

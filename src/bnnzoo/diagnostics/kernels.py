@@ -5,8 +5,9 @@ For layer l with preactivations z (N × n) on n inputs:
 
 * feature kernel K_l = ⟨φ(z)ᵀ φ(z)⟩/N and preactivation kernel ⟨zᵀ z⟩/N, averaged over the posterior, on the
   training points (and on / with the test points when the run has a test set, recomputed from the weights);
-* prior kernel K_l⁰: the same average under the prior (infinite width: the NNGP kernel), estimated by one wide
-  random network of ``prior_width`` neurons per layer (Monte Carlo error ≈ 1/√prior_width);
+* prior kernel K_l⁰: the same average under the prior at infinite width (the NNGP kernel of
+  :func:`bnnzoo.theory.gp.nngp_kernel`; for activations without a closed form, one wide random network of
+  ``prior_width`` neurons per layer, Monte Carlo error ≈ 1/√prior_width);
 * learned part ΔK_l = K_l − K_l⁰: its leading eigenvalues, its size ‖ΔK‖_F/‖K‖_F and the share of ‖ΔK‖²_F in
   its m leading modes (``lowrank_fraction``: 1 = exactly rank ≤ m, as the linear theory's Y U⁻¹ Yᵀ);
 * CKA(K, L) = HSIC(K, L)/√(HSIC(K, K) HSIC(L, L)), HSIC = tr(K H L H), between the input kernel K0, every layer
@@ -79,8 +80,22 @@ def nc1(features: np.ndarray, labels: np.ndarray, tol: float = 1e-10) -> float:
 
 def prior_kernels(X: np.ndarray, activation: str, depth: int, sigma_w2: float = 1.0, width: int = 4000,
                   seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Prior (NNGP) feature and preactivation kernels of every layer on the inputs X (n, N0), estimated with one
-    random network of ``width`` neurons per layer: returns (K_feature, K_pre), each (L, n, n)."""
+    """Prior (infinite-width NNGP) feature and preactivation kernels of every layer on the inputs X (n, N0):
+    returns (K_feature, K_pre), each (L, n, n).  Closed forms from :func:`bnnzoo.theory.gp.nngp_kernel` for the
+    activations it knows; otherwise estimated with one random network of ``width`` neurons per layer."""
+    try:
+        from ..theory import gp as _gp
+
+        if activation in _gp.NONLINEARITIES:
+            Kf, Kz = [], []
+            for l in range(1, depth + 1):
+                kf, layers = _gp.nngp_kernel(X, nonlinearity=activation, depth=l, sigma_w2=sigma_w2,
+                                             sigma_a2=1.0, return_layers=True)
+                Kf.append(kf)
+                Kz.append(layers[-1])
+            return np.array(Kf), np.array(Kz)
+    except ImportError:  # pragma: no cover - theory.gp is part of the package
+        pass
     rng = np.random.default_rng(seed)
     phi = np_activation(activation)
     sw = math.sqrt(sigma_w2)

@@ -1,5 +1,7 @@
-"""Sampling: NUTS / HMC into ArviZ data (:func:`sample`), and exact samplers used as test oracles."""
+"""Sampling: NUTS / HMC into ArviZ data (:func:`sample`), the chunked driver for long runs and many devices
+(:mod:`bnnzoo.inference.engine`), and exact samplers used as test oracles."""
 
-from .sampling import SAMPLERS, build_kernel, run_config, sample
+from .engine import load_store
+from .sampling import REPARAMS, SAMPLERS, build_kernel, run_config, sample
 
-__all__ = ["sample", "run_config", "build_kernel", "SAMPLERS"]
+__all__ = ["sample", "run_config", "build_kernel", "SAMPLERS", "REPARAMS", "load_store"]

@@ -10,6 +10,7 @@ import sys
 import time
 import warnings
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Callable, Sequence
 
 import jax
@@ -136,6 +137,162 @@ def _dataset(arrays: dict, dims: dict, lead: Sequence[str], lead_coords: dict) -
     return xr.Dataset(data_vars, coords=coords)
 
 
+REPARAMS = ("readout", "data_space")
+_ENGINE_STAT_KEYS = {"diverging": "diverging", "num_steps": "num_steps", "accept_prob": "accept_prob",
+                     "energy": "energy", "potential_energy": "potential_energy", "step_size": "adapt_state.step_size"}
+
+
+def _check_engine_args(entry, chunk_size, exclude, site_thinning, reparam, warm_start, resume, store):
+    if chunk_size is not None:
+        _check_int("chunk_size", chunk_size, 1)
+    _check_int("warm_start", warm_start, 0)
+    if resume and store is None:
+        raise ValueError("resume=True needs store= (the folder of the run to continue)")
+    if isinstance(exclude, str) or (site_thinning is not None and not isinstance(site_thinning, dict)):
+        raise ValueError("exclude must be a sequence of site names and site_thinning a dict {site: k}")
+    for k, e in (site_thinning or {}).items():
+        _check_int(f"site_thinning[{k!r}]", e, 1)
+    reparam = (reparam,) if isinstance(reparam, str) else tuple(reparam)
+    bad = [r for r in reparam if r not in REPARAMS]
+    if bad:
+        raise ValueError(f"reparam entries must be among {REPARAMS}, got {bad}")
+    if reparam:
+        from ..models.fcn import fcn
+
+        if entry is None or entry.model is not fcn:
+            raise ValueError("reparam applies to the fully-connected zoo entries (model bnnzoo.models.fcn) only")
+    return reparam
+
+
+def _engine_chunk_size(chunk_size, n_keep, store, site_thinning):
+    if chunk_size is not None:
+        return int(chunk_size)
+    size = min(n_keep, 100) if store is not None else n_keep
+    if site_thinning:
+        lcm = math.lcm(*[int(e) for e in site_thinning.values()])
+        size = max(lcm, size // lcm * lcm)
+    return max(size, 1)
+
+
+def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_chains, num_warmup, num_samples,
+                thinning, chain_method, chunk_size, store, resume, exclude, site_thinning, reparam, warm_start, init,
+                progress, seed, sampler_cfg):
+    """Run the chunked driver (:mod:`bnnzoo.inference.engine`) for :func:`sample`."""
+    from numpyro import handlers
+
+    from .engine import RunStore, fingerprint, run_chunked
+
+    X, Y = task.X, task.Y
+    n_dev = jax.local_device_count()
+    if chain_method == "parallel":
+        chain_method = "sharded"
+    if chain_method == "sequential":
+        raise ValueError("chain_method='sequential' is not available for chunked runs; use 'vectorized'")
+    if chain_method == "sharded" and num_chains % n_dev:
+        raise ValueError(f"chain_method='sharded' needs num_chains ({num_chains}) to be a multiple of the {n_dev} "
+                         f"local devices")
+    chunk_size = _engine_chunk_size(chunk_size, num_samples // thinning, store, site_thinning)
+    init_keys = jax.random.split(key_run, num_chains) if num_chains > 1 else key_run
+    post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
+
+    if reparam:
+        from ..models.fcn_fast import INTERNAL_SITES, fcn_fast
+
+        cond_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam,
+                          conditional=True)
+
+        def make_post(_kernel):
+            def one(zc, cid, draw):
+                k = jax.random.fold_in(jax.random.fold_in(key_pred, draw + 1), cid)
+                tr = handlers.trace(handlers.seed(handlers.substitute(cond_fn, data=zc), k)).get_trace(
+                    X, Y, **post_kw)
+                return {n: site["value"] for n, site in tr.items()
+                        if site["type"] in ("sample", "deterministic") and not site.get("is_observed", False)
+                        and n not in INTERNAL_SITES}
+
+            return lambda z, chain_ids, draw: jax.vmap(one, in_axes=(0, 0, None))(z, chain_ids, draw)
+    else:
+        def make_post(k):
+            pp = k.postprocess_fn((X, Y), post_kw)
+            return lambda z, chain_ids, draw: jax.vmap(pp)(z)
+
+    init_params, ws_timing = None, {"warm_start_s": 0.0}
+    if warm_start:
+        from numpyro.infer.initialization import init_to_sample, init_to_uniform
+
+        from .warmstart import warm_start_params
+
+        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, num_chains,
+                                        init_to_sample if init == "prior" else init_to_uniform, int(warm_start),
+                                        timing=ws_timing)
+
+    run_store, manifest = None, None
+    if store is not None:
+        ident = dict(model=name, model_kwargs=_jsonable(kw), sampler=_jsonable(sampler_cfg), seed=seed,
+                     num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                     chunk_size=chunk_size, exclude=list(exclude), site_thinning=_jsonable(site_thinning or {}),
+                     reparam=list(reparam), warm_start=int(warm_start), task=_jsonable(task.meta))
+        arrays = [X, Y] + ([task.X_test] if task.X_test is not None else [])
+        manifest = dict(ident, fingerprint=fingerprint(ident, arrays), versions=_versions())
+        run_store = RunStore(store)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="There are not enough devices")
+        res = run_chunked(kernel, model_args=(X, Y), model_kwargs=kw, make_post=make_post, init_keys=init_keys,
+                          num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                          chunk_size=chunk_size, chain_method=chain_method, init_params=init_params,
+                          exclude=exclude, site_thinning=site_thinning, store=run_store, resume=resume,
+                          manifest=manifest, progress=progress)
+    timing = dict(res.timing, **ws_timing)
+    cfg = dict(chain_method=chain_method, chunk_size=chunk_size, store=None if store is None else str(store),
+               exclude=list(exclude), site_thinning=dict(site_thinning or {}), reparam=list(reparam),
+               warm_start=int(warm_start), n_devices=n_dev, resumed_from_block=res.resumed_from_block,
+               timing={k: round(v, 4) for k, v in timing.items()})
+    return res, cfg
+
+
+def _thinned_dataset(res, site_dims) -> xr.Dataset:
+    data, coords = {}, {"chain": np.arange(next(iter(res.thinned.values())).shape[0])}
+    for k, arr in res.thinned.items():
+        d = list(site_dims.get(k, []))[-(arr.ndim - 2):] if arr.ndim > 2 else []
+        if len(d) != arr.ndim - 2:
+            d = [f"{k}_dim_{i}" for i in range(arr.ndim - 2)]
+        full = ["chain", f"draw_{k}"] + d
+        data[k] = (full, arr)
+        coords[f"draw_{k}"] = res.thinned_draws[k]
+        for dim, n in zip(full[2:], arr.shape[2:]):
+            coords.setdefault(dim, np.arange(n))
+    return xr.Dataset(data, coords=coords)
+
+
+def _warmup_datasets(res, site_dims) -> dict:
+    w = res.warmup
+    n_chain, n_step = w["num_steps"].shape
+    lead, coords = ("chain", "draw"), {"chain": np.arange(n_chain), "draw": np.arange(n_step)}
+    small = {k: v for k, v in w.items() if k not in _ENGINE_STAT_KEYS and k != "time"}
+    steps = w["num_steps"].astype(int)
+    stats = {"diverging": w["diverging"].astype(bool), "step_size": w["step_size"], "n_steps": steps,
+             "tree_depth": np.floor(np.log2(np.maximum(steps, 1))).astype(int) + 1, "energy": w["energy"],
+             "acceptance_rate": w["accept_prob"], "lp": -w["potential_energy"]}
+    ss = _dataset(stats, {}, lead, coords)
+    ss["time"] = (("draw",), w["time"])
+    return {"warmup_posterior": _dataset(small, site_dims, lead, coords), "warmup_sample_stats": ss}
+
+
+def _engine_loglik(fn, entry, samples, task, kw, n_chain, n_draw):
+    from ..models.fcn import fcn, likelihood_variance
+
+    if entry is not None and entry.model is fcn:
+        if "f" not in samples:
+            raise ValueError("log_likelihood=True needs the site 'f' recorded (do not exclude it)")
+        sd = math.sqrt(likelihood_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"]))
+        r = (task.Y - samples["f"]) / sd
+        return -0.5 * r**2 - math.log(sd) - 0.5 * math.log(2 * math.pi)
+    from numpyro.infer import log_likelihood as _loglik
+
+    flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in samples.items()}
+    return np.asarray(_loglik(fn, flat, task.X, task.Y, **kw)["y"]).reshape((n_chain, n_draw) + task.Y.shape)
+
+
 def run_config(idata) -> dict:
     """The full provenance of a run made by :func:`sample` (model, its arguments, task, sampler, seed, versions)."""
     attrs = azcompat.get_attrs(idata)
@@ -149,7 +306,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
            progress: bool = True, chain_method: str = "auto", step_size: float | None = None,
            num_steps: int | None = None, target_accept: float = 0.8, max_tree_depth: int = 10,
            dense_mass: bool = False, init: str = "prior", log_likelihood: bool = False,
-           dims: dict | None = None, **model_kwargs):
+           dims: dict | None = None, chunk_size: int | None = None, store=None, resume: bool = False,
+           exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] = (),
+           warm_start: int = 0, **model_kwargs):
     """Sample the posterior of ``model`` on ``task`` and return ArviZ data (InferenceData on ArviZ 0.x, DataTree
     on 1.x).
 
@@ -169,6 +328,23 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     log_likelihood : add the pointwise log-likelihood group (slow and large; off by default).
     dims : dims for the sites of a custom model (zoo entries know theirs).
     **model_kwargs : model arguments; they override the entry's defaults (e.g. width=, temperature=).
+
+    Long runs, many chains, faster exact sampling (any of these runs the chunked driver
+    :mod:`bnnzoo.inference.engine`, which gives the same draws as the plain path up to float rounding):
+
+    chunk_size : kept draws per jitted chunk (device memory holds one chunk; default: all draws, or 100 with a
+        store).
+    store : a folder: every chunk is written there as NetCDF with a sampler-state checkpoint after it.
+    resume : continue the run in ``store`` (killed or stopped); the result equals the uninterrupted run.
+    exclude : sites not recorded at all (e.g. ("W1",) for a big first layer).
+    site_thinning : {site: k}: record that site on every k-th kept draw only (group ``posterior_thinned``, dim
+        ``draw_<site>`` holding the kept-draw indices); k must divide ``chunk_size``.
+    chain_method : also "sharded": the chains split across all local devices, vectorised on each ("auto" picks
+        it when there are several devices and num_chains is a multiple of their number but larger).
+    reparam : FCN zoo entries only: "readout" (readout integrated out, drawn from its Gaussian conditional) and/or
+        "data_space" (first layer sampled as preactivations on the training inputs); the posterior is unchanged
+        (:mod:`bnnzoo.models.fcn_fast`).
+    warm_start : Adam steps on the potential energy from each chain's starting point before warm-up (0: off).
 
     Groups: ``posterior`` (named dims), ``sample_stats`` (diverging, step_size, tree_depth, n_steps, energy,
     acceptance_rate, lp), ``observed_data`` (y), ``constant_data`` (X, labels), and ``predictions`` (f on X_test)
@@ -199,25 +375,57 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
             p.kind == p.VAR_KEYWORD for p in params.values())]
         if unknown:
             raise ValueError(f"model {name} has no argument(s) {unknown}")
-    kernel = build_kernel(fn, sampler=sampler, step_size=step_size, num_steps=num_steps,
+    n_dev = jax.local_device_count()
+    if chain_method not in ("auto", "vectorized", "parallel", "sequential", "sharded"):
+        raise ValueError(f"chain_method must be 'auto', 'vectorized', 'parallel', 'sequential' or 'sharded', "
+                         f"got {chain_method!r}")
+    reparam = _check_engine_args(entry, chunk_size, exclude, site_thinning, reparam, warm_start, resume, store)
+    use_engine = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
+                      or warm_start or chain_method == "sharded"
+                      or (chain_method == "auto" and 1 < n_dev < num_chains and num_chains % n_dev == 0))
+    sample_fn = fn
+    if reparam:
+        from ..models.fcn_fast import fcn_fast
+
+        sample_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam)
+    kernel = build_kernel(sample_fn, sampler=sampler, step_size=step_size, num_steps=num_steps,
                           target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
                           init=init)
-    n_dev = jax.local_device_count()
     if chain_method == "auto":
-        chain_method = "parallel" if 1 < num_chains <= n_dev else "vectorized"
-    if chain_method not in ("vectorized", "parallel", "sequential"):
-        raise ValueError(f"chain_method must be 'auto', 'vectorized', 'parallel' or 'sequential', got {chain_method!r}")
+        if use_engine:
+            chain_method = "sharded" if n_dev > 1 and num_chains > 1 and num_chains % n_dev == 0 else "vectorized"
+        else:
+            chain_method = "parallel" if 1 < num_chains <= n_dev else "vectorized"
     site_dims = dims if dims is not None else (entry.dims(**kw) if entry is not None else _infer_dims(fn, X, Y, kw))
 
-    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                thinning=thinning, chain_method=chain_method, progress_bar=progress)
     key = jax.random.PRNGKey(seed)
     key_run, key_pred = jax.random.split(key)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="There are not enough devices")
-        mcmc.run(key_run, X, Y, extra_fields=_EXTRA_FIELDS, **kw)
-    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    engine_cfg = None
+    thinned_group = warmup_groups = None
+    if use_engine:
+        res, engine_cfg = _run_engine(
+            name, fn, entry, kernel, task, kw, key_run=key_run, key_pred=key_pred, num_chains=num_chains,
+            num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, chain_method=chain_method,
+            chunk_size=chunk_size, store=store, resume=resume, exclude=exclude, site_thinning=site_thinning,
+            reparam=reparam, warm_start=warm_start, init=init, progress=progress, seed=seed,
+            sampler_cfg=dict(sampler=sampler, step_size=step_size, num_steps=num_steps, target_accept=target_accept,
+                             max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init))
+        chain_method = engine_cfg["chain_method"]
+        samples = dict(res.samples)
+        extra = {_ENGINE_STAT_KEYS[k]: v for k, v in res.stats.items()}
+        f_test_engine = samples.pop("f_test", None)
+        if res.thinned:
+            thinned_group = _thinned_dataset(res, site_dims)
+        if res.warmup:
+            warmup_groups = _warmup_datasets(res, site_dims)
+    else:
+        mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                    thinning=thinning, chain_method=chain_method, progress_bar=progress)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="There are not enough devices")
+            mcmc.run(key_run, X, Y, extra_fields=_EXTRA_FIELDS, **kw)
+        samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+        extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
     n_chain, n_draw = next(iter(samples.values())).shape[:2]
     lead_coords = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
     lead = ("chain", "draw")
@@ -243,15 +451,28 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
                                     coords={"point": np.arange(task.P), "input": np.arange(task.N0)}),
     }
     if log_likelihood:
-        from numpyro.infer import log_likelihood as _loglik
+        if use_engine:
+            ll = _engine_loglik(fn, entry, samples, task, kw, n_chain, n_draw)
+        else:
+            from numpyro.infer import log_likelihood as _loglik
 
-        flat = mcmc.get_samples()
-        ll = np.asarray(_loglik(fn, flat, X, Y, **kw)["y"]).reshape((n_chain, n_draw) + Y.shape)
+            flat = mcmc.get_samples()
+            ll = np.asarray(_loglik(fn, flat, X, Y, **kw)["y"]).reshape((n_chain, n_draw) + Y.shape)
         groups["log_likelihood"] = _dataset({"y": ll}, {"y": ["point", "class"]}, lead, lead_coords)
-    if task.X_test is not None:
-        pred = Predictive(fn, posterior_samples=mcmc.get_samples(), return_sites=["f_test"])
-        f_test = np.asarray(pred(key_pred, X, Y, **dict(kw, X_test=task.X_test))["f_test"])
-        f_test = f_test.reshape((n_chain, n_draw) + f_test.shape[1:])
+    if thinned_group is not None:
+        groups["posterior_thinned"] = thinned_group
+    if warmup_groups is not None:
+        groups.update(warmup_groups)
+    if task.X_test is not None and use_engine and f_test_engine is None:
+        warnings.warn("the test-set output f_test was not recorded (excluded, or not computable): no predictions "
+                      "group", RuntimeWarning, stacklevel=2)
+    elif task.X_test is not None:
+        if use_engine:
+            f_test = f_test_engine
+        else:
+            pred = Predictive(fn, posterior_samples=mcmc.get_samples(), return_sites=["f_test"])
+            f_test = np.asarray(pred(key_pred, X, Y, **dict(kw, X_test=task.X_test))["f_test"])
+            f_test = f_test.reshape((n_chain, n_draw) + f_test.shape[1:])
         groups["predictions"] = _dataset({"f": f_test}, {"f": ["test_point", "class"]}, lead, lead_coords)
         const = {"X_test": (("test_point", "input"), task.X_test), "y_test": (("test_point", "class"), task.Y_test)}
         if task.labels_test is not None:
@@ -269,6 +490,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
                   task_name=task.name, sampler=_jsonable(sampler_cfg), seed=seed, versions=_versions(),
                   record=list(record), divergences=n_div, wall_time_s=round(time.time() - t_start, 3),
                   created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    if engine_cfg is not None:
+        config["engine"] = _jsonable(engine_cfg)
     attrs = {"bnnzoo_config": json.dumps(config), "model": name, "sampler": sampler, "seed": seed,
              "num_chains": num_chains, "num_warmup": num_warmup, "num_samples": num_samples,
              "thinning": thinning, "inference_library": "numpyro", "inference_library_version": numpyro.__version__,

@@ -4,6 +4,12 @@ from .activations import ACTIVATIONS, get_activation, sigmoid_erf
 from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, likelihood_variance, readout_scale
 from .zoo import ZOO, Observable, ZooEntry, get_entry, list_entries, register
 
+# The rest of the zoo registers its entries on import.
+from . import attention, gated, three_layer  # noqa: E402,F401
+from .attention import attention  # noqa: E402
+from .gated import gated, pathway_map  # noqa: E402
+from .three_layer import three_layer  # noqa: E402
+
 __all__ = ["fcn", "check_fcn_args", "default_sigma_a2", "fcn_dims", "likelihood_variance", "readout_scale",
            "ACTIVATIONS", "get_activation", "sigmoid_erf", "ZOO", "ZooEntry", "Observable", "get_entry",
-           "list_entries", "register"]
+           "list_entries", "register", "three_layer", "attention", "gated", "pathway_map"]

@@ -205,7 +205,10 @@ def gated(X, Y=None, *, spec, readout: str = "standard", edge_scale: Mapping | N
                 numpyro.deterministic(f"act_{n}", h[n])
     numpyro.deterministic("f", f)
     if Y is not None:
-        mask = jnp.asarray(spec.output_mask(np.asarray(X)))
+        _, gn, _ = spec.unpack(X)
+        idx = {n: i for i, n in enumerate(spec.node_names)}
+        mask = jnp.concatenate([jnp.repeat(gn[:, idx[n], None], spec.sizes[n], axis=1) for n in spec.output_nodes],
+                               axis=1)
         numpyro.deterministic("mse", jnp.sum(mask * (Y - f) ** 2) / jnp.maximum(jnp.sum(mask), 1.0))
     with numpyro.plate("point", P, dim=-2), numpyro.plate("class", m, dim=-1):
         numpyro.sample("y", dist.Normal(f, math.sqrt(temperature)), obs=Y)

@@ -129,12 +129,17 @@ def three_layer_forward(X, W1, W2, a, *, activation="erf", readout="standard", x
 
 
 def _numpy_activation(name):
-    if name == "erf":
-        from scipy.special import erf
+    """φ in float64 NumPy (for post-hoc analysis of draws)."""
+    from scipy.special import erf
 
-        return erf
-    fn = get_three_layer_activation(name)
-    return lambda z: np.asarray(fn(jnp.asarray(z)))
+    table = {"erf": erf, "linear": lambda z: z, "relu": lambda z: np.maximum(z, 0.0),
+             "sigmoid": lambda z: 0.5 * (1.0 + erf(math.sqrt(math.pi) / 2.0 * z)),
+             "softplus": lambda z: np.logaddexp(0.0, z), "relu2": lambda z: np.maximum(z, 0.0) ** 2}
+    if name not in table:
+        get_three_layer_activation(name)  # raises the informative error for unknown names
+        fn = get_three_layer_activation(name)
+        return lambda z: np.asarray(fn(jnp.asarray(z)), dtype=float)
+    return table[name]
 
 
 def three_layer(X, Y=None, *, width1: int = 64, width2: int = 64, activation: str = "erf",

@@ -1,0 +1,8 @@
+"""Figures in the style of van Meegen & Sompolinsky (2025): codes (Fig. 2), layers and kernels (Fig. 3), readout
+posterior with theory (Fig. 4), code switching (Fig. 5), and trace plots of scalar order parameters."""
+
+from .figures import (plot_code_switching, plot_codes, plot_layers, plot_order_parameters, plot_readout,
+                      save_figures)
+
+__all__ = ["plot_codes", "plot_layers", "plot_readout", "plot_code_switching", "plot_order_parameters",
+           "save_figures"]

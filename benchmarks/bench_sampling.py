@@ -1,0 +1,327 @@
+"""Sampling benchmark: baseline weight-space NUTS against the faster exact options, side by side in one run.
+
+    python benchmarks/bench_sampling.py                 # default (N = P = 30, 60): ~10-15 min on 2 CPU cores
+    python benchmarks/bench_sampling.py --sizes 30,100  # the table in results.md / README (~30 min)
+    python benchmarks/bench_sampling.py --quick         # smoke run (tiny nets, seconds per config)
+    python benchmarks/bench_sampling.py --sizes 100 --activations sigmoid --warmup 300 --samples 300
+
+For every toy net (linear, sigmoidal, ReLU; paper targets y− = 0 / ½ / −½) and size N = P, each method runs in its
+own subprocess (so peak memory is its own) with the same seed, chains and draws:
+
+* ``baseline``   weight-space NUTS on ``bnnzoo.models.fcn`` (the plain NumPyro kernel; the chunked driver used here to
+  record the warm-up trace gives the same draws as ``numpyro.infer.MCMC``, see tests/perf/test_chunked.py);
+* ``readout``    readout integrated out, drawn from its Gaussian conditional (``reparam=("readout",)``);
+* ``ro+data``    and the first layer sampled in data space (``reparam=("readout", "data_space")``);
+* ``ro+data+warm``  the same after a 300-step Adam warm start onto the solution space (its cost counted).
+
+Figures per run: time to equilibrium (wall seconds of warm start + warm-up until every chain's training MSE first
+falls below the equilibrium level = 90th percentile of the kept draws' MSE pooled over all methods of that net; compile
+time excluded, shown separately), gradient evaluations per second (leapfrog steps of all chains / sampling time),
+sampler overhead (sampling time / (Σ over iterations of the largest tree among the vectorised chains × time of one
+bare jitted batched gradient)), bulk ESS per second of sampling of the readout weights ``a``, of the output ``f`` and
+of the kernel K1 = zᵀz/N (mean over entries), and peak resident memory.  A memory section shows that a long run with
+the big sites left out / thinned does not grow with the number of draws.
+
+Writes ``benchmarks/results.md`` and ``benchmarks/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ACTS = {"linear": ("deep_linear", 0.0), "sigmoid": ("sigmoidal", 0.5), "relu": ("relu", -0.5)}
+METHODS = {
+    "baseline": dict(),
+    "readout": dict(reparam=("readout",)),
+    "ro+data": dict(reparam=("readout", "data_space")),
+    "ro+data+warm": dict(reparam=("readout", "data_space"), warm_start=300),
+}
+
+
+# ----------------------------------------------------------------------------------------------- one run (child)
+
+def _bare_gradient_seconds(fn, task, kw, num_chains, repeats=100):
+    """Seconds per evaluation of the jitted gradient of the potential energy, batched over the chains."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer.util import initialize_model
+
+    keys = jax.random.split(jax.random.PRNGKey(0), num_chains)
+    info = initialize_model(keys, fn, dynamic_args=True, model_args=(task.X, task.Y), model_kwargs=kw)
+    pe = info.potential_fn(task.X, task.Y, **kw)
+    grad = jax.vmap(jax.grad(pe))
+
+    @jax.jit
+    def loop(z):
+        def body(i, z):
+            g = grad(z)
+            return jax.tree.map(lambda a, b: a + 1e-9 * b, z, g)
+        return jax.lax.fori_loop(0, repeats, body, z)
+
+    z0 = info.param_info.z
+    jax.block_until_ready(loop(z0))
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        jax.block_until_ready(loop(z0))
+        best = min(best, (time.perf_counter() - t0) / repeats)
+    return best
+
+
+def run_one(cfg: dict) -> dict:
+    import warnings
+    from functools import partial
+
+    import numpy as np
+    import xarray as xr
+
+    import bnnzoo
+    from bnnzoo import azcompat
+
+    warnings.simplefilter("ignore")
+    entry_name, y_neg = ACTS[cfg["activation"]]
+    N = cfg["size"]
+    task = bnnzoo.toy_task(P=N, y_neg=y_neg, seed=0)
+    method = dict(METHODS[cfg["method"]]) if cfg["method"] in METHODS else dict(cfg.get("options", {}))
+    t0 = time.perf_counter()
+    idata = bnnzoo.sample(entry_name, task, width=N, temperature=0.01, num_chains=cfg["chains"],
+                          num_warmup=cfg["warmup"], num_samples=cfg["samples"], seed=cfg["seed"],
+                          chunk_size=cfg["chunk"], record=cfg.get("record", ("z1",)), progress=False,
+                          **{k: v for k, v in method.items()}, **cfg.get("extra", {}))
+    total = time.perf_counter() - t0
+    eng = bnnzoo.run_config(idata)["engine"]
+    timing = eng["timing"]
+    post = azcompat.get_group(idata, "posterior")
+    ss = azcompat.get_group(idata, "sample_stats")
+    out = dict(cfg, total_s=total, timing=timing, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    if cfg.get("memory_only"):
+        return out
+    steps = ss["n_steps"].values                                   # (chain, draw) leapfrog steps = gradients
+    out["grad_evals"] = int(steps.sum())
+    out["grads_per_s"] = float(steps.sum() / timing["sampling_s"])
+    out["mean_steps"] = float(steps.mean())
+    out["divergences"] = int(ss["diverging"].values.sum())
+    out["mse_draws"] = post["mse"].values.ravel().tolist()
+    ws = azcompat.get_group(idata, "warmup_sample_stats")
+    out["warm_time"] = ws["time"].values.tolist()
+    out["warm_mse"] = azcompat.get_group(idata, "warmup_posterior")["mse"].values.tolist()
+
+    def ess_mean(arr):
+        da = xr.Dataset({"x": (("chain", "draw") + tuple(f"d{i}" for i in range(arr.ndim - 2)), arr)})
+        e = np.asarray(azcompat.ess(da, method="bulk")["x"].values, dtype=float)
+        return float(np.nanmean(e)), float(np.nanmin(e))
+
+    z = post["z1"].values
+    iu = np.triu_indices(z.shape[-1])
+    K1 = (np.einsum("cdnp,cdnq->cdpq", z, z) / N)[..., iu[0], iu[1]]
+    for name, arr in (("a", post["a"].values), ("f", post["f"].values), ("K1", K1), ("q_a", post["q_a"].values)):
+        m, mn = ess_mean(arr)
+        out[f"ess_{name}"] = m
+        out[f"ess_min_{name}"] = mn
+        out[f"ess_s_{name}"] = m / timing["sampling_s"]
+    # overhead against the bare batched gradient of the same model
+    from bnnzoo.models import fcn
+    from bnnzoo.models.fcn_fast import fcn_fast
+
+    kw = dict(bnnzoo.run_config(idata)["model_kwargs"])
+    kw.pop("record", None)
+    rp = method.get("reparam", ())
+    fn = fcn if not rp else partial(fcn_fast, integrate_readout="readout" in rp, data_space="data_space" in rp)
+    t_grad = _bare_gradient_seconds(fn, task, kw, cfg["chains"])
+    out["t_grad_s"] = t_grad
+    out["overhead"] = float(timing["sampling_s"] / (steps.max(axis=0).sum() * t_grad))
+    out["vmap_waste"] = float(steps.max(axis=0).sum() / steps.mean(axis=0).sum())
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- orchestration
+
+def _child(cfg, timeout):
+    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+    try:
+        res = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True, text=True,
+                             timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return dict(cfg, error=f"timeout after {timeout} s")
+    if res.returncode != 0:
+        return dict(cfg, error=res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"rc {res.returncode}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _time_to_equilibrium(r, level):
+    """Warm start + warm-up seconds until every chain's MSE has been below ``level``; None if not within warm-up."""
+    import numpy as np
+
+    mse = np.asarray(r["warm_mse"])
+    t = np.asarray(r["warm_time"])
+    hit = []
+    for c in range(mse.shape[0]):
+        below = np.nonzero(mse[c] <= level)[0]
+        if not len(below):
+            return None
+        hit.append(t[below[0]])
+    return float(max(hit)) + r["timing"].get("warm_start_s", 0.0)
+
+
+def _compile_s(r):
+    t = r["timing"]
+    return t["init_s"] + t["compile_s"] + t.get("warm_start_compile_s", 0.0)
+
+
+def _fmt(x, nd=1):
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.{nd}f}"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--one", help=argparse.SUPPRESS)
+    p.add_argument("--sizes", default="30,60", help="comma-separated N = P (the README table: --sizes 30,100, "
+                   "about 30 min on a shared 2-core machine)")
+    p.add_argument("--activations", default="linear,sigmoid,relu")
+    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--chains", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=None, help="default: 300 (N<=50), 200 otherwise")
+    p.add_argument("--samples", type=int, default=None, help="default: 300 (N<=50), 200 otherwise")
+    p.add_argument("--chunk", type=int, default=50)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=int, default=600, help="seconds per run")
+    p.add_argument("--no-memory", action="store_true", help="skip the memory section")
+    p.add_argument("--quick", action="store_true", help="tiny smoke run")
+    p.add_argument("--out", default=str(HERE / "results"), help="output stem (.md and .json)")
+    args = p.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(json.loads(args.one))))
+        return 0
+
+    import numpy as np
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    acts = args.activations.split(",")
+    methods = args.methods.split(",")
+    if args.quick:
+        sizes, args.warmup, args.samples, args.chunk = [8], 40, 40, 20
+    t_start = time.time()
+    runs = []
+    for act in acts:
+        for N in sizes:
+            warm = args.warmup or (300 if N <= 50 else 200)
+            samp = args.samples or (300 if N <= 50 else 200)
+            for m in methods:
+                cfg = dict(activation=act, size=N, method=m, chains=args.chains, warmup=warm, samples=samp,
+                           chunk=args.chunk, seed=args.seed)
+                r = _child(cfg, args.timeout)
+                runs.append(r)
+                msg = r.get("error") or (f"{r['total_s']:.0f} s, ESS/s a {r['ess_s_a']:.1f} f {r['ess_s_f']:.1f}, "
+                                         f"overhead {r['overhead']:.2f}")
+                print(f"[bench] {act:8s} N=P={N:<4d} {m:13s} {msg}", flush=True)
+    # equilibrium level per net: 90th percentile of the kept draws' MSE pooled over the methods
+    for act in acts:
+        for N in sizes:
+            group = [r for r in runs if r["activation"] == act and r["size"] == N and "error" not in r]
+            if not group:
+                continue
+            level = float(np.quantile(np.concatenate([r["mse_draws"] for r in group]), 0.9))
+            for r in group:
+                r["eq_level"] = level
+                r["t_eq_s"] = _time_to_equilibrium(r, level)
+    memory = []
+    if not args.no_memory and not args.quick:
+        # the sampler does not matter for memory: cheap fixed-step HMC, no adaptation
+        base = dict(activation="sigmoid", size=100, method="memory", chains=2, warmup=10, chunk=50, seed=0,
+                    memory_only=True, record=("z1",),
+                    options=dict(sampler="hmc", step_size=1e-3, num_steps=4))
+        for label, samples, extra in (("all sites in memory, 500 draws", 500, dict(chunk=500)),
+                                      ("all sites in memory, 2000 draws", 2000, dict(chunk=2000)),
+                                      ("W1 left out, z1 every 50th, 500 draws", 500,
+                                       dict(extra=dict(exclude=("W1",), site_thinning={"z1": 50}))),
+                                      ("W1 left out, z1 every 50th, 2000 draws", 2000,
+                                       dict(extra=dict(exclude=("W1",), site_thinning={"z1": 50})))):
+            r = _child(dict(base, samples=samples, **extra), args.timeout)
+            r["label"] = label
+            memory.append(r)
+            print(f"[bench] memory: {label}: {r.get('peak_rss_mb', float('nan')):.0f} MB {r.get('error', '')}",
+                  flush=True)
+    meta = dict(command=" ".join(["python", "benchmarks/bench_sampling.py"] + list(sys.argv[1:] if argv is None
+                                                                              else argv)),
+                python=platform.python_version(), machine=platform.machine(), cpus=os.cpu_count(),
+                load_avg=os.getloadavg(), wall_s=round(time.time() - t_start, 1),
+                device="CPU only (no GPU was available to this run)", args=vars(args))
+    try:
+        import jax
+        import numpyro
+
+        meta.update(jax=jax.__version__, numpyro=numpyro.__version__)
+    except ImportError:
+        pass
+    slim = [{k: v for k, v in r.items() if k not in ("mse_draws", "warm_time", "warm_mse")} for r in runs]
+    Path(args.out + ".json").write_text(json.dumps(dict(meta=meta, runs=slim, memory=memory), indent=1))
+    Path(args.out + ".md").write_text(_markdown(runs, memory, meta))
+    print(f"[bench] wrote {args.out}.md and {args.out}.json ({meta['wall_s']:.0f} s)")
+    return 0
+
+
+def _markdown(runs, memory, meta) -> str:
+    lines = ["# Sampling benchmark", "",
+             f"Generated by `{meta.get('command', 'python benchmarks/bench_sampling.py')}` in {meta['wall_s']:.0f} s "
+             f"on {meta['cpus']} CPU cores "
+             f"(load average at the end {meta['load_avg'][0]:.1f}: the machine was shared; compare ratios within a "
+             f"row group, measured side by side in one run). {meta['device']}. Python {meta['python']}, "
+             f"jax {meta.get('jax', '?')}, numpyro {meta.get('numpyro', '?')}. Toy task, T = 0.01, "
+             f"{meta['args']['chains']} chains, same seed for every method.", "",
+             "Columns: **t_eq** seconds (warm start + warm-up, compile excluded) until every chain's training MSE is "
+             "at its equilibrium level (— : not within warm-up); **compile** seconds of init + compilation; "
+             "**grad/s** leapfrog gradients per second (all chains); **overhead** sampling time over "
+             "(iterations × largest tree × one bare batched gradient); **ESS/s** bulk ESS per second of sampling "
+             "(mean over entries) of the readout weights a, the output f and the kernel K1 = zᵀz/N; **×** the "
+             "ratio to the baseline; **MB** peak resident memory of the run's process.", "",
+             "| net | N=P | method | t_eq s | compile s | grad/s | overhead | ESS/s a (×) | ESS/s f (×) | "
+             "ESS/s K1 (×) | steps/draw | div | MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        if "error" in r:
+            lines.append(f"| {r['activation']} | {r['size']} | {r['method']} | error: {r['error'][:60]} |"
+                         + " |" * 9)
+            continue
+        base = next((b for b in runs if b["activation"] == r["activation"] and b["size"] == r["size"]
+                     and b["method"] == "baseline" and "error" not in b), None)
+
+        def cell(key):
+            v = r[key]
+            if base is None or r["method"] == "baseline":
+                return _fmt(v)
+            return f"{_fmt(v)} ({v / base[key]:.1f}×)" if base[key] > 0 else _fmt(v)
+
+        lines.append(f"| {r['activation']} | {r['size']} | {r['method']} | {_fmt(r.get('t_eq_s'))} | "
+                     f"{_fmt(_compile_s(r))} | {_fmt(r['grads_per_s'], 0)} | "
+                     f"{r['overhead']:.2f} | {cell('ess_s_a')} | {cell('ess_s_f')} | {cell('ess_s_K1')} | "
+                     f"{r['mean_steps']:.0f} | {r['divergences']} | {r['peak_rss_mb']:.0f} |")
+    if memory:
+        lines += ["", "## Memory of long runs", "",
+                  "Sigmoidal net N = P = 100 (fixed-step HMC, 2 chains): peak resident memory of the whole "
+                  "process. With the first layer left out and the preactivations kept on every 50th draw, memory no "
+                  "longer grows with the number of draws; each chunk of 50 draws is all the device holds.", "",
+                  "| run | peak MB | seconds |", "|---|---|---|"]
+        for r in memory:
+            lines.append(f"| {r['label']} | {_fmt(r.get('peak_rss_mb'), 0)} | {_fmt(r.get('total_s'))} |")
+    lines += ["", "GPU: no GPU was lent to the run that produced this table; the paper-size sigmoidal net "
+              "(N = P = 500) was not timed.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""Samples next to theory: one function, :func:`compare_with_theory`, that picks the theories that apply to a run and
+reports every agreement as a number with its Monte-Carlo uncertainty.
+
+What is compared (theory.md §4–6):
+
+* **linear, one hidden layer** — :func:`bnnzoo.theory.linear.linear_saddle_point` (exact as N → ∞ at finite P, T):
+  the readout second moment U = E[a aᵀ] (sampled: aᵀa/N per draw), the hidden kernel K1 = E[zᵀz]/N, the mean
+  training output, and the mean predictor on the test set;
+* **linear, deeper** — :func:`bnnzoo.theory.linear.linear_leading_order` (large P, T → 0; approximate at CI size):
+  U and the kernel of every layer;
+* **one hidden layer, any φ, orthogonal toy task** — :func:`bnnzoo.theory.meanfield.single_neuron_meanfield`:
+  branch masses P_γ against the fractions of units whose modal code is the branch's code, branch centres against the
+  mean time-averaged readout of those of them that stay in their code (persistence ≥ 0.9), the set of codes, and U;
+* **ReLU** — the mean field has no normalisable bulk (outliers); the comparison is the outlier count against m
+  (theory.md §3: m outliers, one per class, on the toy task);
+* **GP baseline** — when the run has a test set: the NNGP mean predictor of the run's lazy twin
+  (:func:`bnnzoo.theory.gp.gp_posterior`, σ_a² = 1, likelihood variance T) and its generalization error against the
+  sampled mean predictor; a tested agreement for linear nets (mean predictor = GP predictor, theory.md §3), reported
+  only for nonlinear ones.
+
+Matrix agreements are relative Frobenius errors ‖S − T‖/‖T‖ with the standard error that Monte-Carlo noise alone
+gives (√Σ se_ij² / ‖T‖), plus the largest elementwise z-score.  Scalar agreements are differences with their
+standard errors.  ``tolerance`` is the agreement the comparison is expected to reach at the run's size (finite-N
+corrections are O(1/N) for the saddle point; masses are binomial); ``within`` says whether it did (matrices: within
+tolerance + 3 standard errors).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._data import RunData, mean_se, run_data
+from ._record import Record
+
+__all__ = ["Agreement", "TheoryComparison", "compare_with_theory", "MASS_TOLERANCE"]
+
+MASS_TOLERANCE = 0.1
+
+
+@dataclass(frozen=True, repr=False)
+class Agreement(Record):
+    """One sample-vs-theory agreement.
+
+    quantity : what is compared ("U", "K1", "mass[011]", ...).   theory : the theory function used.
+    kind : "relative_error" (matrices: difference = ‖S − T‖/‖T‖) or "difference" (scalars: S − T).
+    sampled, sampled_se : the sampled value (matrices: ‖S‖_F) and its MC standard error.   predicted : theory value
+    (matrices: ‖T‖_F).   difference, difference_se : see ``kind``.   max_z : largest |S − T|/se over elements.
+    tolerance : the expected agreement at this size.   within : |difference| ≤ tolerance.   note : caveats.
+    """
+
+    quantity: str
+    theory: str
+    kind: str
+    sampled: float
+    sampled_se: float
+    predicted: float
+    difference: float
+    difference_se: float
+    max_z: float
+    tolerance: float
+    within: bool
+    note: str = ""
+
+    def summary(self) -> list[str]:
+        if self.kind == "relative_error":
+            txt = (f"{self.quantity}: relative error {self.difference:.3f} ± {self.difference_se:.3f} "
+                   f"(max |z| {self.max_z:.1f})")
+        elif self.kind == "distance":
+            txt = f"{self.quantity}: distance {self.difference:.3f} ± {self.difference_se:.3f}"
+        elif self.kind == "set":
+            txt = f"{self.quantity}: {int(self.difference)} differences"
+        else:
+            txt = (f"{self.quantity}: sampled {self.sampled:.3f} ± {self.sampled_se:.3f} vs theory "
+                   f"{self.predicted:.3f} (Δ = {self.difference:+.3f}, z = {self.max_z:.1f})")
+        ok = "ok" if self.within else "OUTSIDE"
+        note = f"; {self.note}" if self.note else ""
+        return [f"{txt} — {ok} (tolerance {self.tolerance:.3g}) [{self.theory}]{note}"]
+
+
+@dataclass(frozen=True, repr=False)
+class TheoryComparison(Record):
+    """All agreements of a run with the theories that apply.
+
+    theories : names of the theories used.   skipped : {theory: why it was not applied}.
+    agreements : tuple of :class:`Agreement`.   all_within : every agreement within its tolerance.
+    """
+
+    theories: tuple
+    skipped: dict
+    agreements: tuple
+    all_within: bool
+
+    def __getitem__(self, quantity: str) -> Agreement:
+        for a in self.agreements:
+            if a.quantity == quantity:
+                return a
+        raise KeyError(f"no agreement {quantity!r}; have {[a.quantity for a in self.agreements]}")
+
+    def summary(self) -> list[str]:
+        lines = [f"theories: {', '.join(self.theories) or 'none'}; "
+                 f"{sum(a.within for a in self.agreements)}/{len(self.agreements)} agreements within tolerance"]
+        for a in self.agreements:
+            lines += a.summary()
+        for k, v in self.skipped.items():
+            lines.append(f"(skipped {k}: {v})")
+        return lines
+
+
+# ----------------------------------------------------------------------------------------------------- helpers
+def _matrix_agreement(name, theory, samples, predicted, tolerance, note="", scale=None) -> Agreement:
+    """``samples`` (C, D, ...) per-draw estimates of a matrix whose theory value is ``predicted``; errors are
+    relative to ‖predicted‖ (or to ``scale`` when that is larger, e.g. ‖Y_test‖ for a predictor that vanishes)."""
+    mu, se = mean_se(samples)
+    pred = np.asarray(predicted, float)
+    nrm = max(float(np.linalg.norm(pred)), float(scale or 0.0), 1e-300)
+    err = float(np.linalg.norm(mu - pred) / nrm)
+    err_se = float(np.sqrt(np.sum(se**2)) / nrm)
+    z = np.abs(mu - pred) / np.where(se > 0, se, np.inf)
+    return Agreement(quantity=name, theory=theory, kind="relative_error", sampled=float(np.linalg.norm(mu)),
+                     sampled_se=err_se * nrm, predicted=nrm, difference=err, difference_se=err_se,
+                     max_z=float(np.max(z)), tolerance=float(tolerance),
+                     within=bool(err <= tolerance + 3 * err_se), note=note)
+
+
+def _scalar_agreement(name, theory, value, se, predicted, tolerance, note="") -> Agreement:
+    d = float(value - predicted)
+    return Agreement(quantity=name, theory=theory, kind="difference", sampled=float(value), sampled_se=float(se),
+                     predicted=float(predicted), difference=d, difference_se=float(se),
+                     max_z=float(abs(d) / se) if se > 0 else (0.0 if d == 0 else float("inf")),
+                     tolerance=float(tolerance), within=bool(abs(d) <= tolerance), note=note)
+
+
+def _finite_n_tolerance(rd: RunData, factor: float = 5.0) -> float:
+    """Expected relative size of the finite-width corrections to an N → ∞ theory, O(1/N): we allow factor/N (0.05
+    at N = 100; measured at N = P = 100, T = 0.01: 0.008 for the linear U, 0.011 for K1, 0.006 for the sigmoidal U)."""
+    return factor / rd.width
+
+
+def _per_draw_U(rd: RunData) -> np.ndarray:
+    return np.einsum("cdnr,cdns->cdrs", rd.a, rd.a, optimize=True) / rd.width
+
+
+def _per_draw_K(rd: RunData, layer: int, max_draws: int = 150) -> np.ndarray:
+    z = rd.z(layer)
+    D = z.shape[1]
+    sub = np.unique(np.linspace(0, D - 1, min(max_draws, D)).astype(int))
+    return np.einsum("cdnp,cdnq->cdpq", z[:, sub], z[:, sub], optimize=True) / rd.width
+
+
+# ------------------------------------------------------------------------------------------------------ theories
+def _linear(rd: RunData, out: list, used: list, skipped: dict):
+    from ..theory import linear as lt
+
+    tol = _finite_n_tolerance(rd)
+    if rd.depth == 1:
+        th = lt.linear_saddle_point(rd.X, rd.Y, temperature=rd.temperature, sigma_a2=rd.sigma_a2,
+                                    sigma_w2=rd.sigma_w2, readout=rd.readout, X_test=rd.X_test)
+        name = "theory.linear.linear_saddle_point"
+        used.append(name)
+        note = "N → ∞ theory; finite-N corrections O(1/N)"
+        out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
+        out.append(_matrix_agreement("K1", name, _per_draw_K(rd, 1), th.K1, tol, note))
+        if rd.f is not None:
+            out.append(_matrix_agreement("f_train", name, rd.f, th.f_train, tol, note))
+        if rd.f_test is not None and th.f_test is not None:
+            out.append(_matrix_agreement("f_test", name, rd.f_test, th.f_test, tol, note,
+                                         scale=np.linalg.norm(rd.Y_test)))
+    else:
+        if rd.readout != "nonlazy":
+            skipped["theory.linear.linear_leading_order"] = "non-lazy readout only"
+            return
+        th = lt.linear_leading_order(rd.X, rd.Y, depth=rd.depth, sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2,
+                                     X_test=rd.X_test)
+        name = "theory.linear.linear_leading_order"
+        used.append(name)
+        note = "leading order in large P at T → 0: approximate at finite P"
+        tol = max(tol, 0.5)
+        out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
+        for l in range(1, rd.depth + 1):
+            out.append(_matrix_agreement(f"K{l}", name, _per_draw_K(rd, l), th.K[l - 1], tol, note))
+
+
+def _meanfield(rd: RunData, out: list, used: list, skipped: dict, codes=None):
+    from ..theory import meanfield as mf
+
+    name = "theory.meanfield.single_neuron_meanfield"
+    th = mf.single_neuron_meanfield(rd.X, rd.Y, labels=rd.labels, nonlinearity=rd.activation,
+                                    temperature=rd.temperature, sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2)
+    if not th.normalizable:
+        skipped[name] = th.status
+        return th
+    used.append(name)
+    from .codes import code_string, neural_codes
+
+    cr = codes if codes is not None else neural_codes(rd, 1)
+    m = rd.m
+    modal = np.array([code_string(k, m) for k in np.asarray(cr.modal).reshape(-1)])  # all units
+    n = modal.size
+    abar = rd.a.mean(1).reshape(-1, m)
+    th_codes = list(th.branch_code)
+    all_codes = th_codes + sorted(set(modal) - set(th_codes))
+    for k in all_codes:
+        sel = modal == k
+        p = sel.mean()
+        p_th = float(th.branch_mass[th_codes.index(k)]) if k in th_codes else 0.0
+        se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+        note = "" if k in th_codes else "code absent from the theory"
+        out.append(_scalar_agreement(f"mass[{k}]", name, p, se, p_th, MASS_TOLERANCE, note))
+    # centres from the units that stay in their branch (persistence ≥ 0.9): the theory's branch mean is the mean
+    # within one basin, and a unit that hops between basins (011 ↔ 111 at N = 100) has a time average in between
+    steady = np.asarray(cr.persistence_per_unit).reshape(-1) >= 0.9
+    for k in th_codes:
+        sel = (modal == k) & steady
+        if sel.sum() < 2:
+            continue
+        g = th_codes.index(k)
+        cen = abar[sel].mean(0)
+        se = abar[sel].std(0, ddof=1) / math.sqrt(sel.sum())
+        ref = th.branch_mean[g]
+        err = float(np.linalg.norm(cen - ref))
+        # tolerance: finite-N shifts of a branch centre, taken as |a_γ|/√N
+        tol = max(float(np.linalg.norm(ref)), 1.0) / math.sqrt(rd.width)
+        out.append(Agreement(
+            quantity=f"centre[{k}]", theory=name, kind="distance", sampled=float(np.linalg.norm(cen)),
+            sampled_se=float(np.linalg.norm(se)), predicted=float(np.linalg.norm(ref)), difference=err,
+            difference_se=float(np.linalg.norm(se)),
+            max_z=float(np.max(np.abs(cen - ref) / np.where(se > 0, se, np.inf))), tolerance=float(tol),
+            within=bool(err <= tol), note=f"sampled ({', '.join(f'{v:.2f}' for v in cen)}) vs theory "
+                                          f"({', '.join(f'{v:.2f}' for v in ref)})"))
+    present = {k for k in set(modal) if (modal == k).mean() >= 0.02}
+    missing = sorted(set(th_codes) - present)
+    extra = sorted(present - set(th_codes))
+    out.append(Agreement(
+        quantity="codes", theory=name, kind="set", sampled=float(len(present)), sampled_se=0.0,
+        predicted=float(len(th_codes)), difference=float(len(missing) + len(extra)), difference_se=0.0, max_z=0.0,
+        tolerance=0.0, within=not missing and not extra,
+        note=f"theory {sorted(map(str, th_codes))}, sampled (≥ 2 % of units) {sorted(map(str, present))}"))
+    out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, _finite_n_tolerance(rd),
+                                 "N → ∞ theory; finite-N corrections O(1/N)"))
+    return th
+
+
+def _outliers(rd: RunData, out: list, used: list, branches=None):
+    from .branches import find_outliers
+
+    o = branches.outliers if branches is not None and branches.outliers is not None else \
+        find_outliers(rd.a, rd.z(rd.depth))
+    name = "theory.md §3 (sparse code: m outliers, one per class)"
+    used.append(name)
+    per = np.array(o.per_chain, float)
+    out.append(_scalar_agreement("outliers_per_chain", name, per.mean(),
+                                 per.std(ddof=1) / math.sqrt(len(per)) if len(per) > 1 else 0.0, rd.m, 0.5,
+                                 f"per chain {list(o.per_chain)}; one per class: {o.one_per_class}"))
+
+
+def _gp(rd: RunData, out: list, used: list, skipped: dict):
+    if rd.X_test is None or rd.f_test is None:
+        skipped["theory.gp.gp_posterior"] = "the run has no test set"
+        return
+    from ..theory import gp as gpt
+
+    if rd.activation not in gpt.NONLINEARITIES:
+        skipped["theory.gp.gp_posterior"] = f"no NNGP kernel for {rd.activation!r}"
+        return
+    name = "theory.gp.gp_posterior"
+    # the GP baseline is the run's lazy twin: output kernel σ_a² K_φ with σ_a² = 1 (lazy) and likelihood variance T
+    sa2 = rd.sigma_a2 if rd.readout == "lazy" else 1.0
+    gp = gpt.gp_posterior(rd.X, rd.Y, rd.X_test, nonlinearity=rd.activation, depth=rd.depth,
+                          temperature=rd.temperature, sigma_w2=rd.sigma_w2, sigma_a2=sa2, Y_test=rd.Y_test,
+                          labels_test=rd.labels_test)
+    used.append(name)
+    f_mean, f_se = mean_se(rd.f_test)
+    eg_s = float(np.mean((rd.Y_test - f_mean) ** 2))
+    d = 2 * (f_mean - rd.Y_test) * f_se
+    eg_se = float(np.sqrt(np.sum(d**2)) / d.size)
+    eg_gp = float(np.mean((rd.Y_test - gp.mean) ** 2))
+    if rd.activation == "linear":
+        note, tol = "linear nets: mean predictor = GP predictor (theory.md §3)", _finite_n_tolerance(rd)
+        tol_e = max(3 * tol * eg_gp, 1e-3)
+    else:
+        note, tol, tol_e = "nonlinear non-lazy nets need not match the GP (reported, not tested)", float("inf"), \
+            float("inf")
+    out.append(_matrix_agreement("f_test_vs_GP", name, rd.f_test, gp.mean, tol, note,
+                                 scale=np.linalg.norm(rd.Y_test)))
+    out.append(_scalar_agreement("generalization_error_vs_GP", name, eg_s, eg_se, eg_gp, tol_e,
+                                 "mean over test points and outputs of (y − f̄)²; " + note))
+
+
+def compare_with_theory(idata, codes=None, branches=None) -> TheoryComparison:
+    """Compare a run with every theory that applies (module docstring).  ``codes`` / ``branches``: results already
+    computed by :func:`~bnnzoo.diagnostics.codes.neural_codes` / :func:`~bnnzoo.diagnostics.branches.readout_branches`
+    (recomputed if None)."""
+    rd = run_data(idata)
+    out: list[Agreement] = []
+    used: list[str] = []
+    skipped: dict[str, str] = {}
+    if rd.activation == "linear":
+        try:
+            _linear(rd, out, used, skipped)
+        except (ValueError, RuntimeError) as e:
+            skipped["theory.linear"] = str(e)
+    elif rd.depth == 1 and rd.is_orthogonal_toy and rd.m <= 3 and rd.readout == "nonlazy":
+        try:
+            _meanfield(rd, out, used, skipped, codes=codes)
+        except (ValueError, RuntimeError, NotImplementedError) as e:
+            skipped["theory.meanfield"] = str(e)
+    else:
+        skipped["theory.meanfield"] = "needs one hidden layer, the orthogonal toy task, m ≤ 3, non-lazy readout"
+    if rd.activation == "relu" and rd.readout == "nonlazy" and rd.is_orthogonal_toy:
+        _outliers(rd, out, used, branches)
+    try:
+        _gp(rd, out, used, skipped)
+    except (ValueError, np.linalg.LinAlgError) as e:
+        skipped["theory.gp.gp_posterior"] = str(e)
+    return TheoryComparison(theories=tuple(used), skipped=skipped, agreements=tuple(out),
+                            all_within=bool(all(a.within for a in out)))

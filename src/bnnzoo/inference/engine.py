@@ -1,0 +1,563 @@
+"""Chunked MCMC driver behind :func:`bnnzoo.sample` for long runs and many chains.
+
+It runs the same NumPyro kernel as the plain path (``kernel.init`` / ``kernel.sample``), but in *blocks*:
+
+* warm-up in blocks of ``chunk_size * thinning`` steps, then the kept draws in chunks of ``chunk_size``;
+* every block is one jitted ``lax.scan``; only that block's draws live on the device, so device memory does not grow
+  with the number of draws;
+* chains are vectorised on one device (``"vectorized"``) or split across all local devices, each device
+  vectorising its share (``"sharded"``, ``jax.shard_map`` over a one-axis ``chain`` mesh);
+* with a *store* directory each finished chunk is written as one NetCDF file (``chunks/draws_00003.nc``, groups
+  ``posterior``, ``sample_stats``, ``posterior_thinned``) and then the sampler state after it (``state.npz``), both by
+  atomic rename.  A killed run resumes from the last state: the same blocks are redone from the same state with the
+  same keys, so the resumed run's draws are those of the uninterrupted run (checked bit for bit by
+  ``tests/perf/test_resume.py``, which kills a real process);
+* large sites are left out (``exclude``) or recorded every k-th kept draw only (``site_thinning``, group
+  ``posterior_thinned``, whose ``draw`` coordinate holds the indices of the kept draws it belongs to).
+
+Randomised post-processing (the exact conditional draws of the reparametrised models in
+:mod:`bnnzoo.models.fcn_fast`) takes its key from the run's seed, the global draw index and the chain index, so it
+too is independent of how the run was cut into chunks and of interruptions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+__all__ = ["Block", "plan_blocks", "RunStore", "ChunkedResult", "run_chunked", "STAT_FIELDS", "load_store"]
+
+# HMCState field -> sample_stats name used by bnnzoo.sample
+STAT_FIELDS = {"diverging": "diverging", "num_steps": "num_steps", "accept_prob": "accept_prob",
+               "energy": "energy", "potential_energy": "potential_energy", "adapt_state.step_size": "step_size"}
+_STATE_FILE = "state.npz"
+# seconds to pause between writing a chunk and its checkpoint: for the interruption test only
+_TEST_PAUSE = float(os.environ.get("BNNZOO_TEST_CHECKPOINT_PAUSE", "0") or 0)
+_MANIFEST = "run.json"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One jitted unit of work.  kind "warmup": ``steps`` kernel steps, per-step stats recorded; kind "draws":
+    ``pre`` unrecorded steps, then ``n_keep`` kept draws ``thinning`` steps apart, the first kept draw having the
+    global index ``draw0``."""
+
+    index: int
+    kind: str
+    steps: int
+    n_keep: int = 0
+    pre: int = 0
+    draw0: int = 0
+
+
+def plan_blocks(num_warmup: int, num_samples: int, thinning: int, chunk_size: int) -> list[Block]:
+    """Cut a run into blocks.  Kept draw k is the state after num_warmup + (num_samples mod thinning) +
+    (k + 1)·thinning kernel steps, exactly as NumPyro's ``MCMC`` keeps them."""
+    blocks: list[Block] = []
+    wblock = max(1, chunk_size * thinning)
+    done = 0
+    while done < num_warmup:
+        n = min(wblock, num_warmup - done)
+        blocks.append(Block(len(blocks), "warmup", n))
+        done += n
+    n_keep_total = num_samples // thinning
+    pre = num_samples % thinning
+    k = 0
+    while k < n_keep_total:
+        n = min(chunk_size, n_keep_total - k)
+        p = pre if k == 0 else 0
+        blocks.append(Block(len(blocks), "draws", p + n * thinning, n_keep=n, pre=p, draw0=k))
+        k += n
+    return blocks
+
+
+# ------------------------------------------------------------------------------------------------ state on disk
+
+def _leaf_to_numpy(x):
+    if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key):
+        return np.asarray(jax.random.key_data(x)), True
+    return np.asarray(x), False
+
+
+def save_state(path: Path, state, meta: dict) -> None:
+    """Write the sampler state (any pytree of arrays) and ``meta`` to ``path`` atomically."""
+    leaves = jax.tree.leaves(state)
+    arrays, typed = {}, []
+    for i, leaf in enumerate(leaves):
+        arr, is_key = _leaf_to_numpy(leaf)
+        arrays[f"leaf{i:04d}"] = arr
+        typed.append(is_key)
+    meta = dict(meta, n_leaves=len(leaves), typed_keys=typed)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, __meta__=np.array(json.dumps(meta)), **arrays)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def load_state(path: Path, template):
+    """Read a state written by :func:`save_state` into the structure of ``template`` (a freshly initialised state
+    of the same run), checking every leaf's shape and dtype."""
+    with np.load(path) as f:
+        meta = json.loads(str(f["__meta__"]))
+        leaves_t, treedef = jax.tree.flatten(template)
+        if meta["n_leaves"] != len(leaves_t):
+            raise ValueError(f"{path}: checkpoint has {meta['n_leaves']} arrays, this run's state has {len(leaves_t)}")
+        leaves = []
+        for i, (lt, is_key) in enumerate(zip(leaves_t, meta["typed_keys"])):
+            arr = f[f"leaf{i:04d}"]
+            ref, _ = _leaf_to_numpy(lt)
+            if arr.shape != ref.shape or arr.dtype != ref.dtype:
+                raise ValueError(f"{path}: state array {i} has shape {arr.shape} {arr.dtype}, expected "
+                                 f"{ref.shape} {ref.dtype}: the checkpoint belongs to a different run")
+            leaves.append(jax.random.wrap_key_data(arr) if is_key else jnp.asarray(arr))
+    return jax.tree.unflatten(treedef, leaves), meta
+
+
+# ------------------------------------------------------------------------------------------------ the store
+
+def _fingerprint(config: Mapping, arrays: Sequence[np.ndarray]) -> str:
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=repr).encode())
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a))
+        h.update(str(a.shape).encode() + str(a.dtype).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+class RunStore:
+    """A run's folder: ``run.json`` (configuration, fingerprint, progress), ``state.npz`` (sampler state after the
+    last finished block) and ``chunks/{warmup,draws}_NNNNN.nc`` (one NetCDF file per finished block)."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.chunks = self.path / "chunks"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / _MANIFEST
+
+    @property
+    def state_path(self) -> Path:
+        return self.path / _STATE_FILE
+
+    def exists(self) -> bool:
+        return self.manifest_path.exists()
+
+    def manifest(self) -> dict:
+        return json.loads(self.manifest_path.read_text())
+
+    def write_manifest(self, manifest: dict) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.chunks.mkdir(exist_ok=True)
+        tmp = self.manifest_path.with_name(_MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1, default=repr))
+        os.replace(tmp, self.manifest_path)
+
+    def block_path(self, block: Block) -> Path:
+        return self.chunks / f"{block.kind}_{block.index:05d}.nc"
+
+    def write_block(self, block: Block, groups: Mapping[str, Any]) -> None:
+        """Write one block's datasets as groups of one NetCDF file, atomically."""
+        final = self.block_path(block)
+        tmp = final.with_name(final.name + ".tmp")
+        mode = "w"
+        for g, ds in groups.items():
+            if ds is None or not len(ds.data_vars):
+                continue
+            ds.to_netcdf(tmp, group=g, mode=mode, engine="h5netcdf")
+            mode = "a"
+        if mode == "w":  # nothing to write: still mark the block as done
+            import xarray as xr
+
+            xr.Dataset().to_netcdf(tmp, engine="h5netcdf")
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+
+    def read_blocks(self, kind: str, groups: Sequence[str], upto: int | None = None) -> dict[str, list]:
+        """The datasets of the finished blocks of ``kind`` (in order), per group."""
+        import xarray as xr
+
+        out: dict[str, list] = {g: [] for g in groups}
+        for p in sorted(self.chunks.glob(f"{kind}_*.nc")):
+            idx = int(p.stem.split("_")[1])
+            if upto is not None and idx > upto:
+                continue
+            for g in groups:
+                try:
+                    with xr.open_dataset(p, group=g, engine="h5netcdf") as ds:
+                        out[g].append(ds.load())
+                except (OSError, KeyError, ValueError):
+                    pass
+        return out
+
+    def drop_blocks_after(self, index: int) -> None:
+        """Remove block files beyond the checkpoint (written by a run killed before it saved the state after them)."""
+        for p in list(self.chunks.glob("*.nc")) + list(self.chunks.glob("*.tmp")):
+            try:
+                idx = int(p.name.split("_")[1].split(".")[0])
+            except (IndexError, ValueError):
+                continue
+            if idx > index or p.name.endswith(".tmp"):
+                p.unlink()
+
+
+def load_store(path):
+    """Read what a store holds so far (also while its run is going on or after it was killed): a dict with the
+    manifest and the concatenated ``posterior``, ``sample_stats`` and ``posterior_thinned`` datasets."""
+    import xarray as xr
+
+    store = RunStore(path)
+    if not store.exists():
+        raise FileNotFoundError(f"{path} is not a bnnzoo run folder (no {_MANIFEST})")
+    man = store.manifest()
+    upto = None
+    if store.state_path.exists():
+        with np.load(store.state_path) as f:
+            upto = json.loads(str(f["__meta__"]))["block_done"]
+    parts = store.read_blocks("draws", ("posterior", "sample_stats", "posterior_thinned"), upto=upto)
+    out = {"manifest": man}
+    for g, lst in parts.items():
+        out[g] = xr.concat(lst, dim="draw") if lst else None
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the driver
+
+@dataclass
+class ChunkedResult:
+    """What :func:`run_chunked` collected (host NumPy arrays, chain axis first).
+
+    samples : site -> (chain, draw, ...) for the recorded sites.
+    stats : STAT_FIELDS name -> (chain, draw).
+    thinned : site -> (chain, draw_k, ...) for the sites in ``site_thinning``, with ``thinned_draws[site]`` their
+        kept-draw indices.
+    warmup : site / stat -> (chain, warm-up step) for the small sites and the stats, plus ``time`` (step,), the
+        wall-clock seconds since the start of the first block, interpolated inside a block by gradient evaluations.
+    timing : seconds for init, compilation (first call of each block shape), warm-up and sampling.
+    resumed_from_block : the block a resumed run started after (-1: a fresh run).
+    """
+
+    samples: dict
+    stats: dict
+    thinned: dict
+    thinned_draws: dict
+    warmup: dict
+    timing: dict
+    last_state: Any = None
+    resumed_from_block: int = -1
+    blocks: list = field(default_factory=list)
+
+
+def _getter(path: str):
+    parts = path.split(".")
+
+    def get(state):
+        for p in parts:
+            state = getattr(state, p)
+        return state
+
+    return get
+
+
+def _to_batched(kernel, num_chains, model_args, model_kwargs):
+    """A step on a state with a leading chain axis (NumPyro's kernel is unbatched for one chain)."""
+    if num_chains == 1:
+        def step(state):
+            s = jax.tree.map(lambda x: x[0], state)
+            return jax.tree.map(lambda x: x[None], kernel.sample(s, model_args, model_kwargs))
+    else:
+        def step(state):
+            return kernel.sample(state, model_args, model_kwargs)
+    return step
+
+
+def _make_block_fn(step, post, wcap: int, dcap: int, thinning: int, main_sites, small_sites, site_thinning):
+    """One function for every block (a single compilation, with one copy of the kernel step): ``(state, chain_ids,
+    warm, pre, steps, draw0) -> (state, outputs)``.  It takes ``steps`` kernel steps; in a warm-up block
+    (``warm`` true) it records the small sites and the stats after every step (``wcap`` slots), in a block of draws
+    every ``thinning``-th step after the first ``pre`` (``dcap`` slots; sites in ``site_thinning`` on every k-th
+    kept draw only).  Outputs have the chain axis first."""
+    getters = {name: _getter(f) for f, name in STAT_FIELDS.items()}
+
+    def stats_of(state):
+        return {name: g(state) for name, g in getters.items()}
+
+    def alloc(tree, cap):
+        return jax.tree.map(lambda x: jnp.zeros((cap,) + x.shape, x.dtype), tree)
+
+    def put(bufs, i, vals):
+        return jax.tree.map(lambda b, v: lax.dynamic_update_index_in_dim(b, v, i, 0), bufs, vals)
+
+    def run(state, chain_ids, warm, pre, steps, draw0):
+        shapes = jax.eval_shape(lambda z: post(z, chain_ids, jnp.int32(0)), state.z)
+        stat_shapes = jax.eval_shape(stats_of, state)
+        wbufs = alloc(({k: shapes[k] for k in small_sites}, stat_shapes), wcap)
+        dbufs = alloc(({k: shapes[k] for k in main_sites}, stat_shapes), dcap)
+        tbufs = {k: jnp.zeros((dcap // e,) + shapes[k].shape, shapes[k].dtype) for k, e in site_thinning.items()}
+
+        def record_warm(args):
+            i, s, wb, db, tb = args
+            sites = post(s.z, chain_ids, jnp.int32(-1))
+            return put(wb, i, ({k: sites[k] for k in small_sites}, stats_of(s))), db, tb
+
+        def record_draw(args):
+            i, s, wb, db, tb = args
+            j = (i - pre + 1) // thinning - 1
+            sites = post(s.z, chain_ids, draw0 + j)
+            db = put(db, j, ({k: sites[k] for k in main_sites}, stats_of(s)))
+            tb = {k: lax.cond((j + 1) % e == 0,
+                              lambda t, v=sites[k], q=j // e: lax.dynamic_update_index_in_dim(t, v, q, 0),
+                              lambda t: t, tb[k])
+                  for k, e in site_thinning.items()}
+            return wb, db, tb
+
+        def skip(args):
+            return args[2:]
+
+        def body(i, carry):
+            s, wb, db, tb = carry
+            s = step(s)
+            keep = (i >= pre) & ((i - pre + 1) % thinning == 0)
+            branch = jnp.where(warm, 0, jnp.where(keep, 1, 2))
+            wb, db, tb = lax.switch(branch, (record_warm, record_draw, skip), (i, s, wb, db, tb))
+            return s, wb, db, tb
+
+        state, (wsites, wstats), (dsites, dstats), tbufs = lax.fori_loop(0, steps, body, (state, wbufs, dbufs, tbufs))
+        swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  (draw, chain, ...) -> (chain, draw, ...)
+        return state, jax.tree.map(swap, ((wsites, wstats), (dsites, dstats), tbufs))
+
+    return run
+
+
+def _compile_block(run, chain_method, num_chains):
+    if chain_method != "sharded":
+        return jax.jit(run), None
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    n_dev = jax.local_device_count()
+    mesh = Mesh(np.array(jax.local_devices()[:n_dev]), ("chain",))
+    spec, rep = PartitionSpec("chain"), PartitionSpec()
+    fn = jax.shard_map(run, mesh=mesh, in_specs=(spec, spec, rep, rep, rep, rep), out_specs=(spec, spec),
+                       check_vma=False)
+    return jax.jit(fn), NamedSharding(mesh, spec)
+
+
+def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Callable, init_keys, num_chains: int,
+                num_warmup: int, num_samples: int, thinning: int, chunk_size: int, chain_method: str = "vectorized",
+                init_params=None, exclude: Sequence[str] = (), site_thinning: Mapping[str, int] | None = None,
+                store: RunStore | None = None, resume: bool = False, manifest: dict | None = None,
+                progress: bool = False, max_blocks: int | None = None) -> ChunkedResult:
+    """Run ``kernel`` block by block (see the module docstring).
+
+    make_post : ``make_post(kernel)`` (called after ``kernel.init``) returns ``post(z, chain_ids, draw_index) ->
+        {site: (chain, ...)}``, which turns the batched latent state into the recorded sites (deterministic sites
+        included); ``draw_index`` is -1 during warm-up.
+    init_keys : the key given to ``kernel.init`` (one key for one chain, ``num_chains`` keys otherwise).
+    max_blocks : stop after this many blocks of this call (for tests and benchmarks of interruption).
+    """
+    site_thinning = {k: int(v) for k, v in (site_thinning or {}).items()}
+    for k, e in site_thinning.items():
+        if e < 1 or chunk_size % e:
+            raise ValueError(f"site_thinning[{k!r}] = {e} must be >= 1 and divide chunk_size = {chunk_size}")
+    if chain_method == "sharded":
+        n_dev = jax.local_device_count()
+        if num_chains % n_dev:
+            raise ValueError(f"chain_method='sharded' needs num_chains ({num_chains}) to be a multiple of the "
+                             f"{n_dev} local devices")
+    blocks = plan_blocks(num_warmup, num_samples, thinning, chunk_size)
+    wcap = max([b.steps for b in blocks if b.kind == "warmup"], default=1)
+    t0 = time.perf_counter()
+    state = kernel.init(init_keys, num_warmup, init_params, model_args=model_args, model_kwargs=model_kwargs)
+    if num_chains == 1:
+        state = jax.tree.map(lambda x: x[None], state)
+    jax.block_until_ready(state)
+    post = make_post(kernel)
+    timing = {"init_s": time.perf_counter() - t0, "compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
+
+    start = 0
+    resumed_from = -1
+    if store is not None:
+        if store.exists() and resume and store.state_path.exists():
+            if manifest is not None and store.manifest().get("fingerprint") != manifest.get("fingerprint"):
+                raise ValueError(f"{store.path} holds a different run (other model, data, sampler settings or "
+                                 f"seed); resume it with the same arguments or use a new folder")
+            state, meta = load_state(store.state_path, state)
+            start = meta["block_done"] + 1
+            resumed_from = meta["block_done"]
+            for k in ("init_s", "compile_s", "warmup_s", "sampling_s"):
+                timing[k] += meta.get("timing", {}).get(k, 0.0)
+            store.drop_blocks_after(meta["block_done"])
+        elif store.exists() and not resume:
+            raise ValueError(f"{store.path} already holds a run; pass resume=True (CLI: --resume) to continue it, "
+                             f"or choose a new folder")
+        else:
+            if store.exists():  # resume requested but nothing finished yet: start afresh
+                store.drop_blocks_after(-1)
+            store.write_manifest(dict(manifest or {}, complete=False))
+
+    chain_ids = jnp.arange(num_chains, dtype=jnp.int32)
+    probe = jax.eval_shape(lambda z: post(z, chain_ids, jnp.int32(0)), state.z)
+    unknown = [k for k in list(exclude) + list(site_thinning) if k not in probe]
+    if unknown:
+        raise ValueError(f"exclude / site_thinning name unknown site(s) {unknown}; sites: {sorted(probe)}")
+    main_sites = [k for k in probe if k not in exclude and k not in site_thinning]
+    small_sites = [k for k in main_sites if int(np.prod(probe[k].shape[1:])) <= 16]
+
+    step = _to_batched(kernel, num_chains, model_args, model_kwargs)
+    compiled: dict = {}
+    sharding = None
+    if chain_method == "sharded":
+        _, sharding = _compile_block(lambda s, c, *a: (s, c), "sharded", num_chains)
+        state = jax.device_put(state, sharding)
+        chain_ids = jax.device_put(chain_ids, sharding)
+
+    samples: dict[str, list] = {k: [] for k in main_sites}
+    stats: dict[str, list] = {k: [] for k in STAT_FIELDS.values()}
+    thinned: dict[str, list] = {k: [] for k in site_thinning}
+    warm: dict[str, list] = {k: [] for k in small_sites + list(STAT_FIELDS.values())}
+    warm_time: list = []
+    if store is not None and start > 0:  # what the killed run had already written
+        _reload_from_store(store, blocks[:start], samples, stats, thinned, warm, warm_time, site_thinning)
+
+    pbar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        pbar = tqdm(total=sum(b.steps for b in blocks), initial=sum(b.steps for b in blocks[:start]),
+                    unit="step", desc="sample")
+    t_warm_origin = timing["warmup_s"]
+    n_run = 0
+    for block in blocks[start:]:
+        if max_blocks is not None and n_run >= max_blocks:
+            break
+        is_warm = block.kind == "warmup"
+        n = block.steps if is_warm else block.n_keep
+        args = (jnp.bool_(is_warm), jnp.int32(block.pre), jnp.int32(block.steps), jnp.int32(block.draw0))
+        if "fn" not in compiled:
+            tc = time.perf_counter()
+            fn, _ = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
+                                                  site_thinning), chain_method, num_chains)
+            compiled["fn"] = fn.lower(state, chain_ids, *args).compile()
+            timing["compile_s"] += time.perf_counter() - tc
+        tb = time.perf_counter()
+        state, ((wsites, wst), (dsites, dst), bufs) = compiled["fn"](state, chain_ids, *args)
+        sites, st = (wsites, wst) if is_warm else (dsites, dst)
+        sites, st, bufs = jax.device_get((sites, st, {} if is_warm else bufs))
+        sites = {k: np.asarray(v)[:, :n] for k, v in sites.items()}
+        st = {k: np.asarray(v)[:, :n] for k, v in st.items()}
+        bufs = {k: np.asarray(v)[:, : n // site_thinning[k]] for k, v in bufs.items()}
+        dt = time.perf_counter() - tb
+        n_run += 1
+        if block.kind == "warmup":
+            t_before = float(warm_time[-1][-1]) if warm_time else 0.0
+            timing["warmup_s"] += dt
+            for k in small_sites:
+                warm[k].append(np.asarray(sites[k]))
+            for k, v in st.items():
+                warm[k].append(np.asarray(v))
+            work = np.cumsum(np.max(np.asarray(st["num_steps"]), axis=0).astype(float))
+            warm_time.append(t_before + dt * work / max(work[-1], 1.0))
+        else:
+            timing["sampling_s"] += dt
+            for k in main_sites:
+                samples[k].append(np.asarray(sites[k]))
+            for k, v in st.items():
+                stats[k].append(np.asarray(v))
+            for k in site_thinning:
+                thinned[k].append(np.asarray(bufs[k]))
+        if store is not None:
+            store.write_block(block, _block_datasets(block, sites, st, bufs, main_sites, small_sites,
+                                                     site_thinning, num_chains, warm_time[-1] if
+                                                     block.kind == "warmup" else None))
+            if _TEST_PAUSE:  # tests/perf/test_resume.py: widen the window between a chunk and its checkpoint
+                time.sleep(_TEST_PAUSE)
+            save_state(store.state_path, jax.device_get(state), {"block_done": block.index, "timing": timing})
+        if pbar is not None:
+            pbar.update(block.steps)
+    if pbar is not None:
+        pbar.close()
+    finished = max_blocks is None or start + n_run >= len(blocks)
+    if store is not None and finished:
+        store.write_manifest(dict(store.manifest(), complete=True, timing=timing))
+
+    cat = lambda lst, axis=1: np.concatenate(lst, axis=axis) if lst else None  # noqa: E731
+    thinned_draws = {k: np.array([b.draw0 + j for b in blocks if b.kind == "draws"
+                                  for j in range(b.n_keep) if (j + 1) % e == 0][: sum(x.shape[1] for x in thinned[k])])
+                     for k, e in site_thinning.items()}
+    warmup = {k: cat(v) for k, v in warm.items() if v}
+    if warm_time:
+        warmup["time"] = np.concatenate([np.atleast_1d(w) for w in warm_time])
+    timing["devices_used"] = len(getattr(jax.tree.leaves(state)[0], "sharding", None).device_set) \
+        if hasattr(jax.tree.leaves(state)[0], "sharding") else 1
+    return ChunkedResult(samples={k: cat(v) for k, v in samples.items() if v},
+                         stats={k: cat(v) for k, v in stats.items() if v},
+                         thinned={k: cat(v) for k, v in thinned.items() if v},
+                         thinned_draws=thinned_draws, warmup=warmup, timing=timing,
+                         last_state=state, resumed_from_block=resumed_from, blocks=blocks)
+
+
+def _block_datasets(block, sites, stats, bufs, main_sites, small_sites, site_thinning, num_chains, wtime):
+    import xarray as xr
+
+    def ds(arrays, draw_coord, prefix=""):
+        data, coords = {}, {"chain": np.arange(num_chains), "draw": draw_coord}
+        for k, v in arrays.items():
+            v = np.asarray(v)
+            dims = ("chain", "draw") + tuple(f"{k}_dim_{i}" for i in range(v.ndim - 2))
+            data[prefix + k] = (dims, v)
+        return xr.Dataset(data, coords=coords)
+
+    if block.kind == "warmup":
+        return {"warmup": ds(dict({k: sites[k] for k in small_sites}, **stats), np.arange(block.steps)).assign(
+            time=("draw", np.asarray(wtime)))}
+    draws = block.draw0 + np.arange(block.n_keep)
+    groups = {"posterior": ds({k: sites[k] for k in main_sites}, draws), "sample_stats": ds(stats, draws)}
+    if site_thinning:
+        parts = []
+        for k, e in site_thinning.items():
+            d = np.array([block.draw0 + j for j in range(block.n_keep) if (j + 1) % e == 0])
+            parts.append(ds({k: bufs[k]}, d).rename({"draw": f"draw_{k}"}))
+        groups["posterior_thinned"] = xr.merge(parts)
+    return groups
+
+
+def _reload_from_store(store, done_blocks, samples, stats, thinned, warm, warm_time, site_thinning):
+    last = done_blocks[-1].index
+    if any(b.kind == "warmup" for b in done_blocks):
+        for ds in store.read_blocks("warmup", ("warmup",), upto=last)["warmup"]:
+            for k in warm:
+                if k in ds:
+                    warm[k].append(ds[k].values)
+            warm_time.append(ds["time"].values)
+    parts = store.read_blocks("draws", ("posterior", "sample_stats", "posterior_thinned"), upto=last)
+    n_draw_blocks = sum(b.kind == "draws" for b in done_blocks)
+    if len(parts["posterior"]) != n_draw_blocks or len(parts["sample_stats"]) != n_draw_blocks:
+        raise ValueError(f"{store.path}: the checkpoint says {n_draw_blocks} chunks of draws are done, but "
+                         f"{len(parts['posterior'])} chunk files were found")
+    for ds in parts["posterior"]:
+        for k in samples:
+            samples[k].append(ds[k].values)
+    for ds in parts["sample_stats"]:
+        for k in stats:
+            stats[k].append(ds[k].values)
+    for ds in parts["posterior_thinned"]:
+        for k in site_thinning:
+            thinned[k].append(ds[k].values)
+
+
+def fingerprint(config: Mapping, arrays: Sequence[np.ndarray]) -> str:
+    """A hash of a run's configuration and data (a store refuses to resume a different run)."""
+    return _fingerprint(config, arrays)

@@ -1,0 +1,114 @@
+"""The chunked driver (bnnzoo.inference.engine) behind bnnzoo.sample: the same draws as the plain path, however the
+run is cut; large sites left out or thinned; a warm start; wrong arguments fail early."""
+
+import numpy as np
+import pytest
+
+import bnnzoo
+from bnnzoo import azcompat
+from bnnzoo.inference.engine import plan_blocks
+from bnnzoo.tasks import toy_task
+
+KW = dict(num_chains=2, num_warmup=40, num_samples=30, seed=4, width=3, record=("z",), progress=False)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    t = toy_task(P=5, N0=9, y_neg=0.5, P_test=3)
+    plain = bnnzoo.sample("sigmoidal", t, **KW)
+    chunked = bnnzoo.sample("sigmoidal", t, chunk_size=10, exclude=("W1",), site_thinning={"z1": 5}, **KW)
+    return t, plain, chunked
+
+
+def test_chunked_equals_plain_run(runs):
+    _, plain, chunked = runs
+    pp, pc = azcompat.get_group(plain, "posterior"), azcompat.get_group(chunked, "posterior")
+    assert "W1" in pp and "W1" not in pc and "z1" not in pc            # excluded / moved to posterior_thinned
+    for v in ("a", "f", "mse", "q_a"):
+        np.testing.assert_allclose(pc[v].values, pp[v].values, rtol=1e-5, atol=1e-6, err_msg=v)
+    sp, sc = azcompat.get_group(plain, "sample_stats"), azcompat.get_group(chunked, "sample_stats")
+    for v in sp.data_vars:
+        np.testing.assert_allclose(sc[v].values, sp[v].values, rtol=1e-5, atol=1e-6, err_msg=v)
+    np.testing.assert_allclose(azcompat.get_group(chunked, "predictions")["f"].values,
+                               azcompat.get_group(plain, "predictions")["f"].values, rtol=1e-5, atol=1e-6)
+
+
+def test_site_thinning_keeps_every_kth_draw(runs):
+    _, plain, chunked = runs
+    th = azcompat.get_group(chunked, "posterior_thinned")["z1"]
+    assert th.dims == ("chain", "draw_z1", "neuron", "point")
+    np.testing.assert_array_equal(th["draw_z1"].values, np.arange(4, 30, 5))
+    np.testing.assert_allclose(th.values, azcompat.get_group(plain, "posterior")["z1"].values[:, 4::5], rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_warmup_trace_recorded(runs):
+    _, _, chunked = runs
+    ws = azcompat.get_group(chunked, "warmup_sample_stats")
+    assert ws.sizes["draw"] == 40 and np.all(np.diff(ws["time"].values) >= 0)
+    assert azcompat.get_group(chunked, "warmup_posterior")["mse"].shape == (2, 40)
+
+
+def test_plan_blocks_keeps_numpyro_draws():
+    blocks = plan_blocks(num_warmup=25, num_samples=23, thinning=2, chunk_size=5)
+    assert [b.kind for b in blocks] == ["warmup"] * 3 + ["draws"] * 3
+    assert sum(b.steps for b in blocks) == 48 and [b.n_keep for b in blocks[3:]] == [5, 5, 1]
+    assert blocks[3].pre == 1 and blocks[3].draw0 == 0 and blocks[5].draw0 == 10
+
+
+def test_warm_start_moves_chains_onto_the_solution_space():
+    """The warm-start points (Adam on the potential from the chains' own prior draws) fit the targets."""
+    import jax
+    from numpyro.infer.initialization import init_to_sample
+
+    from bnnzoo.inference.warmstart import warm_start_params
+    from bnnzoo.models import fcn
+
+    t = toy_task(P=20, y_neg=0.5)
+    kw = dict(width=20, activation="sigmoid", temperature=0.01)
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    z0 = warm_start_params(fcn, (t.X, t.Y), kw, keys, 2, init_to_sample, 0)
+    z1 = warm_start_params(fcn, (t.X, t.Y), kw, keys, 2, init_to_sample, 300)
+
+    def mse(z):
+        phi = lambda x: 0.5 * (1 + jax.scipy.special.erf(np.sqrt(np.pi) / 2 * x))  # noqa: E731
+        f = np.einsum("cnp,cnk->cpk", np.asarray(phi(np.einsum("cni,pi->cnp", z["W1"], t.X) / np.sqrt(t.N0))),
+                      z["a"]) / 20
+        return float(np.mean((f - t.Y) ** 2))
+
+    assert mse(z1) < 0.05 * mse(z0) and mse(z1) < 0.05 * t.Y.var(), (mse(z0), mse(z1))
+
+
+@pytest.mark.slow
+def test_warm_start_reaches_the_solution_space_before_warmup():
+    t = toy_task(P=20, y_neg=0.5)
+    kw = dict(num_chains=2, num_warmup=20, num_samples=10, seed=0, width=20, progress=False, chunk_size=10)
+    cold = bnnzoo.sample("sigmoidal", t, **kw)
+    warm = bnnzoo.sample("sigmoidal", t, warm_start=300, **kw)
+    mse0 = lambda d: float(azcompat.get_group(d, "warmup_posterior")["mse"].values[:, 0].mean())  # noqa: E731
+    assert mse0(warm) < 0.2 * mse0(cold), (mse0(warm), mse0(cold))
+    assert bnnzoo.run_config(warm)["engine"]["timing"]["warm_start_s"] > 0
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(chunk_size=0), "chunk_size"), (dict(resume=True), "store"), (dict(reparam=("gibbs",)), "reparam"),
+    (dict(chunk_size=10, site_thinning={"z1": 3}), "divide"), (dict(exclude=("nope",)), "unknown site"),
+    (dict(chain_method="sequential", chunk_size=5), "sequential"), (dict(warm_start=-1), "warm_start"),
+])
+def test_bad_long_run_arguments(kw, match):
+    t = toy_task(P=5, N0=6)
+    with pytest.raises(ValueError, match=match):
+        bnnzoo.sample("relu", t, **dict(dict(num_warmup=2, num_samples=10, width=3, progress=False,
+                                             record=("z",)), **kw))
+
+
+def test_reparam_only_for_fcn_entries():
+    import numpyro
+    import numpyro.distributions as dist
+
+    def model(X, Y=None):
+        numpyro.sample("w", dist.Normal(0, 1))
+
+    with pytest.raises(ValueError, match="fully-connected"):
+        bnnzoo.sample(model, toy_task(P=4, N0=5), num_samples=2, num_warmup=1, reparam=("readout",),
+                      progress=False)
