@@ -92,7 +92,7 @@ def _trace_png(idata, path, var_names, coords=None):
     azcompat.save_plot(azcompat.plot_trace(idata, var_names=var_names, coords=coords), path)
 
 
-def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=300, samples=300, seed=0, progress=True,
+def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, seed=0, progress=True,
              entries=("deep_linear", "sigmoidal", "relu")) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task and write NetCDF files and trace plots."""
     from . import azcompat
@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     pd.add_argument("--width", type=int, default=100)
     pd.add_argument("--P", type=int, default=100)
     pd.add_argument("--chains", type=int, default=2)
-    pd.add_argument("--warmup", type=int, default=300)
+    pd.add_argument("--warmup", type=int, default=500, help="warm-up steps (ReLU needs ~500 to settle its outliers)")
     pd.add_argument("--samples", type=int, default=300)
     pd.add_argument("--seed", type=int, default=0)
     pd.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -201,8 +201,17 @@ class _Table:
         self.nl, self.var, self.smax = nonlinearity, var, smax
 
     def __call__(self, s):
-        if np.max(np.abs(s)) >= self.smax:  # outside the table: exact evaluation
-            return activation_moments(s, self.nl, self.var)
+        s = np.asarray(s, dtype=float)
+        outside = np.abs(s) >= self.smax
+        if outside.any():  # outside the table: exact evaluation of those points only
+            res = [np.asarray(v, dtype=float).copy() for v in self._interp(np.where(outside, 0.0, s))]
+            exact = activation_moments(s[outside], self.nl, self.var)
+            for r, e in zip(res, exact):
+                r[outside] = e
+            return tuple(res)
+        return self._interp(s)
+
+    def _interp(self, s):
         u = (s - self.s0) / self.h
         i = np.minimum(u.astype(np.intp), self.n - 2)
         t = u - i
