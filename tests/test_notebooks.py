@@ -25,6 +25,17 @@ def test_notebooks_exist_and_are_clean():
         assert nb_path.with_suffix(".py").exists(), f"{nb_path.name} has no paired .py script"
 
 
+def test_notebooks_in_sync_with_scripts():
+    """The .ipynb holds the same cells as its paired percent script (regenerate with ``jupytext --to ipynb X.py``)."""
+    jupytext = pytest.importorskip("jupytext")
+    for nb_path in NOTEBOOKS:
+        stored = nbformat.read(nb_path, as_version=4)
+        paired = jupytext.read(nb_path.with_suffix(".py"))
+        got = [(c.cell_type, c.source.strip()) for c in stored.cells]
+        want = [(c.cell_type, c.source.strip()) for c in paired.cells]
+        assert got == want, f"{nb_path.name} is out of sync with {nb_path.with_suffix('.py').name}"
+
+
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(nb_path, tmp_path):
     nb = nbformat.read(nb_path, as_version=4)
