@@ -33,15 +33,17 @@
 # posterior-averaged feature kernel, D_LR (per draw, then averaged), NC1, CKA of the feature kernel with the NNGP prior
 # kernel and with the target kernel YYᵀ.
 #
-# **A caveat on the rank.** `d_lr` takes Q from the centred network outputs with a rank cut of 10⁻⁸: sampled outputs
-# carry noise of size √(T/N), so on the toy task their centred rank is r = 3 although the centred targets have rank
-# C − 1 = 2 (rows of Y sum to a constant), which is the rank `kernels_and_richness` uses for its isotropic reference
-# 1 − √(2/N). Features perfectly collapsed onto the two class directions then score 1 − √(2/3) ≈ 0.18, not 0. We
-# therefore also report a *rank-matched* D_LR: the same formula with Q cut to the outputs' two leading singular
-# directions (per draw, then averaged). References: the isotropic value, D_LR of the targets themselves, and the value
-# for features fully collapsed onto their two leading centred directions with the anisotropy the posterior kernel
-# actually has, 1 − (λ1 + λ2)/(√r √(λ1² + λ2²)) (λ1, λ2 the two leading eigenvalues of the centred posterior feature
-# kernel; r = 3 for the library's D_LR, 2 for the rank-matched one).
+# **A note on the rank.** D_LR takes Q from the centred network outputs. Sampled outputs carry noise of size √(T/N),
+# so on the toy task their centred rank is 3, although the centred targets have rank C − 1 = 2 (rows of Y sum to a
+# constant). `kernels_and_richness` therefore cuts Q to the r = 2 leading singular directions of the outputs (r = rank
+# of the centred targets), so that features collapsed onto the two class directions score 0, and its isotropic
+# reference is 1 − √(r/N) = 1 − √(2/N). For contrast we also report D_LR *counting the noise direction*: the same
+# formula with Q spanning all r = 3 centred output directions (`d_lr(features, outputs)` with `rank=None`, per draw,
+# then averaged), for which perfectly collapsed features score 1 − √(2/3) ≈ 0.18, not 0. References: the isotropic
+# value, D_LR of the targets themselves, and the value for features fully collapsed onto their two leading centred
+# directions with the anisotropy the posterior kernel actually has, 1 − (λ1 + λ2)/(√r √(λ1² + λ2²)) (λ1, λ2 the two
+# leading eigenvalues of the centred posterior feature kernel; r = 2 for the library's D_LR, 3 when counting the
+# noise direction).
 #
 # Temperature: non-lazy nets use the paper's rescaled T (likelihood variance T/N); lazy twins use likelihood variance T.
 
@@ -85,19 +87,15 @@ def measure(entry, task, T):
     k = kernels_and_richness(idata)
     rd = run_data(idata)
     feats, outs = rd.phi(rd.z(1)), rd.f                     # (chain, draw, neuron, point), (chain, draw, point, class)
-    rank = np.linalg.matrix_rank(task.Y - task.Y.mean(0))  # C − 1 = 2 on the toy task
     draws = np.unique(np.linspace(0, feats.shape[1] - 1, min(50, feats.shape[1])).astype(int))
-    dm = np.array([[d_lr(feats[c, t].T, truncate(outs[c, t], rank)) for t in draws] for c in range(feats.shape[0])])
-    return dict(d_lr_matched=float(dm.mean()), d_lr_matched_se=float(dm.std(ddof=1) / np.sqrt(dm.size)),d_lr=float(k.d_lr[0]), d_lr_se=float(k.d_lr_se[0]), nc1=float(k.nc1[0]), nc1_se=float(k.nc1_se[0]),
+    # D_LR counting every centred output direction, the noise direction included (rank=None: r = 3 on the toy task)
+    d3 = np.array([[d_lr(feats[c, t].T, outs[c, t]) for t in draws] for c in range(feats.shape[0])])
+    return dict(d_lr=float(k.d_lr[0]), d_lr_se=float(k.d_lr_se[0]),
+                d_lr_r3=float(d3.mean()), d_lr_r3_se=float(d3.std(ddof=1) / np.sqrt(d3.size)),
+                nc1=float(k.nc1[0]), nc1_se=float(k.nc1_se[0]),
                 cka_prior=float(cka(k.K[0], k.K_prior[0])), cka_target=float(k.target_cka[0]),
                 learned_fraction=float(k.learned_fraction[0]), iso=float(k.d_lr_isotropic), K=k.K[0],
-                collapsed_aniso=collapsed_reference(k.K[0], 3), collapsed_aniso_matched=collapsed_reference(k.K[0], 2))
-
-
-def truncate(F, rank):
-    """Orthonormal basis of the ``rank`` leading singular directions of the centred outputs F (what d_lr uses as Q)."""
-    U = np.linalg.svd(F - F.mean(0), full_matrices=False)[0]
-    return U[:, :rank]
+                collapsed_aniso=collapsed_reference(k.K[0], 2), collapsed_aniso_r3=collapsed_reference(k.K[0], 3))
 
 
 def collapsed_reference(K, r):
@@ -114,22 +112,22 @@ for act, ro, T in runs:
     t0 = time.time()
     entry = {"sigmoid": "sigmoidal", "linear": "deep_linear"}[act] + ("_lazy" if ro == "lazy" else "")
     res[act, ro, T] = r = measure(entry, tasks[act], T)
-    print(f"{entry:17s} T = {T:<5g} D_LR {r['d_lr']:.3f} ± {r['d_lr_se']:.3f} (rank-matched "
-          f"{r['d_lr_matched']:.3f} ± {r['d_lr_matched_se']:.3f})  NC1 {r['nc1']:.3g}  "
+    print(f"{entry:17s} T = {T:<5g} D_LR {r['d_lr']:.3f} ± {r['d_lr_se']:.3f} (counting the noise direction, r = 3: "
+          f"{r['d_lr_r3']:.3f} ± {r['d_lr_r3_se']:.3f})  NC1 {r['nc1']:.3g}  "
           f"CKA(K, K_prior) {r['cka_prior']:.3f}  CKA(K, YYᵀ) {r['cka_target']:.3f}  "
           f"‖ΔK‖/‖K‖ {r['learned_fraction']:.2f}   [{time.time() - t0:.0f} s]")
 iso = res["sigmoid", "lazy", TEMPS[0]]["iso"]
 collapsed = {a: d_lr(t.Y, t.Y) for a, t in tasks.items()}
-print(f"references: isotropic 1 − √(C/N) = {iso:.3f}; D_LR of the targets themselves: "
+print(f"references: isotropic 1 − √(r/N), r = 2: {iso:.3f}; D_LR of the targets themselves: "
       + ", ".join(f"{a} {v:.3f}" for a, v in collapsed.items())
-      + "; collapsed with the kernel's own anisotropy (non-lazy, lowest T), r = 3 / rank-matched r = 2: "
+      + "; collapsed with the kernel's own anisotropy (non-lazy, lowest T), r = 2 (library) / r = 3: "
       + ", ".join(f"{a} {res[a, 'nonlazy', TEMPS[0]]['collapsed_aniso']:.3f} / "
-                  f"{res[a, 'nonlazy', TEMPS[0]]['collapsed_aniso_matched']:.3f}" for a in tasks))
+                  f"{res[a, 'nonlazy', TEMPS[0]]['collapsed_aniso_r3']:.3f}" for a in tasks))
 
 # %% [markdown]
 # ## Figure
 #
-# D_LR (solid: the library's, dashed: rank-matched), CKA with the prior (NNGP) kernel and NC1 of the feature layer
+# D_LR (solid: the library's, r = 2; dashed: counting the noise direction, r = 3), CKA with the prior (NNGP) kernel and NC1 of the feature layer
 # versus T (sigmoid: lines; linear at the lowest T: squares), and the posterior feature kernels of the sigmoidal net
 # at the lowest T (non-lazy vs lazy).
 
@@ -138,7 +136,7 @@ nl0 = res["sigmoid", "nonlazy", TEMPS[0]]
 fig, axes = plt.subplots(1, 5, figsize=(17, 4.4), gridspec_kw=dict(width_ratios=[1, 1, 1, 0.8, 0.8]))
 style = {"nonlazy": dict(color="C3", label="non-lazy (1/N)"), "lazy": dict(color="C0", label="lazy (1/√N)")}
 for ax, key, ylabel in zip(axes[:3], ("d_lr", "cka_prior", "nc1"),
-                           ("D_LR (0 = richest)", "CKA(K, K_prior)", "NC1")):
+                           ("D_LR (0 = richest; solid r = 2, dashed r = 3)", "CKA(K, K_prior)", "NC1")):
     for ro in ("nonlazy", "lazy"):
         y = [res["sigmoid", ro, T][key] for T in TEMPS]
         e = [res["sigmoid", ro, T].get(key + "_se", 0.0) for T in TEMPS]
@@ -149,13 +147,13 @@ for ax, key, ylabel in zip(axes[:3], ("d_lr", "cka_prior", "nc1"),
     ax.set_xlabel("T")
     ax.set_ylabel(ylabel)
 for ro in ("nonlazy", "lazy"):
-    axes[0].errorbar(TEMPS, [res["sigmoid", ro, T]["d_lr_matched"] for T in TEMPS],
-                     [res["sigmoid", ro, T]["d_lr_matched_se"] for T in TEMPS], fmt="o--", capsize=3, mfc="none",
-                     color=style[ro]["color"], label=f"{ro}, rank-matched")
-axes[0].axhline(iso, color="gray", ls="--", lw=1, label="isotropic 1−√(C/N)")
+    axes[0].errorbar(TEMPS, [res["sigmoid", ro, T]["d_lr_r3"] for T in TEMPS],
+                     [res["sigmoid", ro, T]["d_lr_r3_se"] for T in TEMPS], fmt="o--", capsize=3, mfc="none",
+                     color=style[ro]["color"], label=f"{ro}, counting noise dir. (r = 3)")
+axes[0].axhline(iso, color="gray", ls="--", lw=1, label="isotropic 1−√(r/N), r = 2")
 axes[0].axhline(collapsed["sigmoid"], color="gray", ls=":", lw=1, label="D_LR of the targets")
-axes[0].plot([TEMPS[0]] * 2, [nl0["collapsed_aniso"], nl0["collapsed_aniso_matched"]], "k*", ms=9,
-             label="collapsed reference (r = 3, 2)")
+axes[0].plot([TEMPS[0]] * 2, [nl0["collapsed_aniso"], nl0["collapsed_aniso_r3"]], "k*", ms=9,
+             label="collapsed reference (r = 2, 3)")
 axes[0].set_ylim(0, 1)
 fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=5, fontsize=8)
 axes[1].set_ylim(0, 1.05)
@@ -176,24 +174,30 @@ fig.savefig(OUT / "07_richness.png", dpi=100)
 # %% [markdown]
 # ## Paper vs measured
 #
-# At CI size (N = P = 30, 2 chains × 100 draws, seed 0) we measured, sigmoidal net at T = 0.01: non-lazy D_LR
-# 0.19 — exactly the floor 1 − √(2/3) of features collapsed onto the two class directions scored against the rank-3
-# noisy outputs (our collapsed reference: 0.19); rank-matched D_LR 0.011 (targets themselves: 0.02), NC1 0.002, CKA
-# with the prior kernel 0.30. Lazy twin: D_LR 0.65 (rank-matched 0.66; isotropic reference 0.74), NC1 0.19, CKA with
-# the prior 0.98. The linear net at T = 0.01: non-lazy 0.20 (rank-matched 0.04) vs lazy 0.70, CKA with the prior 0.44
-# vs 0.98. Raising T moves the non-lazy sigmoidal net back to the prior (D_LR 0.19 → 0.50 → 0.58 and CKA with the
-# prior 0.30 → 0.96 → 0.99 at T = 0.01 / 0.1 / 1; T = 0.1 lies above the redundant code's critical temperature, see
-# notebook 04), while the lazy net stays at the prior at every T (CKA ≥ 0.98, D_LR 0.59–0.65). So the Bayesian
-# posterior shows the qualitative picture of both papers: non-lazy = rich and collapsed, lazy = prior random
-# features. Quantitatively, D_LR as implemented does not reach 0 for a collapsed representation on this task (the rank
-# caveat above); there are no published Bayesian numbers to compare with.
+# **Paper** (Nam et al.): rich training → D_LR near 0 (features collapsed onto the outputs, NC1 → 0); lazy → near the
+# isotropic value 1 − √(r/N) = 0.74 here. (van Meegen & Sompolinsky): lazy features = the prior's random features,
+# non-lazy feature kernel task-learned. No Bayesian numbers are published.
+#
+# **Measured** at CI size (N = P = 30, 2 chains × 100 draws, seed 0), sigmoidal net at T = 0.01: non-lazy D_LR 0.012
+# — close to the collapsed reference with the kernel's measured anisotropy (0.009) and below D_LR of the targets themselves
+# (0.021) — with NC1 0.002 and CKA with the prior kernel 0.30. Lazy twin: D_LR 0.66 (isotropic reference 0.74), NC1
+# 0.19, CKA with the prior 0.98. Counting the noise direction (r = 3) the non-lazy value is 0.187 instead, the floor
+# 1 − √(2/3) ≈ 0.18 of a collapsed representation (collapsed reference with r = 3: 0.19), and the lazy one 0.64. The
+# linear net at T = 0.01: non-lazy D_LR 0.043 (r = 3: 0.20; NC1 0.002) vs lazy 0.71 (r = 3: 0.70), CKA with the
+# prior 0.44 vs 0.98. Raising T moves the non-lazy sigmoidal net back to the prior (D_LR 0.012 → 0.58 → 0.64 and CKA
+# with the prior 0.30 → 0.96 → 0.99 at T = 0.01 / 0.1 / 1; T = 0.1 lies above the redundant code's critical
+# temperature, see notebook 04), while the lazy net stays at the prior at every T (CKA ≥ 0.97, D_LR 0.64–0.69). So the
+# Bayesian posterior shows the qualitative picture of both papers, and with Q cut to the targets' rank D_LR lands
+# where the measure puts the two ends: non-lazy = collapsed, D_LR 0.012 vs "near 0"; lazy = prior random features,
+# D_LR 0.66, somewhat below the isotropic 0.74. There are no published Bayesian numbers to compare with.
 
 # %%
 nl, lz = res["sigmoid", "nonlazy", TEMPS[0]], res["sigmoid", "lazy", TEMPS[0]]
 print(f"paper (Nam et al.): rich → D_LR near 0 (collapsed, NC1 → 0), lazy → near isotropic {iso:.2f}.")
 print(f"measured, sigmoid T = {TEMPS[0]}: non-lazy D_LR {nl['d_lr']:.3f} (targets {collapsed['sigmoid']:.3f}, "
-      f"collapsed with the measured anisotropy {nl['collapsed_aniso']:.3f}), "
-      f"NC1 {nl['nc1']:.2g}; lazy D_LR {lz['d_lr']:.3f}, NC1 {lz['nc1']:.2g}")
+      f"collapsed with the measured anisotropy {nl['collapsed_aniso']:.3f}; counting the noise direction "
+      f"{nl['d_lr_r3']:.3f}), NC1 {nl['nc1']:.2g}; lazy D_LR {lz['d_lr']:.3f} (r = 3: {lz['d_lr_r3']:.3f}), "
+      f"NC1 {lz['nc1']:.2g}")
 print(f"paper (van Meegen & Sompolinsky Fig. 1): lazy features = prior random features, non-lazy kernel task-learned.")
 print(f"measured CKA(K, K_prior): sigmoid non-lazy {nl['cka_prior']:.3f}, lazy {lz['cka_prior']:.3f}; "
       f"linear non-lazy {res['linear', 'nonlazy', TEMPS[0]]['cka_prior']:.3f}, "
@@ -207,10 +211,11 @@ print(f"notebook wall time {time.time() - t_start:.0f} s")
 # --- checks (loose enough for other seeds at CI size, tight enough to catch a wrong result)
 for act in ("sigmoid", "linear"):
     r_nl, r_lz = res[act, "nonlazy", TEMPS[0]], res[act, "lazy", TEMPS[0]]
-    assert r_nl["d_lr"] < r_lz["d_lr"] - 0.2, (act, r_nl["d_lr"], r_lz["d_lr"])     # non-lazy is richer
-    assert abs(r_nl["d_lr"] - r_nl["collapsed_aniso"]) < 0.1, (act, r_nl["d_lr"], r_nl["collapsed_aniso"])
-    assert r_nl["d_lr_matched"] < 0.1 and r_lz["d_lr_matched"] > 0.4, (act, r_nl["d_lr_matched"],
-                                                                       r_lz["d_lr_matched"])
+    assert r_nl["d_lr"] < r_lz["d_lr"] - 0.3, (act, r_nl["d_lr"], r_lz["d_lr"])     # non-lazy is richer
+    assert r_nl["d_lr"] < 0.1, (act, r_nl["d_lr"])                                   # ... and collapsed: D_LR ≈ 0
+    assert abs(r_lz["d_lr"] - iso) < 0.2, (act, r_lz["d_lr"], iso)                   # lazy ≈ isotropic reference
+    assert abs(r_nl["d_lr_r3"] - r_nl["collapsed_aniso_r3"]) < 0.1, (act, r_nl["d_lr_r3"],
+                                                                     r_nl["collapsed_aniso_r3"])  # r = 3 floor
     assert r_nl["nc1"] < 0.05 < r_lz["nc1"], (act, r_nl["nc1"], r_lz["nc1"])
     assert r_nl["cka_prior"] < 0.8 and r_lz["cka_prior"] > 0.9, (act, r_nl["cka_prior"], r_lz["cka_prior"])
 assert all(res["sigmoid", "lazy", T]["cka_prior"] > 0.9 for T in TEMPS)               # lazy = prior at every T

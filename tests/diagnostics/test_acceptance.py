@@ -140,3 +140,7 @@ def test_two_layer_learned_kernel_grows_with_depth(report):
     assert k.learned_fraction[1] > k.learned_fraction[0]
     assert k.target_cka[1] > k.target_cka[0]
     assert k.nc1[1] < k.nc1[0]
+    # rich (1/N readout) feature layer: collapsed onto the targets' span, D_LR near 0 (an isotropic representation
+    # would give 1 − √(2/N) ≈ 0.86); the first layer is richer than isotropic but less collapsed
+    assert k.d_lr[1] < 0.1, k.d_lr
+    assert k.d_lr[1] < k.d_lr[0] < k.d_lr_isotropic, (k.d_lr, k.d_lr_isotropic)

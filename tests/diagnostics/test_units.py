@@ -187,6 +187,13 @@ def test_cka_d_lr_nc1_known_values():
     B = B - B.mean(0)
     B, _ = np.linalg.qr(B)
     assert d_lr(B, Y) == pytest.approx(1 - math.sqrt(2 / p), abs=1e-8)
+    # noisy outputs have centred rank 3: counting the noise direction scores the collapsed features 1 − √(2/3),
+    # keeping the targets' rank 2 scores them 0
+    noisy = Y + 1e-3 * r.standard_normal(Y.shape)
+    assert d_lr(Q[:, :2], noisy) == pytest.approx(1 - math.sqrt(2 / 3), abs=1e-4)
+    assert d_lr(Q[:, :2], noisy, rank=2) == pytest.approx(0.0, abs=1e-4)
+    with pytest.raises(ValueError, match="rank"):
+        d_lr(B, Y, rank=0)
     # NC1 by hand: 1-D features, class means ±1, within-class spread e → NC1 = e²/C
     e = 0.2
     feats = np.array([[-1 - e], [-1 + e], [1 - e], [1 + e]])

@@ -13,8 +13,9 @@ For layer l with preactivations z (N × n) on n inputs:
 * CKA(K, L) = HSIC(K, L)/√(HSIC(K, K) HSIC(L, L)), HSIC = tr(K H L H), between the input kernel K0, every layer
   and the target kernel YYᵀ; ``target_cka`` is each layer's CKA with YYᵀ;
 * D_LR = 1 − ‖QᵀΦc‖²_F/(‖ΦcᵀΦc‖_F √rank) with Φc the centred features (n × N) of the layer and Q an orthonormal
-  basis of the centred network outputs, per draw then averaged (0 = richest; an isotropic lazy representation gives
-  1 − √(C/p), reported as ``d_lr_isotropic``);
+  basis of the r leading directions of the centred network outputs, r = rank of the centred targets (C − 1 for
+  one-hot targets; output noise directions are not counted), per draw then averaged (0 = richest; an isotropic lazy
+  representation gives 1 − √(r/p), reported as ``d_lr_isotropic``);
 * NC1 = tr(Σ_B⁺ Σ_W)/C on the layer's activations grouped by class, per draw then averaged.
 
 Monte-Carlo standard errors: quantities of the averaged kernel use batch means (each chain cut into
@@ -46,12 +47,23 @@ def cka(K: np.ndarray, L: np.ndarray) -> float:
     return hsic(K, L) / den if den > 0 else float("nan")
 
 
-def d_lr(features: np.ndarray, outputs: np.ndarray, tol: float = 1e-8) -> float:
-    """D_LR of features (n, p) given network outputs (n, C) (theory.md §7)."""
+def d_lr(features: np.ndarray, outputs: np.ndarray, rank: int | None = None, tol: float = 1e-8) -> float:
+    """D_LR of features (n, p) given network outputs (n, C) (theory.md §7).
+
+    Q spans the ``rank`` leading singular directions of the centred outputs; ``rank=None`` keeps every direction
+    above ``tol`` times the largest singular value.  Sampled outputs carry noise of size √(T/N) in directions the
+    targets do not have (on one-hot targets the centred rank is C − 1, sampled outputs have rank C), and counting
+    them moves a fully collapsed representation from 0 to 1 − √((C−1)/C); :func:`kernels_and_richness` therefore
+    passes the rank of the centred targets.
+    """
     Phi = features - features.mean(0, keepdims=True)
     F = outputs - outputs.mean(0, keepdims=True)
     U, s, _ = np.linalg.svd(F, full_matrices=False)
     r = int(np.sum(s > tol * max(s.max(initial=0.0), 1e-300)))
+    if rank is not None:
+        if rank < 1:
+            raise ValueError(f"rank must be >= 1, got {rank}")
+        r = min(r, int(rank))
     if r == 0:
         return float("nan")
     Q = U[:, :r]
@@ -120,7 +132,7 @@ class KernelResult(Record):
     learned_eigs : (layer, mode) leading eigenvalues of ΔK (largest |λ| first).
     learned_fraction, lowrank_fraction : (layer,) ‖ΔK‖_F/‖K‖_F and the share of ‖ΔK‖²_F in m modes.
     target_cka, target_cka_se : (layer,) CKA(K_l, YYᵀ).   cka_matrix : (kernel, kernel2) between ``kernel_names``.
-    d_lr, d_lr_se, nc1, nc1_se : (layer,).   d_lr_isotropic : 1 − √(C/N).
+    d_lr, d_lr_se, nc1, nc1_se : (layer,).   d_lr_isotropic : 1 − √(r/N), r the rank of the centred targets.
     K_test, K_train_test : (layer, test_point, test_point2), (layer, point, test_point) or None.
     """
 
@@ -179,6 +191,7 @@ def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior
     Ks, Kzs, tcka, tcka_se, eigs, lfrac, lrfrac = [], [], [], [], [], [], []
     dl, dl_se, nc, nc_se = [], [], [], []
     sub = np.unique(np.linspace(0, D - 1, min(max_draws, D)).astype(int))
+    y_rank = max(int(np.linalg.matrix_rank(Y - Y.mean(0))), 1)
     for l in range(1, L + 1):
         z = rd.z(l)  # (C, D, N, P)
         N = z.shape[2]
@@ -202,7 +215,7 @@ def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior
         lrfrac.append(float(np.sum(ev[:m] ** 2) / tot) if tot > 0 else float("nan"))
         lfrac.append(float(np.linalg.norm(dK) / max(np.linalg.norm(K), 1e-300)))
         if rd.f is not None:
-            dvals = np.array([[d_lr(f[c, t].T, rd.f[c, t]) for t in sub] for c in range(C)])
+            dvals = np.array([[d_lr(f[c, t].T, rd.f[c, t], rank=y_rank) for t in sub] for c in range(C)])
         else:
             dvals = np.full((C, len(sub)), np.nan)
         nvals = np.array([[nc1(f[c, t].T, rd.labels) for t in sub] for c in range(C)])
@@ -224,8 +237,7 @@ def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior
             K_tt.append(np.einsum("cdnp,cdnq->pq", f, ft, optimize=True) / (C * D * N))
         K_test, K_tt = np.array(K_test), np.array(K_tt)
     return KernelResult(
-        kernel_names=names, d_lr_isotropic=float(1 - math.sqrt(max(np.linalg.matrix_rank(Y - Y.mean(0)), 1)
-                                                                   / rd.width)),
+        kernel_names=names, d_lr_isotropic=float(1 - math.sqrt(y_rank / rd.width)),
         n_batches=len(bt), prior_width=int(prior_width), K=np.array(Ks), K_pre=np.array(Kzs), K_prior=Kf_prior,
         learned_eigs=np.array(eigs), learned_fraction=np.array(lfrac), lowrank_fraction=np.array(lrfrac),
         target_cka=np.array(tcka), target_cka_se=np.array(tcka_se), cka_matrix=cm, d_lr=np.array(dl),
