@@ -164,3 +164,10 @@ def test_cli_list_and_sample(tmp_path, capsys):
     assert bnnzoo.run_config(back)["model_kwargs"]["width"] == 4
     assert main(["sample", "relu", "--width", "0", "--out", str(out)]) == 2
     assert "width must be" in capsys.readouterr().err
+    # flags an entry does not take: a clear error naming the flag, not a TypeError traceback
+    assert main(["sample", "three_layer_erf", "--y-neg", "0.5", "--out", str(out)]) == 2
+    assert "--y-neg does not apply to 'three_layer_erf'" in capsys.readouterr().err
+    assert main(["sample", "gdln_xor", "--width", "8", "--out", str(out)]) == 2
+    assert "--width does not apply" in capsys.readouterr().err
+    assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
+    assert "not found" in capsys.readouterr().err

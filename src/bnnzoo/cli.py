@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import time
@@ -22,27 +23,44 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _accepted(fn) -> set[str]:
+    return set(inspect.signature(fn).parameters)
+
+
+def _check_flags(entry, given: dict, fn, what: str) -> None:
+    """A clear error, before anything compiles, for a flag the entry's task builder or model does not take."""
+    params = inspect.signature(fn).parameters.values()
+    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params):
+        return
+    bad = sorted(set(given) - _accepted(fn))
+    if bad:
+        flags = ", ".join("--" + b.replace("_", "-") for b in bad)
+        raise ValueError(f"{flags} does not apply to {entry.name!r} (its {what} {fn.__name__} takes "
+                         f"{', '.join(sorted(_accepted(fn) - {'X', 'Y'}))})")
+
+
 def _task_for(entry, args):
     kw = dict(entry.task_defaults)
-    if getattr(args, "P", None) is not None:
-        kw["P"] = args.P
-    if getattr(args, "N0", None) is not None:
-        kw["N0"] = args.N0
-    if getattr(args, "y_neg", None) is not None:
-        kw["y_neg"] = args.y_neg
-    if getattr(args, "P_test", None):
-        kw["P_test"] = args.P_test
-    if "seed" in entry.make_task.__code__.co_varnames:
+    given = {}
+    for flag in ("P", "N0", "y_neg", "P_test"):
+        v = getattr(args, flag, None)
+        if v is not None and (flag != "P_test" or v):
+            given[flag] = v
+    _check_flags(entry, given, entry.make_task, "task builder")
+    kw.update(given)
+    if "seed" in _accepted(entry.make_task):
         kw.setdefault("seed", getattr(args, "task_seed", 0))
     return entry.make_task(**kw)
 
 
-def _model_overrides(args) -> dict:
+def _model_overrides(args, entry=None) -> dict:
     kw = {}
     for name in ("width", "depth", "temperature", "sigma_a2"):
         v = getattr(args, name, None)
         if v is not None:
             kw[name] = v
+    if entry is not None:
+        _check_flags(entry, kw, entry.model, "model")
     return kw
 
 
@@ -71,11 +89,12 @@ def _cmd_sample(args) -> int:
 
     entry = get_entry(args.entry)
     task = _task_for(entry, args)
+    overrides = _model_overrides(args, entry)
     record = tuple(args.record.split(",")) if args.record else ()
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
                    seed=args.seed, thinning=args.thin, record=record, progress=not args.quiet,
-                   sampler=args.sampler, **_long_run_options(args), **_model_overrides(args))
+                   sampler=args.sampler, **_long_run_options(args), **overrides)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     azcompat.to_netcdf(idata, out)
@@ -147,6 +166,8 @@ def _cmd_diagnose(args) -> int:
     from . import azcompat
     from .diagnostics import diagnose
 
+    if not Path(args.run).is_file():
+        raise FileNotFoundError(f"run file {args.run} not found (write one with `bnnzoo sample ... --out FILE`)")
     idata = azcompat.from_netcdf(args.run)
     rep = diagnose(idata, store=args.save is not None, kernels=not args.no_kernels)
     if args.figures:
