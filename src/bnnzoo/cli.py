@@ -226,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     pd.add_argument("--width", type=int, default=100)
     pd.add_argument("--P", type=int, default=100)
     pd.add_argument("--chains", type=int, default=2)
-    pd.add_argument("--warmup", type=int, default=500, help="warm-up steps (ReLU needs ~500 to settle its outliers)")
+    pd.add_argument("--warmup", type=int, default=500,
+                    help="warm-up steps per chain (ReLU outliers can still be settling after 500)")
     pd.add_argument("--samples", type=int, default=300)
     pd.add_argument("--seed", type=int, default=0)
     pd.add_argument("--quiet", action="store_true", help="no progress bar")
