@@ -13,8 +13,10 @@ Usage (CPU-sized defaults; every run is cached as JSON, so re-running only adds 
     python benchmarks/sample_complexity.py --which three_layer --d 8 16 --p-over-d 2 4 8 16 32
     python benchmarks/sample_complexity.py --which attention --L 2 4 8 --attn-d 8 --P 32 64 128 256 512
     python benchmarks/sample_complexity.py --d 8 16 32 --p-over-d 2 4 8 16 32 64 --cached-only   # table only
+    python benchmarks/sample_complexity.py --which attention --L 4 --attn-d 4 8 16 --P 16 32 64 128 256 512 \
+        --name sample_complexity_attention_d                   # d dependence of the attention P*
 
-Writes ``<out>/sample_complexity.json`` and ``<out>/sample_complexity.md``.
+Writes ``<out>/<name>.json`` and ``<out>/<name>.md`` (default name ``sample_complexity``).
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def main(argv=None):
     ap.add_argument("--p-over-d", nargs="+", type=float, default=[2, 4, 8, 16, 32])
     ap.add_argument("--width", type=int, default=32, help="N1 = N2 of the three-layer net")
     ap.add_argument("--L", nargs="+", type=int, default=[2, 4, 8], help="attention context lengths")
-    ap.add_argument("--attn-d", type=int, default=8, help="attention token dimension")
+    ap.add_argument("--attn-d", nargs="+", type=int, default=[8], help="attention token dimensions")
     ap.add_argument("--P", nargs="+", type=int, default=[32, 64, 128, 256, 512], help="attention P values")
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--kappa", type=float, default=0.05)
@@ -151,6 +153,7 @@ def main(argv=None):
     ap.add_argument("--levels", nargs="+", type=float, default=[0.25, 0.5])
     ap.add_argument("--cache", default=os.environ.get("BNNZOO_CACHE", "/tmp/zoo_cache/sample_complexity"))
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
+    ap.add_argument("--name", default="sample_complexity", help="stem of the results files written under --out")
     ap.add_argument("--cached-only", action="store_true",
                     help="run nothing new: tabulate the configurations of the grid that are in the cache")
     args = ap.parse_args(argv)
@@ -173,18 +176,19 @@ def main(argv=None):
                 print(f"three_layer d={d} P={cfg['P']} A={res['A']:.3f} (nngp {res['A_nngp']:.3f}) "
                       f"spec={res['specialists']:.2f} t={res['wall_s']}s", flush=True)
     if "attention" in args.which:
-        for L in args.L:
-            for P in args.P:
-                cfg = dict(common, model="attention", L=L, d=args.attn_d, P=P, heads=args.heads, target="centred")
-                res = _cached(cache, cfg, run_attention, args.cached_only)
-                if res is None:
-                    continue
-                results["attention"].append(res)
-                print(f"attention L={L} d={args.attn_d} P={P} A={res['A']:.3f} t={res['wall_s']}s", flush=True)
+        for d in args.attn_d:
+            for L in args.L:
+                for P in args.P:
+                    cfg = dict(common, model="attention", L=L, d=d, P=P, heads=args.heads, target="centred")
+                    res = _cached(cache, cfg, run_attention, args.cached_only)
+                    if res is None:
+                        continue
+                    results["attention"].append(res)
+                    print(f"attention L={L} d={d} P={P} A={res['A']:.3f} t={res['wall_s']}s", flush=True)
     results["total_wall_s"] = round(time.time() - t_all, 1)
     results["summary"] = summarize(results, args.levels)
-    (out / "sample_complexity.json").write_text(json.dumps(results, indent=1))
-    (out / "sample_complexity.md").write_text(markdown(results, args.levels))
+    (out / f"{args.name}.json").write_text(json.dumps(results, indent=1))
+    (out / f"{args.name}.md").write_text(markdown(results, args.levels))
     print(markdown(results, args.levels))
 
 
@@ -198,13 +202,21 @@ def summarize(results, levels):
         P = [r["config"]["P"] for r in rs]
         summ["three_layer"][d] = {f"P*@{lv}": crossing(P, [r["A"] for r in rs], lv) for lv in levels}
         summ["three_layer"][d].update({f"P*_nngp@{lv}": crossing(P, [r["A_nngp"] for r in rs], lv) for lv in levels})
-    by_L = {}
+    by_dL = {}
     for r in results["attention"]:
-        by_L.setdefault(r["config"]["L"], []).append(r)
-    for L, rs in by_L.items():
+        by_dL.setdefault((r["config"]["d"], r["config"]["L"]), []).append(r)
+    for (d, L), rs in sorted(by_dL.items()):
         rs = sorted(rs, key=lambda r: r["config"]["P"])
         P = [r["config"]["P"] for r in rs]
-        summ["attention"][L] = {f"P*@{lv}": crossing(P, [r["A"] for r in rs], lv) for lv in levels}
+        summ["attention"].setdefault(d, {})[L] = {f"P*@{lv}": crossing(P, [r["A"] for r in rs], lv) for lv in levels}
+    # exponent of P* in d at fixed L: least-squares log-log slope over the d values with a crossing (paper: 1.5)
+    summ["attention_d_exponent"] = {}
+    for L in sorted({L for _, L in by_dL}):
+        for lv in levels:
+            pts = [(d, v[L][f"P*@{lv}"]) for d, v in sorted(summ["attention"].items()) if v.get(L, {}).get(f"P*@{lv}")]
+            slope = float(np.polyfit(np.log([d for d, _ in pts]), np.log([p for _, p in pts]), 1)[0]) \
+                if len(pts) >= 2 else None
+            summ["attention_d_exponent"].setdefault(L, {})[f"P*@{lv}"] = dict(slope=slope, d=[d for d, _ in pts])
     return summ
 
 
@@ -239,21 +251,33 @@ def markdown(results, levels) -> str:
                 cells += [_fmt(p, 1), _fmt(p / int(d) if p else None, 2), _fmt(v[f"P*_nngp@{lv}"], 1)]
             lines.append(f"| {d} | " + " | ".join(cells) + " |")
     if results["attention"]:
-        lines += ["", f"## Softmax attention, cubic target (d = {s['attn_d']}, H = {s['heads']})", "",
-                  "| L | P | A_f | sd over draws | chain means | tree depth | div | s |", "|" + "---|" * 8]
-        for r in sorted(results["attention"], key=lambda r: (r["config"]["L"], r["config"]["P"])):
+        lines += ["", f"## Softmax attention, cubic target (d = {', '.join(map(str, s['attn_d']))}, H = {s['heads']})",
+                  "", "| d | L | P | A_f | sd over draws | chain means | tree depth | div | s |", "|" + "---|" * 9]
+        for r in sorted(results["attention"], key=lambda r: (r["config"]["d"], r["config"]["L"], r["config"]["P"])):
             c = r["config"]
-            lines.append(f"| {c['L']} | {c['P']} | {r['A']:.3f} | {r['A_sd']:.3f} | "
+            lines.append(f"| {c['d']} | {c['L']} | {c['P']} | {r['A']:.3f} | {r['A_sd']:.3f} | "
                          f"{' / '.join(f'{a:.2f}' for a in r['A_chains'])} | {r['tree_depth']:.1f} | "
                          f"{r['divergences']} | {r['wall_s']} |")
-        lines += ["", "| L | " + " | ".join(f"P*(A={lv}) | P*/√(L d³)" for lv in levels) + " |",
-                  "|---|" + "---|---|" * len(levels)]
-        for L, v in sorted(results["summary"]["attention"].items(), key=lambda kv: int(kv[0])):
-            cells = []
-            for lv in levels:
-                p = v[f"P*@{lv}"]
-                cells += [_fmt(p, 1), _fmt(p / math.sqrt(int(L) * s["attn_d"] ** 3) if p else None, 3)]
-            lines.append(f"| {L} | " + " | ".join(cells) + " |")
+        lines += ["", "| d | L | " + " | ".join(f"P*(A={lv}) | P*/√(L d³)" for lv in levels) + " |",
+                  "|---|---|" + "---|---|" * len(levels)]
+        for d, vd in sorted(results["summary"]["attention"].items(), key=lambda kv: int(kv[0])):
+            for L, v in sorted(vd.items(), key=lambda kv: int(kv[0])):
+                cells = []
+                for lv in levels:
+                    p = v[f"P*@{lv}"]
+                    cells += [_fmt(p, 1), _fmt(p / math.sqrt(int(L) * int(d) ** 3) if p else None, 3)]
+                lines.append(f"| {d} | {L} | " + " | ".join(cells) + " |")
+        exps = results["summary"]["attention_d_exponent"]
+        if any(e["slope"] is not None for v in exps.values() for e in v.values()):
+            lines += ["", "Exponent of P* in d at fixed L (least-squares log-log slope over the d values listed; "
+                      "paper: 1.5).", "", "| L | " + " | ".join(f"slope at A={lv} | d used" for lv in levels) + " |",
+                      "|---|" + "---|---|" * len(levels)]
+            for L, v in sorted(exps.items(), key=lambda kv: int(kv[0])):
+                cells = []
+                for lv in levels:
+                    e = v[f"P*@{lv}"]
+                    cells += [_fmt(e["slope"], 2), ", ".join(map(str, e["d"])) or "—"]
+                lines.append(f"| {L} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import sys
 import time
 import warnings
@@ -82,6 +83,19 @@ def _long_run_options(args) -> dict:
     return kw
 
 
+def _use_cpu_cores(chains: int) -> None:
+    """Expose min(chains, CPU cores) host devices so the chains run in parallel on a CPU (one chain per core) instead
+    of vectorised on one core.  Must run before JAX starts its backend; respects an XLA_FLAGS device count the user
+    set, and leaves GPUs alone (the flag only adds CPU devices)."""
+    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return
+    n = min(int(chains), os.cpu_count() or 1)
+    if n > 1:
+        import numpyro
+
+        numpyro.set_host_device_count(n)
+
+
 def _cmd_sample(args) -> int:
     from . import azcompat
     from .inference import sample
@@ -90,6 +104,7 @@ def _cmd_sample(args) -> int:
     entry = get_entry(args.entry)
     task = _task_for(entry, args)
     overrides = _model_overrides(args, entry)
+    _use_cpu_cores(args.chains)
     record = tuple(args.record.split(",")) if args.record else ()
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
@@ -156,6 +171,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, 
 
 def _cmd_demo(args) -> int:
     out = Path(args.out)
+    _use_cpu_cores(args.chains)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, samples=args.samples,
              seed=args.seed, progress=not args.quiet)
     print(f"[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to {out}/")
