@@ -83,11 +83,14 @@ def _long_run_options(args) -> dict:
     return kw
 
 
-def _use_cpu_cores(chains: int) -> None:
+def _use_cpu_cores(args) -> None:
     """Expose min(chains, CPU cores) host devices so the chains run in parallel on a CPU (one chain per core) instead
-    of vectorised on one core.  Must run before JAX starts its backend; respects an XLA_FLAGS device count the user
-    set, and leaves GPUs alone (the flag only adds CPU devices)."""
-    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+    of vectorised on one core.  Only in a ``bnnzoo`` process of its own (not when ``main([...])`` is called from
+    Python, where JAX may be running and XLA_FLAGS would leak into child processes); respects an XLA_FLAGS device
+    count the user set, and leaves GPUs alone (the flag only adds CPU devices)."""
+    chains = args.chains
+    user_set = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+    if not getattr(args, "own_process", False) or user_set:
         return
     n = min(int(chains), os.cpu_count() or 1)
     if n > 1:
@@ -104,7 +107,7 @@ def _cmd_sample(args) -> int:
     entry = get_entry(args.entry)
     task = _task_for(entry, args)
     overrides = _model_overrides(args, entry)
-    _use_cpu_cores(args.chains)
+    _use_cpu_cores(args)
     record = tuple(args.record.split(",")) if args.record else ()
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
@@ -171,7 +174,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, 
 
 def _cmd_demo(args) -> int:
     out = Path(args.out)
-    _use_cpu_cores(args.chains)
+    _use_cpu_cores(args)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, samples=args.samples,
              seed=args.seed, progress=not args.quiet)
     print(f"[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to {out}/")
@@ -263,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    args.own_process = argv is None
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as e:
