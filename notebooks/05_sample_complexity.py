@@ -188,6 +188,16 @@ for base in (Path(".."), Path(".")):
     if SHOW_STORED and f.exists():
         stored = json.loads(f.read_text())
         break
+def attention_by_L(sweep):
+    """{L: {"P*@0.25": .., "P*@0.5": ..}} and d of a stored sweep (older files: one d; newer: keyed by d, then L)."""
+    d = sweep["settings"]["attn_d"]
+    att = sweep["summary"]["attention"]
+    if isinstance(d, list):
+        d = d[0]
+        att = att[str(d)]
+    return att, d
+
+
 if stored is not None:
     s = stored["settings"]
     print(f"stored sweep settings: {s}")
@@ -195,12 +205,22 @@ if stored is not None:
         p, pg = v["P*@0.25"], v["P*_nngp@0.25"]
         print(f"  three-layer d={int(d):3d}: P*(A=0.25) = {p:7.1f}  P*/d = {p / int(d):5.2f}   NNGP P* = "
               + (f"{pg:7.1f}" if pg else "  > range"))
-    for L, v in sorted(stored["summary"]["attention"].items(), key=lambda kv: int(kv[0])):
+    att_stored, d_att = attention_by_L(stored)
+    for L, v in sorted(att_stored.items(), key=lambda kv: int(kv[0])):
         p = v["P*@0.25"]
-        print(f"  attention   L={int(L)} d={s['attn_d']}: P*(A=0.25) = {p:6.1f}   "
-              f"P*/sqrt(L d^3) = {p / math.sqrt(int(L) * s['attn_d'] ** 3):.3f}")
+        print(f"  attention   L={int(L)} d={d_att}: P*(A=0.25) = {p:6.1f}   "
+              f"P*/sqrt(L d^3) = {p / math.sqrt(int(L) * d_att ** 3):.3f}")
 else:
     print("benchmarks/results/sample_complexity.json not found: stored sweep not shown")
+for base in (Path(".."), Path(".")):
+    d_files = sorted((base / "benchmarks" / "results").glob("sample_complexity_attention_d_fine*.json"))
+    if d_files:
+        break
+for f in d_files:
+    sweep = json.loads(f.read_text())
+    for L, fit in sweep["summary"]["attention_d_exponent"].items():
+        print(f"  attention d-sweep {f.stem} (seed {sweep['settings']['seed']}, L={L}, d={fit['P*@0.25']['d']}): "
+              f"P* ∝ d^{fit['P*@0.25']['slope']:.2f} (A=0.25), d^{fit['P*@0.5']['slope']:.2f} (A=0.5); paper d^1.5")
 
 # %% [markdown]
 # ## Figure
@@ -295,6 +315,14 @@ fig.savefig(OUT / "05_sample_complexity.png", dpi=100)
 # P = 128), a sign of a multimodal posterior at these short chains. Our attention architecture and target are our
 # own choice (the paper's equations were not available, theory.md §8), so this is a non-reproduction of the scaling
 # for this model, not a refutation of the paper.
+#
+# The d part of the law was measured outside CI (`python benchmarks/sample_complexity.py --which attention --L 4
+# --attn-d 4 8 16 --P 16 23 32 45 64 91 128 181 256 362 512 --seed S --name sample_complexity_attention_d_fine…`,
+# seeds 0, 1, 2; 4–8 minutes each; files `benchmarks/results/sample_complexity_attention_d_fine*.md`): at L = 4 the
+# log-log slope of P\* in d (d = 4, 8, 16) is 1.39 / 1.05 / 1.60 at A = 0.25 (mean 1.35 ± 0.28) and 1.30 / 1.05 /
+# 1.67 at A = 0.5 (1.34 ± 0.31), against the paper's 3/2 and the kernel's 3: **compatible with d^{3/2}** within the
+# seed scatter, over only a factor 4 in d, with one chain of seed 2 stuck in a non-aligned mode at two points. The
+# cell below prints these slopes from the stored files.
 
 # %%
 def row(d, r):
@@ -325,7 +353,7 @@ for lv in (0.25, 0.5):
     cells = [f"{pstar_att[lv, L]:.1f} (L={L})" if pstar_att[lv, L] else f"n/a (L={L})" for L in LS]
     print(f"  measured P*(A={lv}) = {', '.join(cells)}" + (f";  ratio {ratios_att[lv]:.2f}" if ratios_att[lv] else ""))
 if stored is not None:
-    sa = stored["summary"]["attention"]
+    sa = attention_by_L(stored)[0]
     Ls = sorted(sa, key=int)
     print(f"  stored larger sweep: P*(A=0.25) ratio L={Ls[-1]}/L={Ls[0]} = "
           f"{sa[Ls[-1]]['P*@0.25'] / sa[Ls[0]]['P*@0.25']:.2f}, P*(A=0.5) ratio "
