@@ -1,13 +1,13 @@
 """Chains on a multi-core CPU: vectorised on one device vs one chain per host device, side by side in one run.
 
-    python benchmarks/bench_chains.py                       # toy nets at N = P = 100, 2 chains, ~3 min on 2 cores
+    python benchmarks/bench_chains.py                       # toy nets at N = P = 100, 2 chains, ~5 min on 2 cores
     python benchmarks/bench_chains.py --nets relu --warmup 300 --samples 300
 
 JAX sees a CPU as one device, so ``bnnzoo.sample`` vectorises the chains there: one core works and every step waits for
 the chain with the longest trajectory.  ``numpyro.set_host_device_count(k)`` (called by the ``bnnzoo`` CLI) exposes k
-host devices and ``chain_method="auto"`` then runs one chain per device.  Both methods run here with the same seed and
-the same draws (checked); the table gives wall seconds (compilation included, as a user waits for it) and the ratio.
-Writes ``benchmarks/results_chains.md``.
+host devices and ``chain_method="auto"`` then runs one chain per device.  Both methods run here with the same seed,
+so they draw the same chains up to floating-point differences (the table reports the largest), and the table gives
+wall seconds (compilation included, as a user waits for it) and their ratio.  Writes ``benchmarks/results_chains.md``.
 """
 
 from __future__ import annotations

@@ -30,10 +30,10 @@ def _accepted(fn) -> set[str]:
 
 def _check_flags(entry, given: dict, fn, what: str) -> None:
     """A clear error, before anything compiles, for a flag the entry's task builder or model does not take."""
-    params = inspect.signature(fn).parameters.values()
-    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params):
+    params = inspect.signature(fn).parameters
+    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values()):
         return
-    bad = sorted(set(given) - _accepted(fn))
+    bad = sorted(set(given) - set(params))
     if bad:
         flags = ", ".join("--" + b.replace("_", "-") for b in bad)
         raise ValueError(f"{flags} does not apply to {entry.name!r} (its {what} {fn.__name__} takes "
@@ -88,11 +88,10 @@ def _use_cpu_cores(args) -> None:
     of vectorised on one core.  Only in a ``bnnzoo`` process of its own (not when ``main([...])`` is called from
     Python, where JAX may be running and XLA_FLAGS would leak into child processes); respects an XLA_FLAGS device
     count the user set, and leaves GPUs alone (the flag only adds CPU devices)."""
-    chains = args.chains
     user_set = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
     if not getattr(args, "own_process", False) or user_set:
         return
-    n = min(int(chains), os.cpu_count() or 1)
+    n = min(int(args.chains), os.cpu_count() or 1)
     if n > 1:
         import numpyro
 
