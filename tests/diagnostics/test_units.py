@@ -238,3 +238,23 @@ def test_compare_with_theory_on_exact_gibbs_draws():
     th = linear_saddle_point(task.X, task.Y, temperature=T, sigma_a2=sa2)
     U_s = np.einsum("dnr,dns->rs", g.a, g.a) / (N * len(g.a))
     assert np.linalg.norm(U_s - th.U) < np.linalg.norm(U_s - th.U_leading_order)
+
+
+def test_outlier_agreement_checks_the_classes_per_chain():
+    """Three outliers per chain on average is not enough: each chain must hold one outlier per class."""
+    from types import SimpleNamespace
+
+    from bnnzoo.diagnostics.compare import _outliers
+
+    def agreements(chains, classes, per_chain):
+        o = SimpleNamespace(per_chain=per_chain, one_per_class=False, outlier_chain=np.array(chains),
+                            outlier_class=np.array(classes))
+        out = []
+        _outliers(SimpleNamespace(m=3), out, [], SimpleNamespace(outliers=o))
+        return {a.quantity: a.within for a in out}
+
+    good = agreements([0, 0, 0, 1, 1, 1], [2, 0, 1, 0, 1, 2], (3, 3))
+    assert good == {"outliers_per_chain": True, "chains_with_one_outlier_per_class": True}
+    # chain 0 has two class-0 outliers (the demo's ReLU run): the count is within tolerance, the classes are not
+    bad = agreements([0, 0, 0, 0, 1, 1, 1], [1, 0, 0, 2, 1, 2, 0], (4, 3))
+    assert bad == {"outliers_per_chain": True, "chains_with_one_outlier_per_class": False}
