@@ -116,3 +116,65 @@ def test_gibbs_record_and_dataset():
     np.testing.assert_array_equal(again.a, g.a)
     with pytest.raises(ValueError):
         gibbs_linear(X, Y, width=5, temperature=0.1, readout="other")
+
+
+@pytest.mark.parametrize("depth,readout,sw2", [(2, "nonlazy", 1.0), (3, "lazy", 0.6)])
+def test_deep_gibbs_flat_likelihood_gives_the_prior(depth, readout, sw2):
+    """Huge T: the posterior is the prior, so E[aᵀa/N] = σ_a² I, E[K_l] = σ_w^{2l} K0 (z_l = W_l z_{l−1}/√N for l >= 2,
+    as in the NumPyro model) and E[f] = 0 — exact truths, z-tested with ESS-aware errors."""
+    from bnnzoo.testing import assert_mean_matches
+
+    X, Y = tiny(P=3, N0=4, m=2, seed=7)
+    N, sa2 = 6, 0.8  # N != N0 = 4: a layer scaled by √N0 instead of √N would show
+    g = gibbs_linear(X, Y, width=N, depth=depth, temperature=1e9, sigma_a2=sa2, sigma_w2=sw2, readout=readout,
+                     num_samples=6000, num_warmup=10, seed=5)
+    K0 = X @ X.T / X.shape[1]
+    assert_mean_matches(g.U[None], sa2 * np.eye(2), name="U")
+    assert_mean_matches(g.f[None], 0.0, name="f")
+    for l in range(depth):
+        assert_mean_matches(g.K[None, :, l], sw2 ** (l + 1) * K0, name=f"K{l + 1}")
+
+
+def test_deep_gibbs_record_init_and_errors():
+    X, Y = tiny(P=3, N0=4, m=2)
+    Xt = np.random.default_rng(9).standard_normal((2, 4))
+    N, L = 5, 3
+    g = gibbs_linear(X, Y, width=N, depth=L, temperature=0.1, num_samples=6, num_warmup=3, thin=2, seed=0,
+                     store_W=True, X_test=Xt)
+    assert g.depth == L and g.params["depth"] == L
+    assert g.params["sigma_a2"] == pytest.approx(3 ** (-1 / 3))  # P^{-1/L}
+    assert g.K.shape == (6, L, 3, 3) and g.K_test.shape == (6, L, 2, 2) and g.K_train_test.shape == (6, L, 3, 2)
+    assert len(g.Ws) == L and g.Ws[0].shape == (6, N, 4) and g.Ws[1].shape == g.Ws[2].shape == (6, N, N)
+    np.testing.assert_array_equal(g.K1, g.K[:, 0])
+    np.testing.assert_array_equal(g.W, g.Ws[0])
+    np.testing.assert_array_equal(g.K1_test, g.K_test[:, 0])
+    # recompute every recorded quantity from the stored weights (forward pass of bnnzoo.models.fcn)
+    z, zt = g.Ws[0] @ X.T / 2.0, g.Ws[0] @ Xt.T / 2.0  # √N0 = 2
+    for l in range(L):
+        if l > 0:
+            z, zt = g.Ws[l] @ z / np.sqrt(N), g.Ws[l] @ zt / np.sqrt(N)
+        np.testing.assert_allclose(g.K[:, l], np.einsum("dip,diq->dpq", z, z) / N, rtol=1e-10)
+        np.testing.assert_allclose(g.K_test[:, l], np.einsum("dip,diq->dpq", zt, zt) / N, rtol=1e-10)
+        np.testing.assert_allclose(g.K_train_test[:, l], np.einsum("dip,diq->dpq", z, zt) / N, rtol=1e-10)
+    np.testing.assert_allclose(g.f, np.einsum("dip,dir->dpr", z, g.a) / N, rtol=1e-10)
+    np.testing.assert_allclose(g.f_test, np.einsum("dip,dir->dpr", zt, g.a) / N, rtol=1e-10)
+    ds = g.to_dataset()
+    assert ds["K"].dims == ("draw", "layer", "point", "point2") and list(ds["layer"].values) == [1, 2, 3]
+    assert ds["W3"].dims == ("draw", "neuron", "neuron_in") and ds.attrs["depth"] == L
+    # init: the list of layer matrices; depth 1 still takes the bare matrix
+    Ws0 = [np.ones((N, 4)), np.eye(N), np.eye(N)]
+    again = gibbs_linear(X, Y, width=N, depth=L, temperature=0.1, num_samples=2, seed=1, init=(Ws0, np.ones((N, 2))))
+    assert np.all(np.isfinite(again.f))
+    gibbs_linear(X, Y, width=N, temperature=0.1, num_samples=2, init=(np.ones((N, 4)), np.ones((N, 2))))
+    with pytest.raises(ValueError, match="init"):
+        gibbs_linear(X, Y, width=N, depth=L, temperature=0.1, init=(Ws0[:2], np.ones((N, 2))))
+    with pytest.raises(ValueError, match="init"):
+        gibbs_linear(X, Y, width=N, depth=2, temperature=0.1, init=(np.ones((N, 4)), np.ones((N, 2))))
+    for bad in (0, -1, 1.5, "2", True, None):
+        with pytest.raises(ValueError, match="depth"):
+            gibbs_linear(X, Y, width=N, depth=bad, temperature=0.1)
+    # depth 1 is the one-layer sampler: same draws with or without the argument
+    one = gibbs_linear(X, Y, width=N, temperature=0.1, num_samples=5, seed=4)
+    np.testing.assert_array_equal(gibbs_linear(X, Y, width=N, depth=1, temperature=0.1, num_samples=5, seed=4).a,
+                                  one.a)
+    assert one.K.shape == (5, 1, 3, 3) and one.depth == 1
