@@ -12,21 +12,15 @@ import pytest
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.inference.gibbs_linear import gibbs_linear
-from bnnzoo.tasks import Task, toy_task
-from bnnzoo.testing import assert_mean_matches, mcse_mean
+from bnnzoo.tasks import toy_task
+from bnnzoo.testing import assert_mean_matches, gaussian_task, mcse_mean
 
-
-def _gaussian_task(P, N0, m, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((P, N0))
-    Y = rng.standard_normal((P, m))
-    return Task(X=X, Y=Y, labels=np.zeros(P, int), name="gaussian", meta=dict(P=P, N0=N0, seed=seed))
 
 
 SETTINGS = {
     "toy_m3_nonlazy_smallT": (lambda: toy_task(P=6, N0=8, y_neg=0.0), dict(width=6, temperature=0.05)),
-    "gauss_m1_lazy_largeT": (lambda: _gaussian_task(5, 4, 1, 1), dict(width=5, temperature=0.5, readout="lazy")),
-    "gauss_m2_nonlazy_sa2": (lambda: _gaussian_task(4, 6, 2, 2),
+    "gauss_m1_lazy_largeT": (lambda: gaussian_task(5, 4, 1, 1), dict(width=5, temperature=0.5, readout="lazy")),
+    "gauss_m2_nonlazy_sa2": (lambda: gaussian_task(4, 6, 2, 2),
                              dict(width=4, temperature=0.2, sigma_a2=1.0, sigma_w2=0.5)),
 }
 

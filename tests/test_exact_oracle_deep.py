@@ -21,22 +21,16 @@ from scipy.stats import norm
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.inference.gibbs_linear import gibbs_linear
-from bnnzoo.tasks import Task, toy_task
-from bnnzoo.testing import assert_mean_matches, mcse_mean, z_test
+from bnnzoo.tasks import toy_task
+from bnnzoo.testing import assert_mean_matches, gaussian_task, mcse_mean, z_test
 
-
-def _gaussian_task(P, N0, m, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((P, N0))
-    Y = rng.standard_normal((P, m))
-    return Task(X=X, Y=Y, labels=np.zeros(P, int), name="gaussian", meta=dict(P=P, N0=N0, seed=seed))
 
 
 SETTINGS = {
     "toy_m3_nonlazy_L2": (lambda: toy_task(P=6, N0=8, y_neg=0.0), dict(width=8, temperature=0.05, depth=2)),
-    "gauss_m1_nonlazy_L3_sw2": (lambda: _gaussian_task(5, 8, 1, 1),
+    "gauss_m1_nonlazy_L3_sw2": (lambda: gaussian_task(5, 8, 1, 1),
                                 dict(width=6, temperature=0.5, depth=3, sigma_w2=0.7)),
-    "gauss_m2_lazy_L2": (lambda: _gaussian_task(4, 6, 2, 2),
+    "gauss_m2_lazy_L2": (lambda: gaussian_task(4, 6, 2, 2),
                          dict(width=6, temperature=0.3, depth=2, readout="lazy")),
 }
 

@@ -14,7 +14,7 @@ import xarray as xr
 
 from . import azcompat
 
-__all__ = ["ZTest", "mcse_mean", "z_test", "assert_mean_matches"]
+__all__ = ["ZTest", "mcse_mean", "z_test", "assert_mean_matches", "gaussian_task"]
 
 
 def mcse_mean(draws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,3 +73,14 @@ def assert_mean_matches(draws, truth, truth_se=0.0, *, z_max: float | None = Non
                              f"truth {res.truth[i]:.5g}, se {res.se[i]:.3g}, z = {res.z[i]:.2f} > {z_max:.2f} "
                              f"({res!r})")
     return res
+
+
+def gaussian_task(P: int, N0: int, m: int, seed: int):
+    """A task with i.i.d. standard Gaussian inputs (P × N0) and targets (P × m), for oracle tests away from the
+    orthogonal toy task."""
+    from .tasks import Task
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((P, N0))
+    Y = rng.standard_normal((P, m))
+    return Task(X=X, Y=Y, labels=np.zeros(P, int), name="gaussian", meta=dict(P=P, N0=N0, seed=seed))
