@@ -12,13 +12,16 @@ own subprocess (so peak memory is its own) with the same seed, chains and draws:
   record the warm-up trace gives the same draws as ``numpyro.infer.MCMC``, see tests/perf/test_chunked.py);
 * ``readout``    readout integrated out, drawn from its Gaussian conditional (``reparam=("readout",)``);
 * ``ro+data``    and the first layer sampled in data space (``reparam=("readout", "data_space")``);
-* ``ro+data+warm``  the same after a 300-step Adam warm start onto the solution space (its cost counted).
+* ``ro+data+warm``  the same after a 300-step Adam warm start onto the solution space (its cost counted);
+* ``baseline/par`` and ``ro+data/par``  the same samplers with one chain per CPU core (``numpyro.set_host_device_count``
+  = number of chains, ``chain_method="parallel"``, what the ``bnnzoo`` CLI does); the other methods vectorise the
+  chains on one device, as a plain ``numpyro.infer.MCMC`` on one device does.
 
 Figures per run: time to equilibrium (wall seconds of warm start + warm-up until every chain's training MSE first
 falls below the equilibrium level = 90th percentile of the kept draws' MSE pooled over all methods of that net; compile
 time excluded, shown separately), gradient evaluations per second (leapfrog steps of all chains / sampling time),
 sampler overhead (sampling time / (Σ over iterations of the largest tree among the vectorised chains × time of one
-bare jitted batched gradient)), bulk ESS per second of sampling of the readout weights ``a``, of the output ``f`` and
+bare jitted batched gradient); for one chain per core: the longest chain's total of trees × one single-chain gradient), bulk ESS per second of sampling of the readout weights ``a``, of the output ``f`` and
 of the kernel K1 = zᵀz/N (mean over entries), and peak resident memory.  A memory section shows that a long run with
 the big sites left out / thinned does not grow with the number of draws.
 
@@ -44,6 +47,8 @@ METHODS = {
     "readout": dict(reparam=("readout",)),
     "ro+data": dict(reparam=("readout", "data_space")),
     "ro+data+warm": dict(reparam=("readout", "data_space"), warm_start=300),
+    "baseline/par": dict(chain_method="parallel"),
+    "ro+data/par": dict(reparam=("readout", "data_space"), chain_method="parallel"),
 }
 
 
@@ -88,10 +93,15 @@ def run_one(cfg: dict) -> dict:
     from bnnzoo import azcompat
 
     warnings.simplefilter("ignore")
+    method = dict(METHODS[cfg["method"]]) if cfg["method"] in METHODS else dict(cfg.get("options", {}))
+    parallel = method.get("chain_method") == "parallel"
+    if parallel:                                                   # before JAX starts its backend
+        import numpyro
+
+        numpyro.set_host_device_count(cfg["chains"])
     entry_name, y_neg = ACTS[cfg["activation"]]
     N = cfg["size"]
     task = bnnzoo.toy_task(P=N, y_neg=y_neg, seed=0)
-    method = dict(METHODS[cfg["method"]]) if cfg["method"] in METHODS else dict(cfg.get("options", {}))
     t0 = time.perf_counter()
     idata = bnnzoo.sample(entry_name, task, width=N, temperature=0.01, num_chains=cfg["chains"],
                           num_warmup=cfg["warmup"], num_samples=cfg["samples"], seed=cfg["seed"],
@@ -136,9 +146,13 @@ def run_one(cfg: dict) -> dict:
     kw.pop("record", None)
     rp = method.get("reparam", ())
     fn = fcn if not rp else partial(fcn_fast, integrate_readout="readout" in rp, data_space="data_space" in rp)
-    t_grad = _bare_gradient_seconds(fn, task, kw, cfg["chains"])
+    if parallel:                                                   # each core runs its own chain to the end
+        t_grad = _bare_gradient_seconds(fn, task, kw, 1)
+        out["overhead"] = float(timing["sampling_s"] / (steps.sum(axis=1).max() * t_grad))
+    else:                                                          # vectorised chains wait for the longest tree
+        t_grad = _bare_gradient_seconds(fn, task, kw, cfg["chains"])
+        out["overhead"] = float(timing["sampling_s"] / (steps.max(axis=0).sum() * t_grad))
     out["t_grad_s"] = t_grad
-    out["overhead"] = float(timing["sampling_s"] / (steps.max(axis=0).sum() * t_grad))
     out["vmap_waste"] = float(steps.max(axis=0).sum() / steps.mean(axis=0).sum())
     return out
 
@@ -286,9 +300,11 @@ def _markdown(runs, memory, meta) -> str:
              "Columns: **t_eq** seconds (warm start + warm-up, compile excluded) until every chain's training MSE is "
              "at its equilibrium level (— : not within warm-up); **compile** seconds of init + compilation; "
              "**grad/s** leapfrog gradients per second (all chains); **overhead** sampling time over "
-             "(iterations × largest tree × one bare batched gradient); **ESS/s** bulk ESS per second of sampling "
+             "(iterations × largest tree × one bare batched gradient; /par: longest chain's gradients × one bare "
+             "single-chain gradient); **/par** one chain per CPU core, the others vectorised on one device; "
+             "**ESS/s** bulk ESS per second of sampling "
              "(mean over entries) of the readout weights a, the output f and the kernel K1 = zᵀz/N; **×** the "
-             "ratio to the baseline; **MB** peak resident memory of the run's process.", "",
+             "ratio to the baseline (for ro+data/par: to baseline/par, so the parallel gain is not counted twice); **MB** peak resident memory of the run's process.", "",
              "| net | N=P | method | t_eq s | compile s | grad/s | overhead | ESS/s a (×) | ESS/s f (×) | "
              "ESS/s K1 (×) | steps/draw | div | MB |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -297,8 +313,9 @@ def _markdown(runs, memory, meta) -> str:
             lines.append(f"| {r['activation']} | {r['size']} | {r['method']} | error: {r['error'][:60]} |"
                          + " |" * 9)
             continue
+        ref = "baseline/par" if r["method"].endswith("/par") and r["method"] != "baseline/par" else "baseline"
         base = next((b for b in runs if b["activation"] == r["activation"] and b["size"] == r["size"]
-                     and b["method"] == "baseline" and "error" not in b), None)
+                     and b["method"] == ref and "error" not in b), None)
 
         def cell(key):
             v = r[key]
