@@ -246,15 +246,24 @@ def test_outlier_agreement_checks_the_classes_per_chain():
 
     from bnnzoo.diagnostics.compare import _outliers
 
-    def agreements(chains, classes, per_chain):
-        o = SimpleNamespace(per_chain=per_chain, one_per_class=False, outlier_chain=np.array(chains),
-                            outlier_class=np.array(classes))
+    def agreements(classes_per_chain):
+        r = rng()
+        C, D, N, m, P = len(classes_per_chain), 30, 100, 3, 20
+        a = 0.1 * r.standard_normal((C, D, N, m))
+        z = r.standard_normal((C, D, N, P))
+        for c, classes in enumerate(classes_per_chain):
+            for j, k in enumerate(classes):             # an O(√N) outlier of class k at neuron 10 j
+                a[c, :, 10 * j, k] = 3.0
+                z[c, :, 10 * j, :] *= math.sqrt(N)
+        o = find_outliers(a, z)
         out = []
         _outliers(SimpleNamespace(m=3), out, [], SimpleNamespace(outliers=o))
-        return {a.quantity: a.within for a in out}
+        return o, {a.quantity: a.within for a in out}
 
-    good = agreements([0, 0, 0, 1, 1, 1], [2, 0, 1, 0, 1, 2], (3, 3))
+    o, good = agreements([[2, 0, 1], [0, 1, 2]])
+    assert o.one_per_class_per_chain == (True, True) and o.one_per_class
     assert good == {"outliers_per_chain": True, "chains_with_one_outlier_per_class": True}
     # chain 0 has two class-0 outliers (the demo's ReLU run): the count is within tolerance, the classes are not
-    bad = agreements([0, 0, 0, 0, 1, 1, 1], [1, 0, 0, 2, 1, 2, 0], (4, 3))
+    o, bad = agreements([[1, 0, 0, 2], [1, 2, 0]])
+    assert o.per_chain == (4, 3) and o.one_per_class_per_chain == (False, True) and not o.one_per_class
     assert bad == {"outliers_per_chain": True, "chains_with_one_outlier_per_class": False}

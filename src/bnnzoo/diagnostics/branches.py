@@ -42,6 +42,7 @@ class OutlierResult(Record):
     bulk_readout, bulk_preactivation : bulk scales (medians).
     classes : tuple with each outlier's dominant class (per chain: see ``outlier_class``).
     one_per_class : every chain has exactly one outlier for each class.
+    one_per_class_per_chain : tuple, for each chain, whether it has exactly one outlier for each class.
     readout_scale, preact_scale : (unit,) scales of every unit.   is_outlier : (unit,) the flags.
     outlier_chain, outlier_neuron, outlier_class : (outlier,) where the outliers are and their class.
     outlier_readout : (outlier, class) their mean readout vectors.
@@ -56,6 +57,7 @@ class OutlierResult(Record):
     bulk_preactivation: float
     classes: tuple
     one_per_class: bool
+    one_per_class_per_chain: tuple
     readout_scale: np.ndarray = array_field("unit")
     preact_scale: np.ndarray = array_field("unit")
     is_outlier: np.ndarray = array_field("unit")
@@ -188,11 +190,12 @@ def find_outliers(a: np.ndarray, z: np.ndarray | None = None, factor: float | No
     ro = abar[ch, ne] if len(idx) else np.zeros((0, m))
     cls = np.argmax(ro, axis=1) if len(idx) else np.zeros(0, int)
     per_chain = tuple(int(np.sum(ch == c)) for c in range(C))
-    one_per = all(sorted(cls[ch == c].tolist()) == list(range(m)) for c in range(C)) if len(idx) else False
+    per_chain_ok = tuple(bool(sorted(cls[ch == c].tolist()) == list(range(m))) for c in range(C))
     return OutlierResult(
         n_outliers=int(len(idx)), per_chain=per_chain, n_readout=int(out_r.sum()), n_preactivation=int(out_z.sum()),
         threshold_factor=factor, bulk_readout=bulk_r, bulk_preactivation=bulk_z,
-        classes=tuple(int(c) for c in cls), one_per_class=bool(one_per), readout_scale=rs, preact_scale=zs,
+        classes=tuple(int(c) for c in cls), one_per_class=all(per_chain_ok),
+        one_per_class_per_chain=per_chain_ok, readout_scale=rs, preact_scale=zs,
         is_outlier=flag.astype(np.int8), outlier_chain=ch.astype(int), outlier_neuron=ne.astype(int),
         outlier_class=cls.astype(int), outlier_readout=ro)
 

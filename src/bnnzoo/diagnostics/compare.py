@@ -255,13 +255,12 @@ def _outliers(rd: RunData, out: list, used: list, branches=None):
                                  per.std(ddof=1) / math.sqrt(len(per)) if len(per) > 1 else 0.0, rd.m, 0.5,
                                  f"per chain {list(o.per_chain)}; one per class: {o.one_per_class}"))
     # the count alone can agree while a chain holds two outliers of one class (not yet relaxed): check the classes
-    chains = np.asarray(o.outlier_chain, int)
-    classes = np.asarray(o.outlier_class, int)
-    ok = np.array([sorted(classes[chains == c].tolist()) == list(range(rd.m)) for c in range(len(per))], float)
+    ok = np.array(o.one_per_class_per_chain, float)
+    chains, classes = np.asarray(o.outlier_chain, int), np.asarray(o.outlier_class, int)
     out.append(_scalar_agreement("chains_with_one_outlier_per_class", name, ok.mean(),
                                  ok.std(ddof=1) / math.sqrt(len(ok)) if len(ok) > 1 else 0.0, 1.0, 0.0,
                                  f"outlier classes per chain: "
-                                 f"{[sorted(classes[chains == c].tolist()) for c in range(len(per))]}"))
+                                 f"{[sorted(classes[chains == c].tolist()) for c in range(len(ok))]}"))
 
 
 def _gp(rd: RunData, out: list, used: list, skipped: dict):
