@@ -7,7 +7,8 @@ What is compared (theory.md §4–6):
   the readout second moment U = E[a aᵀ] (sampled: aᵀa/N per draw), the hidden kernel K1 = E[zᵀz]/N, the mean
   training output, and the mean predictor on the test set;
 * **linear, deeper** — :func:`bnnzoo.theory.linear.linear_leading_order` (large P, T → 0; approximate at CI size):
-  U and the kernel of every layer;
+  U and the kernel of every layer; and, at T <= 0.02, the same against the derived finite-P theory
+  :func:`bnnzoo.theory.deep_linear.deep_linear_zero_temperature` (exact as N → ∞, T → 0);
 * **one hidden layer, any φ, orthogonal toy task** — :func:`bnnzoo.theory.meanfield.single_neuron_meanfield`:
   branch masses P_γ against the fractions of units whose modal code is the branch's code, branch centres against the
   mean time-averaged readout of those of them that stay in their code (persistence ≥ 0.9), the set of codes, and U;
@@ -94,10 +95,15 @@ class TheoryComparison(Record):
     all_within: bool
 
     def __getitem__(self, quantity: str) -> Agreement:
+        return self.get(quantity)
+
+    def get(self, quantity: str, theory: str | None = None) -> Agreement:
+        """The first agreement on ``quantity`` (from a theory whose name contains ``theory``, if given)."""
         for a in self.agreements:
-            if a.quantity == quantity:
+            if a.quantity == quantity and (theory is None or theory in a.theory):
                 return a
-        raise KeyError(f"no agreement {quantity!r}; have {[a.quantity for a in self.agreements]}")
+        raise KeyError(f"no agreement {quantity!r}{'' if theory is None else f' from {theory!r}'}; have "
+                       f"{[(a.quantity, a.theory) for a in self.agreements]}")
 
     def summary(self) -> list[str]:
         lines = [f"theories: {', '.join(self.theories) or 'none'}; "
@@ -181,6 +187,30 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict):
         out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
         for l in range(1, rd.depth + 1):
             out.append(_matrix_agreement(f"K{l}", name, _per_draw_K(rd, l), th.K[l - 1], tol, note))
+        _deep_linear_t0(rd, out, used, skipped)
+
+
+def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
+    """The derived finite-P theory of deep linear nets (exact as N → ∞, T → 0).  Its T → 0 limit shifts U and K by
+    about 1.7·T relatively at σ_a² = 1/P (one-layer exact saddle, T = 0.01 vs 0; 0.7 % at depth 2–3 against Gibbs),
+    so it is compared only at T <= 0.02, with tolerance 5/N + 2T."""
+    from ..theory import deep_linear as dl
+
+    name = "theory.deep_linear.deep_linear_zero_temperature"
+    if not rd.temperature <= 0.02:
+        skipped[name] = f"a T → 0 theory; the run's T = {rd.temperature} > 0.02"
+        return
+    try:
+        th = dl.deep_linear_zero_temperature(rd.X, rd.Y, depth=rd.depth, sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2)
+    except (ValueError, RuntimeError) as e:
+        skipped[name] = str(e)
+        return
+    used.append(name)
+    tol = _finite_n_tolerance(rd) + 2 * rd.temperature
+    note = "N → ∞, T → 0 at finite P: corrections O(1/N) and O(T)"
+    out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
+    for l in range(1, rd.depth + 1):
+        out.append(_matrix_agreement(f"K{l}", name, _per_draw_K(rd, l), th.K[l - 1], tol, note))
 
 
 def _meanfield(rd: RunData, out: list, used: list, skipped: dict, codes=None):

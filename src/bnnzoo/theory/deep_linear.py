@@ -1,0 +1,135 @@
+"""Deep linear networks at finite P: the N → ∞, T → 0 theory of every layer's kernel [derived].
+
+Setting (rows convention, non-lazy readout): z_1 = W_1 xᵀ/√N0, z_l = W_l z_{l−1}/√N, f = z_Lᵀ a/N, W ~ N(0, σ_w²),
+a ~ N(0, σ_a²), K0 = XXᵀ/N0, Y (P × m).  The paper's leading order (:func:`bnnzoo.theory.linear.linear_leading_order`)
+is the large-P limit; its corrections are O(σ_a²/U) = O(P^{-1/L}) for σ_a² = P^{-1/L}, i.e. 5–30 % at the sizes a CPU
+samples.  This module keeps P finite and takes only N → ∞ and T → 0.
+
+Derivation (σ_w² = 1).  The layer kernels K_l = z_lᵀz_l/N concentrate as N → ∞.  Given K_{l−1}, the N rows of z_l
+are i.i.d. N(0, K_{l−1}), so a value K_l of their empirical covariance costs the Wishart large-deviation rate
+(N/2)[tr(K_{l−1}⁻¹K_l) − log det(K_{l−1}⁻¹K_l) − P].  The top layer with the readout is the one-layer problem of
+theory.md §4 with input kernel K_{L−1}: at T → 0, K_L − K_{L−1} = Y U⁻¹ Yᵀ with U² − σ_a² U = σ_a² Yᵀ K_{L−1}⁻¹ Y.
+Stationarity of the rate in each intermediate K_l gives K_{l+1} − K_l = K_l K_{l−1}⁻¹ (K_l − K_{l−1}).  Every
+K_l − K0 = Y D_l Yᵀ then lies in the span of Y: with C_l = D_l − D_{l−1} (D_0 = 0) and B = Yᵀ K0⁻¹ Y (m × m),
+
+    C_{l+1} = (I + D_l B)(I + D_{l−1} B)⁻¹ C_l,   C_L = U⁻¹,   U² − σ_a² U = σ_a² (B⁻¹ + D_{L−1})⁻¹,
+
+an m × m root-finding problem for C_1, started from the leading order (which drops the σ_a² U term and terms of
+relative order 1/(B C_l)).  For σ_w² ≠ 1 the substitution a → σ_w^L a maps the net onto σ_w² = 1 with
+σ_a² → σ_a² σ_w^{2L}; K_l scales back by σ_w^{2l} and U by σ_w^{−2L} (as in :mod:`bnnzoo.theory.linear`).
+
+Checked (tests/theory/test_theory_deep_linear.py): depth 1 is the one-layer T → 0 saddle point
+(:func:`~bnnzoo.theory.linear.linear_saddle_point`) to 1e-10; the gap to the leading order falls like P^{-1/L}; against
+the exact deep Gibbs sampler (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`, T = 0.01) U and every K_l agree to
+0.2–0.7 % at N = 500 (≈ 1 % at N = 250: O(1/N)) where the leading order is off by 4–31 %.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from ._common import as_xy, default_sigma_a2, json_attrs
+
+__all__ = ["DeepLinearT0", "deep_linear_zero_temperature"]
+
+
+@dataclass(frozen=True)
+class DeepLinearT0:
+    """N → ∞, T → 0 theory of the depth-L linear net at finite P [derived] (module docstring).
+
+    U : (m, m) posterior second moment of one neuron's readout E[a_i a_iᵀ] (sampler estimate: aᵀa/N).
+    K : (L, P, P) posterior mean of each layer's kernel z_lᵀz_l/N.
+    D : (L, m, m) K_l = σ_w^{2l} (K0 + Y D_l Yᵀ).
+    f_train : (P, m) the mean training output, Y at T → 0.
+    residual : largest |entry| of the root-finding residual for C_1.
+    depth, sigma_a2, sigma_w2 : the inputs.
+    """
+
+    U: np.ndarray
+    K: np.ndarray
+    D: np.ndarray
+    f_train: np.ndarray
+    residual: float
+    depth: int
+    sigma_a2: float
+    sigma_w2: float
+
+    def to_dataset(self):
+        """``xarray.Dataset`` with dims layer, point, point2, class, class2."""
+        import xarray as xr
+
+        return xr.Dataset({"U": (("class", "class2"), self.U), "K": (("layer", "point", "point2"), self.K),
+                           "D": (("layer", "class", "class2"), self.D),
+                           "f_train": (("point", "class"), self.f_train)},
+                          coords={"layer": np.arange(1, self.depth + 1)},
+                          attrs=json_attrs(theory="deep_linear_zero_temperature", tag="derived", depth=self.depth,
+                                           sigma_a2=self.sigma_a2, sigma_w2=self.sigma_w2, residual=self.residual))
+
+
+def _msqrt(A: np.ndarray) -> np.ndarray:
+    w, V = np.linalg.eigh(0.5 * (A + A.T))
+    return (V * np.sqrt(np.maximum(w, 0.0))) @ V.T
+
+
+def deep_linear_zero_temperature(X, Y=None, *, depth: int, sigma_a2: float | None = None,
+                                 sigma_w2: float = 1.0, tol: float = 1e-10) -> DeepLinearT0:
+    """Posterior U and layer kernels of the depth-L linear net with non-lazy readout, exact as N → ∞ and T → 0 at
+    finite P [derived] (module docstring).
+
+    X (P, N0) or a Task; Y (P, m).  sigma_a2 : readout prior variance (default: the paper's P^{-1/L}).
+    K0 = XXᵀ/N0 must be invertible (P ≤ N0, inputs in general position).
+    """
+    X, Y = as_xy(X, Y)
+    P, N0 = X.shape
+    m, L = Y.shape[1], int(depth)
+    if L < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    if sigma_w2 <= 0:
+        raise ValueError(f"sigma_w2 must be positive, got {sigma_w2}")
+    sa2 = default_sigma_a2(P, L) if sigma_a2 is None else float(sigma_a2)
+    if sa2 <= 0:
+        raise ValueError(f"sigma_a2 must be positive, got {sigma_a2}")
+    K0 = X @ X.T / N0
+    if np.linalg.matrix_rank(K0) < P:
+        raise ValueError(f"K0 = XXᵀ/N0 is singular (P = {P}, N0 = {N0}); the theory needs P <= N0 and inputs in "
+                         "general position")
+    s = sa2 * sigma_w2**L                                   # σ_w² = 1 after a → σ_w^L a
+    B = Y.T @ np.linalg.solve(K0, Y)
+    Bi, I = np.linalg.inv(B), np.eye(m)
+
+    def U_top(D):
+        return s / 2 * I + _msqrt(s**2 / 4 * I + s * np.linalg.inv(Bi + D))
+
+    def layers(C1):                                         # D_0 .. D_{L-1} and C_1 .. C_L
+        Ds, Cs = [np.zeros((m, m)), C1], [None, C1]
+        for l in range(1, L):
+            Cs.append((I + Ds[l] @ B) @ np.linalg.solve(I + Ds[l - 1] @ B, Cs[l]))
+            Ds.append(Ds[l] + Cs[-1])
+        return Ds[:L], Cs
+
+    residual = 0.0
+    if L == 1:
+        U = U_top(np.zeros((m, m)))
+        Ds = [np.zeros((m, m))]
+    else:
+        def resid(x):
+            Ds_, Cs_ = layers(x.reshape(m, m))
+            return (Cs_[L] - np.linalg.inv(U_top(Ds_[L - 1]))).ravel()
+
+        w, V = np.linalg.eigh(s**L * B)                     # leading-order start: U^{L+1} = s^L B
+        U_lo = (V * w ** (1.0 / (L + 1))) @ V.T
+        C1 = s ** (L - 1) * np.linalg.matrix_power(np.linalg.inv(U_lo), L)
+        sol = optimize.root(resid, C1.ravel(), tol=1e-13)
+        residual = float(np.abs(sol.fun).max())
+        if not residual < tol:
+            raise RuntimeError(f"deep_linear_zero_temperature: no solution for C_1 (residual {residual:.1e}, "
+                               f"{sol.message})")
+        Ds, _ = layers(sol.x.reshape(m, m))
+        U = U_top(Ds[L - 1])
+    D_all = [D for D in Ds[1:]] + [Ds[L - 1] + np.linalg.inv(U)]
+    K = np.array([sigma_w2 ** (l + 1) * (K0 + Y @ D @ Y.T) for l, D in enumerate(D_all)])
+    return DeepLinearT0(U=U / sigma_w2**L, K=K, D=np.array(D_all), f_train=Y.copy(), residual=residual, depth=L,
+                        sigma_a2=sa2, sigma_w2=float(sigma_w2))
