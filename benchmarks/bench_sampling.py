@@ -15,7 +15,10 @@ own subprocess (so peak memory is its own) with the same seed, chains and draws:
 * ``ro+data+warm``  the same after a 300-step Adam warm start onto the solution space (its cost counted);
 * ``baseline/par`` and ``ro+data/par``  the same samplers with one chain per CPU core (``numpyro.set_host_device_count``
   = number of chains, ``chain_method="parallel"``, what the ``bnnzoo`` CLI does); the other methods vectorise the
-  chains on one device, as a plain ``numpyro.infer.MCMC`` on one device does.
+  chains on one device, as a plain ``numpyro.infer.MCMC`` on one device does;
+* ``gibbs``  linear net only: the exact blocked Gibbs sampler (``sampler="gibbs"``; chains one after the other, numpy,
+  one BLAS thread); no gradients, so grad/s and overhead do not apply; its time to equilibrium is the sum over the
+  chains (they run in sequence).
 
 Figures per run: time to equilibrium (wall seconds of warm start + warm-up until every chain's training MSE first
 falls below the equilibrium level = 90th percentile of the kept draws' MSE pooled over all methods of that net; compile
@@ -49,7 +52,9 @@ METHODS = {
     "ro+data+warm": dict(reparam=("readout", "data_space"), warm_start=300),
     "baseline/par": dict(chain_method="parallel"),
     "ro+data/par": dict(reparam=("readout", "data_space"), chain_method="parallel"),
+    "gibbs": dict(sampler="gibbs"),
 }
+ONLY_LINEAR = ("gibbs",)
 
 
 # ----------------------------------------------------------------------------------------------- one run (child)
@@ -105,7 +110,8 @@ def run_one(cfg: dict) -> dict:
     t0 = time.perf_counter()
     idata = bnnzoo.sample(entry_name, task, width=N, temperature=0.01, num_chains=cfg["chains"],
                           num_warmup=cfg["warmup"], num_samples=cfg["samples"], seed=cfg["seed"],
-                          chunk_size=cfg["chunk"], record=cfg.get("record", ("z1",)), progress=False,
+                          chunk_size=None if method.get("sampler") == "gibbs" else cfg["chunk"],
+                          record=cfg.get("record", ("z1",)), progress=False,
                           **{k: v for k, v in method.items()}, **cfg.get("extra", {}))
     total = time.perf_counter() - t0
     eng = bnnzoo.run_config(idata)["engine"]
@@ -138,6 +144,9 @@ def run_one(cfg: dict) -> dict:
         out[f"ess_{name}"] = m
         out[f"ess_min_{name}"] = mn
         out[f"ess_s_{name}"] = m / timing["sampling_s"]
+    if method.get("sampler") == "gibbs":                           # no gradients: no overhead to measure
+        out.update(grads_per_s=None, overhead=None, t_grad_s=None)
+        return out
     # overhead against the bare batched gradient of the same model
     from bnnzoo.models import fcn
     from bnnzoo.models.fcn_fast import fcn_fast
@@ -182,13 +191,15 @@ def _time_to_equilibrium(r, level):
         below = np.nonzero(mse[c] <= level)[0]
         if not len(below):
             return None
-        hit.append(t[below[0]])
+        hit.append(t[c, below[0]] if t.ndim == 2 else t[below[0]])
+    if t.ndim == 2:                       # chains run one after the other (Gibbs): their warm-ups add up
+        return float(sum(hit))
     return float(max(hit)) + r["timing"].get("warm_start_s", 0.0)
 
 
 def _compile_s(r):
     t = r["timing"]
-    return t["init_s"] + t["compile_s"] + t.get("warm_start_compile_s", 0.0)
+    return t.get("init_s", 0.0) + t.get("compile_s", 0.0) + t.get("warm_start_compile_s", 0.0)
 
 
 def _fmt(x, nd=1):
@@ -236,12 +247,14 @@ def main(argv=None):
             warm = args.warmup or (300 if N <= 50 else 200)
             samp = args.samples or (300 if N <= 50 else 200)
             for m in methods:
+                if m in ONLY_LINEAR and act != "linear":
+                    continue
                 cfg = dict(activation=act, size=N, method=m, chains=args.chains, warmup=warm, samples=samp,
                            chunk=args.chunk, seed=args.seed)
                 r = _child(cfg, args.timeout)
                 runs.append(r)
                 msg = r.get("error") or (f"{r['total_s']:.0f} s, ESS/s a {r['ess_s_a']:.1f} f {r['ess_s_f']:.1f}, "
-                                         f"overhead {r['overhead']:.2f}")
+                                         f"overhead {_fmt(r['overhead'], 2)}")
                 print(f"[bench] {act:8s} N=P={N:<4d} {m:13s} {msg}", flush=True)
     # equilibrium level per net: 90th percentile of the kept draws' MSE pooled over the methods
     for act in acts:
@@ -325,7 +338,7 @@ def _markdown(runs, memory, meta) -> str:
 
         lines.append(f"| {r['activation']} | {r['size']} | {r['method']} | {_fmt(r.get('t_eq_s'))} | "
                      f"{_fmt(_compile_s(r))} | {_fmt(r['grads_per_s'], 0)} | "
-                     f"{r['overhead']:.2f} | {cell('ess_s_a')} | {cell('ess_s_f')} | {cell('ess_s_K1')} | "
+                     f"{_fmt(r['overhead'], 2)} | {cell('ess_s_a')} | {cell('ess_s_f')} | {cell('ess_s_K1')} | "
                      f"{r['mean_steps']:.0f} | {r['divergences']} | {r['peak_rss_mb']:.0f} |")
     if memory:
         lines += ["", "## Memory of long runs", "",

@@ -178,3 +178,48 @@ def test_deep_gibbs_record_init_and_errors():
     np.testing.assert_array_equal(gibbs_linear(X, Y, width=N, depth=1, temperature=0.1, num_samples=5, seed=4).a,
                                   one.a)
     assert one.K.shape == (5, 1, 3, 3) and one.depth == 1
+
+
+def test_sample_with_gibbs_gives_fcn_sites_from_the_exact_sampler():
+    """``bnnzoo.sample(..., sampler="gibbs")``: chain c is gibbs_linear with seed SeedSequence([seed, c]) draw for draw,
+    and the sites obey fcn's definitions (f = z_Lᵀa/N, z_l from the weights, q_a, mse, f_test)."""
+    import bnnzoo
+    from bnnzoo import azcompat
+
+    task = bnnzoo.toy_task(P=8, y_neg=0.0, P_test=3, N0=16)
+    idata = bnnzoo.sample("deep_linear", task, sampler="gibbs", num_chains=2, num_warmup=20, num_samples=30,
+                          thinning=3, record=("z",), width=6, depth=2, progress=False)
+    post = azcompat.get_group(idata, "posterior")
+    assert post["a"].dims == ("chain", "draw", "neuron", "class") and post.sizes["draw"] == 10
+    seed1 = int(np.random.SeedSequence([0, 1]).generate_state(1)[0])
+    g = gibbs_linear(task, width=6, depth=2, temperature=0.01, num_samples=10, num_warmup=20, thin=3, seed=seed1,
+                     store_W=True, X_test=task.X_test)
+    np.testing.assert_allclose(post["a"].values[1], g.a, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(post["W2"].values[1], g.Ws[1], rtol=1e-6, atol=1e-7)
+    z1 = np.einsum("cdni,pi->cdnp", post["W1"].values, task.X) / 4.0
+    z2 = np.einsum("cdnk,cdkp->cdnp", post["W2"].values, z1) / np.sqrt(6)
+    np.testing.assert_allclose(post["z1"].values, z1, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(post["z2"].values, z2, rtol=1e-4, atol=1e-5)
+    f = np.einsum("cdnp,cdnk->cdpk", z2, post["a"].values) / 6
+    np.testing.assert_allclose(post["f"].values, f, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(post["mse"].values, ((task.Y - f) ** 2).mean((-2, -1)), rtol=1e-4)
+    np.testing.assert_allclose(post["q_a"].values, (post["a"].values ** 2).mean(-2), rtol=1e-5)
+    pred = azcompat.get_group(idata, "predictions")
+    np.testing.assert_allclose(pred["f"].values[1], g.f_test, rtol=1e-5, atol=1e-6)
+    cfg = bnnzoo.run_config(idata)
+    assert cfg["sampler"]["sampler"] == "gibbs" and cfg["model_kwargs"]["depth"] == 2
+    assert azcompat.get_group(idata, "sample_stats")["n_steps"].values.max() == 3
+
+
+def test_sample_with_gibbs_refuses_what_it_cannot_do():
+    import bnnzoo
+
+    task = bnnzoo.toy_task(P=8, y_neg=0.5)
+    with pytest.raises(ValueError, match="linear fully-connected nets only"):
+        bnnzoo.sample("sigmoidal", task, sampler="gibbs", num_chains=1, num_warmup=5, num_samples=5, width=4)
+    with pytest.raises(ValueError, match="drop"):
+        bnnzoo.sample("deep_linear", task, sampler="gibbs", num_chains=1, num_warmup=5, num_samples=5, width=4,
+                      store="somewhere")
+    with pytest.raises(ValueError, match="drop"):
+        bnnzoo.sample("deep_linear", task, sampler="gibbs", num_chains=1, num_warmup=5, num_samples=5, width=4,
+                      reparam=("readout",))

@@ -39,7 +39,7 @@ from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
 from ..models.fcn import default_sigma_a2
 
-__all__ = ["GibbsLinearResult", "gibbs_linear"]
+__all__ = ["GibbsLinearResult", "gibbs_linear", "gibbs_chains"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,8 @@ class GibbsLinearResult:
     Ws : tuple of the L weight arrays (draw, neuron, input) and (draw, neuron, neuron_in) for l = 2..L, or None.
     K_test : (draw, layer, test_point, test_point2) and K_train_test : (draw, layer, point, test_point): the kernels of
         every layer on / with ``X_test``, or None.
+    warmup_mse, warmup_time : (sweep,) training MSE after each warm-up sweep and seconds since the start, or None
+        (``trace_warmup=True`` records them).
     """
 
     a: np.ndarray
@@ -77,6 +79,8 @@ class GibbsLinearResult:
     Ws: tuple[np.ndarray, ...] | None = None
     K_test: np.ndarray | None = None
     K_train_test: np.ndarray | None = None
+    warmup_mse: np.ndarray | None = None
+    warmup_time: np.ndarray | None = None
 
     @property
     def num_draws(self) -> int:
@@ -195,6 +199,7 @@ def gibbs_linear(
     store_W: bool = False,
     init: tuple | None = None,
     X_test=None,
+    trace_warmup: bool = False,
 ) -> GibbsLinearResult:
     """Sample the exact posterior of the depth-L linear network by blocked Gibbs (a | W, then W_1, …, W_L | rest).
 
@@ -213,6 +218,7 @@ def gibbs_linear(
     init : optional (W, a) starting point — W the (N, N0) matrix at depth 1, or a sequence of the L layer matrices
         (N, N0), (N, N), …; default a draw from the prior.
     X_test : optional (P*, N0) test inputs: then f_test and the test kernels of every layer are recorded per draw.
+    trace_warmup : record the training MSE and the elapsed seconds after every warm-up sweep.
 
     Depth 1 gives the same draws as before ``depth`` existed, for the same seed.
     """
@@ -273,7 +279,10 @@ def gibbs_linear(
         Kt_out, Ktt_out = np.empty((n_keep, L, Pt, Pt)), np.empty((n_keep, L, P, Pt))
     else:
         ft_out = Kt_out = Ktt_out = None
+    warm_mse = np.empty(num_warmup) if trace_warmup else None
+    warm_time = np.empty(num_warmup) if trace_warmup else None
     t0 = time.perf_counter()
+    t_warm = t0
     total = num_warmup + n_keep * thin
     k = 0
     # one BLAS thread: the matrices are small, and multithreaded SVDs on a busy machine ran ~70x slower (16 ms vs
@@ -291,6 +300,11 @@ def gibbs_linear(
                 factor = factor0 if l == 0 else _input_factor(zs[l].T, Y)
                 Ws[l] = _draw_weights(rng, Bs[l], factor, n_in[l], sigma_w2, c, v)
                 zs[l + 1] = Ws[l] @ zs[l] / np.sqrt(n_in[l])
+            if it < num_warmup and trace_warmup:
+                warm_mse[it] = np.mean((Y - c * (zs[L].T @ a)) ** 2)
+                warm_time[it] = time.perf_counter() - t0
+            if it == num_warmup - 1:
+                t_warm = time.perf_counter()
             if it >= num_warmup and (it - num_warmup) % thin == thin - 1:
                 a_out[k] = a
                 f_out[k] = c * (zs[L].T @ a)
@@ -310,8 +324,72 @@ def gibbs_linear(
                 k += 1
     params = dict(width=N, depth=L, temperature=T, sigma_a2=sa2, sigma_w2=float(sigma_w2), readout=readout,
                   num_samples=n_keep, num_warmup=int(num_warmup), thin=int(thin), seed=int(seed),
-                  P=P, N0=N0, m=m, seconds=time.perf_counter() - t0)
+                  P=P, N0=N0, m=m, seconds=time.perf_counter() - t0, warmup_seconds=t_warm - t0)
     return GibbsLinearResult(a=a_out, f=f_out, K1=K_out[:, 0], U=U_out, W=W_out[0] if store_W else None,
                              f_test=ft_out, K1_test=None if Kt_out is None else Kt_out[:, 0],
                              K1_train_test=None if Ktt_out is None else Ktt_out[:, 0], params=params,
-                             K=K_out, Ws=tuple(W_out) if store_W else None, K_test=Kt_out, K_train_test=Ktt_out)
+                             K=K_out, Ws=tuple(W_out) if store_W else None, K_test=Kt_out, K_train_test=Ktt_out,
+                             warmup_mse=warm_mse, warmup_time=warm_time)
+
+
+def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, thinning: int = 1, seed: int = 0,
+                 width: int, depth: int = 1, activation: str = "linear", readout: str = "nonlazy",
+                 temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
+                 num_outputs: int | None = None, X_test=None, record=(), exclude=(), progress: bool = False):
+    """The sites of :func:`bnnzoo.models.fcn` (linear activation) drawn by the exact Gibbs sampler, one independent
+    chain per seed ``SeedSequence([seed, chain])`` — what ``bnnzoo.sample(..., sampler="gibbs")`` runs.
+
+    Returns ``(samples, stats, info)``: samples {site: (chain, draw, ...)} with W1..WL (unless in ``exclude``), a, f,
+    q_a, mse, the recorded preactivations z_l, and f_test when ``X_test`` is given; stats {"diverging", "n_steps"}
+    (n_steps: Gibbs sweeps per kept draw); info {"timing": {"warmup_s", "sampling_s"} summed over the chains,
+    "warmup_mse", "warmup_time": (chain, sweep) training MSE and seconds since the chain's start}.
+    num_samples // thinning draws are kept per chain, as for NUTS.
+    """
+    from ..models.fcn import recorded_layers
+
+    if activation != "linear":
+        raise ValueError(f"sampler='gibbs' is exact for linear networks only, got activation={activation!r}")
+    L = int(depth)
+    layers = recorded_layers(record, L)
+    keep_W = [f"W{l}" for l in range(1, L + 1) if f"W{l}" not in exclude]
+    store_W = bool(keep_W or layers)
+    n_keep = int(num_samples) // int(thinning)
+    X = np.asarray(X, dtype=float)
+    N0 = X.shape[1]
+    out: dict[str, list] = {}
+    timing = {"warmup_s": 0.0, "sampling_s": 0.0}
+    warm_mse, warm_time = [], []
+    n_sweeps = num_warmup + n_keep * thinning
+    for c in range(int(num_chains)):
+        chain_seed = int(np.random.SeedSequence([int(seed), c]).generate_state(1)[0])
+        t0 = time.perf_counter()
+        g = gibbs_linear(X, Y, width=width, temperature=temperature, depth=L, sigma_a2=sigma_a2, sigma_w2=sigma_w2,
+                         readout=readout, num_samples=n_keep, num_warmup=num_warmup, seed=chain_seed,
+                         thin=int(thinning), store_W=store_W, X_test=X_test, trace_warmup=True)
+        timing["warmup_s"] += g.params["warmup_seconds"]
+        timing["sampling_s"] += g.params["seconds"] - g.params["warmup_seconds"]
+        warm_mse.append(g.warmup_mse)
+        warm_time.append(g.warmup_time)
+        if progress:
+            print(f"[gibbs] chain {c + 1}/{num_chains}: {n_sweeps} sweeps in {time.perf_counter() - t0:.1f} s",
+                  flush=True)
+        sites = {"a": g.a, "f": g.f, "q_a": np.mean(g.a**2, axis=-2),
+                 "mse": np.mean((np.asarray(Y, float)[None] - g.f) ** 2, axis=(-2, -1))}
+        for name in keep_W:
+            sites[name] = g.Ws[int(name[1:]) - 1]
+        if layers:
+            z = np.einsum("dni,pi->dnp", g.Ws[0], X) / np.sqrt(N0)
+            zs = [z]
+            for Wl in g.Ws[1:]:
+                zs.append(np.einsum("dnk,dkp->dnp", Wl, zs[-1]) / np.sqrt(width))
+            for l in layers:
+                sites[f"z{l}"] = zs[l - 1]
+        if X_test is not None:
+            sites["f_test"] = g.f_test
+        for k, v in sites.items():
+            out.setdefault(k, []).append(v)
+    samples = {k: np.stack(v).astype(np.float32) for k, v in out.items() if k not in exclude or k == "f_test"}
+    shape = (int(num_chains), n_keep)
+    stats = {"diverging": np.zeros(shape, bool), "n_steps": np.full(shape, int(thinning))}
+    info = {"timing": timing, "warmup_mse": np.stack(warm_mse), "warmup_time": np.stack(warm_time)}
+    return samples, stats, info
