@@ -171,3 +171,11 @@ def test_cli_list_and_sample(tmp_path, capsys):
     assert "--width does not apply" in capsys.readouterr().err
     assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
     assert "not found" in capsys.readouterr().err
+    # the exact Gibbs sampler for linear nets, and its clear refusal elsewhere
+    assert main(["sample", "deep_linear", "--sampler", "gibbs", "--width", "4", "--P", "6", "--chains", "2",
+                 "--warmup", "10", "--samples", "5", "--quiet", "--out", str(out)]) == 0
+    back = azcompat.from_netcdf(out)
+    assert bnnzoo.run_config(back)["sampler"]["sampler"] == "gibbs"
+    assert azcompat.get_group(back, "posterior")["z1"].shape == (2, 5, 4, 6)
+    assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(out)]) == 2
+    assert "linear fully-connected nets only" in capsys.readouterr().err
