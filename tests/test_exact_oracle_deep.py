@@ -7,8 +7,8 @@ observable.  The settings cover depth 2 and 3, m = 1 and 3 outputs, σ_w² ≠ 1
 
 Power: the same z-test rejects a Gibbs chain one layer too shallow and one with σ_a² 1.3 × too large (asserted: the
 worst observable's |z| exceeds its Bonferroni threshold by > 1).  Measured (NUTS 2 × 1500 draws; Gibbs 20 000 draws,
-wrong chains 5000): correct chain max |z| 2.5 / 2.6 / 2.2 (toy L = 2, Gaussian L = 3, lazy L = 2; thresholds 3.3–4.2);
-depth L − 1: 33 / 5.9 / 13; σ_a² × 1.3: 18 / 19 / 22.  Mutated samplers were rejected too (measured once on a toy
+wrong chains 5000): correct chain max |z| 2.1 / 2.7 / 2.3 (toy L = 2, Gaussian L = 3, lazy L = 2; thresholds 3.3–4.2);
+depth L − 1: 31 / 5.9 / 13; σ_a² × 1.3: 18 / 19 / 21.  Mutated samplers were rejected too (measured once on a toy
 L = 3 setting, P = 6, N = 6, T = 0.1: effective readouts multiplied in the wrong order max |z| 72; layer inputs
 z_{l−1} not refreshed after redrawing W_{l−1}: 287).
 Each setting takes 12–21 s on a busy 2-core CPU (NUTS dominates).

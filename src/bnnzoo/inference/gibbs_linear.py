@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve, cholesky, solve_triangular
 from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
 from ..models.fcn import default_sigma_a2
@@ -133,19 +134,21 @@ def _input_factor(Xl: np.ndarray, Y: np.ndarray):
 def _draw_readout(rng: np.random.Generator, z: np.ndarray, Y: np.ndarray, sa2: float, c: float, v: float):
     """a | z for f = c zᵀ a, a ~ N(0, σ_a²) (N × m), Y | f ~ N(f, v); z is the (N × P) feature layer.
 
-    Columns a_r independent: precision I/σ_a² + (c²/v) z zᵀ, mean (precision)⁻¹ (c/v) z Y_r, diagonalised by the
-    thin SVD z = U s Vᵀ.
+    Columns a_r independent, precision Λ = I/σ_a² + (c²/v) z zᵀ, mean Λ⁻¹ (c/v) z Y_r.  One Cholesky in the smaller
+    of N and P: of Λ when N <= P (noise L⁻ᵀε), else of K = v I + σ_a² c² zᵀz by Matheron's rule
+    a = a₀ + σ_a² c z K⁻¹ (Y − c zᵀa₀ − e), a₀ ~ N(0, σ_a²), e ~ N(0, v).
     """
-    N, m = z.shape[0], Y.shape[1]
-    sa = np.sqrt(sa2)
-    gamma = c * c / v
-    Uz, s, _ = np.linalg.svd(z, full_matrices=False)
-    prec = 1.0 / sa2 + gamma * s**2
-    b = (c / v) * (z @ Y)  # (N, m), lies in span(Uz)
-    mean = Uz @ ((Uz.T @ b) / prec[:, None])
+    N, P = z.shape
+    m = Y.shape[1]
     eps = rng.standard_normal((N, m))
-    noise = sa * eps + Uz @ ((prec**-0.5 - sa)[:, None] * (Uz.T @ eps))
-    return mean + noise
+    if N <= P:
+        L = cholesky(np.eye(N) / sa2 + (c * c / v) * (z @ z.T), lower=True)
+        mean = cho_solve((L, True), (c / v) * (z @ Y))
+        return mean + solve_triangular(L, eps, lower=True, trans="T")
+    a0 = np.sqrt(sa2) * eps
+    e = np.sqrt(v) * rng.standard_normal((P, m))
+    K = v * np.eye(P) + (sa2 * c * c) * (z.T @ z)
+    return a0 + (sa2 * c) * (z @ cho_solve(cho_factor(K, lower=True), Y - c * (z.T @ a0) - e))
 
 
 def _draw_weights(rng: np.random.Generator, B: np.ndarray, factor, n_in: int, sigma_w2: float, c: float, v: float):
@@ -220,7 +223,6 @@ def gibbs_linear(
     X_test : optional (P*, N0) test inputs: then f_test and the test kernels of every layer are recorded per draw.
     trace_warmup : record the training MSE and the elapsed seconds after every warm-up sweep.
 
-    Depth 1 gives the same draws as before ``depth`` existed, for the same seed.
     """
     if Y is None:
         if not hasattr(X, "X"):
