@@ -358,7 +358,7 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         "gibbs" for linear nets (``deep_linear``, any depth): the exact blocked Gibbs sampler
         (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`, every conditional Gaussian), same sites and dims;
         num_warmup counts sweeps, chains run one after the other in memory (no store / chunks / HMC settings).
-        On the linear toy net at N = P = 100 it gives ≈ 10× NUTS's readout ESS per second (benchmarks/results.md).
+        On the linear toy net at N = P = 100 it gives 19× NUTS's readout ESS per second (benchmarks/results.md).
     seed : PRNG seed; the same seed reproduces the run.
     record : extra sites to record, e.g. ("z",) for the preactivations of every layer (what the diagnostics read).
     progress : show a progress bar.
