@@ -172,10 +172,11 @@ def test_cli_list_and_sample(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
     assert "not found" in capsys.readouterr().err
     # the exact Gibbs sampler for linear nets, and its clear refusal elsewhere
+    out_g = tmp_path / "gibbs.nc"                             # a new file: ArviZ 1.x keeps `out` open (lazy load)
     assert main(["sample", "deep_linear", "--sampler", "gibbs", "--width", "4", "--P", "6", "--chains", "2",
-                 "--warmup", "10", "--samples", "5", "--quiet", "--out", str(out)]) == 0
-    back = azcompat.from_netcdf(out)
+                 "--warmup", "10", "--samples", "5", "--quiet", "--out", str(out_g)]) == 0
+    back = azcompat.from_netcdf(out_g)
     assert bnnzoo.run_config(back)["sampler"]["sampler"] == "gibbs"
     assert azcompat.get_group(back, "posterior")["z1"].shape == (2, 5, 4, 6)
-    assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(out)]) == 2
+    assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(out_g)]) == 2
     assert "linear fully-connected nets only" in capsys.readouterr().err
