@@ -24,8 +24,9 @@ Figures per run: time to equilibrium (wall seconds of warm start + warm-up until
 falls below the equilibrium level = 90th percentile of the kept draws' MSE pooled over all methods of that net; compile
 time excluded, shown separately), gradient evaluations per second (leapfrog steps of all chains / sampling time),
 sampler overhead (sampling time / (Σ over iterations of the largest tree among the vectorised chains × time of one
-bare jitted batched gradient); for one chain per core: the longest chain's total of trees × one single-chain gradient), bulk ESS per second of sampling of the readout weights ``a``, of the output ``f`` and
-of the kernel K1 = zᵀz/N (mean over entries), and peak resident memory.  A memory section shows that a long run with
+bare jitted batched gradient); for one chain per core: the longest chain's total of trees × one single-chain
+gradient), bulk ESS per second of sampling of the readout weights ``a``, of the output ``f`` and of the kernel
+K1 = zᵀz/N (mean over entries), and peak resident memory.  A memory section shows that a long run with
 the big sites left out / thinned does not grow with the number of draws.
 
 Writes ``benchmarks/results.md`` and ``benchmarks/results.json``.
@@ -317,7 +318,8 @@ def _markdown(runs, memory, meta) -> str:
              "single-chain gradient); **/par** one chain per CPU core, the others vectorised on one device; "
              "**ESS/s** bulk ESS per second of sampling "
              "(mean over entries) of the readout weights a, the output f and the kernel K1 = zᵀz/N; **×** the "
-             "ratio to the baseline (for ro+data/par: to baseline/par, so the parallel gain is not counted twice); **MB** peak resident memory of the run's process.", "",
+             "ratio to the baseline (for ro+data/par: to baseline/par, so the parallel gain is not counted twice); "
+             "**MB** peak resident memory of the run's process.", "",
              "| net | N=P | method | t_eq s | compile s | grad/s | overhead | ESS/s a (×) | ESS/s f (×) | "
              "ESS/s K1 (×) | steps/draw | div | MB |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

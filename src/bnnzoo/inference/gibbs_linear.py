@@ -17,8 +17,9 @@ Default σ_a² = P^{-1/L} (non-lazy) or 1 (lazy), as in the NumPyro model.  Ever
   the one-layer W | a with a → B_l and X → z_{l−1}ᵀ: precision operator  W ↦ W/σ_w² + κ (B Bᵀ) W (Z Zᵀ),
   κ = c²/(v n), Z = z_{l−1} (the Kronecker form I/σ_w² + κ (B Bᵀ)⊗(Z Zᵀ)), linear term  G = (c/(v √n)) B Yᵀ Zᵀ.
 
-Both kinds of factor are diagonalised by thin SVDs (z_L = U s Vᵀ; B = U_B s_B V_Bᵀ, Zᵀ = U_x s_x V_xᵀ): the precision
-is 1/σ² off the (low-rank) span of the factors and 1/σ² + κ α_i β_j on it.  One sweep draws a | W, then W_1, …, W_L
+a | W is drawn with one Cholesky factor in the smaller of N and P (Matheron's rule when N > P).  The W_l conditionals
+are diagonalised by thin SVDs (B = U_B s_B V_Bᵀ, Zᵀ = U_x s_x V_xᵀ): the precision is 1/σ² off the (low-rank) span of
+the factors and 1/σ² + κ α_i β_j on it.  One sweep draws a | W, then W_1, …, W_L
 in turn (each given the current others: the effective readouts B_l are computed top-down after a is drawn, the
 inputs z_{l−1} bottom-up as the layers are redrawn), so the chain's stationary law is the exact finite-N posterior.
 Cost per sweep: O(N P² + N m N0 + N0 P²) for the first layer and readout (plus N·N0 normal draws), and
@@ -65,6 +66,7 @@ class GibbsLinearResult:
         every layer on / with ``X_test``, or None.
     warmup_mse, warmup_time : (sweep,) training MSE after each warm-up sweep and seconds since the start, or None
         (``trace_warmup=True`` records them).
+    zs : tuple of the L preactivation arrays z_l (draw, neuron, point), or None when ``store_z=False``.
     """
 
     a: np.ndarray
@@ -82,6 +84,7 @@ class GibbsLinearResult:
     K_train_test: np.ndarray | None = None
     warmup_mse: np.ndarray | None = None
     warmup_time: np.ndarray | None = None
+    zs: tuple[np.ndarray, ...] | None = None
 
     @property
     def num_draws(self) -> int:
@@ -203,6 +206,7 @@ def gibbs_linear(
     init: tuple | None = None,
     X_test=None,
     trace_warmup: bool = False,
+    store_z: bool = False,
 ) -> GibbsLinearResult:
     """Sample the exact posterior of the depth-L linear network by blocked Gibbs (a | W, then W_1, …, W_L | rest).
 
@@ -222,6 +226,7 @@ def gibbs_linear(
         (N, N0), (N, N), …; default a draw from the prior.
     X_test : optional (P*, N0) test inputs: then f_test and the test kernels of every layer are recorded per draw.
     trace_warmup : record the training MSE and the elapsed seconds after every warm-up sweep.
+    store_z : keep every layer's preactivations on the training inputs — memory L·N·P per draw.
 
     """
     if Y is None:
@@ -275,6 +280,7 @@ def gibbs_linear(
     K_out = np.empty((n_keep, L, P, P))
     U_out = np.empty((n_keep, m, m))
     W_out = [np.empty((n_keep, N, n)) for n in n_in] if store_W else None
+    z_out = [np.empty((n_keep, N, P)) for _ in range(L)] if store_z else None
     if X_test is not None:
         Pt = X_test.shape[0]
         ft_out = np.empty((n_keep, Pt, m))
@@ -316,6 +322,9 @@ def gibbs_linear(
                 if store_W:
                     for l in range(L):
                         W_out[l][k] = Ws[l]
+                if store_z:
+                    for l in range(L):
+                        z_out[l][k] = zs[l + 1]
                 if X_test is not None:
                     zt = X_test.T
                     for l in range(L):
@@ -331,7 +340,8 @@ def gibbs_linear(
                              f_test=ft_out, K1_test=None if Kt_out is None else Kt_out[:, 0],
                              K1_train_test=None if Ktt_out is None else Ktt_out[:, 0], params=params,
                              K=K_out, Ws=tuple(W_out) if store_W else None, K_test=Kt_out, K_train_test=Ktt_out,
-                             warmup_mse=warm_mse, warmup_time=warm_time)
+                             warmup_mse=warm_mse, warmup_time=warm_time,
+                             zs=tuple(z_out) if store_z else None)
 
 
 def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, thinning: int = 1, seed: int = 0,
@@ -354,10 +364,7 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     L = int(depth)
     layers = recorded_layers(record, L)
     keep_W = [f"W{l}" for l in range(1, L + 1) if f"W{l}" not in exclude]
-    store_W = bool(keep_W or layers)
     n_keep = int(num_samples) // int(thinning)
-    X = np.asarray(X, dtype=float)
-    N0 = X.shape[1]
     out: dict[str, list] = {}
     timing = {"warmup_s": 0.0, "sampling_s": 0.0}
     warm_mse, warm_time = [], []
@@ -367,7 +374,8 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         t0 = time.perf_counter()
         g = gibbs_linear(X, Y, width=width, temperature=temperature, depth=L, sigma_a2=sigma_a2, sigma_w2=sigma_w2,
                          readout=readout, num_samples=n_keep, num_warmup=num_warmup, seed=chain_seed,
-                         thin=int(thinning), store_W=store_W, X_test=X_test, trace_warmup=True)
+                         thin=int(thinning), store_W=bool(keep_W), store_z=bool(layers), X_test=X_test,
+                         trace_warmup=True)
         timing["warmup_s"] += g.params["warmup_seconds"]
         timing["sampling_s"] += g.params["seconds"] - g.params["warmup_seconds"]
         warm_mse.append(g.warmup_mse)
@@ -379,13 +387,8 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  "mse": np.mean((np.asarray(Y, float)[None] - g.f) ** 2, axis=(-2, -1))}
         for name in keep_W:
             sites[name] = g.Ws[int(name[1:]) - 1]
-        if layers:
-            z = np.einsum("dni,pi->dnp", g.Ws[0], X) / np.sqrt(N0)
-            zs = [z]
-            for Wl in g.Ws[1:]:
-                zs.append(np.einsum("dnk,dkp->dnp", Wl, zs[-1]) / np.sqrt(width))
-            for l in layers:
-                sites[f"z{l}"] = zs[l - 1]
+        for l in layers:
+            sites[f"z{l}"] = g.zs[l - 1]
         if X_test is not None:
             sites["f_test"] = g.f_test
         for k, v in sites.items():

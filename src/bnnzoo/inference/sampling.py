@@ -432,9 +432,11 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         from ..models.fcn_fast import fcn_fast
 
         sample_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam)
-    kernel = None if sampler == "gibbs" else build_kernel(sample_fn, sampler=sampler, step_size=step_size, num_steps=num_steps,
-                          target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
-                          init=init)
+    kernel = None
+    if sampler != "gibbs":
+        kernel = build_kernel(sample_fn, sampler=sampler, step_size=step_size, num_steps=num_steps,
+                              target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
+                              init=init)
     if chain_method == "auto":
         if use_engine:
             chain_method = "sharded" if n_dev > 1 and num_chains > 1 and num_chains % n_dev == 0 else "vectorized"
@@ -450,10 +452,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         from .gibbs_linear import gibbs_chains
 
         chain_method = "sequential"
-        samples, gibbs_stats, gibbs_info = gibbs_chains(X, Y, num_chains=num_chains, num_warmup=num_warmup,
-                                            num_samples=num_samples, thinning=thinning, seed=seed,
-                                            X_test=task.X_test, exclude=exclude, progress=progress,
-                                            **{k: v for k, v in kw.items() if k != "X_test"})
+        samples, gibbs_stats, gibbs_info = gibbs_chains(
+            X, Y, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+            seed=seed, X_test=task.X_test, exclude=exclude, progress=progress,
+            **{k: v for k, v in kw.items() if k != "X_test"})
         f_test_engine = samples.pop("f_test", None)
         use_engine = True                                   # f_test comes with the draws, as from the engine
         engine_cfg = {"chain_method": chain_method, "timing": gibbs_info["timing"]}
@@ -488,10 +490,7 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     lead = ("chain", "draw")
 
     posterior = _dataset({k: v for k, v in samples.items() if k != "y"}, site_dims, lead, lead_coords)
-    if gibbs_stats is not None:
-        stats = gibbs_stats
-    else:
-        stats = _nuts_stats(extra)
+    stats = gibbs_stats if gibbs_stats is not None else _nuts_stats(extra)
     sample_stats = _dataset(stats, {}, lead, lead_coords)
     groups = {
         "posterior": posterior,
