@@ -180,3 +180,34 @@ def test_cli_list_and_sample(tmp_path, capsys):
     assert azcompat.get_group(back, "posterior")["z1"].shape == (2, 5, 4, 6)
     assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(out_g)]) == 2
     assert "linear fully-connected nets only" in capsys.readouterr().err
+
+
+def test_matmul_precision_is_set_while_tracing_and_recorded():
+    """Models are traced under the requested float32 matmul precision ("highest" by default: GPUs otherwise round
+    products to TensorFloat32 and sample a perturbed density, benchmarks/bench_precision.py); None leaves JAX's own
+    setting; a bad value fails before compiling."""
+    import jax
+
+    seen = []
+
+    def linreg(X, Y=None):
+        seen.append(jax.config.jax_default_matmul_precision)
+        w = numpyro.sample("w", dist.Normal(0, 1).expand([X.shape[1]]).to_event(1))
+        numpyro.sample("obs", dist.Normal(X @ w, 0.5).to_event(1), obs=None if Y is None else Y[:, 0])
+
+    t = toy_task(P=4, N0=5, ratios=(0.5, 0.5))
+    before = jax.config.jax_default_matmul_precision
+    idata = bnnzoo.sample(linreg, t, num_chains=1, num_warmup=5, num_samples=5, progress=False)
+    assert seen and set(seen) == {"highest"}
+    assert bnnzoo.run_config(idata)["sampler"]["matmul_precision"] == "highest"
+    assert jax.config.jax_default_matmul_precision == before          # restored afterwards
+    seen.clear()
+    bnnzoo.sample(linreg, t, num_chains=1, num_warmup=5, num_samples=5, progress=False, matmul_precision=None)
+    assert set(seen) == {before}
+    seen.clear()
+    bnnzoo.sample(linreg, t, num_chains=1, num_warmup=5, num_samples=5, progress=False, matmul_precision="bfloat16")
+    assert set(seen) == {"bfloat16"}
+    seen.clear()
+    with pytest.raises(ValueError, match="matmul_precision"):
+        bnnzoo.sample(linreg, t, num_samples=2, progress=False, matmul_precision="tf32")
+    assert seen == []                                                   # refused before tracing

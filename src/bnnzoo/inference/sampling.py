@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import math
@@ -27,6 +28,7 @@ from ..tasks import Task
 __all__ = ["sample", "run_config", "build_kernel", "SAMPLERS"]
 
 SAMPLERS = ("nuts", "hmc", "gibbs")
+MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
 _EXTRA_FIELDS = ("diverging", "num_steps", "accept_prob", "energy", "potential_energy", "adapt_state.step_size")
 
 
@@ -344,7 +346,7 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
            dense_mass: bool = False, init: str = "prior", log_likelihood: bool = False,
            dims: dict | None = None, chunk_size: int | None = None, store=None, resume: bool = False,
            exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] = (),
-           warm_start: int = 0, **model_kwargs):
+           warm_start: int = 0, matmul_precision: str | None = "highest", **model_kwargs):
     """Sample the posterior of ``model`` on ``task`` and return ArviZ data (InferenceData on ArviZ 0.x, DataTree
     on 1.x).
 
@@ -385,6 +387,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         "data_space" (first layer sampled as preactivations on the training inputs); the posterior is unchanged
         (:mod:`bnnzoo.models.fcn_fast`).
     warm_start : Adam steps on the potential energy from each chain's starting point before warm-up (0: off).
+    matmul_precision : float32 matrix-product precision while sampling (``jax.default_matmul_precision``):
+        "highest" (default: true float32) keeps the posterior exact on GPUs, whose JAX default rounds float32
+        products to TensorFloat32 (10-bit mantissa), which perturbs the potential energy by O(1) at the paper's
+        sizes (``benchmarks/bench_precision.py``); None leaves JAX's setting alone. No effect on CPU.
 
     Groups: ``posterior`` (named dims), ``sample_stats`` (diverging, step_size, tree_depth, n_steps, energy,
     acceptance_rate, lp), ``observed_data`` (y), ``constant_data`` (X, labels), and ``predictions`` (f on X_test)
@@ -401,6 +407,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     _check_int("seed", seed, 0)
     if thinning > num_samples:
         raise ValueError(f"thinning={thinning} exceeds num_samples={num_samples}: no draw would be kept")
+    if matmul_precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {matmul_precision!r}")
     kw = entry.kwargs(**model_kwargs) if entry is not None else dict(model_kwargs)
     if record:
         kw["record"] = tuple(record)
@@ -426,121 +434,124 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     use_engine = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
                       or warm_start or chain_method == "sharded"
                       or (chain_method == "auto" and 1 < n_dev < num_chains and num_chains % n_dev == 0))
-    gibbs_stats = None
-    sample_fn = fn
-    if reparam:
-        from ..models.fcn_fast import fcn_fast
+    precision = (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
+                 else contextlib.nullcontext())
+    with precision:                      # tracing happens inside: every jitted function gets this precision
+        gibbs_stats = None
+        sample_fn = fn
+        if reparam:
+            from ..models.fcn_fast import fcn_fast
 
-        sample_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam)
-    kernel = None
-    if sampler != "gibbs":
-        kernel = build_kernel(sample_fn, sampler=sampler, step_size=step_size, num_steps=num_steps,
-                              target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
-                              init=init)
-    if chain_method == "auto":
-        if use_engine:
-            chain_method = "sharded" if n_dev > 1 and num_chains > 1 and num_chains % n_dev == 0 else "vectorized"
-        else:
-            chain_method = "parallel" if 1 < num_chains <= n_dev else "vectorized"
-    site_dims = dims if dims is not None else (entry.dims(**kw) if entry is not None else _infer_dims(fn, X, Y, kw))
+            sample_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam)
+        kernel = None
+        if sampler != "gibbs":
+            kernel = build_kernel(sample_fn, sampler=sampler, step_size=step_size, num_steps=num_steps,
+                                  target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
+                                  init=init)
+        if chain_method == "auto":
+            if use_engine:
+                chain_method = "sharded" if n_dev > 1 and num_chains > 1 and num_chains % n_dev == 0 else "vectorized"
+            else:
+                chain_method = "parallel" if 1 < num_chains <= n_dev else "vectorized"
+        site_dims = dims if dims is not None else (entry.dims(**kw) if entry is not None else _infer_dims(fn, X, Y, kw))
 
-    key = jax.random.PRNGKey(seed)
-    key_run, key_pred = jax.random.split(key)
-    engine_cfg = None
-    thinned_group = warmup_groups = None
-    if sampler == "gibbs":
-        from .gibbs_linear import gibbs_chains
+        key = jax.random.PRNGKey(seed)
+        key_run, key_pred = jax.random.split(key)
+        engine_cfg = None
+        thinned_group = warmup_groups = None
+        if sampler == "gibbs":
+            from .gibbs_linear import gibbs_chains
 
-        chain_method = "sequential"
-        samples, gibbs_stats, gibbs_info = gibbs_chains(
-            X, Y, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
-            seed=seed, X_test=task.X_test, exclude=exclude, progress=progress,
-            **{k: v for k, v in kw.items() if k != "X_test"})
-        f_test_engine = samples.pop("f_test", None)
-        use_engine = True                                   # f_test comes with the draws, as from the engine
-        engine_cfg = {"chain_method": chain_method, "timing": gibbs_info["timing"]}
-        if num_warmup:
-            warmup_groups = _gibbs_warmup_datasets(gibbs_info)
-    elif use_engine:
-        res, engine_cfg = _run_engine(
-            name, fn, entry, kernel, task, kw, key_run=key_run, key_pred=key_pred, num_chains=num_chains,
-            num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, chain_method=chain_method,
-            chunk_size=chunk_size, store=store, resume=resume, exclude=exclude, site_thinning=site_thinning,
-            reparam=reparam, warm_start=warm_start, init=init, progress=progress, seed=seed,
-            sampler_cfg=dict(sampler=sampler, step_size=step_size, num_steps=num_steps, target_accept=target_accept,
-                             max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init))
-        chain_method = engine_cfg["chain_method"]
-        samples = dict(res.samples)
-        extra = {_ENGINE_STAT_KEYS[k]: v for k, v in res.stats.items()}
-        f_test_engine = samples.pop("f_test", None)
-        if res.thinned:
-            thinned_group = _thinned_dataset(res, site_dims)
-        if res.warmup:
-            warmup_groups = _warmup_datasets(res, site_dims)
-    else:
-        mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                    thinning=thinning, chain_method=chain_method, progress_bar=progress)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="There are not enough devices")
-            mcmc.run(key_run, X, Y, extra_fields=_EXTRA_FIELDS, **kw)
-        samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-        extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
-    n_chain, n_draw = next(iter(samples.values())).shape[:2]
-    lead_coords = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
-    lead = ("chain", "draw")
-
-    posterior = _dataset({k: v for k, v in samples.items() if k != "y"}, site_dims, lead, lead_coords)
-    stats = gibbs_stats if gibbs_stats is not None else _nuts_stats(extra)
-    sample_stats = _dataset(stats, {}, lead, lead_coords)
-    groups = {
-        "posterior": posterior,
-        "sample_stats": sample_stats,
-        "observed_data": xr.Dataset({"y": (("point", "class"), Y)},
-                                    coords={"point": np.arange(task.P), "class": np.arange(task.m)}),
-        "constant_data": xr.Dataset({"X": (("point", "input"), X), "labels": (("point",), task.labels)},
-                                    coords={"point": np.arange(task.P), "input": np.arange(task.N0)}),
-    }
-    if log_likelihood:
-        if gibbs_stats is not None:
-            from ..models.fcn import likelihood_variance
-
-            v = likelihood_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"])
-            ll = -0.5 * ((Y - samples["f"]) ** 2 / v + math.log(2 * math.pi * v))
+            chain_method = "sequential"
+            samples, gibbs_stats, gibbs_info = gibbs_chains(
+                X, Y, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                seed=seed, X_test=task.X_test, exclude=exclude, progress=progress,
+                **{k: v for k, v in kw.items() if k != "X_test"})
+            f_test_engine = samples.pop("f_test", None)
+            use_engine = True                                   # f_test comes with the draws, as from the engine
+            engine_cfg = {"chain_method": chain_method, "timing": gibbs_info["timing"]}
+            if num_warmup:
+                warmup_groups = _gibbs_warmup_datasets(gibbs_info)
         elif use_engine:
-            ll = _engine_loglik(fn, entry, samples, task, kw, n_chain, n_draw)
+            res, engine_cfg = _run_engine(
+                name, fn, entry, kernel, task, kw, key_run=key_run, key_pred=key_pred, num_chains=num_chains,
+                num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, chain_method=chain_method,
+                chunk_size=chunk_size, store=store, resume=resume, exclude=exclude, site_thinning=site_thinning,
+                reparam=reparam, warm_start=warm_start, init=init, progress=progress, seed=seed,
+                sampler_cfg=dict(sampler=sampler, step_size=step_size, num_steps=num_steps, target_accept=target_accept,
+                                 max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init))
+            chain_method = engine_cfg["chain_method"]
+            samples = dict(res.samples)
+            extra = {_ENGINE_STAT_KEYS[k]: v for k, v in res.stats.items()}
+            f_test_engine = samples.pop("f_test", None)
+            if res.thinned:
+                thinned_group = _thinned_dataset(res, site_dims)
+            if res.warmup:
+                warmup_groups = _warmup_datasets(res, site_dims)
         else:
-            from numpyro.infer import log_likelihood as _loglik
+            mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                        thinning=thinning, chain_method=chain_method, progress_bar=progress)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="There are not enough devices")
+                mcmc.run(key_run, X, Y, extra_fields=_EXTRA_FIELDS, **kw)
+            samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+            extra = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+        n_chain, n_draw = next(iter(samples.values())).shape[:2]
+        lead_coords = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+        lead = ("chain", "draw")
 
-            flat = mcmc.get_samples()
-            ll = np.asarray(_loglik(fn, flat, X, Y, **kw)["y"]).reshape((n_chain, n_draw) + Y.shape)
-        groups["log_likelihood"] = _dataset({"y": ll}, {"y": ["point", "class"]}, lead, lead_coords)
-    if thinned_group is not None:
-        groups["posterior_thinned"] = thinned_group
-    if warmup_groups is not None:
-        groups.update(warmup_groups)
-    if task.X_test is not None and use_engine and f_test_engine is None:
-        warnings.warn("the test-set output f_test was not recorded (excluded, or not computable): no predictions "
-                      "group", RuntimeWarning, stacklevel=2)
-    elif task.X_test is not None:
-        if use_engine:
-            f_test = f_test_engine
-        else:
-            pred = Predictive(fn, posterior_samples=mcmc.get_samples(), return_sites=["f_test"])
-            f_test = np.asarray(pred(key_pred, X, Y, **dict(kw, X_test=task.X_test))["f_test"])
-            f_test = f_test.reshape((n_chain, n_draw) + f_test.shape[1:])
-        groups["predictions"] = _dataset({"f": f_test}, {"f": ["test_point", "class"]}, lead, lead_coords)
-        const = {"X_test": (("test_point", "input"), task.X_test), "y_test": (("test_point", "class"), task.Y_test)}
-        if task.labels_test is not None:
-            const["labels_test"] = (("test_point",), task.labels_test)
-        groups["predictions_constant_data"] = xr.Dataset(
-            const, coords={"test_point": np.arange(task.X_test.shape[0]), "input": np.arange(task.N0),
-                           "class": np.arange(task.m)})
+        posterior = _dataset({k: v for k, v in samples.items() if k != "y"}, site_dims, lead, lead_coords)
+        stats = gibbs_stats if gibbs_stats is not None else _nuts_stats(extra)
+        sample_stats = _dataset(stats, {}, lead, lead_coords)
+        groups = {
+            "posterior": posterior,
+            "sample_stats": sample_stats,
+            "observed_data": xr.Dataset({"y": (("point", "class"), Y)},
+                                        coords={"point": np.arange(task.P), "class": np.arange(task.m)}),
+            "constant_data": xr.Dataset({"X": (("point", "input"), X), "labels": (("point",), task.labels)},
+                                        coords={"point": np.arange(task.P), "input": np.arange(task.N0)}),
+        }
+        if log_likelihood:
+            if gibbs_stats is not None:
+                from ..models.fcn import likelihood_variance
+
+                v = likelihood_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"])
+                ll = -0.5 * ((Y - samples["f"]) ** 2 / v + math.log(2 * math.pi * v))
+            elif use_engine:
+                ll = _engine_loglik(fn, entry, samples, task, kw, n_chain, n_draw)
+            else:
+                from numpyro.infer import log_likelihood as _loglik
+
+                flat = mcmc.get_samples()
+                ll = np.asarray(_loglik(fn, flat, X, Y, **kw)["y"]).reshape((n_chain, n_draw) + Y.shape)
+            groups["log_likelihood"] = _dataset({"y": ll}, {"y": ["point", "class"]}, lead, lead_coords)
+        if thinned_group is not None:
+            groups["posterior_thinned"] = thinned_group
+        if warmup_groups is not None:
+            groups.update(warmup_groups)
+        if task.X_test is not None and use_engine and f_test_engine is None:
+            warnings.warn("the test-set output f_test was not recorded (excluded, or not computable): no predictions "
+                          "group", RuntimeWarning, stacklevel=2)
+        elif task.X_test is not None:
+            if use_engine:
+                f_test = f_test_engine
+            else:
+                pred = Predictive(fn, posterior_samples=mcmc.get_samples(), return_sites=["f_test"])
+                f_test = np.asarray(pred(key_pred, X, Y, **dict(kw, X_test=task.X_test))["f_test"])
+                f_test = f_test.reshape((n_chain, n_draw) + f_test.shape[1:])
+            groups["predictions"] = _dataset({"f": f_test}, {"f": ["test_point", "class"]}, lead, lead_coords)
+            const = {"X_test": (("test_point", "input"), task.X_test), "y_test": (("test_point", "class"), task.Y_test)}
+            if task.labels_test is not None:
+                const["labels_test"] = (("test_point",), task.labels_test)
+            groups["predictions_constant_data"] = xr.Dataset(
+                const, coords={"test_point": np.arange(task.X_test.shape[0]), "input": np.arange(task.N0),
+                               "class": np.arange(task.m)})
 
     n_div = int(stats["diverging"].sum())
     sampler_cfg = dict(sampler=sampler, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                        thinning=thinning, chain_method=chain_method, step_size=step_size, num_steps=num_steps,
                        target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
-                       init=init)
+                       init=init, matmul_precision=matmul_precision)
     config = dict(model=name, model_kwargs=_jsonable({k: v for k, v in kw.items()}), task=_jsonable(task.meta),
                   task_name=task.name, sampler=_jsonable(sampler_cfg), seed=seed, versions=_versions(),
                   record=list(record), divergences=n_div, wall_time_s=round(time.time() - t_start, 3),
