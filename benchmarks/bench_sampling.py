@@ -16,6 +16,8 @@ own subprocess (so peak memory is its own) with the same seed, chains and draws:
 * ``baseline/par`` and ``ro+data/par``  the same samplers with one chain per CPU core (``numpyro.set_host_device_count``
   = number of chains, ``chain_method="parallel"``, what the ``bnnzoo`` CLI does); the other methods vectorise the
   chains on one device, as a plain ``numpyro.infer.MCMC`` on one device does;
+* ``chees``  ChEES-HMC on the weight-space model (``sampler="chees"``): jittered HMC tuned across the chains,
+  every chain the same number of leapfrog steps per iteration (no tree building);
 * ``gibbs``  linear net only: the exact blocked Gibbs sampler (``sampler="gibbs"``; chains one after the other, numpy,
   one BLAS thread); no gradients, so grad/s and overhead do not apply; its time to equilibrium is the sum over the
   chains (they run in sequence).
@@ -55,6 +57,7 @@ METHODS = {
     "baseline/par": dict(chain_method="parallel"),
     "ro+data/par": dict(reparam=("readout", "data_space"), chain_method="parallel"),
     "gibbs": dict(sampler="gibbs"),
+    "chees": dict(sampler="chees"),
 }
 ONLY_LINEAR = ("gibbs",)
 

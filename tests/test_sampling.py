@@ -180,6 +180,12 @@ def test_cli_list_and_sample(tmp_path, capsys):
     assert azcompat.get_group(back, "posterior")["z1"].shape == (2, 5, 4, 6)
     assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(out_g)]) == 2
     assert "linear fully-connected nets only" in capsys.readouterr().err
+    out_c = tmp_path / "chees.nc"
+    assert main(["sample", "relu", "--sampler", "chees", "--width", "4", "--P", "6", "--chains", "2", "--warmup",
+                 "20", "--samples", "5", "--quiet", "--out", str(out_c)]) == 0
+    assert bnnzoo.run_config(azcompat.from_netcdf(out_c))["sampler"]["sampler"] == "chees"
+    assert main(["sample", "relu", "--sampler", "chees", "--chains", "1", "--out", str(out_c)]) == 2
+    assert "num_chains >= 2" in capsys.readouterr().err
 
 
 def test_matmul_precision_is_set_while_tracing_and_recorded():

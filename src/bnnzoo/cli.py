@@ -224,8 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--warmup", type=int, default=300)
     ps.add_argument("--samples", type=int, default=300)
     ps.add_argument("--thin", type=int, default=1)
-    ps.add_argument("--sampler", choices=["nuts", "hmc", "gibbs"], default="nuts",
-                    help="gibbs: the exact blocked Gibbs sampler, linear nets only")
+    ps.add_argument("--sampler", choices=["nuts", "hmc", "gibbs", "chees"], default="nuts",
+                    help="gibbs: the exact blocked Gibbs sampler, linear nets only; chees: ChEES-HMC, every chain "
+                    "the same number of leapfrog steps, tuned across chains (>= 2 chains)")
     ps.add_argument("--seed", type=int, default=0)
     ps.add_argument("--record", default="z", help="comma-separated extra sites (default 'z': all preactivations)")
     ps.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -27,7 +27,7 @@ from ..tasks import Task
 
 __all__ = ["sample", "run_config", "build_kernel", "SAMPLERS"]
 
-SAMPLERS = ("nuts", "hmc", "gibbs")
+SAMPLERS = ("nuts", "hmc", "gibbs", "chees")
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
 _EXTRA_FIELDS = ("diverging", "num_steps", "accept_prob", "energy", "potential_energy", "adapt_state.step_size")
 
@@ -48,9 +48,12 @@ def _check_int(name, value, minimum):
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
-def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_accept=0.8, max_tree_depth=10,
+def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_accept=None, max_tree_depth=10,
                  dense_mass=False, init="prior"):
-    """NUTS or HMC kernel for ``fn``.
+    """NUTS, HMC or ChEES-HMC kernel for ``fn``.
+
+    ``target_accept`` None means 0.8 for NUTS and HMC (NumPyro's mean acceptance), 0.651 for ChEES (the harmonic
+    mean over chains, the optimum for HMC).
 
     A given ``step_size`` is used as is (no adaptation).  For HMC, ``num_steps`` leapfrog steps are taken per
     draw with ``trajectory_length=None``: NumPyro otherwise derives the number of steps from a trajectory
@@ -60,10 +63,21 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
         raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
     if step_size is not None and not (np.isfinite(step_size) and step_size > 0):
         raise ValueError(f"step_size must be > 0, got {step_size!r}")
+    if target_accept is None:
+        target_accept = 0.651 if sampler == "chees" else 0.8
     if not 0 < target_accept < 1:
         raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
     if init not in ("prior", "uniform"):
         raise ValueError(f"init must be 'prior' (a draw from the prior) or 'uniform' (NumPyro's default), got {init!r}")
+    if sampler == "chees":
+        from .chees import ChEES
+
+        if num_steps is not None or dense_mass:
+            raise ValueError("sampler='chees' tunes its own trajectory length and a diagonal mass: drop "
+                             + ("num_steps" if num_steps is not None else "dense_mass"))
+        _check_int("max_tree_depth", max_tree_depth, 1)
+        return ChEES(fn, step_size=step_size, max_leapfrog_steps=2 ** int(max_tree_depth), target_accept=target_accept,
+                     init=init)
     common = dict(
         step_size=1.0 if step_size is None else float(step_size),
         adapt_step_size=step_size is None,
@@ -342,7 +356,7 @@ def run_config(idata) -> dict:
 def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num_samples: int = 500,
            sampler: str = "nuts", seed: int = 0, thinning: int = 1, record: Sequence[str] = (),
            progress: bool = True, chain_method: str = "auto", step_size: float | None = None,
-           num_steps: int | None = None, target_accept: float = 0.8, max_tree_depth: int = 10,
+           num_steps: int | None = None, target_accept: float | None = None, max_tree_depth: int = 10,
            dense_mass: bool = False, init: str = "prior", log_likelihood: bool = False,
            dims: dict | None = None, chunk_size: int | None = None, store=None, resume: bool = False,
            exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] = (),
@@ -361,6 +375,12 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`, every conditional Gaussian), same sites and dims;
         num_warmup counts sweeps, chains run one after the other in memory (no store / chunks / HMC settings).
         On the linear toy net at N = P = 100 it gives 19× NUTS's readout ESS per second (benchmarks/results.md).
+        "chees": ChEES-HMC (:mod:`bnnzoo.inference.chees`), jittered HMC whose step size, trajectory length and
+        diagonal mass are tuned across the chains during warm-up, then fixed: every chain takes the same number of
+        leapfrog steps (no tree building, no chain waiting for another), for many chains on one device; needs
+        num_chains >= 2 (4 or more advised), runs through the chunked driver, vectorised on one device.
+    target_accept : NUTS/HMC: mean acceptance (default 0.8); ChEES: harmonic-mean acceptance (default 0.651).
+    max_tree_depth : NUTS: at most 2**max_tree_depth leapfrog steps per draw; ChEES: the same cap per iteration.
     seed : PRNG seed; the same seed reproduces the run.
     record : extra sites to record, e.g. ("z",) for the preactivations of every layer (what the diagnostics read).
     progress : show a progress bar.
@@ -431,8 +451,15 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     if sampler == "gibbs":
         _check_gibbs_args(entry, kw, chunk_size, store, resume, site_thinning, reparam, warm_start, step_size,
                           num_steps, dense_mass)
+    if sampler == "chees":
+        if num_chains < 2:
+            raise ValueError("sampler='chees' tunes across chains: it needs num_chains >= 2 (4 or more advised)")
+        if chain_method not in ("auto", "vectorized"):
+            raise ValueError(f"sampler='chees' runs its chains vectorised on one device (its tuning couples them); "
+                             f"got chain_method={chain_method!r}")
+        chain_method = "vectorized"
     use_engine = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
-                      or warm_start or chain_method == "sharded"
+                      or warm_start or chain_method == "sharded" or sampler == "chees"
                       or (chain_method == "auto" and 1 < n_dev < num_chains and num_chains % n_dev == 0))
     precision = (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
                  else contextlib.nullcontext())
@@ -561,8 +588,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     attrs = {"bnnzoo_config": json.dumps(config), "model": name, "sampler": sampler, "seed": seed,
              "num_chains": num_chains, "num_warmup": num_warmup, "num_samples": num_samples,
              "thinning": thinning,
-             "inference_library": "bnnzoo.inference.gibbs_linear" if sampler == "gibbs" else "numpyro",
-             "inference_library_version": config["versions"]["bnnzoo"] if sampler == "gibbs" else numpyro.__version__,
+             "inference_library": {"gibbs": "bnnzoo.inference.gibbs_linear",
+                                   "chees": "bnnzoo.inference.chees"}.get(sampler, "numpyro"),
+             "inference_library_version": config["versions"]["bnnzoo"] if sampler in ("gibbs", "chees")
+             else numpyro.__version__,
              "bnnzoo_version": config["versions"]["bnnzoo"], "created_at": config["created_at"]}
     for k, v in kw.items():
         if isinstance(v, (int, float, str, np.integer, np.floating)) and not isinstance(v, bool):

@@ -1,0 +1,296 @@
+"""ChEES-HMC: jittered HMC tuned across many chains (Hoffman, Radul & Sountsov, AISTATS 2021), as a NumPyro kernel
+whose state holds every chain — what ``bnnzoo.sample(..., sampler="chees")`` runs.
+
+Why: NUTS builds each trajectory in a data-dependent loop.  Vectorised over chains, every chain waits for the
+longest tree of the batch, and the tree bookkeeping costs several gradients per step on a GPU (4.8× the bare
+gradient at N = P = 500 on an H100, ``benchmarks/results_gpu.md``).  Here every chain takes the same number of
+leapfrog steps in an iteration: the loop body is one batched gradient and a few vector updates.
+
+The sampler, after warm-up: a diagonal mass matrix M, a step size ε and a trajectory length T are fixed; iteration t
+draws p ~ N(0, M) per chain, takes L_t = ⌈u_t T / ε⌉ leapfrog steps (u_t: the t-th point of the base-2 Halton
+sequence in (0, 1), the same for every chain and independent of the state) and accepts by the Metropolis test.  Each
+iteration is therefore an HMC transition that leaves the posterior invariant: the chains sample it exactly, like
+NUTS (``tests/perf/test_chees.py`` checks this against closed forms and the exact Gibbs sampler).
+
+Warm-up (discarded) couples the chains only through the tuning, all of it shared by the chains:
+
+* M⁻¹: the pooled variance of the positions of all chains over three windows (ending at 10 %, 25 % and 50 % of
+  warm-up; regularised towards 10⁻³ as Stan does);
+* ε: dual averaging (Hoffman & Gelman 2014: γ = 0.05, t₀ = 10, κ = 0.75) of the harmonic mean of the chains'
+  acceptance probabilities towards 0.651 (the optimum for HMC, Beskos et al. 2013), restarted after each mass update;
+  the averaged iterate is used after warm-up;
+* T: Adam steps (β₁ = 0, β₂ = 0.95, rate 0.05, steps clipped to ±0.35 in log T) up the ChEES criterion
+  E[(‖x' − E x'‖² − ‖x − E x‖²)²] / 4 measured in the whitened coordinates M^{1/2} x across chains, weighted by the
+  acceptance probabilities; after warm-up, exp of the mean log T over the last half of warm-up.
+
+More chains make the tuning better (the cross-chain means and variances are estimated from them): at least 2 are
+required, 4 or more are advised.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.flatten_util import ravel_pytree
+from numpyro.infer.initialization import init_to_sample, init_to_uniform
+from numpyro.infer.mcmc import MCMCKernel
+from numpyro.infer.util import initialize_model
+
+__all__ = ["ChEES", "CheesState", "CheesAdaptState", "halton"]
+
+TARGET_ACCEPT = 0.651
+MASS_WINDOW_ENDS = (0.10, 0.25, 0.50)          # fractions of warm-up at which M⁻¹ is re-estimated
+_MASS_START = 0.03                              # the first window starts after the initial transient
+_DA_GAMMA, _DA_T0, _DA_KAPPA = 0.05, 10.0, 0.75
+_ADAM_RATE, _ADAM_B2, _LOG_T_CLIP = 0.05, 0.95, 0.35
+_DIVERGENCE = 1000.0
+
+
+class CheesAdaptState(NamedTuple):
+    """Tuning state: ``step_size`` has the chain axis (it is recorded per draw); the rest is shared by the chains."""
+    step_size: jax.Array          # (chain,) the ε of the next iteration (equal for all chains)
+    log_step_avg: jax.Array       # dual-averaging state: averaged log ε, H̄, μ, its iteration count
+    hbar: jax.Array
+    mu: jax.Array
+    da_t: jax.Array
+    log_T: jax.Array              # log trajectory length, its Adam second moment and step count
+    adam_v: jax.Array
+    adam_t: jax.Array
+    log_T_sum: jax.Array          # Σ log T and the count over the last half of warm-up (the final T)
+    log_T_n: jax.Array
+    inv_mass: jax.Array           # (D,) diagonal M⁻¹
+    w_n: jax.Array                # Welford accumulators of the positions over the current mass window
+    w_mean: jax.Array
+    w_m2: jax.Array
+
+
+class CheesState(NamedTuple):
+    i: jax.Array                  # iteration (shared scalar)
+    z: dict                       # unconstrained positions, (chain, ...) per site
+    grad: jax.Array               # (chain, D) ∇U at z
+    potential_energy: jax.Array   # (chain,)
+    energy: jax.Array             # (chain,) Hamiltonian at the end of the iteration
+    accept_prob: jax.Array        # (chain,)
+    diverging: jax.Array          # (chain,)
+    num_steps: jax.Array          # (chain,) leapfrog steps of this iteration
+    adapt_state: CheesAdaptState
+    rng_key: jax.Array            # (chain, 2)
+
+
+def halton(i):
+    """The i-th point (i ≥ 1) of the base-2 Halton (van der Corput) sequence, in (0, 1)."""
+    i = jnp.asarray(i, jnp.uint32)
+    k = jnp.arange(32, dtype=jnp.uint32)
+    bits = (i[..., None] >> k) & jnp.uint32(1)
+    return jnp.sum(bits.astype(jnp.float32) * jnp.exp2(-(k.astype(jnp.float32) + 1.0)), axis=-1)
+
+
+def _window_bounds(num_warmup: int):
+    """Mass-window boundaries [start, end1, end2, end3] (iteration indices); windows shorter than 10 are dropped."""
+    ends = [int(f * num_warmup) for f in MASS_WINDOW_ENDS]
+    start = int(_MASS_START * num_warmup)
+    bounds = [start]
+    for e in ends:
+        if e - bounds[-1] >= 10:
+            bounds.append(e)
+    return bounds
+
+
+class ChEES(MCMCKernel):
+    """ChEES-HMC on the unconstrained sites of a NumPyro ``model``; state and steps are batched over all chains.
+
+    step_size : fixed ε (no step-size tuning); None tunes it.
+    max_leapfrog_steps : cap on the leapfrog steps of one iteration (and so on T / ε).
+    init : "prior" (a prior draw per chain) or "uniform" (NumPyro's default).
+    """
+
+    sample_field = "z"
+
+    def __init__(self, model, *, step_size: float | None = None, max_leapfrog_steps: int = 1000,
+                 target_accept: float = TARGET_ACCEPT, init: str = "prior"):
+        if max_leapfrog_steps < 1:
+            raise ValueError(f"max_leapfrog_steps must be >= 1, got {max_leapfrog_steps}")
+        if not 0 < target_accept < 1:
+            raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
+        self._model = model
+        self._fixed_step = None if step_size is None else float(step_size)
+        self._max_steps = int(max_leapfrog_steps)
+        self._target = float(target_accept)
+        self._init_strategy = init_to_sample if init == "prior" else init_to_uniform
+        self._pe_gen = self._pp_gen = self._unravel = None
+        self._num_warmup = 0
+        self._bounds: list[int] = []
+
+    @property
+    def model(self):
+        return self._model
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return self._pp_gen(*model_args, **model_kwargs)
+
+    # ---------------------------------------------------------------------------------------------------------------
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        rng_key = jnp.asarray(rng_key)
+        if rng_key.ndim != 2 or rng_key.shape[0] < 2:
+            raise ValueError("sampler='chees' tunes across chains: it needs num_chains >= 2 (4 or more advised)")
+        C = rng_key.shape[0]
+        keys = jax.vmap(lambda k: jax.random.split(k, 3))(rng_key)
+        info, pe_gen, pp_gen, _ = initialize_model(keys[:, 0], self._model, init_strategy=self._init_strategy,
+                                                   dynamic_args=True, model_args=model_args,
+                                                   model_kwargs=model_kwargs)
+        self._pe_gen, self._pp_gen = pe_gen, pp_gen
+        z = info.z if init_params is None else init_params
+        z0 = jax.tree.map(lambda v: v[0], z)
+        _, self._unravel = ravel_pytree(z0)
+        self._num_warmup = int(num_warmup)
+        self._bounds = _window_bounds(self._num_warmup)
+        x = jax.vmap(lambda t: ravel_pytree(t)[0])(z)
+        D = x.shape[1]
+        vg = self._value_and_grad(model_args, model_kwargs)
+        u, g = vg(x)
+        inv_mass = jnp.ones((D,), x.dtype)
+        eps = (jnp.asarray(self._fixed_step, x.dtype) if self._fixed_step is not None
+               else self._initial_step_size(vg, x, u, g, inv_mass, keys[0, 1]))
+        f = lambda v: jnp.asarray(v, x.dtype)  # noqa: E731
+        ad = CheesAdaptState(
+            step_size=jnp.full((C,), eps, x.dtype), log_step_avg=f(0.0), hbar=f(0.0), mu=jnp.log(10.0 * eps),
+            da_t=f(0.0), log_T=jnp.log(eps), adam_v=f(0.0), adam_t=f(0.0), log_T_sum=f(0.0), log_T_n=f(0.0),
+            inv_mass=inv_mass, w_n=f(0.0), w_mean=jnp.zeros((D,), x.dtype), w_m2=jnp.zeros((D,), x.dtype))
+        return CheesState(i=jnp.asarray(0, jnp.int32), z=z, grad=g, potential_energy=u, energy=u,
+                          accept_prob=jnp.zeros((C,), x.dtype), diverging=jnp.zeros((C,), bool),
+                          num_steps=jnp.zeros((C,), jnp.int32), adapt_state=ad, rng_key=keys[:, 2])
+
+    def _value_and_grad(self, model_args, model_kwargs):
+        pe = self._pe_gen(*model_args, **model_kwargs)
+        unravel = self._unravel
+        return jax.vmap(jax.value_and_grad(lambda x: pe(unravel(x))))
+
+    @staticmethod
+    def _leapfrog(vg, x, p, g, eps, inv_mass, n):
+        def body(_, c):
+            x, p, g, _u = c
+            p = p - 0.5 * eps * g
+            x = x + eps * inv_mass * p
+            u, g = vg(x)
+            return x, p - 0.5 * eps * g, g, u
+
+        return lax.fori_loop(0, n, body, (x, p, g, jnp.zeros(x.shape[0], x.dtype)))
+
+    def _initial_step_size(self, vg, x, u, g, inv_mass, key):
+        """The largest ε = 2^-k (k ≥ 0) at which one leapfrog step's harmonic-mean acceptance is ≥ 1/2."""
+        p = jax.random.normal(key, x.shape, x.dtype) / jnp.sqrt(inv_mass)
+
+        def accept(eps):
+            x1, p1, _, u1 = self._leapfrog(vg, x, p, g, eps, inv_mass, 1)
+            dh = (u1 + 0.5 * jnp.sum(inv_mass * p1**2, -1)) - (u + 0.5 * jnp.sum(inv_mass * p**2, -1))
+            a = jnp.exp(-jnp.clip(jnp.nan_to_num(dh, nan=jnp.inf), 0.0, 50.0))
+            return 1.0 / jnp.mean(1.0 / jnp.maximum(a, 1e-10))
+
+        eps = lax.while_loop(lambda e: (accept(e) < 0.5) & (e > 1e-12), lambda e: 0.5 * e,
+                             jnp.asarray(1.0, x.dtype))
+        return eps
+
+    # ---------------------------------------------------------------------------------------------------------------
+    def sample(self, state, model_args, model_kwargs):
+        vg = self._value_and_grad(model_args, model_kwargs)
+        ad = state.adapt_state
+        x = jax.vmap(lambda t: ravel_pytree(t)[0])(state.z)
+        C, D = x.shape
+        keys = jax.vmap(lambda k: jax.random.split(k, 3))(state.rng_key)
+        eps = ad.step_size[0]
+        T = jnp.exp(ad.log_T)
+        u_t = halton(state.i + 1)
+        n = jnp.clip(jnp.ceil(u_t * T / eps), 1, self._max_steps).astype(jnp.int32)
+
+        p0 = jax.vmap(lambda k: jax.random.normal(k, (D,), x.dtype))(keys[:, 0]) / jnp.sqrt(ad.inv_mass)
+        x1, p1, g1, u1 = self._leapfrog(vg, x, p0, state.grad, eps, ad.inv_mass, n)
+        kin = lambda p: 0.5 * jnp.sum(ad.inv_mass * p**2, -1)  # noqa: E731
+        h0, h1 = state.potential_energy + kin(p0), u1 + kin(p1)
+        dh = jnp.nan_to_num(h1 - h0, nan=jnp.inf)
+        alpha = jnp.exp(-jnp.clip(dh, 0.0, None))
+        diverging = dh > _DIVERGENCE
+        acc = jax.vmap(lambda k: jax.random.uniform(k, (), x.dtype))(keys[:, 1]) < alpha
+        x_new = jnp.where(acc[:, None], x1, x)
+        g_new = jnp.where(acc[:, None], g1, state.grad)
+        u_new = jnp.where(acc, u1, state.potential_energy)
+        energy = jnp.where(acc, h1, h0)
+
+        warm = state.i < self._num_warmup
+        ad_new = lax.cond(warm, lambda: self._adapt(state.i, ad, x, x1, p1, alpha, diverging, u_t, x_new),
+                          lambda: ad)
+        return CheesState(i=state.i + 1, z=jax.vmap(self._unravel)(x_new), grad=g_new, potential_energy=u_new,
+                          energy=energy, accept_prob=alpha, diverging=diverging, num_steps=jnp.full((C,), n),
+                          adapt_state=ad_new, rng_key=keys[:, 2])
+
+    def _adapt(self, i, ad, x0, x1, p1, alpha, diverging, u_t, x_new):
+        dtype = x0.dtype
+        ok = ~diverging & jnp.all(jnp.isfinite(x1), -1)
+        w = jnp.where(ok, alpha, 0.0)
+        n_ok = jnp.sum(ok)
+
+        # step size: dual averaging of the harmonic-mean acceptance
+        hm = jnp.where(n_ok > 0, n_ok / jnp.sum(jnp.where(ok, 1.0 / jnp.maximum(alpha, 1e-10), 0.0)), 0.0)
+        t = ad.da_t + 1.0
+        hbar = (1.0 - 1.0 / (t + _DA_T0)) * ad.hbar + (self._target - hm) / (t + _DA_T0)
+        log_eps = ad.mu - jnp.sqrt(t) / _DA_GAMMA * hbar
+        wt = t ** (-_DA_KAPPA)
+        log_step_avg = wt * log_eps + (1.0 - wt) * ad.log_step_avg
+        if self._fixed_step is not None:
+            log_eps = log_step_avg = jnp.log(ad.step_size[0])
+
+        # trajectory length: Adam up the ChEES criterion, in whitened coordinates y = M^{1/2} x
+        s = 1.0 / jnp.sqrt(ad.inv_mass)
+        y0, y1 = x0 * s, jnp.where(ok[:, None], x1 * s, 0.0)
+        y0c = y0 - jnp.mean(y0, 0)
+        y1c = y1 - jnp.sum(w[:, None] * y1, 0) / (jnp.sum(w) + 1e-20)
+        vel = p1 * jnp.sqrt(ad.inv_mass)                                  # dy/dt at the proposal
+        g_c = u_t * jnp.exp(ad.log_T) * (jnp.sum(y1c**2, -1) - jnp.sum(y0c**2, -1)) * jnp.sum(y1c * vel, -1)
+        grad = jnp.sum(jnp.where(ok, w * g_c, 0.0)) / (jnp.sum(w) + 1e-20)
+        adam_t = ad.adam_t + 1.0
+        v = _ADAM_B2 * ad.adam_v + (1.0 - _ADAM_B2) * grad**2
+        step = jnp.clip(_ADAM_RATE * grad / (jnp.sqrt(v / (1.0 - _ADAM_B2**adam_t)) + 1e-8),
+                        -_LOG_T_CLIP, _LOG_T_CLIP)
+        good = jnp.isfinite(step)
+        log_T = jnp.where(good, ad.log_T + jnp.where(good, step, 0.0), ad.log_T)
+        v = jnp.where(good, v, ad.adam_v)
+        eps_next = jnp.exp(log_eps)
+        log_T = jnp.clip(log_T, log_eps, log_eps + np.log(self._max_steps))
+        late = i >= self._num_warmup // 2
+        log_T_sum = ad.log_T_sum + jnp.where(late, log_T, 0.0)
+        log_T_n = ad.log_T_n + jnp.where(late, 1.0, 0.0)
+
+        # diagonal mass: Welford over all chains inside a window, M⁻¹ updated at the window's end
+        bounds = jnp.asarray(self._bounds, jnp.int32)
+        in_window = (i >= bounds[0]) & (i < bounds[-1]) if len(self._bounds) > 1 else jnp.asarray(False)
+        n_c = jnp.asarray(x_new.shape[0], dtype)
+        n_b = ad.w_n + n_c
+        delta = jnp.mean(x_new, 0) - ad.w_mean
+        mean_b = ad.w_mean + delta * n_c / n_b
+        m2_b = ad.w_m2 + jnp.sum((x_new - jnp.mean(x_new, 0)) ** 2, 0) + delta**2 * ad.w_n * n_c / n_b
+        w_n = jnp.where(in_window, n_b, ad.w_n)
+        w_mean = jnp.where(in_window, mean_b, ad.w_mean)
+        w_m2 = jnp.where(in_window, m2_b, ad.w_m2)
+        window_end = in_window & jnp.any(bounds[1:] == i + 1) if len(self._bounds) > 1 else jnp.asarray(False)
+        var = w_m2 / jnp.maximum(w_n - 1.0, 1.0)
+        new_inv_mass = (w_n / (w_n + 5.0)) * var + 1e-3 * (5.0 / (w_n + 5.0))
+        inv_mass = jnp.where(window_end, new_inv_mass, ad.inv_mass)
+
+        # at the end of a window: restart the accumulators and the dual averaging (new geometry)
+        z0 = jnp.zeros((), dtype)
+        last = i + 1 == self._num_warmup
+        final_eps = jnp.exp(log_step_avg)
+        eps_out = jnp.where(last, final_eps, eps_next)
+        log_T_out = jnp.where(last, jnp.clip(log_T_sum / jnp.maximum(log_T_n, 1.0), jnp.log(final_eps),
+                                              jnp.log(final_eps) + np.log(self._max_steps)), log_T)
+        return CheesAdaptState(
+            step_size=jnp.full_like(ad.step_size, eps_out),
+            log_step_avg=jnp.where(window_end, z0, log_step_avg), hbar=jnp.where(window_end, z0, hbar),
+            mu=jnp.where(window_end, jnp.log(10.0 * eps_next), ad.mu), da_t=jnp.where(window_end, z0, t),
+            log_T=log_T_out, adam_v=v, adam_t=adam_t, log_T_sum=log_T_sum, log_T_n=log_T_n, inv_mass=inv_mass,
+            w_n=jnp.where(window_end, z0, w_n), w_mean=jnp.where(window_end, jnp.zeros_like(w_mean), w_mean),
+            w_m2=jnp.where(window_end, jnp.zeros_like(w_m2), w_m2))
+

@@ -1,0 +1,97 @@
+"""ChEES-HMC (bnnzoo.inference.chees, ``sample(..., sampler="chees")``) samples the posterior exactly: closed-form
+Gaussian and half-normal targets, the exact Gibbs oracle of the linear net; its state survives a checkpoint."""
+
+import jax
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import bnnzoo
+from bnnzoo import azcompat
+from bnnzoo.inference.chees import ChEES, halton
+from bnnzoo.inference.engine import RunStore, run_chunked
+from bnnzoo.inference.gibbs_linear import gibbs_linear
+from bnnzoo.tasks import toy_task
+from bnnzoo.testing import assert_mean_matches, mcse_mean
+
+SCALES = np.geomspace(0.01, 10.0, 12)          # a thousandfold spread: the diagonal mass has to be learned
+MEANS = np.linspace(-3.0, 3.0, 12)
+
+
+def _target(X, Y=None, scales=None, means=None):
+    numpyro.sample("w", dist.Normal(means, scales).to_event(1))
+    numpyro.sample("s", dist.HalfNormal(2.0))          # a constrained site: the log-Jacobian enters U
+
+
+def test_halton_points():
+    np.testing.assert_allclose(np.asarray(halton(np.arange(1, 8))), [1 / 2, 1 / 4, 3 / 4, 1 / 8, 5 / 8, 3 / 8, 7 / 8])
+
+
+def test_closed_form_moments():
+    t = toy_task(P=4, N0=5, ratios=(0.5, 0.5))
+    idata = bnnzoo.sample(_target, t, sampler="chees", num_chains=8, num_warmup=400, num_samples=500, seed=2,
+                          progress=False, scales=SCALES, means=MEANS)
+    post = azcompat.get_group(idata, "posterior")
+    ss = azcompat.get_group(idata, "sample_stats")
+    w, s = post["w"].values, post["s"].values
+    assert_mean_matches(w, MEANS, name="E[w]")
+    assert_mean_matches(((w - MEANS) / SCALES) ** 2, np.ones(12), name="Var[w]/σ²")
+    assert_mean_matches(s, 2.0 * np.sqrt(2 / np.pi), name="E[s] (half-normal)")
+    assert_mean_matches(s**2, 4.0, name="E[s²] (half-normal)")
+    # tuned, then fixed: one step size for every chain and draw; no divergences; mass learned (few steps per draw)
+    assert np.unique(ss["step_size"].values).size == 1
+    assert int(ss["diverging"].values.sum()) == 0
+    assert ss["n_steps"].values.mean() < 30, "the diagonal mass was not adapted (a 1000x scale spread needs it)"
+    _, _, ess = mcse_mean(w)
+    assert ess.min() > 500                     # 4000 draws: far better than random-walk mixing would give
+
+
+def test_matches_exact_gibbs_linear_net():
+    """The one-hidden-layer linear net: f, K1 = zᵀz/N and aᵀa/N against the exact Gibbs sampler."""
+    task = toy_task(P=6, N0=8, y_neg=0.0)
+    kw = dict(width=6, temperature=0.05)
+    idata = bnnzoo.sample("deep_linear", task, sampler="chees", num_chains=4, num_warmup=500, num_samples=1000,
+                          seed=3, record=("z1",), progress=False, **kw)
+    post = azcompat.get_group(idata, "posterior")
+    z, a, N = post["z1"].values, post["a"].values, kw["width"]
+    ours = {"f": post["f"].values, "K1": np.einsum("cdnp,cdnq->cdpq", z, z) / N,
+            "U": np.einsum("cdnk,cdnl->cdkl", a, a) / N}
+    sa2 = bnnzoo.run_config(idata)["model_kwargs"]["sigma_a2"]
+    g = gibbs_linear(task.X, task.Y, num_samples=20000, num_warmup=500, seed=11, **dict(kw, sigma_a2=sa2))
+    for obs, ref in (("f", g.f), ("K1", g.K1), ("U", g.U)):
+        truth, truth_se, _ = mcse_mean(ref[None])
+        assert_mean_matches(ours[obs], truth, truth_se, name=f"chees vs Gibbs: {obs}")
+
+
+def test_checkpointed_state_resumes_bit_for_bit(tmp_path):
+    """Stop after 3 blocks, resume from the saved state: the same draws as one uninterrupted run."""
+    t = toy_task(P=5, N0=9, y_neg=0.5)
+    kw = bnnzoo.models.get_entry("sigmoidal").kwargs(width=3, temperature=0.05)
+
+    def run(store, **extra):
+        kernel = ChEES(bnnzoo.models.fcn)
+        post = lambda k: (lambda z, c, d, pp=k.postprocess_fn((t.X, t.Y), kw): jax.vmap(pp)(z))  # noqa: E731
+        return run_chunked(kernel, model_args=(t.X, t.Y), model_kwargs=kw, make_post=post,
+                           init_keys=jax.random.split(jax.random.PRNGKey(0), 4), num_chains=4, num_warmup=40,
+                           num_samples=60, thinning=1, chunk_size=20, store=store, **extra)
+
+    full = run(None)
+    store = RunStore(tmp_path / "s")
+    first = run(store, max_blocks=3)           # warm-up blocks of 20 (2) + the first chunk of draws
+    assert first.samples["a"].shape[1] == 20
+    rest = run(store, resume=True)
+    assert rest.resumed_from_block == 2
+    for k in ("a", "f", "W1"):
+        np.testing.assert_array_equal(rest.samples[k], full.samples[k])
+    np.testing.assert_array_equal(rest.stats["step_size"], full.stats["step_size"])
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(num_chains=1), "num_chains >= 2"), (dict(chain_method="parallel"), "vectorised"),
+    (dict(num_steps=5), "num_steps"), (dict(dense_mass=True), "dense_mass"),
+])
+def test_bad_arguments_fail_before_compiling(kw, match):
+    t = toy_task(P=5, N0=6)
+    with pytest.raises(ValueError, match=match):
+        bnnzoo.sample("relu", t, **dict(dict(sampler="chees", num_warmup=1, num_samples=5, progress=False), **kw))
