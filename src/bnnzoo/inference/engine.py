@@ -304,40 +304,33 @@ def _make_block_fn(step, post, wcap: int, dcap: int, thinning: int, main_sites, 
     def run(state, chain_ids, warm, pre, steps, draw0):
         shapes = jax.eval_shape(lambda z: post(z, chain_ids, jnp.int32(0)), state.z)
         stat_shapes = jax.eval_shape(stats_of, state)
-        wbufs = alloc(({k: shapes[k] for k in small_sites}, stat_shapes), wcap)
-        dbufs = alloc(({k: shapes[k] for k in main_sites}, stat_shapes), dcap)
-        tbufs = {k: jnp.zeros((dcap // e,) + shapes[k].shape, shapes[k].dtype) for k, e in site_thinning.items()}
-
-        def record_warm(args):
-            i, s, wb, db, tb = args
-            sites = post(s.z, chain_ids, jnp.int32(-1))
-            return put(wb, i, ({k: sites[k] for k in small_sites}, stats_of(s))), db, tb
-
-        def record_draw(args):
-            i, s, wb, db, tb = args
-            j = (i - pre + 1) // thinning - 1
-            sites = post(s.z, chain_ids, draw0 + j)
-            db = put(db, j, ({k: sites[k] for k in main_sites}, stats_of(s)))
-            tb = {k: lax.cond((j + 1) % e == 0,
-                              lambda t, v=sites[k], q=j // e: lax.dynamic_update_index_in_dim(t, v, q, 0),
-                              lambda t: t, tb[k])
-                  for k, e in site_thinning.items()}
-            return wb, db, tb
-
-        def skip(args):
-            return args[2:]
+        # every buffer has one spare slot at the end: a step that records nothing writes there.  Writing every step
+        # (no branch around the buffers) lets XLA update them in place; a lax.switch over the buffers copied them
+        # each step (1333 vs 240 µs per leapfrog step, sigmoidal net N = P = 100, 300-draw chunks).
+        wbufs = alloc(({k: shapes[k] for k in small_sites}, stat_shapes), wcap + 1)
+        dbufs = alloc(({k: shapes[k] for k in main_sites}, stat_shapes), dcap + 1)
+        tbufs = {k: jnp.zeros((dcap // e + 1,) + shapes[k].shape, shapes[k].dtype) for k, e in site_thinning.items()}
+        zeros = jax.tree.map(lambda sh: jnp.zeros(sh.shape, sh.dtype), shapes)
 
         def body(i, carry):
             s, wb, db, tb = carry
             s = step(s)
-            keep = (i >= pre) & ((i - pre + 1) % thinning == 0)
-            branch = jnp.where(warm, 0, jnp.where(keep, 1, 2))
-            wb, db, tb = lax.switch(branch, (record_warm, record_draw, skip), (i, s, wb, db, tb))
+            keep = ~warm & (i >= pre) & ((i - pre + 1) % thinning == 0)
+            j = (i - pre + 1) // thinning - 1
+            sites = lax.cond(warm | keep, lambda z: post(z, chain_ids, jnp.where(warm, jnp.int32(-1), draw0 + j)),
+                             lambda z: zeros, s.z)
+            st = stats_of(s)
+            wb = put(wb, jnp.where(warm, i, wcap), ({k: sites[k] for k in small_sites}, st))
+            db = put(db, jnp.where(keep, j, dcap), ({k: sites[k] for k in main_sites}, st))
+            tb = {k: lax.dynamic_update_index_in_dim(
+                      t, sites[k], jnp.where(keep & ((j + 1) % site_thinning[k] == 0), j // site_thinning[k],
+                                             t.shape[0] - 1), 0)
+                  for k, t in tb.items()}
             return s, wb, db, tb
 
-        state, (wsites, wstats), (dsites, dstats), tbufs = lax.fori_loop(0, steps, body, (state, wbufs, dbufs, tbufs))
-        swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  (draw, chain, ...) -> (chain, draw, ...)
-        return state, jax.tree.map(swap, ((wsites, wstats), (dsites, dstats), tbufs))
+        state, wbufs, dbufs, tbufs = lax.fori_loop(0, steps, body, (state, wbufs, dbufs, tbufs))
+        drop = lambda x: jnp.swapaxes(x[:-1], 0, 1)  # noqa: E731  spare slot off; (draw, chain, ...) -> (chain, ...)
+        return state, jax.tree.map(drop, (wbufs, dbufs, tbufs))
 
     return run
 
