@@ -160,7 +160,10 @@ def run_one(cfg: dict) -> dict:
     if len(iu[0]) > 5000:                                          # large P: a fixed random subset of the entries
         pick = np.sort(np.random.default_rng(0).choice(len(iu[0]), 5000, replace=False))
         iu = (iu[0][pick], iu[1][pick])
-    K1 = np.einsum("cdnp,cdnp->cdp", z[..., iu[0]], z[..., iu[1]]) / N
+    K1 = np.empty(z.shape[:2] + (len(iu[0]),), np.float32)
+    for d0 in range(0, z.shape[1], 100):                           # blocks of draws: the gathered pairs are large
+        zb = z[:, d0:d0 + 100]
+        K1[:, d0:d0 + 100] = np.einsum("cdnp,cdnp->cdp", zb[..., iu[0]], zb[..., iu[1]]) / N
     for name, arr in (("a", post["a"].values), ("f", post["f"].values), ("K1", K1), ("q_a", post["q_a"].values)):
         m, mn = ess_mean(arr)
         out[f"ess_{name}"] = m

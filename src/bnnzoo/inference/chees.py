@@ -14,8 +14,15 @@ NUTS (``tests/perf/test_chees.py`` checks this against closed forms and the exac
 
 Warm-up (discarded) couples the chains only through the tuning, all of it shared by the chains:
 
-* M⁻¹: the pooled variance of the positions of all chains over three windows (ending at 10 %, 25 % and 50 % of
-  warm-up; regularised towards 10⁻³ as Stan does);
+* M⁻¹: the variance of the positions over three windows (ending at 10 %, 25 % and 50 % of warm-up), regularised
+  towards 10⁻³ as Stan does.  The first window pools all chains (they have barely left their independent starting
+  points, so a chain's own variance is far too small: 0.006 for log s where the truth is 1.24 in
+  ``tests/perf/test_chees.py``); the later windows average each chain's own variance.  Within-chain, not across
+  chains, because the chains of a network sit in different readout branches: the across-chain variance, inflated
+  by the distances between the branches, made ChEES choose 10 leapfrog steps per draw on the sigmoidal net at
+  N = P = 100 (15 now) and gave bulk ESS per second 9.5 / 174 / 54 for a / f / K1 where the within-chain mass gives
+  34.6 / 498 / 383 (4 chains, 300 + 300 draws, bench_sampling on 2 CPU cores; the across-chain run is the
+  ``benchmarks/results_chees.md`` of commit c1fa057);
 * ε: dual averaging (Hoffman & Gelman 2014: γ = 0.05, t₀ = 10, κ = 0.75) of the harmonic mean of the chains'
   acceptance probabilities towards 0.651 (the optimum for HMC, Beskos et al. 2013), restarted after each mass update;
   the averaged iterate is used after warm-up;
@@ -25,6 +32,13 @@ Warm-up (discarded) couples the chains only through the tuning, all of it shared
 
 More chains make the tuning better (the cross-chain means and variances are estimated from them): at least 2 are
 required, 4 or more are advised.
+
+What it is good for (``benchmarks/results_chees.md``, N = P = 100, 4 chains, 300 + 2000 draws, 2 CPU cores): the
+permutation-invariant observables — bulk ESS per second of the output f 26× / 4.6× / 22× vanilla NUTS's, of the
+kernel K1 9.2× / 4.4× / 2.2× (linear / sigmoidal / ReLU).  Its trajectories are short (10 / 15 / 7 leapfrog steps
+per draw against NUTS's 255 / 63 / 319), and the individual readout weights of the linear and ReLU nets barely mix:
+bulk ESS of a 8 and 27 out of 8000 draws, where NUTS, with 25-45× longer trajectories, reaches 325 and 4030.  For the sigmoidal net the readout mixes (5× NUTS's ESS per second).  Check the readout's
+ESS and R-hat before reading branches off a ChEES run.
 """
 
 from __future__ import annotations
@@ -63,8 +77,8 @@ class CheesAdaptState(NamedTuple):
     log_T_sum: jax.Array          # Σ log T and the count over the last half of warm-up (the final T)
     log_T_n: jax.Array
     inv_mass: jax.Array           # (D,) diagonal M⁻¹
-    w_n: jax.Array                # Welford accumulators of the positions over the current mass window
-    w_mean: jax.Array
+    w_n: jax.Array                # per-chain Welford accumulators of the positions over the current mass window:
+    w_mean: jax.Array             # the count (shared), the (chain, D) means and sums of squared deviations
     w_m2: jax.Array
 
 
@@ -159,7 +173,7 @@ class ChEES(MCMCKernel):
         ad = CheesAdaptState(
             step_size=jnp.full((C,), eps, x.dtype), log_step_avg=f(0.0), hbar=f(0.0), mu=jnp.log(10.0 * eps),
             da_t=f(0.0), log_T=jnp.log(eps), adam_v=f(0.0), adam_t=f(0.0), log_T_sum=f(0.0), log_T_n=f(0.0),
-            inv_mass=inv_mass, w_n=f(0.0), w_mean=jnp.zeros((D,), x.dtype), w_m2=jnp.zeros((D,), x.dtype))
+            inv_mass=inv_mass, w_n=f(0.0), w_mean=jnp.zeros((C, D), x.dtype), w_m2=jnp.zeros((C, D), x.dtype))
         return CheesState(i=jnp.asarray(0, jnp.int32), z=z, grad=g, potential_energy=u, energy=u,
                           accept_prob=jnp.zeros((C,), x.dtype), diverging=jnp.zeros((C,), bool),
                           num_steps=jnp.zeros((C,), jnp.int32), adapt_state=ad, rng_key=keys[:, 2])
@@ -263,20 +277,25 @@ class ChEES(MCMCKernel):
         log_T_sum = ad.log_T_sum + jnp.where(late, log_T, 0.0)
         log_T_n = ad.log_T_n + jnp.where(late, 1.0, 0.0)
 
-        # diagonal mass: Welford over all chains inside a window, M⁻¹ updated at the window's end
+        # diagonal mass: Welford per chain inside a window, M⁻¹ updated at the window's end
         bounds = jnp.asarray(self._bounds, jnp.int32)
         in_window = (i >= bounds[0]) & (i < bounds[-1]) if len(self._bounds) > 1 else jnp.asarray(False)
-        n_c = jnp.asarray(x_new.shape[0], dtype)
-        n_b = ad.w_n + n_c
-        delta = jnp.mean(x_new, 0) - ad.w_mean
-        mean_b = ad.w_mean + delta * n_c / n_b
-        m2_b = ad.w_m2 + jnp.sum((x_new - jnp.mean(x_new, 0)) ** 2, 0) + delta**2 * ad.w_n * n_c / n_b
+        # (each chain its own Welford: chains sitting in different modes -- readout branches -- must not inflate M⁻¹
+        # by the distance between the modes; the first window pools them, see the module docstring)
+        n_b = ad.w_n + 1.0
+        delta = x_new - ad.w_mean
+        mean_b = ad.w_mean + delta / n_b
+        m2_b = ad.w_m2 + delta * (x_new - mean_b)
         w_n = jnp.where(in_window, n_b, ad.w_n)
         w_mean = jnp.where(in_window, mean_b, ad.w_mean)
         w_m2 = jnp.where(in_window, m2_b, ad.w_m2)
         window_end = in_window & jnp.any(bounds[1:] == i + 1) if len(self._bounds) > 1 else jnp.asarray(False)
-        var = w_m2 / jnp.maximum(w_n - 1.0, 1.0)
-        new_inv_mass = (w_n / (w_n + 5.0)) * var + 1e-3 * (5.0 / (w_n + 5.0))
+        first = i + 1 == bounds[1] if len(self._bounds) > 1 else jnp.asarray(False)
+        between = w_n * jnp.sum((w_mean - jnp.mean(w_mean, 0)) ** 2, 0)
+        var = jnp.where(first, (jnp.sum(w_m2, 0) + between) / jnp.maximum(w_n * x_new.shape[0] - 1.0, 1.0),
+                        jnp.mean(w_m2, 0) / jnp.maximum(w_n - 1.0, 1.0))
+        w_n_eff = w_n * x_new.shape[0]                           # draws behind the estimate, all chains
+        new_inv_mass = (w_n_eff / (w_n_eff + 5.0)) * var + 1e-3 * (5.0 / (w_n_eff + 5.0))
         inv_mass = jnp.where(window_end, new_inv_mass, ad.inv_mass)
 
         # at the end of a window: restart the accumulators and the dual averaging (new geometry)
