@@ -18,6 +18,8 @@ own subprocess (so peak memory is its own) with the same seed, chains and draws:
   chains on one device, as a plain ``numpyro.infer.MCMC`` on one device does;
 * ``chees``  ChEES-HMC on the weight-space model (``sampler="chees"``): jittered HMC tuned across the chains,
   every chain the same number of leapfrog steps per iteration (no tree building);
+* ``chees+ro+data``  ChEES-HMC on the readout-integrated, data-space model (``sampler="chees"`` with
+  ``reparam=("readout", "data_space")``);
 * ``gibbs``  linear net only: the exact blocked Gibbs sampler (``sampler="gibbs"``; chains one after the other, numpy,
   one BLAS thread); no gradients, so grad/s and overhead do not apply; its time to equilibrium is the sum over the
   chains (they run in sequence).
@@ -58,6 +60,7 @@ METHODS = {
     "ro+data/par": dict(reparam=("readout", "data_space"), chain_method="parallel"),
     "gibbs": dict(sampler="gibbs"),
     "chees": dict(sampler="chees"),
+    "chees+ro+data": dict(sampler="chees", reparam=("readout", "data_space")),
 }
 ONLY_LINEAR = ("gibbs",)
 

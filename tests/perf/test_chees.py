@@ -47,12 +47,14 @@ def test_closed_form_moments():
     assert ess.min() > 500                     # 4000 draws: far better than random-walk mixing would give
 
 
-def test_matches_exact_gibbs_linear_net():
-    """The one-hidden-layer linear net: f, K1 = zᵀz/N and aᵀa/N against the exact Gibbs sampler."""
+@pytest.mark.parametrize("reparam", [(), pytest.param(("readout", "data_space"), marks=pytest.mark.slow)])
+def test_matches_exact_gibbs_linear_net(reparam):
+    """The one-hidden-layer linear net: f, K1 = zᵀz/N and aᵀa/N against the exact Gibbs sampler (weight space, and
+    with the readout integrated out and the first layer sampled in data space)."""
     task = toy_task(P=6, N0=8, y_neg=0.0)
     kw = dict(width=6, temperature=0.05)
     idata = bnnzoo.sample("deep_linear", task, sampler="chees", num_chains=4, num_warmup=500, num_samples=1000,
-                          seed=3, record=("z1",), progress=False, **kw)
+                          seed=3, record=("z1",), progress=False, reparam=reparam, **kw)
     post = azcompat.get_group(idata, "posterior")
     z, a, N = post["z1"].values, post["a"].values, kw["width"]
     ours = {"f": post["f"].values, "K1": np.einsum("cdnp,cdnq->cdpq", z, z) / N,
@@ -61,7 +63,7 @@ def test_matches_exact_gibbs_linear_net():
     g = gibbs_linear(task.X, task.Y, num_samples=20000, num_warmup=500, seed=11, **dict(kw, sigma_a2=sa2))
     for obs, ref in (("f", g.f), ("K1", g.K1), ("U", g.U)):
         truth, truth_se, _ = mcse_mean(ref[None])
-        assert_mean_matches(ours[obs], truth, truth_se, name=f"chees vs Gibbs: {obs}")
+        assert_mean_matches(ours[obs], truth, truth_se, name=f"chees {reparam} vs Gibbs: {obs}")
 
 
 def test_checkpointed_state_resumes_bit_for_bit(tmp_path):

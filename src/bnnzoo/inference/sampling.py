@@ -168,7 +168,7 @@ def _check_engine_args(entry, chunk_size, exclude, site_thinning, reparam, warm_
         raise ValueError("exclude must be a sequence of site names and site_thinning a dict {site: k}")
     for k, e in (site_thinning or {}).items():
         _check_int(f"site_thinning[{k!r}]", e, 1)
-    reparam = (reparam,) if isinstance(reparam, str) else tuple(reparam)
+    reparam = () if reparam is None else (reparam,) if isinstance(reparam, str) else tuple(reparam)
     bad = [r for r in reparam if r not in REPARAMS]
     if bad:
         raise ValueError(f"reparam entries must be among {REPARAMS}, got {bad}")
@@ -359,7 +359,7 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
            num_steps: int | None = None, target_accept: float | None = None, max_tree_depth: int = 10,
            dense_mass: bool = False, init: str = "prior", log_likelihood: bool = False,
            dims: dict | None = None, chunk_size: int | None = None, store=None, resume: bool = False,
-           exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] = (),
+           exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] | None = (),
            warm_start: int = 0, matmul_precision: str | None = "highest", **model_kwargs):
     """Sample the posterior of ``model`` on ``task`` and return ArviZ data (InferenceData on ArviZ 0.x, DataTree
     on 1.x).
