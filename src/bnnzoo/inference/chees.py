@@ -20,8 +20,9 @@ Warm-up (discarded) couples the chains only through the tuning, all of it shared
   ``tests/perf/test_chees.py``); the later windows average each chain's own variance.  Within-chain, not across
   chains, because the chains of a network sit in different readout branches: the across-chain variance, inflated
   by the distances between the branches, made ChEES choose 10 leapfrog steps per draw on the sigmoidal net at
-  N = P = 100 (15 now) and gave bulk ESS per second 9.5 / 174 / 54 for a / f / K1 where the within-chain mass gives
-  34.6 / 498 / 383 (4 chains, 300 + 300 draws, bench_sampling on 2 CPU cores; the across-chain run is the
+  N = P = 100 (15 with the within-chain mass) and gave bulk ESS per second 9.5 / 174 / 54 for a / f / K1 where the
+  within-chain mass gives 34.6 / 498 / 383 (4 chains, 300 + 300 draws, bench_sampling on 2 CPU cores; the
+  across-chain run is the
   ``benchmarks/results_chees.md`` of commit c1fa057);
 * ε: dual averaging (Hoffman & Gelman 2014: γ = 0.05, t₀ = 10, κ = 0.75) of the harmonic mean of the chains'
   acceptance probabilities towards 0.651 (the optimum for HMC, Beskos et al. 2013), restarted after each mass update;
@@ -34,11 +35,14 @@ More chains make the tuning better (the cross-chain means and variances are esti
 required, 4 or more are advised.
 
 What it is good for (``benchmarks/results_chees.md``, N = P = 100, 4 chains, 300 + 2000 draws, 2 CPU cores): the
-permutation-invariant observables — bulk ESS per second of the output f 26× / 4.6× / 22× vanilla NUTS's, of the
-kernel K1 9.2× / 4.4× / 2.2× (linear / sigmoidal / ReLU).  Its trajectories are short (10 / 15 / 7 leapfrog steps
-per draw against NUTS's 255 / 63 / 319), and the individual readout weights of the linear and ReLU nets barely mix:
-bulk ESS of a 8 and 27 out of 8000 draws, where NUTS, with 25-45× longer trajectories, reaches 325 and 4030.  For the sigmoidal net the readout mixes (5× NUTS's ESS per second).  Check the readout's
-ESS and R-hat before reading branches off a ChEES run.
+permutation-invariant observables — bulk ESS per second of the output f 35× / 6.8× / 34× vanilla NUTS's, of the
+kernel K1 17× / 2.8× / 3.9× (linear / sigmoidal / ReLU).  Its trajectories are short (12 / 6 / 10 leapfrog steps
+per draw against NUTS's 255 / 63 / 319), and the individual readout weights barely mix: bulk ESS of a 10 / 48 / 35
+out of 8000 draws, where NUTS, with far longer trajectories, reaches 325 / 381 / 4030.  With the readout integrated
+out and the first layer in data space (``reparam=("readout", "data_space")``) the readout's ESS is 38 / 230 / 927.
+The tuning is not stable between runs: an earlier run of the same benchmark and seed (commit 2fd9010, a faster
+machine of the same kind) chose 10 / 15 / 7 steps, and its sigmoidal readout reached 5× NUTS's ESS per second, 2.5×
+here.  Check the readout's ESS and R-hat before reading branches off a ChEES run.
 """
 
 from __future__ import annotations

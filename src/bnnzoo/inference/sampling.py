@@ -379,8 +379,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         diagonal mass are tuned across the chains during warm-up, then fixed: every chain takes the same number of
         leapfrog steps (no tree building, no chain waiting for another), for many chains on one device; needs
         num_chains >= 2 (4 or more advised), runs through the chunked driver, vectorised on one device.  At
-        N = P = 100 it gives 4.6-26× NUTS's ESS per second of f and 2.2-9× of K1, but the readout weights of the
-        linear and ReLU nets barely mix (benchmarks/results_chees.md): check their ESS before reading branches.
+        N = P = 100 it gives 7-35× NUTS's ESS per second of f and 3-17× of K1, but the readout weights barely mix
+        (bulk ESS 10-48 of 8000 draws, benchmarks/results_chees.md): check their ESS before reading branches.
     target_accept : NUTS/HMC: mean acceptance (default 0.8); ChEES: harmonic-mean acceptance (default 0.651).
     max_tree_depth : NUTS: at most 2**max_tree_depth leapfrog steps per draw; ChEES: the same cap per iteration.
     seed : PRNG seed; the same seed reproduces the run.
