@@ -21,3 +21,19 @@ def test_bench_sampling_quick(tmp_path):
     assert [r["method"] for r in data["runs"]] == ["baseline", "ro+data"]
     assert all("error" not in r and r["ess_s_a"] > 0 and r["overhead"] > 0 for r in data["runs"])
     assert "| sigmoid | 8 | ro+data |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_bench_overhead_quick(tmp_path):
+    out = tmp_path / "overhead"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_overhead.py"), "--quick", "--activations",
+                          "sigmoid", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    runs = json.loads(out.with_suffix(".json").read_text())["runs"]
+    assert [r["param"] for r in runs] == ["weight space", "ro+data"]
+    for r in runs:
+        assert "error" not in r and r["grad_us"] > 0 and r["step_us"] > 0 and r["mean_L"] >= 1
+        # the run's time per draw is split into fixed + record + L̄ × step; the overhead is that over L̄ × grad
+        assert r["fixed_us"] + r["record_us"] + r["mean_L"] * r["step_us"] == pytest.approx(r["per_draw_us"])
+        assert r["overhead_run"] == pytest.approx(r["per_draw_us"] / (r["mean_L"] * r["grad_us"]))
+    assert "| sigmoid | 8 | ro+data |" in out.with_suffix(".md").read_text()
