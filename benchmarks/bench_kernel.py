@@ -21,20 +21,10 @@ import time
 from functools import partial
 from pathlib import Path
 
+from _bench import best_of
+
 HERE = Path(__file__).resolve().parent
 ACTS = {"linear": 0.0, "sigmoid": 0.5, "relu": -0.5}
-
-
-def _best_of(fn, *args, repeats=3):
-    import jax
-
-    jax.block_until_ready(fn(*args))
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def run(act: str, size: int, param: str, draws: int, warmup: int) -> dict:
@@ -60,7 +50,7 @@ def run(act: str, size: int, param: str, draws: int, warmup: int) -> dict:
     def grads(z):
         return jax.lax.fori_loop(0, 100, lambda i, z: jax.tree.map(lambda a, b: a + 1e-9 * b, z, grad(z)), z)
 
-    t_grad = _best_of(grads, info.param_info.z)[0] / 100
+    t_grad = best_of(grads, info.param_info.z)[0] / 100
 
     nuts = NUTS(potential_fn=pe)
     state = nuts.init(jax.random.PRNGKey(1), warmup, info.param_info.z, model_args=(), model_kwargs={})
@@ -72,7 +62,7 @@ def run(act: str, size: int, param: str, draws: int, warmup: int) -> dict:
         return s, s.num_steps
 
     np_scan = jax.jit(lambda s: jax.lax.scan(np_body, s, None, length=draws))
-    t_np, (_, steps) = _best_of(np_scan, state)
+    t_np, (_, steps) = best_of(np_scan, state)
     steps_np = int(np.asarray(steps).sum())
 
     flat, unravel = ravel_pytree(state.z)
@@ -87,7 +77,7 @@ def run(act: str, size: int, param: str, draws: int, warmup: int) -> dict:
         return s, i.num_integration_steps
 
     bj_scan = jax.jit(lambda s, key: jax.lax.scan(bj_body, s, jax.random.split(key, draws)))
-    t_bj, (_, steps) = _best_of(bj_scan, bj_state, jax.random.PRNGKey(2))
+    t_bj, (_, steps) = best_of(bj_scan, bj_state, jax.random.PRNGKey(2))
     steps_bj = int(np.asarray(steps).sum())
     return dict(net=act, size=size, param=param, t_grad_us=t_grad * 1e6, step_size=float(state.adapt_state.step_size),
                 numpyro_us=t_np / steps_np * 1e6, blackjax_us=t_bj / steps_bj * 1e6,

@@ -36,22 +36,12 @@ import time
 from functools import partial
 from pathlib import Path
 
+from _bench import best_of, run_child
+
 HERE = Path(__file__).resolve().parent
 ACTS = {"linear": ("deep_linear", 0.0), "sigmoid": ("sigmoidal", 0.5), "relu": ("relu", -0.5)}
 PARAMS = {"weight space": (), "ro+data": ("readout", "data_space")}
 CHAINS = 4
-
-
-def _best_of(fn, *args, repeats=3):
-    import jax
-
-    jax.block_until_ready(fn(*args))
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def run(act: str, size: int, param: str, warmup: int, samples: int, loops: int) -> dict:
@@ -99,11 +89,11 @@ def run(act: str, size: int, param: str, warmup: int, samples: int, loops: int) 
             st = k.init(keys, 0, None, (X, Y), kw)                 # num_warmup 0: no adaptation
             st = st._replace(adapt_state=st.adapt_state._replace(log_T=jnp.asarray(30.0, st.grad.dtype)))
             it = jax.jit(lambda s, k=k: lax.fori_loop(0, loops, lambda i, s: k.sample(s, (X, Y), kw), s))
-            per_iter[L] = _best_of(it, st) / loops
+            per_iter[L] = best_of(it, st)[0] / loops
         vg = k._value_and_grad((X, Y), kw)
         x = jax.vmap(lambda t: ravel_pytree(t)[0])(st.z)
         grads = jax.jit(lambda x: lax.fori_loop(0, loops, lambda i, x: x + 1e-9 * vg(x)[1], x))
-        t_grad = _best_of(grads, x) / loops
+        t_grad = best_of(grads, x)[0] / loops
         D = x.shape[1]
 
         def momenta(ks):
@@ -114,7 +104,7 @@ def run(act: str, size: int, param: str, warmup: int, samples: int, loops: int) 
                 return kk[:, 2], acc + p[:, 0]
             return lax.fori_loop(0, loops, body, (ks, jnp.zeros(CHAINS, x.dtype)))
 
-        t_mom = _best_of(jax.jit(momenta), keys) / loops
+        t_mom = best_of(jax.jit(momenta), keys)[0] / loops
     step = (per_iter[16] - per_iter[1]) / 15
     fixed = per_iter[1] - step
     per_draw = timing["sampling_s"] / samples
@@ -126,21 +116,6 @@ def run(act: str, size: int, param: str, warmup: int, samples: int, loops: int) 
                overhead_run=per_draw / (Lbar * t_grad),
                L_for_1p3=float((fixed + record) / target) if target > 0 else None)
     return out
-
-
-def _child(cfg: dict, timeout: int) -> dict:
-    import subprocess
-
-    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
-    try:
-        p = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True, text=True,
-                           timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return dict(cfg, error=f"timed out after {timeout} s")
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode or not lines:
-        return dict(cfg, error=(p.stderr.strip().splitlines() or ["failed"])[-1])
-    return json.loads(lines[-1])
 
 
 def _x(num, den):
@@ -204,8 +179,8 @@ def main(argv=None):
     for act in args.activations.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
             for param in args.params.split(","):
-                r = _child(dict(activation=act, size=size, param=param, warmup=args.warmup, samples=args.samples,
-                                loops=args.loops), args.timeout)
+                r = run_child(__file__, dict(activation=act, size=size, param=param, warmup=args.warmup,
+                                             samples=args.samples, loops=args.loops), args.timeout)
                 runs.append(r)
                 msg = r.get("error") or (f"grad {r['grad_us']:.0f} µs, step {r['step_us'] / r['grad_us']:.2f}x, "
                                          f"fixed {r['fixed_us'] / r['grad_us']:.2f}x, record "

@@ -44,10 +44,11 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _bench import run_child
 
 HERE = Path(__file__).resolve().parent
 ACTS = {"linear": ("deep_linear", 0.0), "sigmoid": ("sigmoidal", 0.5), "relu": ("relu", -0.5)}
@@ -196,18 +197,6 @@ def run_one(cfg: dict) -> dict:
 
 # ----------------------------------------------------------------------------------------------- orchestration
 
-def _child(cfg, timeout):
-    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
-    try:
-        res = subprocess.run([sys.executable, __file__, "--one", json.dumps(cfg)], capture_output=True, text=True,
-                             timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return dict(cfg, error=f"timeout after {timeout} s")
-    if res.returncode != 0:
-        return dict(cfg, error=res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"rc {res.returncode}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def _time_to_equilibrium(r, level):
     """Warm start + warm-up seconds until every chain's MSE has been below ``level``; None if not within warm-up."""
     import numpy as np
@@ -280,7 +269,7 @@ def main(argv=None):
                     continue
                 cfg = dict(activation=act, size=N, method=m, chains=args.chains, warmup=warm, samples=samp,
                            chunk=args.chunk, seed=args.seed)
-                r = _child(cfg, args.timeout)
+                r = run_child(__file__, cfg, args.timeout)
                 runs.append(r)
                 msg = r.get("error") or (f"{r['total_s']:.0f} s, ESS/s a {r['ess_s_a']:.1f} f {r['ess_s_f']:.1f}, "
                                          f"overhead {_fmt(r['overhead'], 2)}")
@@ -307,7 +296,7 @@ def main(argv=None):
                                        dict(extra=dict(exclude=("W1",), site_thinning={"z1": 50}))),
                                       ("W1 left out, z1 every 50th, 2000 draws", 2000,
                                        dict(extra=dict(exclude=("W1",), site_thinning={"z1": 50})))):
-            r = _child(dict(base, samples=samples, **extra), args.timeout)
+            r = run_child(__file__, dict(base, samples=samples, **extra), args.timeout)
             r["label"] = label
             memory.append(r)
             gpu = f", device {r['peak_device_mb']:.0f} MB" if "peak_device_mb" in r else ""

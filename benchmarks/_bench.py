@@ -1,0 +1,39 @@
+"""Helpers shared by the benchmark scripts (run as ``python benchmarks/<script>.py``, which puts this directory on
+the import path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def best_of(fn, *args, repeats=3):
+    """(best wall seconds over ``repeats`` calls, the last output) of a jitted ``fn``; the first call (compile) is not
+    timed."""
+    import jax
+
+    out = jax.block_until_ready(fn(*args))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def run_child(script: str, cfg: dict, timeout: int) -> dict:
+    """Run ``script --one <cfg as JSON>`` in a fresh process (its own JAX backend, its own peak memory) and return the
+    JSON dict it prints last; on a timeout or a failure, ``cfg`` with an ``error`` entry."""
+    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+    try:
+        res = subprocess.run([sys.executable, script, "--one", json.dumps(cfg)], capture_output=True, text=True,
+                             timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return dict(cfg, error=f"timeout after {timeout} s")
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
+    if res.returncode != 0 or not lines:
+        return dict(cfg, error=(res.stderr.strip().splitlines() or [f"rc {res.returncode}"])[-1])
+    return json.loads(lines[-1])
