@@ -20,6 +20,8 @@ own subprocess (so peak memory is its own) with the same seed, chains and draws:
   every chain the same number of leapfrog steps per iteration (no tree building);
 * ``chees+ro+data``  ChEES-HMC on the readout-integrated, data-space model (``sampler="chees"`` with
   ``reparam=("readout", "data_space")``);
+* ``snaper``, ``snaper+ro+data``  the same two with ``sampler="snaper"``: the trajectory length tuned on the
+  leading principal component of the whitened posterior (SNAPER's criterion) instead of on all coordinates;
 * ``gibbs``  linear net only: the exact blocked Gibbs sampler (``sampler="gibbs"``; chains one after the other, numpy,
   one BLAS thread); no gradients, so grad/s and overhead do not apply; its time to equilibrium is the sum over the
   chains (they run in sequence).
@@ -62,6 +64,8 @@ METHODS = {
     "gibbs": dict(sampler="gibbs"),
     "chees": dict(sampler="chees"),
     "chees+ro+data": dict(sampler="chees", reparam=("readout", "data_space")),
+    "snaper": dict(sampler="snaper"),
+    "snaper+ro+data": dict(sampler="snaper", reparam=("readout", "data_space")),
 }
 ONLY_LINEAR = ("gibbs",)
 

@@ -224,9 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--warmup", type=int, default=300)
     ps.add_argument("--samples", type=int, default=300)
     ps.add_argument("--thin", type=int, default=1)
-    ps.add_argument("--sampler", choices=["nuts", "hmc", "gibbs", "chees"], default="nuts",
+    ps.add_argument("--sampler", choices=["nuts", "hmc", "gibbs", "chees", "snaper"], default="nuts",
                     help="gibbs: the exact blocked Gibbs sampler, linear nets only; chees: ChEES-HMC, every chain "
-                    "the same number of leapfrog steps, tuned across chains (>= 2 chains)")
+                    "the same number of leapfrog steps, tuned across chains (>= 2 chains); snaper: the same sampler "
+                    "with the trajectory length tuned on the slowest direction (better readout mixing)")
     ps.add_argument("--seed", type=int, default=0)
     ps.add_argument("--record", default="z", help="comma-separated extra sites (default 'z': all preactivations)")
     ps.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,7 +1,10 @@
-"""ChEES-HMC (bnnzoo.inference.chees, ``sample(..., sampler="chees")``) samples the posterior exactly: closed-form
-Gaussian and half-normal targets, the exact Gibbs oracle of the linear net; its state survives a checkpoint."""
+"""ChEES-HMC (bnnzoo.inference.chees, ``sample(..., sampler="chees")``, and its SNAPER-criterion variant
+``sampler="snaper"``) samples the posterior exactly: closed-form Gaussian and half-normal targets, the exact Gibbs
+oracle of the linear net; SNAPER's principal component is the leading eigenvector of a known covariance; the state
+survives a checkpoint."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
@@ -28,9 +31,10 @@ def test_halton_points():
     np.testing.assert_allclose(np.asarray(halton(np.arange(1, 8))), [1 / 2, 1 / 4, 3 / 4, 1 / 8, 5 / 8, 3 / 8, 7 / 8])
 
 
-def test_closed_form_moments():
+@pytest.mark.parametrize("sampler", ["chees", "snaper"])
+def test_closed_form_moments(sampler):
     t = toy_task(P=4, N0=5, ratios=(0.5, 0.5))
-    idata = bnnzoo.sample(_target, t, sampler="chees", num_chains=8, num_warmup=400, num_samples=500, seed=2,
+    idata = bnnzoo.sample(_target, t, sampler=sampler, num_chains=8, num_warmup=400, num_samples=500, seed=2,
                           progress=False, scales=SCALES, means=MEANS)
     post = azcompat.get_group(idata, "posterior")
     ss = azcompat.get_group(idata, "sample_stats")
@@ -47,13 +51,15 @@ def test_closed_form_moments():
     assert ess.min() > 500                     # 4000 draws: far better than random-walk mixing would give
 
 
-@pytest.mark.parametrize("reparam", [(), pytest.param(("readout", "data_space"), marks=pytest.mark.slow)])
-def test_matches_exact_gibbs_linear_net(reparam):
+@pytest.mark.parametrize("sampler, reparam", [
+    ("chees", ()), ("snaper", ()), pytest.param("chees", ("readout", "data_space"), marks=pytest.mark.slow),
+    pytest.param("snaper", ("readout", "data_space"), marks=pytest.mark.slow)])
+def test_matches_exact_gibbs_linear_net(sampler, reparam):
     """The one-hidden-layer linear net: f, K1 = zᵀz/N and aᵀa/N against the exact Gibbs sampler (weight space, and
     with the readout integrated out and the first layer sampled in data space)."""
     task = toy_task(P=6, N0=8, y_neg=0.0)
     kw = dict(width=6, temperature=0.05)
-    idata = bnnzoo.sample("deep_linear", task, sampler="chees", num_chains=4, num_warmup=500, num_samples=1000,
+    idata = bnnzoo.sample("deep_linear", task, sampler=sampler, num_chains=4, num_warmup=500, num_samples=1000,
                           seed=3, record=("z1",), progress=False, reparam=reparam, **kw)
     post = azcompat.get_group(idata, "posterior")
     z, a, N = post["z1"].values, post["a"].values, kw["width"]
@@ -63,7 +69,46 @@ def test_matches_exact_gibbs_linear_net(reparam):
     g = gibbs_linear(task.X, task.Y, num_samples=20000, num_warmup=500, seed=11, **dict(kw, sigma_a2=sa2))
     for obs, ref in (("f", g.f), ("K1", g.K1), ("U", g.U)):
         truth, truth_se, _ = mcse_mean(ref[None])
-        assert_mean_matches(ours[obs], truth, truth_se, name=f"chees {reparam} vs Gibbs: {obs}")
+        assert_mean_matches(ours[obs], truth, truth_se, name=f"{sampler} {reparam} vs Gibbs: {obs}")
+
+
+def _correlated(X=None, Y=None, scale_tril=None):
+    numpyro.sample("x", dist.MultivariateNormal(jnp.zeros(scale_tril.shape[0]), scale_tril=scale_tril))
+
+
+def test_snaper_learns_the_principal_component():
+    """A Gaussian with a known covariance Σ (eigenvalues e^0 … e^3, random rotation, scales spread 30-fold): after
+    warm-up SNAPER's direction is the leading eigenvector of the whitened covariance M^{1/2} Σ M^{1/2} (M⁻¹ the
+    kernel's own diagonal mass), |cos| > 0.95, and the run's moments match Σ."""
+    rng = np.random.default_rng(0)
+    D = 8
+    q, r = np.linalg.qr(rng.normal(size=(D, D)))
+    q *= np.sign(np.diag(r))
+    scales = np.geomspace(0.1, 3.0, D)
+    cov = scales[:, None] * ((q * np.exp(np.linspace(0.0, 3.0, D))) @ q.T) * scales[None, :]
+    tril = jnp.asarray(np.linalg.cholesky(cov), jnp.float32)
+    kernel = ChEES(_correlated, criterion="snaper")
+    warm = 1000
+    state = kernel.init(jax.random.split(jax.random.PRNGKey(1), 16), warm, None, (None, None), dict(scale_tril=tril))
+    step = jax.jit(lambda s: kernel.sample(s, (None, None), dict(scale_tril=tril)))
+    for _ in range(warm):
+        state = step(state)
+    ad = state.adapt_state
+    s = 1.0 / np.sqrt(np.asarray(ad.inv_mass, float))
+    white = s[:, None] * cov * s[None, :]
+    lead = np.linalg.eigh(white)[1][:, -1]
+    pc = np.asarray(ad.pc, float)
+    cos = abs(pc @ lead) / np.linalg.norm(pc)
+    assert cos > 0.95, f"SNAPER's principal component is off the leading eigenvector: |cos| = {cos:.3f}"
+    draws = []
+    for _ in range(500):
+        state = step(state)
+        draws.append(np.asarray(state.z["x"]))
+    x = np.stack(draws, 1)                                   # (chain, draw, D)
+    assert_mean_matches(x, np.zeros(D), name="E[x]")
+    iu = np.triu_indices(D)
+    prods = x[..., iu[0]] * x[..., iu[1]]
+    assert_mean_matches(prods, cov[iu], name="E[x xᵀ] = Σ")
 
 
 def test_checkpointed_state_resumes_bit_for_bit(tmp_path):
@@ -92,8 +137,14 @@ def test_checkpointed_state_resumes_bit_for_bit(tmp_path):
 @pytest.mark.parametrize("kw, match", [
     (dict(num_chains=1), "num_chains >= 2"), (dict(chain_method="parallel"), "vectorised"),
     (dict(num_steps=5), "num_steps"), (dict(dense_mass=True), "dense_mass"),
+    (dict(sampler="snaper", num_chains=1), "num_chains >= 2"),
 ])
 def test_bad_arguments_fail_before_compiling(kw, match):
     t = toy_task(P=5, N0=6)
     with pytest.raises(ValueError, match=match):
         bnnzoo.sample("relu", t, **dict(dict(sampler="chees", num_warmup=1, num_samples=5, progress=False), **kw))
+
+
+def test_unknown_criterion_is_refused():
+    with pytest.raises(ValueError, match="criterion must be one of"):
+        ChEES(bnnzoo.models.fcn, criterion="esjd")

@@ -29,7 +29,17 @@ Warm-up (discarded) couples the chains only through the tuning, all of it shared
   the averaged iterate is used after warm-up;
 * T: Adam steps (β₁ = 0, β₂ = 0.95, rate 0.05, steps clipped to ±0.35 in log T) up the ChEES criterion
   E[(‖x' − E x'‖² − ‖x − E x‖²)²] / 4 measured in the whitened coordinates M^{1/2} x across chains, weighted by the
-  acceptance probabilities; after warm-up, exp of the mean log T over the last half of warm-up.
+  acceptance probabilities; after warm-up, exp of the mean log T over the last half of warm-up;
+* T with ``criterion="snaper"`` (``sampler="snaper"``): the same Adam steps up the SNAPER criterion (Sountsov &
+  Hoffman 2022, "Focusing on difficult directions for learning HMC trajectory lengths"),
+  E[(((x' − E x')·v)² − ((x − E x)·v)²)²] / 4 in the same whitened coordinates, v the leading principal component
+  of the whitened posterior covariance, learned during warm-up by CCIPCA across the chains (a running mean over a
+  window of i / 8 iterations, as in the authors' reference code).  ChEES sums the criterion over all D coordinates,
+  so in a network the many fast, data-constrained hidden-weight directions choose T, and the slow ones (the readout
+  weights and their branches) barely move in a trajectory; SNAPER tunes T on the slowest direction.  Unlike the
+  paper's default, the criterion is not divided by T (power 0 of the reference code's normalisation): divided by T
+  it chose 1.6-3.0 leapfrog steps per draw on the toy nets at N = P = 100 and a readout ESS of 5-8 out of 4000
+  draws (trial runs, 4 chains, 300 + 1000 draws).
 
 More chains make the tuning better (the cross-chain means and variances are estimated from them): at least 2 are
 required, 4 or more are advised.
@@ -43,6 +53,14 @@ out and the first layer in data space (``reparam=("readout", "data_space")``) th
 The tuning is not stable between runs: an earlier run of the same benchmark and seed (commit 2fd9010, a faster
 machine of the same kind) chose 10 / 15 / 7 steps, and its sigmoidal readout reached 5× NUTS's ESS per second, 2.5×
 here.  Check the readout's ESS and R-hat before reading branches off a ChEES run.
+
+SNAPER's criterion is for the readout (``benchmarks/results_snaper.md`` and its seed-1 / seed-2 companions,
+N = P = 100, 4 chains, 300 + 1000 draws, 2 CPU cores): 138-175 / 25-43 / 32-245 leapfrog steps per draw
+(linear / sigmoidal / ReLU) where ChEES takes 7-10 / 4-15 / 2-7, and readout ESS per second 6.4-8.5× / 1.5-3.3× /
+0.7-4.6× NUTS's (ChEES: 1.8-2.3× / 1.5-5.4× / 0.4-0.8×); with the readout integrated out and the first layer in
+data space 10.6-13.1× / 1.7-3.5× / 1.9-2.3×.  The output and kernels mix less per second than under ChEES (their
+fast directions need no long trajectory).  The ReLU net's seed 1 chose 32 steps: its trajectory length was still
+growing when the 300-iteration warm-up ended.
 """
 
 from __future__ import annotations
@@ -66,6 +84,8 @@ _MASS_START = 0.03                              # the first window starts after 
 _DA_GAMMA, _DA_T0, _DA_KAPPA = 0.05, 10.0, 0.75
 _ADAM_RATE, _ADAM_B2, _LOG_T_CLIP = 0.05, 0.95, 0.35
 _DIVERGENCE = 1000.0
+CRITERIA = ("chees", "snaper")
+_PC_FACTOR = 8
 
 
 class CheesAdaptState(NamedTuple):
@@ -84,6 +104,8 @@ class CheesAdaptState(NamedTuple):
     w_n: jax.Array                # per-chain Welford accumulators of the positions over the current mass window:
     w_mean: jax.Array             # the count (shared), the (chain, D) means and sums of squared deviations
     w_m2: jax.Array
+    pc: jax.Array                 # (D,) SNAPER: running mean of the unnormalised principal component (whitened coords)
+    pc_n: jax.Array               # its count
 
 
 class CheesState(NamedTuple):
@@ -129,7 +151,10 @@ class ChEES(MCMCKernel):
     sample_field = "z"
 
     def __init__(self, model, *, step_size: float | None = None, max_leapfrog_steps: int = 1000,
-                 target_accept: float = TARGET_ACCEPT, init: str = "prior"):
+                 target_accept: float = TARGET_ACCEPT, init: str = "prior", criterion: str = "chees"):
+        if criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+        self._criterion = criterion
         if max_leapfrog_steps < 1:
             raise ValueError(f"max_leapfrog_steps must be >= 1, got {max_leapfrog_steps}")
         if not 0 < target_accept < 1:
@@ -177,7 +202,8 @@ class ChEES(MCMCKernel):
         ad = CheesAdaptState(
             step_size=jnp.full((C,), eps, x.dtype), log_step_avg=f(0.0), hbar=f(0.0), mu=jnp.log(10.0 * eps),
             da_t=f(0.0), log_T=jnp.log(eps), adam_v=f(0.0), adam_t=f(0.0), log_T_sum=f(0.0), log_T_n=f(0.0),
-            inv_mass=inv_mass, w_n=f(0.0), w_mean=jnp.zeros((C, D), x.dtype), w_m2=jnp.zeros((C, D), x.dtype))
+            inv_mass=inv_mass, w_n=f(0.0), w_mean=jnp.zeros((C, D), x.dtype), w_m2=jnp.zeros((C, D), x.dtype),
+            pc=jax.random.normal(keys[0, 1], (D,), x.dtype), pc_n=f(1.0))
         return CheesState(i=jnp.asarray(0, jnp.int32), z=z, grad=g, potential_energy=u, energy=u,
                           accept_prob=jnp.zeros((C,), x.dtype), diverging=jnp.zeros((C,), bool),
                           num_steps=jnp.zeros((C,), jnp.int32), adapt_state=ad, rng_key=keys[:, 2])
@@ -244,6 +270,18 @@ class ChEES(MCMCKernel):
                           energy=energy, accept_prob=alpha, diverging=diverging, num_steps=jnp.full((C,), n),
                           adapt_state=ad_new, rng_key=keys[:, 2])
 
+    @staticmethod
+    def _principal_component(i, ad, y):
+        """One CCIPCA step (Weng et al. 2003) on the chain-centred whitened states y (chain, D): the running mean of
+        E[(yᶜ·v̂) yᶜ], v̂ the current estimate normalised, over a window of i / 8 iterations (Sountsov & Hoffman's
+        reference code).  Its direction tends to the leading eigenvector of the whitened covariance, its norm to the
+        leading eigenvalue."""
+        yc = y - jnp.mean(y, 0)
+        act = yc @ (ad.pc / (jnp.linalg.norm(ad.pc) + 1e-20))
+        new = jnp.mean(act[:, None] * yc, 0)
+        pc_n = jnp.minimum(ad.pc_n + 1.0, jnp.maximum(1.0, jnp.floor(i / _PC_FACTOR)))
+        return ad.pc + (new - ad.pc) / (pc_n + 1.0), pc_n
+
     def _adapt(self, i, ad, x0, x1, p1, alpha, diverging, u_t, x_new):
         dtype = x0.dtype
         ok = ~diverging & jnp.all(jnp.isfinite(x1), -1)
@@ -266,8 +304,14 @@ class ChEES(MCMCKernel):
         y0c = y0 - jnp.mean(y0, 0)
         y1c = y1 - jnp.sum(w[:, None] * y1, 0) / (jnp.sum(w) + 1e-20)
         vel = p1 * jnp.sqrt(ad.inv_mass)                                  # dy/dt at the proposal
-        g_c = u_t * jnp.exp(ad.log_T) * (jnp.sum(y1c**2, -1) - jnp.sum(y0c**2, -1)) * jnp.sum(y1c * vel, -1)
+        if self._criterion == "chees":
+            g_c = u_t * jnp.exp(ad.log_T) * (jnp.sum(y1c**2, -1) - jnp.sum(y0c**2, -1)) * jnp.sum(y1c * vel, -1)
+        else:
+            v = ad.pc / (jnp.linalg.norm(ad.pc) + 1e-20)
+            q0, q1 = y0c @ v, y1c @ v
+            g_c = u_t * jnp.exp(ad.log_T) * (q1**2 - q0**2) * q1 * (vel @ v)
         grad = jnp.sum(jnp.where(ok, w * g_c, 0.0)) / (jnp.sum(w) + 1e-20)
+        pc, pc_n = self._principal_component(i, ad, x_new * s) if self._criterion == "snaper" else (ad.pc, ad.pc_n)
         adam_t = ad.adam_t + 1.0
         v = _ADAM_B2 * ad.adam_v + (1.0 - _ADAM_B2) * grad**2
         step = jnp.clip(_ADAM_RATE * grad / (jnp.sqrt(v / (1.0 - _ADAM_B2**adam_t)) + 1e-8),
@@ -315,5 +359,5 @@ class ChEES(MCMCKernel):
             mu=jnp.where(window_end, jnp.log(10.0 * eps_next), ad.mu), da_t=jnp.where(window_end, z0, t),
             log_T=log_T_out, adam_v=v, adam_t=adam_t, log_T_sum=log_T_sum, log_T_n=log_T_n, inv_mass=inv_mass,
             w_n=jnp.where(window_end, z0, w_n), w_mean=jnp.where(window_end, jnp.zeros_like(w_mean), w_mean),
-            w_m2=jnp.where(window_end, jnp.zeros_like(w_m2), w_m2))
+            w_m2=jnp.where(window_end, jnp.zeros_like(w_m2), w_m2), pc=pc, pc_n=pc_n)
 

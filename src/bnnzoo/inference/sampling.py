@@ -27,7 +27,8 @@ from ..tasks import Task
 
 __all__ = ["sample", "run_config", "build_kernel", "SAMPLERS"]
 
-SAMPLERS = ("nuts", "hmc", "gibbs", "chees")
+SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper")
+_CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees.ChEES), two trajectory criteria
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
 _EXTRA_FIELDS = ("diverging", "num_steps", "accept_prob", "energy", "potential_energy", "adapt_state.step_size")
 
@@ -64,20 +65,20 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
     if step_size is not None and not (np.isfinite(step_size) and step_size > 0):
         raise ValueError(f"step_size must be > 0, got {step_size!r}")
     if target_accept is None:
-        target_accept = 0.651 if sampler == "chees" else 0.8
+        target_accept = 0.651 if sampler in _CHEES_LIKE else 0.8
     if not 0 < target_accept < 1:
         raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
     if init not in ("prior", "uniform"):
         raise ValueError(f"init must be 'prior' (a draw from the prior) or 'uniform' (NumPyro's default), got {init!r}")
-    if sampler == "chees":
+    if sampler in _CHEES_LIKE:
         from .chees import ChEES
 
         if num_steps is not None or dense_mass:
-            raise ValueError("sampler='chees' tunes its own trajectory length and a diagonal mass: drop "
+            raise ValueError(f"sampler={sampler!r} tunes its own trajectory length and a diagonal mass: drop "
                              + ("num_steps" if num_steps is not None else "dense_mass"))
         _check_int("max_tree_depth", max_tree_depth, 1)
         return ChEES(fn, step_size=step_size, max_leapfrog_steps=2 ** int(max_tree_depth), target_accept=target_accept,
-                     init=init)
+                     init=init, criterion=sampler)
     common = dict(
         step_size=1.0 if step_size is None else float(step_size),
         adapt_step_size=step_size is None,
@@ -381,6 +382,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         num_chains >= 2 (4 or more advised), runs through the chunked driver, vectorised on one device.  At
         N = P = 100 it gives 7-35× NUTS's ESS per second of f and 3-17× of K1, but the readout weights barely mix
         (bulk ESS 10-48 of 8000 draws, benchmarks/results_chees.md): check their ESS before reading branches.
+        "snaper": the same sampler with the trajectory length tuned by SNAPER's criterion, on the leading principal
+        component of the whitened posterior (the slowest direction) rather than on all coordinates: longer
+        trajectories, better-mixed readout weights (benchmarks/results_snaper.md).
     target_accept : NUTS/HMC: mean acceptance (default 0.8); ChEES: harmonic-mean acceptance (default 0.651).
     max_tree_depth : NUTS: at most 2**max_tree_depth leapfrog steps per draw; ChEES: the same cap per iteration.
     seed : PRNG seed; the same seed reproduces the run.
@@ -453,15 +457,15 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     if sampler == "gibbs":
         _check_gibbs_args(entry, kw, chunk_size, store, resume, site_thinning, reparam, warm_start, step_size,
                           num_steps, dense_mass)
-    if sampler == "chees":
+    if sampler in _CHEES_LIKE:
         if num_chains < 2:
-            raise ValueError("sampler='chees' tunes across chains: it needs num_chains >= 2 (4 or more advised)")
+            raise ValueError(f"sampler={sampler!r} tunes across chains: it needs num_chains >= 2 (4 or more advised)")
         if chain_method not in ("auto", "vectorized"):
-            raise ValueError(f"sampler='chees' runs its chains vectorised on one device (its tuning couples them); "
+            raise ValueError(f"sampler={sampler!r} runs its chains vectorised on one device (its tuning couples them); "
                              f"got chain_method={chain_method!r}")
         chain_method = "vectorized"
     use_engine = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
-                      or warm_start or chain_method == "sharded" or sampler == "chees"
+                      or warm_start or chain_method == "sharded" or sampler in _CHEES_LIKE
                       or (chain_method == "auto" and 1 < n_dev < num_chains and num_chains % n_dev == 0))
     precision = (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
                  else contextlib.nullcontext())
@@ -591,8 +595,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
              "num_chains": num_chains, "num_warmup": num_warmup, "num_samples": num_samples,
              "thinning": thinning,
              "inference_library": {"gibbs": "bnnzoo.inference.gibbs_linear",
-                                   "chees": "bnnzoo.inference.chees"}.get(sampler, "numpyro"),
-             "inference_library_version": config["versions"]["bnnzoo"] if sampler in ("gibbs", "chees")
+                                   "chees": "bnnzoo.inference.chees",
+                                   "snaper": "bnnzoo.inference.chees"}.get(sampler, "numpyro"),
+             "inference_library_version": config["versions"]["bnnzoo"] if sampler in ("gibbs",) + _CHEES_LIKE
              else numpyro.__version__,
              "bnnzoo_version": config["versions"]["bnnzoo"], "created_at": config["created_at"]}
     for k, v in kw.items():
