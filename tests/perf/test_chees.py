@@ -3,6 +3,8 @@
 oracle of the linear net; SNAPER's principal component is the leading eigenvector of a known covariance; the state
 survives a checkpoint."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +14,7 @@ import pytest
 
 import bnnzoo
 from bnnzoo import azcompat
-from bnnzoo.inference.chees import ChEES, halton
+from bnnzoo.inference.chees import ChEES, halton, trajectory_growth
 from bnnzoo.inference.engine import RunStore, run_chunked
 from bnnzoo.inference.gibbs_linear import gibbs_linear
 from bnnzoo.tasks import toy_task
@@ -47,6 +49,7 @@ def test_closed_form_moments(sampler):
     assert np.unique(ss["step_size"].values).size == 1
     assert int(ss["diverging"].values.sum()) == 0
     assert ss["n_steps"].values.mean() < 30, "the diagonal mass was not adapted (a 1000x scale spread needs it)"
+    assert bnnzoo.run_config(idata)["engine"]["trajectory_growth"] < 2.0      # tuning settled: no warning
     _, _, ess = mcse_mean(w)
     assert ess.min() > 500                     # 4000 draws: far better than random-walk mixing would give
 
@@ -54,6 +57,7 @@ def test_closed_form_moments(sampler):
 @pytest.mark.parametrize("sampler, reparam", [
     ("chees", ()), ("snaper", ()), pytest.param("chees", ("readout", "data_space"), marks=pytest.mark.slow),
     pytest.param("snaper", ("readout", "data_space"), marks=pytest.mark.slow)])
+@pytest.mark.filterwarnings("ignore:.*the trajectory length had not settled")  # T drifts on this net
 def test_matches_exact_gibbs_linear_net(sampler, reparam):
     """The one-hidden-layer linear net: f, K1 = zᵀz/N and aᵀa/N against the exact Gibbs sampler (weight space, and
     with the readout integrated out and the first layer sampled in data space)."""
@@ -148,3 +152,34 @@ def test_bad_arguments_fail_before_compiling(kw, match):
 def test_unknown_criterion_is_refused():
     with pytest.raises(ValueError, match="criterion must be one of"):
         ChEES(bnnzoo.models.fcn, criterion="esjd")
+
+
+def test_trajectory_growth_reads_the_warmup_trace():
+    """A synthetic warm-up trace, L_t = ⌈u_t T_t / ε⌉ as the kernel takes it: a settled T gives ≈ 1, a T still
+    doubling every 50 iterations gives the ratio of its end to its geometric mean over the last half."""
+    W, eps = 400, 0.01
+    u = np.asarray(halton(np.arange(1, W + 1)), float)
+    t = np.arange(W)
+    for T, expect in ((np.full(W, 1.5), 1.0),
+                      (0.1 * 2.0 ** (t / 50), 2.0 ** ((W - 20.5) / 50 - (W / 2 + W / 4 - 0.5) / 50))):
+        n = np.ceil(u * T / eps)
+        g = trajectory_growth(np.stack([n, n]), np.full((2, W), eps))
+        np.testing.assert_allclose(g, expect, rtol=0.05)
+    assert np.isnan(trajectory_growth(np.ones(10), np.ones(10)))
+
+
+def test_unsettled_trajectory_warns():
+    """bnnzoo.sample's check on the warm-up trace: a T growing sixteenfold every 150 iterations warns and stores the
+    ratio; a settled one does neither."""
+    from bnnzoo.inference.sampling import _check_trajectory_settled
+
+    W = 300
+    u = np.asarray(halton(np.arange(1, W + 1)), float)
+    for T, warns in ((np.full(W, 2.0), False), (0.01 * 16.0 ** (np.arange(W) / 150), True)):
+        trace = dict(num_steps=np.ceil(u * T / 0.01)[None], step_size=np.full((1, W), 0.01))
+        cfg = {}
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            _check_trajectory_settled("snaper", trace, cfg)
+        assert any("had not settled" in str(w.message) for w in rec) == warns
+        assert (cfg["trajectory_growth"] > 2.0) == warns

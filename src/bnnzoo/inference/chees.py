@@ -39,7 +39,7 @@ Warm-up (discarded) couples the chains only through the tuning, all of it shared
   weights and their branches) barely move in a trajectory; SNAPER tunes T on the slowest direction.  Unlike the
   paper's default, the criterion is not divided by T (power 0 of the reference code's normalisation): divided by T
   it chose 1.6-3.0 leapfrog steps per draw on the toy nets at N = P = 100 and a readout ESS of 5-8 out of 4000
-  draws (trial runs, 4 chains, 300 + 1000 draws).
+  draws (trial runs, 4 chains, 300 + 1000 draws); divided by T^0.25 or T^0.5 it chose 1-31 steps.
 
 More chains make the tuning better (the cross-chain means and variances are estimated from them): at least 2 are
 required, 4 or more are advised.
@@ -60,7 +60,9 @@ N = P = 100, 4 chains, 300 + 1000 draws, 2 CPU cores): 138-175 / 25-43 / 32-245 
 0.7-4.6× NUTS's (ChEES: 1.8-2.3× / 1.5-5.4× / 0.4-0.8×); with the readout integrated out and the first layer in
 data space 10.6-13.1× / 1.7-3.5× / 1.9-2.3×.  The output and kernels mix less per second than under ChEES (their
 fast directions need no long trajectory).  The ReLU net's seed 1 chose 32 steps: its trajectory length was still
-growing when the 300-iteration warm-up ended.
+growing when the 300-iteration warm-up ended (``trajectory_growth`` 2.9, and ``bnnzoo.sample`` warns above 2); with
+600 warm-up iterations seeds 0 / 1 / 2 keep 170 / 188 / 250 steps and reach 4.1 / 2.9 / 4.1× NUTS's readout ESS per
+second (``benchmarks/results/snaper_relu_warmup600_seed*.md``).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ from numpyro.infer.initialization import init_to_sample, init_to_uniform
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import initialize_model
 
-__all__ = ["ChEES", "CheesState", "CheesAdaptState", "halton"]
+__all__ = ["ChEES", "CheesState", "CheesAdaptState", "halton", "trajectory_growth"]
 
 TARGET_ACCEPT = 0.651
 MASS_WINDOW_ENDS = (0.10, 0.25, 0.50)          # fractions of warm-up at which M⁻¹ is re-estimated
@@ -127,6 +129,22 @@ def halton(i):
     k = jnp.arange(32, dtype=jnp.uint32)
     bits = (i[..., None] >> k) & jnp.uint32(1)
     return jnp.sum(bits.astype(jnp.float32) * jnp.exp2(-(k.astype(jnp.float32) + 1.0)), axis=-1)
+
+
+def trajectory_growth(num_steps, step_size) -> float:
+    """How far the trajectory length was still growing when warm-up ended: the median T over the last 10 % of the
+    warm-up iterations divided by the T kept for sampling (exp of the mean log T over the last half).  T is read off
+    the recorded warm-up trace, T_t ≈ L_t ε_t / u_t (L_t = ⌈u_t T_t / ε_t⌉ leapfrog steps, u_t the Halton jitter).
+    ``num_steps``, ``step_size``: (chain, warm-up iteration) or (iteration,); every chain shares them.  About 1 for a
+    tuning that had settled; NaN for fewer than 20 warm-up iterations."""
+    n = np.asarray(num_steps, float).reshape(-1, np.shape(num_steps)[-1])[0]
+    eps = np.asarray(step_size, float).reshape(-1, np.shape(step_size)[-1])[0]
+    W = n.size
+    if W < 20:
+        return float("nan")
+    u = np.asarray(halton(np.arange(1, W + 1)), float)
+    log_T = np.log(np.maximum(n * eps, 1e-30) / u)
+    return float(np.exp(np.median(log_T[W - max(2, W // 10):]) - np.mean(log_T[W // 2:])))
 
 
 def _window_bounds(num_warmup: int):

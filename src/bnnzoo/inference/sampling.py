@@ -308,6 +308,28 @@ def _thinned_dataset(res, site_dims) -> xr.Dataset:
     return xr.Dataset(data, coords=coords)
 
 
+TRAJECTORY_GROWTH_WARN = 2.0
+
+
+def _check_trajectory_settled(sampler, warmup, engine_cfg):
+    """Warn when ChEES / SNAPER's trajectory length was still growing as warm-up ended (the kept T, averaged over the
+    last half, is then far below where the tuning was heading: the ReLU net at N = P = 100, seed 1, 300 warm-up
+    iterations, ended at 2.9× its kept T of 33 steps per draw and mixed its readout 6× worse than seeds 0 and 2, whose
+    ratios were 1.3 and 1.0; with 600 iterations it ended at 1.7× and kept 188 steps).  It can also mean a T that
+    drifts without settling: on the 6-wide linear net of tests/perf/test_chees.py SNAPER's ratio is 2.5 / 1.7 / 2.1
+    after 500 / 1000 / 2000 warm-up iterations, and its draws still match the exact Gibbs sampler.  The ratio is
+    stored as ``run_config(idata)["engine"]["trajectory_growth"]``."""
+    from .chees import trajectory_growth
+
+    g = trajectory_growth(warmup["num_steps"], warmup["step_size"])
+    engine_cfg["trajectory_growth"] = g
+    if g > TRAJECTORY_GROWTH_WARN:
+        warnings.warn(f"sampler={sampler!r}: the trajectory length had not settled when warm-up ended (its last 10 % "
+                      f"ran at {g:.1f}x the length kept for sampling): check the ESS of the slow sites (readout "
+                      f"weights); a longer warm-up (num_warmup) may give longer trajectories and better mixing",
+                      RuntimeWarning, stacklevel=3)
+
+
 def _warmup_datasets(res, site_dims) -> dict:
     w = res.warmup
     n_chain, n_step = w["num_steps"].shape
@@ -521,6 +543,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
                 thinned_group = _thinned_dataset(res, site_dims)
             if res.warmup:
                 warmup_groups = _warmup_datasets(res, site_dims)
+                if sampler in _CHEES_LIKE:
+                    _check_trajectory_settled(sampler, res.warmup, engine_cfg)
         else:
             mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                         thinning=thinning, chain_method=chain_method, progress_bar=progress)
