@@ -61,8 +61,8 @@ N = P = 100, 4 chains, 300 + 1000 draws, 2 CPU cores): 138-175 / 25-43 / 32-245 
 data space 10.6-13.1× / 1.7-3.5× / 1.9-2.3×.  The output and kernels mix less per second than under ChEES (their
 fast directions need no long trajectory).  The ReLU net's seed 1 chose 32 steps: its trajectory length was still
 growing when the 300-iteration warm-up ended (``trajectory_growth`` 2.9, and ``bnnzoo.sample`` warns above 2); with
-600 warm-up iterations seeds 0 / 1 / 2 keep 170 / 188 / 250 steps and reach 4.1 / 2.9 / 4.1× NUTS's readout ESS per
-second (``benchmarks/results/snaper_relu_warmup600_seed*.md``).
+600 warm-up iterations seeds 0 / 1 / 2 keep 170 / 188 / 250 steps and reach 4.1 / 2.9 / 4.1× the seed-0 NUTS run's
+readout ESS per second (``benchmarks/results/snaper_relu_warmup600_seed*.md``).
 """
 
 from __future__ import annotations
@@ -292,8 +292,8 @@ class ChEES(MCMCKernel):
     def _principal_component(i, ad, y):
         """One CCIPCA step (Weng et al. 2003) on the chain-centred whitened states y (chain, D): the running mean of
         E[(yᶜ·v̂) yᶜ], v̂ the current estimate normalised, over a window of i / 8 iterations (Sountsov & Hoffman's
-        reference code).  Its direction tends to the leading eigenvector of the whitened covariance, its norm to the
-        leading eigenvalue."""
+        reference code).  Its direction tends to the leading eigenvector of the whitened covariance (checked by
+        tests/perf/test_chees.py); only the direction is used."""
         yc = y - jnp.mean(y, 0)
         act = yc @ (ad.pc / (jnp.linalg.norm(ad.pc) + 1e-20))
         new = jnp.mean(act[:, None] * yc, 0)
@@ -325,9 +325,9 @@ class ChEES(MCMCKernel):
         if self._criterion == "chees":
             g_c = u_t * jnp.exp(ad.log_T) * (jnp.sum(y1c**2, -1) - jnp.sum(y0c**2, -1)) * jnp.sum(y1c * vel, -1)
         else:
-            v = ad.pc / (jnp.linalg.norm(ad.pc) + 1e-20)
-            q0, q1 = y0c @ v, y1c @ v
-            g_c = u_t * jnp.exp(ad.log_T) * (q1**2 - q0**2) * q1 * (vel @ v)
+            d = ad.pc / (jnp.linalg.norm(ad.pc) + 1e-20)                  # the slow direction, unit norm
+            q0, q1 = y0c @ d, y1c @ d
+            g_c = u_t * jnp.exp(ad.log_T) * (q1**2 - q0**2) * q1 * (vel @ d)
         grad = jnp.sum(jnp.where(ok, w * g_c, 0.0)) / (jnp.sum(w) + 1e-20)
         pc, pc_n = self._principal_component(i, ad, x_new * s) if self._criterion == "snaper" else (ad.pc, ad.pc_n)
         adam_t = ad.adam_t + 1.0
