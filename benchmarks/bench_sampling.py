@@ -177,6 +177,16 @@ def run_one(cfg: dict) -> dict:
         out[f"ess_{name}"] = m
         out[f"ess_min_{name}"] = mn
         out[f"ess_s_{name}"] = m / timing["sampling_s"]
+    # readout weights whose chains sit on different branches (theory.md §3: frozen readouts) have a bulk ESS of about
+    # the number of chains whatever the sampler; the within-chain ESS (each chain's own bulk ESS, summed over the
+    # chains) measures how fast a sampler explores the branch each chain is on
+    a = post["a"].values
+    da = xr.Dataset({"x": (("chain", "draw", "n", "m"), a)})
+    out["ess_median_a"] = float(np.nanmedian(azcompat.ess(da, method="bulk")["x"].values))
+    out["rhat_frac_a"] = float(np.mean(np.asarray(azcompat.rhat(da)["x"].values) > 1.1))
+    out["ess_wc_a"] = float(np.nanmean(sum(np.asarray(azcompat.ess(da.isel(chain=[c]), method="bulk")["x"].values,
+                                                      dtype=float) for c in range(a.shape[0]))))
+    out["ess_s_wc_a"] = out["ess_wc_a"] / timing["sampling_s"]
     if method.get("sampler") == "gibbs":                           # no gradients: no overhead to measure
         out.update(grads_per_s=None, overhead=None, t_grad_s=None)
         return out
@@ -351,30 +361,37 @@ def _markdown(runs, memory, meta) -> str:
              "single-chain gradient); **/par** one chain per CPU core, the others vectorised on one device; "
              "**ESS/s** bulk ESS per second of sampling "
              "(mean over entries; K1: at most 5000 entries, a fixed random subset) of the readout weights a, the "
-             "output f and the kernel K1 = zᵀz/N; **×** the "
+             "output f and the kernel K1 = zᵀz/N; **a within** the same for the readout weights with each chain's "
+             "bulk ESS computed on its own and summed over the chains (how fast a sampler explores the branch each "
+             "chain sits on); **a R̂>1.1** fraction of readout entries whose chains disagree (rank-normalised split "
+             "R̂ > 1.1: chains on different readout branches, theory.md §3; such an entry's bulk ESS is about the "
+             "number of chains under any sampler); **×** the "
              "ratio to the baseline (for ro+data/par: to baseline/par, so the parallel gain is not counted twice); "
              "**MB** peak resident memory of the run's process (and, on a GPU, peak device memory allocated).", "",
-             "| net | N=P | method | t_eq s | compile s | grad/s | overhead | ESS/s a (×) | ESS/s f (×) | "
-             "ESS/s K1 (×) | steps/draw | div | MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| net | N=P | method | t_eq s | compile s | grad/s | overhead | ESS/s a (×) | ESS/s a within (×) | "
+             "a R̂>1.1 | ESS/s f (×) | ESS/s K1 (×) | steps/draw | div | MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         if "error" in r:
             lines.append(f"| {r['activation']} | {r['size']} | {r['method']} | error: {r['error'][:60]} |"
-                         + " |" * 9)
+                         + " |" * 11)
             continue
         ref = "baseline/par" if r["method"].endswith("/par") and r["method"] != "baseline/par" else "baseline"
         base = next((b for b in runs if b["activation"] == r["activation"] and b["size"] == r["size"]
                      and b["method"] == ref and "error" not in b), None)
 
         def cell(key):
-            v = r[key]
-            if base is None or r["method"] == "baseline":
+            v = r.get(key)
+            if v is None:                                          # a run recorded before the column existed
+                return "—"
+            if base is None or r["method"] == "baseline" or base.get(key) is None:
                 return _fmt(v)
             return f"{_fmt(v)} ({v / base[key]:.1f}×)" if base[key] > 0 else _fmt(v)
 
         lines.append(f"| {r['activation']} | {r['size']} | {r['method']} | {_fmt(r.get('t_eq_s'))} | "
                      f"{_fmt(_compile_s(r))} | {_fmt(r['grads_per_s'], 0)} | "
-                     f"{_fmt(r['overhead'], 2)} | {cell('ess_s_a')} | {cell('ess_s_f')} | {cell('ess_s_K1')} | "
+                     f"{_fmt(r['overhead'], 2)} | {cell('ess_s_a')} | {cell('ess_s_wc_a')} | "
+                     f"{_fmt(r.get('rhat_frac_a'), 2)} | {cell('ess_s_f')} | {cell('ess_s_K1')} | "
                      f"{r['mean_steps']:.0f} | {r['divergences']} | {_mb(r)} |")
     if memory:
         lines += ["", "## Memory of long runs", "",

@@ -171,6 +171,8 @@ def test_cli_list_and_sample(tmp_path, capsys):
     assert "--width does not apply" in capsys.readouterr().err
     assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
     assert "not found" in capsys.readouterr().err
+    assert main(["sample", "relu", "--coordinator", "localhost:1234", "--out", str(out)]) == 2   # before any JAX
+    assert "go together, with --distributed" in capsys.readouterr().err
     # the exact Gibbs sampler for linear nets, and its clear refusal elsewhere
     out_g = tmp_path / "gibbs.nc"                             # a new file: ArviZ 1.x keeps `out` open (lazy load)
     assert main(["sample", "deep_linear", "--sampler", "gibbs", "--width", "4", "--P", "6", "--chains", "2",

@@ -106,7 +106,15 @@ def _cmd_sample(args) -> int:
     entry = get_entry(args.entry)
     task = _task_for(entry, args)
     overrides = _model_overrides(args, entry)
-    _use_cpu_cores(args)
+    explicit = [args.coordinator, args.num_processes, args.process_id]
+    if any(v is not None for v in explicit) and not (args.distributed and all(v is not None for v in explicit)):
+        raise ValueError("--coordinator, --num-processes and --process-id go together, with --distributed")
+    if args.distributed:                   # before JAX starts its backends; one device per process on a CPU
+        from .inference.distributed import initialize
+
+        initialize(args.coordinator, args.num_processes, args.process_id)
+    else:
+        _use_cpu_cores(args)
     record = tuple(args.record.split(",")) if args.record else ()
     precision = None if args.matmul_precision == "jax" else args.matmul_precision
     t0 = time.time()
@@ -114,6 +122,12 @@ def _cmd_sample(args) -> int:
                    seed=args.seed, thinning=args.thin, record=record, progress=not args.quiet,
                    sampler=args.sampler, matmul_precision=precision, **_long_run_options(args), **overrides)
     out = Path(args.out)
+    if args.distributed:
+        import jax
+
+        if jax.process_index() != 0:       # every process holds the whole run; one writes it
+            print(f"process {jax.process_index()} done ({time.time() - t0:.1f} s); process 0 writes {out}")
+            return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     azcompat.to_netcdf(idata, out)
     print(f"wrote {out} ({time.time() - t0:.1f} s; {task!r})")
@@ -245,6 +259,13 @@ def build_parser() -> argparse.ArgumentParser:
                     choices=["highest", "high", "tensorfloat32", "bfloat16", "default", "jax"],
                     help="float32 matrix-product precision on GPUs (default 'highest': exact float32; 'jax': JAX's "
                     "own setting, TensorFloat32 on recent NVIDIA GPUs); no effect on CPU")
+    ps.add_argument("--distributed", action="store_true",
+                    help="one of several processes (hosts) started together: jax.distributed.initialize, with the "
+                    "coordinator read from the cluster environment (SLURM, Open MPI) unless --coordinator is given; "
+                    "the chains are split over the processes and process 0 writes OUT (NUTS/HMC only)")
+    ps.add_argument("--coordinator", help="with --distributed: HOST:PORT of process 0")
+    ps.add_argument("--num-processes", dest="num_processes", type=int, help="with --coordinator: number of processes")
+    ps.add_argument("--process-id", dest="process_id", type=int, help="with --coordinator: this process's index")
     ps.set_defaults(func=_cmd_sample)
 
     pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report")

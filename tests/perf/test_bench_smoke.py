@@ -20,6 +20,7 @@ def test_bench_sampling_quick(tmp_path):
     data = json.loads(out.with_suffix(".json").read_text())
     assert [r["method"] for r in data["runs"]] == ["baseline", "ro+data"]
     assert all("error" not in r and r["ess_s_a"] > 0 and r["overhead"] > 0 for r in data["runs"])
+    assert all(r["ess_wc_a"] > 0 and 0 <= r["rhat_frac_a"] <= 1 for r in data["runs"])
     assert "| sigmoid | 8 | ro+data |" in out.with_suffix(".md").read_text()
 
 

@@ -136,6 +136,12 @@ def test_checkpointed_state_resumes_bit_for_bit(tmp_path):
     for k in ("a", "f", "W1"):
         np.testing.assert_array_equal(rest.samples[k], full.samples[k])
     np.testing.assert_array_equal(rest.stats["step_size"], full.stats["step_size"])
+    # the warm-up trace comes back from the store, so the resumed run's trajectory-length check sees what the
+    # uninterrupted run saw
+    for k in ("num_steps", "step_size"):
+        np.testing.assert_array_equal(rest.warmup[k], full.warmup[k])
+    g = trajectory_growth(full.warmup["num_steps"], full.warmup["step_size"])
+    assert np.isfinite(g) and trajectory_growth(rest.warmup["num_steps"], rest.warmup["step_size"]) == g
 
 
 @pytest.mark.parametrize("kw, match", [

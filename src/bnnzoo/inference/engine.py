@@ -352,7 +352,7 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
                 num_warmup: int, num_samples: int, thinning: int, chunk_size: int, chain_method: str = "vectorized",
                 init_params=None, exclude: Sequence[str] = (), site_thinning: Mapping[str, int] | None = None,
                 store: RunStore | None = None, resume: bool = False, manifest: dict | None = None,
-                progress: bool = False, max_blocks: int | None = None) -> ChunkedResult:
+                progress: bool = False, max_blocks: int | None = None, chain_offset: int = 0) -> ChunkedResult:
     """Run ``kernel`` block by block (see the module docstring).
 
     make_post : ``make_post(kernel)`` (called after ``kernel.init``) returns ``post(z, chain_ids, draw_index) ->
@@ -360,6 +360,8 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
         included); ``draw_index`` is -1 during warm-up.
     init_keys : the key given to ``kernel.init`` (one key for one chain, ``num_chains`` keys otherwise).
     max_blocks : stop after this many blocks of this call (for tests and benchmarks of interruption).
+    chain_offset : global index of this call's first chain (the chain ids ``post`` sees): a process running chains
+        ``chain_offset …`` of a multi-process run (:mod:`bnnzoo.inference.distributed`).
     """
     site_thinning = {k: int(v) for k, v in (site_thinning or {}).items()}
     for k, e in site_thinning.items():
@@ -401,7 +403,7 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
                 store.drop_blocks_after(-1)
             store.write_manifest(dict(manifest or {}, complete=False))
 
-    chain_ids = jnp.arange(num_chains, dtype=jnp.int32)
+    chain_ids = chain_offset + jnp.arange(num_chains, dtype=jnp.int32)
     probe = jax.eval_shape(lambda z: post(z, chain_ids, jnp.int32(0)), state.z)
     unknown = [k for k in list(exclude) + list(site_thinning) if k not in probe]
     if unknown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import json
 import math
@@ -12,6 +13,7 @@ import time
 import warnings
 from datetime import datetime, timezone
 from functools import partial
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import jax
@@ -228,15 +230,24 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
 
     X, Y = task.X, task.Y
     n_dev = jax.local_device_count()
+    n_proc, proc = jax.process_count(), jax.process_index()
+    init_keys = jax.random.split(key_run, num_chains) if num_chains > 1 else key_run
+    chain0, n_local = 0, num_chains
+    if n_proc > 1:                         # this process's share of the chains (bnnzoo.inference.distributed)
+        from .distributed import local_chains
+
+        chain0, n_local = local_chains(num_chains)
+        init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]
+        if store is not None:
+            store = Path(store) / f"process_{proc}"
     if chain_method == "parallel":
         chain_method = "sharded"
     if chain_method == "sequential":
         raise ValueError("chain_method='sequential' is not available for chunked runs; use 'vectorized'")
-    if chain_method == "sharded" and num_chains % n_dev:
-        raise ValueError(f"chain_method='sharded' needs num_chains ({num_chains}) to be a multiple of the {n_dev} "
-                         f"local devices")
+    if chain_method == "sharded" and n_local % n_dev:
+        raise ValueError(f"chain_method='sharded' needs the chains of each process ({n_local}) to be a multiple of "
+                         f"the {n_dev} local devices")
     chunk_size = _engine_chunk_size(chunk_size, num_samples // thinning, store, site_thinning)
-    init_keys = jax.random.split(key_run, num_chains) if num_chains > 1 else key_run
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
 
     if reparam:
@@ -266,7 +277,7 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
 
         from .warmstart import warm_start_params
 
-        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, num_chains,
+        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_local,
                                         init_to_sample if init == "prior" else init_to_uniform, int(warm_start),
                                         timing=ws_timing)
 
@@ -276,20 +287,32 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
                      num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
                      chunk_size=chunk_size, exclude=list(exclude), site_thinning=_jsonable(site_thinning or {}),
                      reparam=list(reparam), warm_start=int(warm_start), task=_jsonable(task.meta))
+        if n_proc > 1:
+            ident.update(process_index=proc, process_count=n_proc)
         arrays = [X, Y] + ([task.X_test] if task.X_test is not None else [])
         manifest = dict(ident, fingerprint=fingerprint(ident, arrays), versions=_versions())
         run_store = RunStore(store)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="There are not enough devices")
         res = run_chunked(kernel, model_args=(X, Y), model_kwargs=kw, make_post=make_post, init_keys=init_keys,
-                          num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                          num_chains=n_local, chain_offset=chain0, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
                           chunk_size=chunk_size, chain_method=chain_method, init_params=init_params,
                           exclude=exclude, site_thinning=site_thinning, store=run_store, resume=resume,
                           manifest=manifest, progress=progress)
     timing = dict(res.timing, **ws_timing)
+    if n_proc > 1:                         # every process gets all chains, in chain order
+        from .distributed import gather_chains
+
+        warm_t = res.warmup.get("time")
+        res = dataclasses.replace(
+            res, samples=gather_chains(res.samples), stats=gather_chains(res.stats),
+            thinned=gather_chains(res.thinned),
+            warmup=dict(gather_chains({k: v for k, v in res.warmup.items() if k != "time"}),
+                        **({} if warm_t is None else {"time": warm_t})))
     cfg = dict(chain_method=chain_method, chunk_size=chunk_size, store=None if store is None else str(store),
                exclude=list(exclude), site_thinning=dict(site_thinning or {}), reparam=list(reparam),
                warm_start=int(warm_start), n_devices=n_dev, resumed_from_block=res.resumed_from_block,
+               n_processes=n_proc, process_index=proc,
                timing={k: round(v, 4) for k, v in timing.items()})
     return res, cfg
 
@@ -431,6 +454,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         ``draw_<site>`` holding the kept-draw indices); k must divide ``chunk_size``.
     chain_method : also "sharded": the chains split across all local devices, vectorised on each ("auto" picks
         it when there are several devices and num_chains is a multiple of their number but larger).
+        Several processes (hosts) after ``jax.distributed.initialize`` (:mod:`bnnzoo.inference.distributed`): call
+        ``sample`` with the same arguments in every process; the chains are split over the processes (NUTS/HMC
+        only; num_chains a multiple of the process count), a store gets one sub-folder per process, and every
+        process returns the whole run, equal to the single-process run with the same seed.
     reparam : FCN zoo entries only: "readout" (readout integrated out, drawn from its Gaussian conditional) and/or
         "data_space" (first layer sampled as preactivations on the training inputs); the posterior is unchanged
         (:mod:`bnnzoo.models.fcn_fast`).
@@ -486,8 +513,13 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
             raise ValueError(f"sampler={sampler!r} runs its chains vectorised on one device (its tuning couples them); "
                              f"got chain_method={chain_method!r}")
         chain_method = "vectorized"
+    n_proc = jax.process_count()
+    if n_proc > 1:
+        from .distributed import check_sampler
+
+        check_sampler(sampler, num_chains, n_proc)
     use_engine = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
-                      or warm_start or chain_method == "sharded" or sampler in _CHEES_LIKE
+                      or warm_start or chain_method == "sharded" or sampler in _CHEES_LIKE or n_proc > 1
                       or (chain_method == "auto" and 1 < n_dev < num_chains and num_chains % n_dev == 0))
     precision = (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
                  else contextlib.nullcontext())

@@ -1,0 +1,85 @@
+"""Chains over several processes through JAX's distributed runtime (bnnzoo.inference.distributed): two real CPU
+processes, connected by jax.distributed (gloo collectives), each run half the chains and both return the whole run;
+it equals the single-process run with the same seed, chain by chain."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import bnnzoo
+from bnnzoo import azcompat
+from bnnzoo.inference.distributed import check_sampler
+
+ARGS = dict(width=4, num_chains=4, num_warmup=60, num_samples=40, seed=3, chunk_size=20, progress=False,
+            reparam=["readout", "data_space"])  # a and W1 drawn with keys folded from the global chain index
+CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from bnnzoo.inference.distributed import initialize
+    pid, port, out, store = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    initialize(f"localhost:{port}", num_processes=2, process_id=pid)
+    import bnnzoo
+    from bnnzoo import azcompat
+    t = bnnzoo.toy_task(P=6, N0=8, y_neg=0.5, seed=0)
+    idata = bnnzoo.sample("sigmoidal", t, store=store, **json.loads(sys.argv[5]))
+    post, ss = azcompat.get_group(idata, "posterior"), azcompat.get_group(idata, "sample_stats")
+    np.savez(out, a=post["a"].values, f=post["f"].values, W1=post["W1"].values, n_steps=ss["n_steps"].values,
+             step_size=ss["step_size"].values,
+             warm_steps=azcompat.get_group(idata, "warmup_sample_stats")["n_steps"].values)
+    print(json.dumps(bnnzoo.run_config(idata)["engine"]))
+""")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_give_the_single_process_run(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    port = _free_port()
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)                       # one CPU device per process
+    procs = [subprocess.Popen([sys.executable, str(script), str(p), str(port), str(tmp_path / f"p{p}.npz"),
+                               str(tmp_path / "store"), json.dumps(ARGS)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for p in (0, 1)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    cfgs = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert [(c["n_processes"], c["process_index"]) for c in cfgs] == [(2, 0), (2, 1)]
+    # each process streamed its own chains to its own sub-folder of the store
+    assert all((tmp_path / "store" / f"process_{p}" / "run.json").exists() for p in (0, 1))
+
+    t = bnnzoo.toy_task(P=6, N0=8, y_neg=0.5, seed=0)
+    one = bnnzoo.sample("sigmoidal", t, **ARGS)
+    post, ss = azcompat.get_group(one, "posterior"), azcompat.get_group(one, "sample_stats")
+    ref = dict(a=post["a"].values, f=post["f"].values, W1=post["W1"].values, n_steps=ss["n_steps"].values,
+               step_size=ss["step_size"].values,
+               warm_steps=azcompat.get_group(one, "warmup_sample_stats")["n_steps"].values)
+    got = [np.load(tmp_path / f"p{p}.npz") for p in (0, 1)]
+    for k, v in ref.items():
+        assert got[0][k].shape == v.shape == (4,) + v.shape[1:], k
+        np.testing.assert_array_equal(got[0][k], got[1][k])          # both processes return the whole run
+        # chain c started from the same key and took the same steps in whichever process ran it
+        np.testing.assert_array_equal(got[0][k], v, err_msg=k)
+    assert len(np.unique(ref["a"][:, -1, 0, 0])) == 4                # four different chains, not one repeated
+
+
+@pytest.mark.parametrize("sampler, chains, match", [
+    ("chees", 4, "independent chains"), ("snaper", 4, "independent chains"), ("gibbs", 4, "independent chains"),
+    ("nuts", 3, "multiple of the number of processes"),
+])
+def test_unsplittable_runs_are_refused(sampler, chains, match):
+    with pytest.raises(ValueError, match=match):
+        check_sampler(sampler, chains, 2)
+    check_sampler("nuts", 4, 2)
+    check_sampler("hmc", 2, 2)
