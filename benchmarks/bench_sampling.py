@@ -32,7 +32,9 @@ time excluded, shown separately), gradient evaluations per second (leapfrog step
 sampler overhead (sampling time / (Σ over iterations of the largest tree among the vectorised chains × time of one
 bare jitted batched gradient); for one chain per core: the longest chain's total of trees × one single-chain
 gradient), bulk ESS per second of sampling of the readout weights ``a``, of the output ``f`` and of the kernel
-K1 = zᵀz/N (mean over entries), and peak resident memory.  A memory section shows that a long run with
+K1 = zᵀz/N (mean over entries), for the readout weights also the within-chain ESS (each chain's bulk ESS on its own,
+summed over the chains) and the fraction of entries with R̂ > 1.1 (chains on different readout branches, whose bulk
+ESS is about the number of chains under any sampler: ``benchmarks/branch_ess.py``), and peak resident memory.  A memory section shows that a long run with
 the big sites left out / thinned does not grow with the number of draws.
 
 Writes ``benchmarks/results.md`` and ``benchmarks/results.json``.

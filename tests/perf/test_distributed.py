@@ -27,11 +27,17 @@ CHILD = textwrap.dedent("""
     import bnnzoo
     from bnnzoo import azcompat
     t = bnnzoo.toy_task(P=6, N0=8, y_neg=0.5, seed=0)
-    idata = bnnzoo.sample("sigmoidal", t, store=store, **json.loads(sys.argv[5]))
-    post, ss = azcompat.get_group(idata, "posterior"), azcompat.get_group(idata, "sample_stats")
-    np.savez(out, a=post["a"].values, f=post["f"].values, W1=post["W1"].values, n_steps=ss["n_steps"].values,
-             step_size=ss["step_size"].values,
-             warm_steps=azcompat.get_group(idata, "warmup_sample_stats")["n_steps"].values)
+    args = json.loads(sys.argv[5])
+    idata = bnnzoo.sample("sigmoidal", t, store=store, **args)
+    # resuming the finished run: each process reloads its own sub-folder, and the gathered run is the same
+    again = bnnzoo.sample("sigmoidal", t, store=store, resume=True, **args)
+    arrays = []
+    for run in (idata, again):
+        post, ss = azcompat.get_group(run, "posterior"), azcompat.get_group(run, "sample_stats")
+        arrays.append(dict(a=post["a"].values, f=post["f"].values, W1=post["W1"].values,
+                           n_steps=ss["n_steps"].values, step_size=ss["step_size"].values,
+                           warm_steps=azcompat.get_group(run, "warmup_sample_stats")["n_steps"].values))
+    np.savez(out, **arrays[0], **{"resumed_" + k: v for k, v in arrays[1].items()})
     print(json.dumps(bnnzoo.run_config(idata)["engine"]))
 """)
 
@@ -69,6 +75,7 @@ def test_two_processes_give_the_single_process_run(tmp_path):
     for k, v in ref.items():
         assert got[0][k].shape == v.shape == (4,) + v.shape[1:], k
         np.testing.assert_array_equal(got[0][k], got[1][k])          # both processes return the whole run
+        np.testing.assert_array_equal(got[0]["resumed_" + k], got[0][k])
         # chain c started from the same key and took the same steps in whichever process ran it
         np.testing.assert_array_equal(got[0][k], v, err_msg=k)
     assert len(np.unique(ref["a"][:, -1, 0, 0])) == 4                # four different chains, not one repeated
