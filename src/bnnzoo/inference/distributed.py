@@ -21,7 +21,7 @@ from typing import Mapping
 import jax
 import numpy as np
 
-__all__ = ["initialize", "process_count", "process_index", "local_chains", "check_sampler", "gather_chains"]
+__all__ = ["initialize", "local_chains", "check_sampler", "gather_chains"]
 
 SPLITTABLE = ("nuts", "hmc")
 
@@ -36,14 +36,6 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         pass
     jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
                                process_id=process_id, **kwargs)
-
-
-def process_count() -> int:
-    return jax.process_count()
-
-
-def process_index() -> int:
-    return jax.process_index()
 
 
 def check_sampler(sampler: str, num_chains: int, n_proc: int) -> None:

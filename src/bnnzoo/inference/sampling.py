@@ -295,8 +295,8 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="There are not enough devices")
         res = run_chunked(kernel, model_args=(X, Y), model_kwargs=kw, make_post=make_post, init_keys=init_keys,
-                          num_chains=n_local, chain_offset=chain0, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
-                          chunk_size=chunk_size, chain_method=chain_method, init_params=init_params,
+                          num_chains=n_local, chain_offset=chain0, num_warmup=num_warmup, num_samples=num_samples,
+                          thinning=thinning, chunk_size=chunk_size, chain_method=chain_method, init_params=init_params,
                           exclude=exclude, site_thinning=site_thinning, store=run_store, resume=resume,
                           manifest=manifest, progress=progress)
     timing = dict(res.timing, **ws_timing)
@@ -536,8 +536,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
                                   target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
                                   init=init)
         if chain_method == "auto":
-            if use_engine:
-                chain_method = "sharded" if n_dev > 1 and num_chains > 1 and num_chains % n_dev == 0 else "vectorized"
+            if use_engine:                 # with several processes: this process's chains on its own devices
+                n_ch = num_chains // n_proc
+                chain_method = "sharded" if n_dev > 1 and n_ch > 1 and n_ch % n_dev == 0 else "vectorized"
             else:
                 chain_method = "parallel" if 1 < num_chains <= n_dev else "vectorized"
         site_dims = dims if dims is not None else (entry.dims(**kw) if entry is not None else _infer_dims(fn, X, Y, kw))
