@@ -90,3 +90,60 @@ def test_unsplittable_runs_are_refused(sampler, chains, match):
         check_sampler(sampler, chains, 2)
     check_sampler("nuts", 4, 2)
     check_sampler("hmc", 2, 2)
+
+
+def test_killed_multiprocess_run_resumes_without_losing_a_draw(tmp_path):
+    """Both processes of a `bnnzoo sample --distributed` run are killed (SIGKILL) mid-way; started again with
+    --resume, each continues from its own sub-folder, and process 0 writes the run of the uninterrupted single
+    process, bit for bit."""
+    import signal
+    import time
+
+    from bnnzoo.inference import load_store
+
+    args = ["sample", "sigmoidal", "--width", "4", "--P", "6", "--chains", "4", "--warmup", "20", "--samples", "100",
+            "--chunk", "10", "--seed", "5", "--record", "z", "--quiet"]
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=str(tmp_path / "jax_cache"),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    env.pop("XLA_FLAGS", None)
+    ref_out, out, store = tmp_path / "ref.nc", tmp_path / "run.nc", tmp_path / "run.nc.store"
+
+    def cli(extra, pause=0.0):
+        e = dict(env, BNNZOO_TEST_CHECKPOINT_PAUSE=str(pause))
+        return subprocess.Popen([sys.executable, "-m", "bnnzoo.cli"] + args + extra, env=e, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+
+    def pair(extra, pause=0.0):
+        port = _free_port()
+        return [cli(["--out", str(out), "--distributed", "--coordinator", f"localhost:{port}", "--num-processes", "2",
+                     "--process-id", str(p)] + extra, pause) for p in (0, 1)]
+
+    ref = cli(["--out", str(ref_out)])
+    assert ref.wait(timeout=300) == 0, ref.stdout.read()
+    victims = pair([], pause=0.4)
+    deadline = time.time() + 240
+    while time.time() < deadline and all(v.poll() is None for v in victims):
+        if all(len(list((store / f"process_{p}" / "chunks").glob("draws_*.nc"))) >= 3 for p in (0, 1)):
+            break
+        time.sleep(0.05)
+    assert all(v.poll() is None for v in victims), "a process ended before it could be killed:\n" + "\n".join(
+        v.stdout.read() for v in victims if v.poll() is not None)
+    for v in victims:
+        os.kill(v.pid, signal.SIGKILL)
+        v.wait()
+    assert not out.exists()
+    n_partial = [load_store(store / f"process_{p}")["posterior"].sizes["draw"] for p in (0, 1)]
+    assert all(0 < n < 100 for n in n_partial), n_partial
+
+    resumed = pair(["--resume"])
+    for r in resumed:
+        assert r.wait(timeout=300) == 0, r.stdout.read()
+    a, b = azcompat.from_netcdf(ref_out), azcompat.from_netcdf(out)
+    cfg = bnnzoo.run_config(b)["engine"]
+    assert cfg["n_processes"] == 2 and cfg["resumed_from_block"] >= 2      # resumed mid-way through the draws
+    for group in ("posterior", "sample_stats"):
+        ga, gb = azcompat.get_group(a, group), azcompat.get_group(b, group)
+        assert set(ga.data_vars) == set(gb.data_vars)
+        for v in ga.data_vars:
+            np.testing.assert_array_equal(ga[v].values, gb[v].values, err_msg=f"{group}/{v}")
+    assert azcompat.get_group(b, "posterior").sizes["chain"] == 4
