@@ -37,3 +37,20 @@ def run_child(script: str, cfg: dict, timeout: int) -> dict:
     if res.returncode != 0 or not lines:
         return dict(cfg, error=(res.stderr.strip().splitlines() or [f"rc {res.returncode}"])[-1])
     return json.loads(lines[-1])
+
+
+def readout_mixing(a):
+    """Per entry of a (chain, draw, ...) array: bulk ESS over all chains, rank-normalised split R̂, and the
+    within-chain ESS (each chain's bulk ESS on its own, summed over the chains)."""
+    import numpy as np
+    import xarray as xr
+
+    from bnnzoo import azcompat
+
+    ds = xr.Dataset({"x": (("chain", "draw") + tuple(f"d{i}" for i in range(a.ndim - 2)), a)})
+
+    def bulk_ess(d):
+        return np.asarray(azcompat.ess(d, method="bulk")["x"].values, dtype=float)
+
+    rhat = np.asarray(azcompat.rhat(ds)["x"].values, dtype=float)
+    return bulk_ess(ds), rhat, sum(bulk_ess(ds.isel(chain=[c])) for c in range(a.shape[0]))

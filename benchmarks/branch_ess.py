@@ -21,6 +21,8 @@ import time
 import warnings
 from pathlib import Path
 
+from _bench import readout_mixing
+
 HERE = Path(__file__).resolve().parent
 NETS = {"linear": ("deep_linear", 0.0), "sigmoid": ("sigmoidal", 0.5), "relu": ("relu", -0.5)}
 
@@ -38,7 +40,6 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     import numpy as np
-    import xarray as xr
 
     import bnnzoo
     from bnnzoo import azcompat
@@ -54,10 +55,7 @@ def main(argv=None):
     wall = time.perf_counter() - t0
     a = azcompat.get_group(idata, "posterior")["a"].values                  # (chain, draw, neuron, class)
     C, D, N, m = a.shape
-    ds = xr.Dataset({"x": (("chain", "draw", "neuron", "class"), a)})
-    bulk = np.asarray(azcompat.ess(ds, method="bulk")["x"].values, float)
-    rhat = np.asarray(azcompat.rhat(ds)["x"].values, float)
-    within = sum(np.asarray(azcompat.ess(ds.isel(chain=[c]), method="bulk")["x"].values, float) for c in range(C))
+    bulk, rhat, within = readout_mixing(a)
     br = readout_branches(idata)
     lab = np.asarray(br.labels).reshape(C, N)
     agree = np.array([lab[0, i] >= 0 and np.all(lab[:, i] == lab[0, i]) for i in range(N)])
