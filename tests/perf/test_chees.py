@@ -145,7 +145,7 @@ def test_checkpointed_state_resumes_bit_for_bit(tmp_path):
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(num_chains=1), "num_chains >= 2"), (dict(chain_method="parallel"), "vectorised"),
+    (dict(num_chains=1), "num_chains >= 2"), (dict(chain_method="sequential"), "sequential"),
     (dict(num_steps=5), "num_steps"), (dict(dense_mass=True), "dense_mass"),
     (dict(sampler="snaper", num_chains=1), "num_chains >= 2"),
 ])

@@ -185,10 +185,26 @@ class ChEES(MCMCKernel):
         self._pe_gen = self._pp_gen = self._unravel = None
         self._num_warmup = 0
         self._bounds: list[int] = []
+        # the name of the mesh axis when the chains are split over devices by ``jax.shard_map`` (set by the chunked
+        # engine): the tuning then gathers every chain's inputs onto every device and sums over the chains there in
+        # the vectorised run's order, so a sharded run draws the vectorised run's bits
+        self.chain_axis = None
 
     @property
     def model(self):
         return self._model
+
+    @staticmethod
+    def chain_axes(state: CheesState) -> CheesState:
+        """Which leaves of ``state`` have the chain axis first (True) and which the chains share (False: the
+        iteration count and the tuning).  The chunked engine shards the former over the devices and replicates the
+        latter (``chain_method="sharded"``; see ``chain_axis``)."""
+        ad = state.adapt_state
+        shared = jax.tree.map(lambda _: False, ad)
+        return CheesState(
+            i=False, z=jax.tree.map(lambda _: True, state.z), grad=True, potential_energy=True, energy=True,
+            accept_prob=True, diverging=True, num_steps=True, rng_key=True,
+            adapt_state=shared._replace(step_size=True, w_mean=True, w_m2=True))
 
     def postprocess_fn(self, model_args, model_kwargs):
         return self._pp_gen(*model_args, **model_kwargs)
@@ -302,6 +318,12 @@ class ChEES(MCMCKernel):
 
     def _adapt(self, i, ad, x0, x1, p1, alpha, diverging, u_t, x_new):
         dtype = x0.dtype
+        c_local = x0.shape[0]
+        if self.chain_axis is not None:                 # this device's chains only: gather all of them
+            x0, x1, p1, alpha, diverging, x_new, w_mean, w_m2 = jax.tree.map(
+                lambda v: lax.all_gather(v, self.chain_axis, tiled=True),
+                (x0, x1, p1, alpha, diverging, x_new, ad.w_mean, ad.w_m2))
+            ad = ad._replace(w_mean=w_mean, w_m2=w_m2)
         ok = ~diverging & jnp.all(jnp.isfinite(x1), -1)
         w = jnp.where(ok, alpha, 0.0)
         n_ok = jnp.sum(ok)
@@ -371,6 +393,9 @@ class ChEES(MCMCKernel):
         eps_out = jnp.where(last, final_eps, eps_next)
         log_T_out = jnp.where(last, jnp.clip(log_T_sum / jnp.maximum(log_T_n, 1.0), jnp.log(final_eps),
                                               jnp.log(final_eps) + np.log(self._max_steps)), log_T)
+        if self.chain_axis is not None:                 # back to this device's chains
+            first_chain = lax.axis_index(self.chain_axis) * c_local
+            w_mean, w_m2 = (lax.dynamic_slice_in_dim(v, first_chain, c_local) for v in (w_mean, w_m2))
         return CheesAdaptState(
             step_size=jnp.full_like(ad.step_size, eps_out),
             log_step_avg=jnp.where(window_end, z0, log_step_avg), hbar=jnp.where(window_end, z0, hbar),

@@ -6,7 +6,8 @@ It runs the same NumPyro kernel as the plain path (``kernel.init`` / ``kernel.sa
 * every block is one jitted ``lax.scan``; only that block's draws live on the device, so device memory does not grow
   with the number of draws;
 * chains are vectorised on one device (``"vectorized"``) or split across all local devices, each device
-  vectorising its share (``"sharded"``, ``jax.shard_map`` over a one-axis ``chain`` mesh);
+  vectorising its share (``"sharded"``, ``jax.shard_map`` over a one-axis ``chain`` mesh; the ChEES/SNAPER kernel,
+  whose tuning couples the chains, gathers them from the devices for its tuning);
 * with a *store* directory each finished chunk is written as one NetCDF file (``chunks/draws_00003.nc``, groups
   ``posterior``, ``sample_stats``, ``posterior_thinned``) and then the sampler state after it (``state.npz``), both by
   atomic rename.  A killed run resumes from the last state: the same blocks are redone from the same state with the
@@ -335,17 +336,35 @@ def _make_block_fn(step, post, wcap: int, dcap: int, thinning: int, main_sites, 
     return run
 
 
-def _compile_block(run, chain_method, num_chains):
+def _shardings(chain_method, state_axes=None):
+    """(sharding of the state, sharding of the chain-first arrays) for a sharded run, (None, None) otherwise.
+    ``state_axes``: the kernel's ``chain_axes(state)`` (True where a leaf has the chain axis first) for a kernel whose
+    chains share a tuning state (ChEES/SNAPER); None when every leaf has the chain axis."""
     if chain_method != "sharded":
-        return jax.jit(run), None
+        return None, None
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    n_dev = jax.local_device_count()
-    mesh = Mesh(np.array(jax.local_devices()[:n_dev]), ("chain",))
-    spec, rep = PartitionSpec("chain"), PartitionSpec()
-    fn = jax.shard_map(run, mesh=mesh, in_specs=(spec, spec, rep, rep, rep, rep), out_specs=(spec, spec),
-                       check_vma=False)
-    return jax.jit(fn), NamedSharding(mesh, spec)
+    mesh = Mesh(np.array(jax.local_devices()), ("chain",))
+    chain, rep = NamedSharding(mesh, PartitionSpec("chain")), NamedSharding(mesh, PartitionSpec())
+    if state_axes is None:
+        return chain, chain
+    return jax.tree.map(lambda a: chain if a else rep, state_axes), chain
+
+
+def _compile_block(run, chain_method, state_axes=None):
+    """Sharded: ``jax.shard_map`` over the ``chain`` mesh; each device runs its own chains.  Independent chains need no
+    communication; a kernel whose chains share a tuning state (``state_axes`` given: ChEES/SNAPER) keeps that state
+    on every device and gathers the chains for its tuning (``ChEES.chain_axis``)."""
+    if chain_method != "sharded":
+        return jax.jit(run)
+    from jax.sharding import PartitionSpec
+
+    _, chain_sh = _shardings(chain_method)
+    spec, rep = chain_sh.spec, PartitionSpec()
+    state_spec = spec if state_axes is None else jax.tree.map(lambda a: spec if a else rep, state_axes)
+    fn = jax.shard_map(run, mesh=chain_sh.mesh, in_specs=(state_spec, spec, rep, rep, rep, rep),
+                       out_specs=(state_spec, spec), check_vma=False)
+    return jax.jit(fn)
 
 
 def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Callable, init_keys, num_chains: int,
@@ -413,11 +432,13 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
 
     step = _to_batched(kernel, num_chains, model_args, model_kwargs)
     compiled: dict = {}
-    sharding = None
+    state_axes = kernel.chain_axes(state) if hasattr(kernel, "chain_axes") else None
     if chain_method == "sharded":
-        _, sharding = _compile_block(lambda s, c, *a: (s, c), "sharded", num_chains)
-        state = jax.device_put(state, sharding)
-        chain_ids = jax.device_put(chain_ids, sharding)
+        state_sh, chain_sh = _shardings(chain_method, state_axes)
+        if state_axes is not None:        # the tuning gathers the chains from the devices (see ChEES.chain_axis)
+            kernel.chain_axis = "chain"
+        state = jax.device_put(state, state_sh)
+        chain_ids = jax.device_put(chain_ids, chain_sh)
 
     samples: dict[str, list] = {k: [] for k in main_sites}
     stats: dict[str, list] = {k: [] for k in STAT_FIELDS.values()}
@@ -443,8 +464,8 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
         args = (jnp.bool_(is_warm), jnp.int32(block.pre), jnp.int32(block.steps), jnp.int32(block.draw0))
         if "fn" not in compiled:
             tc = time.perf_counter()
-            fn, _ = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
-                                                  site_thinning), chain_method, num_chains)
+            fn = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
+                                               site_thinning), chain_method, state_axes)
             compiled["fn"] = fn.lower(state, chain_ids, *args).compile()
             timing["compile_s"] += time.perf_counter() - tc
         tb = time.perf_counter()

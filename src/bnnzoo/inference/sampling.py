@@ -423,8 +423,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         On the linear toy net at N = P = 100 it gives 19× NUTS's readout ESS per second (benchmarks/results.md).
         "chees": ChEES-HMC (:mod:`bnnzoo.inference.chees`), jittered HMC whose step size, trajectory length and
         diagonal mass are tuned across the chains during warm-up, then fixed: every chain takes the same number of
-        leapfrog steps (no tree building, no chain waiting for another), for many chains on one device; needs
-        num_chains >= 2 (4 or more advised), runs through the chunked driver, vectorised on one device.  At
+        leapfrog steps (no tree building, no chain waiting for another); needs num_chains >= 2 (4 or more
+        advised), runs through the chunked driver, vectorised on one device or sharded over several.  At
         N = P = 100 it gives 7-35× NUTS's ESS per second of f and 3-17× of K1, but the readout weights barely mix
         (bulk ESS 10-48 of 8000 draws, benchmarks/results_chees.md): check their ESS before reading branches.
         "snaper": the same sampler with the trajectory length tuned by SNAPER's criterion, on the leading principal
@@ -453,7 +453,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     site_thinning : {site: k}: record that site on every k-th kept draw only (group ``posterior_thinned``, dim
         ``draw_<site>`` holding the kept-draw indices); k must divide ``chunk_size``.
     chain_method : also "sharded": the chains split across all local devices, vectorised on each ("auto" picks
-        it when there are several devices and num_chains is a multiple of their number but larger).
+        it when there are several devices and num_chains is a multiple of their number but larger; for ChEES and
+        SNAPER, whose chains share their tuning, whenever there are several devices and num_chains is a multiple of
+        their number).
         Several processes (hosts) after ``jax.distributed.initialize`` (:mod:`bnnzoo.inference.distributed`): call
         ``sample`` with the same arguments in every process; the chains are split over the processes (NUTS/HMC
         only; num_chains a multiple of the process count), a store gets one sub-folder per process, and every
@@ -509,10 +511,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     if sampler in _CHEES_LIKE:
         if num_chains < 2:
             raise ValueError(f"sampler={sampler!r} tunes across chains: it needs num_chains >= 2 (4 or more advised)")
-        if chain_method not in ("auto", "vectorized"):
-            raise ValueError(f"sampler={sampler!r} runs its chains vectorised on one device (its tuning couples them); "
-                             f"got chain_method={chain_method!r}")
-        chain_method = "vectorized"
+        if chain_method == "sequential":
+            raise ValueError(f"sampler={sampler!r} advances all chains together (its tuning couples them): use "
+                             f"chain_method 'auto', 'vectorized' or 'sharded', not 'sequential'")
     n_proc = jax.process_count()
     if n_proc > 1:
         from .distributed import check_sampler
