@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--distributed", action="store_true",
                     help="one of several processes (hosts) started together: jax.distributed.initialize, with the "
                     "coordinator read from the cluster environment (SLURM, Open MPI) unless --coordinator is given; "
-                    "the chains are split over the processes and process 0 writes OUT (NUTS/HMC only)")
+                    "the chains are split over the processes and process 0 writes OUT (not --sampler gibbs)")
     ps.add_argument("--coordinator", help="with --distributed: HOST:PORT of process 0")
     ps.add_argument("--num-processes", dest="num_processes", type=int, help="with --coordinator: number of processes")
     ps.add_argument("--process-id", dest="process_id", type=int, help="with --coordinator: this process's index")

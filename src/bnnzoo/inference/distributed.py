@@ -9,10 +9,13 @@ returns the same ArviZ object as a single-process run with the same seed: chain 
 the same steps wherever it runs (``tests/perf/test_distributed.py`` runs two CPU processes and compares them with one,
 also after killing both mid-way and resuming).
 
-Only samplers whose chains are independent can be split: NUTS and HMC.  ChEES and SNAPER tune on all chains at
-once during warm-up, and the Gibbs sampler runs in numpy; they are refused before anything compiles.  With a
-``store`` every process streams its own chains to its own sub-folder ``process_<p>`` (and resumes from it), so a
-store on a shared file system holds the whole run.
+ChEES and SNAPER tune on all chains at once during warm-up: every process initialises all chains, keeps its own and
+the shared tuning state, and one program runs over all processes' devices (``jax.shard_map`` over a mesh of every
+device, in process order); the tuning gathers all chains onto every device (``ChEES.chain_axis``).  The Gibbs sampler
+runs in numpy and is refused before anything compiles.  With a ``store`` every process streams its own chains to its
+own sub-folder ``process_<p>`` (and resumes from it), so a store on a shared file system holds the whole run; for
+ChEES/SNAPER each process also keeps its previous checkpoint, and all resume from the latest block every process
+finished (a kill can fall between two processes' checkpoints).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 __all__ = ["initialize", "local_chains", "check_sampler", "gather_chains"]
 
-SPLITTABLE = ("nuts", "hmc")
+SPLITTABLE = ("nuts", "hmc", "chees", "snaper")
 
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
@@ -42,9 +45,8 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
 def check_sampler(sampler: str, num_chains: int, n_proc: int) -> None:
     """Refuse, before anything compiles, a multi-process run that cannot be split over the processes."""
     if sampler not in SPLITTABLE:
-        raise ValueError(f"sampler={sampler!r} cannot run over {n_proc} processes: only {SPLITTABLE} have independent "
-                         f"chains (ChEES and SNAPER tune on all chains at once; Gibbs runs in numpy); run it in one "
-                         f"process")
+        raise ValueError(f"sampler={sampler!r} cannot run over {n_proc} processes (only {SPLITTABLE} can; the Gibbs "
+                         f"sampler runs in numpy): run it in one process")
     if num_chains % n_proc:
         raise ValueError(f"num_chains ({num_chains}) must be a multiple of the number of processes ({n_proc}): each "
                          f"process runs the same number of chains")

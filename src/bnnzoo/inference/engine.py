@@ -90,8 +90,9 @@ def _leaf_to_numpy(x):
     return np.asarray(x), False
 
 
-def save_state(path: Path, state, meta: dict) -> None:
-    """Write the sampler state (any pytree of arrays) and ``meta`` to ``path`` atomically."""
+def save_state(path: Path, state, meta: dict, previous: Path | None = None) -> None:
+    """Write the sampler state (any pytree of arrays) and ``meta`` to ``path`` atomically; with ``previous``, the
+    state it replaces is kept there."""
     leaves = jax.tree.leaves(state)
     arrays, typed = {}, []
     for i, leaf in enumerate(leaves):
@@ -104,7 +105,14 @@ def save_state(path: Path, state, meta: dict) -> None:
         np.savez(fh, __meta__=np.array(json.dumps(meta)), **arrays)
         fh.flush()
         os.fsync(fh.fileno())
+    if previous is not None and path.exists():
+        os.replace(path, previous)
     os.replace(tmp, path)
+
+
+def _checkpoint_block(path: Path) -> int:
+    with np.load(path) as f:
+        return int(json.loads(str(f["__meta__"]))["block_done"])
 
 
 def load_state(path: Path, template):
@@ -152,6 +160,12 @@ class RunStore:
     @property
     def state_path(self) -> Path:
         return self.path / _STATE_FILE
+
+    @property
+    def previous_state_path(self) -> Path:
+        """The checkpoint before the last one (kept by runs whose processes share one program, see
+        :func:`_agreed_checkpoint`)."""
+        return self.path / ("previous_" + _STATE_FILE)
 
     def exists(self) -> bool:
         return self.manifest_path.exists()
@@ -273,9 +287,9 @@ def _getter(path: str):
     return get
 
 
-def _to_batched(kernel, num_chains, model_args, model_kwargs):
+def _to_batched(kernel, batched, model_args, model_kwargs):
     """A step on a state with a leading chain axis (NumPyro's kernel is unbatched for one chain)."""
-    if num_chains == 1:
+    if not batched:
         def step(state):
             s = jax.tree.map(lambda x: x[0], state)
             return jax.tree.map(lambda x: x[None], kernel.sample(s, model_args, model_kwargs))
@@ -344,11 +358,47 @@ def _shardings(chain_method, state_axes=None):
         return None, None
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    mesh = Mesh(np.array(jax.local_devices()), ("chain",))
+    # coupled chains (state_axes given) use every process's devices, in process order: one program for all
+    devices = (jax.local_devices() if state_axes is None
+               else sorted(jax.devices(), key=lambda d: (d.process_index, d.id)))
+    mesh = Mesh(np.array(devices), ("chain",))
     chain, rep = NamedSharding(mesh, PartitionSpec("chain")), NamedSharding(mesh, PartitionSpec())
     if state_axes is None:
         return chain, chain
     return jax.tree.map(lambda a: chain if a else rep, state_axes), chain
+
+
+def _agreed_checkpoint(store: RunStore | None) -> Path | None:
+    """The checkpoint to resume from when several processes run one program (coupled chains over all their devices).
+    The processes finish every block together, but a kill can fall between one process's checkpoint and another's,
+    so each keeps its previous checkpoint too, and all resume from the latest block every process has (None: some
+    process has none, all start afresh).  A collective: every process must call it."""
+    from jax.experimental import multihost_utils
+
+    have = {}
+    if store is not None and store.exists():
+        for p in (store.previous_state_path, store.state_path):
+            if p.exists():
+                have[_checkpoint_block(p)] = p
+    mine = np.array([max(have, default=-1), min(have, default=-1)], np.int32)
+    every = np.asarray(multihost_utils.process_allgather(mine)).reshape(-1, 2)
+    target = int(every[:, 0].min())
+    if target < 0:
+        return None
+    if target not in have:
+        raise ValueError(f"{store.path}: the processes' checkpoints are more than one block apart "
+                         f"(blocks {sorted(every[:, 0].tolist())}); this store cannot be resumed")
+    return have[target]
+
+
+def _this_process(x, axis_first: bool):
+    """A (possibly multi-process) array as numpy: this process's chains (``axis_first``) or the shared value."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(jax.device_get(x))
+    if not axis_first:
+        return np.asarray(x.addressable_data(0))
+    shards = sorted(x.addressable_shards, key=lambda sh: sh.index[0].start or 0)
+    return np.concatenate([np.asarray(sh.data) for sh in shards], axis=0)
 
 
 def _compile_block(run, chain_method, state_axes=None):
@@ -359,7 +409,7 @@ def _compile_block(run, chain_method, state_axes=None):
         return jax.jit(run)
     from jax.sharding import PartitionSpec
 
-    _, chain_sh = _shardings(chain_method)
+    _, chain_sh = _shardings(chain_method, state_axes)
     spec, rep = chain_sh.spec, PartitionSpec()
     state_spec = spec if state_axes is None else jax.tree.map(lambda a: spec if a else rep, state_axes)
     fn = jax.shard_map(run, mesh=chain_sh.mesh, in_specs=(state_spec, spec, rep, rep, rep, rep),
@@ -395,20 +445,30 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
     wcap = max([b.steps for b in blocks if b.kind == "warmup"], default=1)
     t0 = time.perf_counter()
     state = kernel.init(init_keys, num_warmup, init_params, model_args=model_args, model_kwargs=model_kwargs)
-    if num_chains == 1:
+    batched = np.ndim(init_keys) == 2
+    if not batched:
         state = jax.tree.map(lambda x: x[None], state)
     jax.block_until_ready(state)
     post = make_post(kernel)
     timing = {"init_s": time.perf_counter() - t0, "compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
+    state_axes = kernel.chain_axes(state) if hasattr(kernel, "chain_axes") else None
+    # coupled chains over several processes: every process initialised all chains (init_keys holds all of them) and
+    # keeps its own chains and the shared tuning state; one program then runs over all processes' devices
+    spmd = chain_method == "sharded" and state_axes is not None and jax.process_count() > 1
+    if spmd:
+        mine = slice(chain_offset, chain_offset + num_chains)
+        state = jax.tree.map(lambda x, a: np.asarray(x)[mine] if a else np.asarray(x), state, state_axes)
 
     start = 0
     resumed_from = -1
     if store is not None:
-        if store.exists() and resume and store.state_path.exists():
+        ckpt = (_agreed_checkpoint(store if resume else None) if spmd
+                else store.state_path if store.exists() and resume and store.state_path.exists() else None)
+        if ckpt is not None:
             if manifest is not None and store.manifest().get("fingerprint") != manifest.get("fingerprint"):
                 raise ValueError(f"{store.path} holds a different run (other model, data, sampler settings or "
                                  f"seed); resume it with the same arguments or use a new folder")
-            state, meta = load_state(store.state_path, state)
+            state, meta = load_state(ckpt, state)
             start = meta["block_done"] + 1
             resumed_from = meta["block_done"]
             for k in ("init_s", "compile_s", "warmup_s", "sampling_s"):
@@ -430,15 +490,21 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
     main_sites = [k for k in probe if k not in exclude and k not in site_thinning]
     small_sites = [k for k in main_sites if int(np.prod(probe[k].shape[1:])) <= 16]
 
-    step = _to_batched(kernel, num_chains, model_args, model_kwargs)
+    step = _to_batched(kernel, batched, model_args, model_kwargs)
     compiled: dict = {}
-    state_axes = kernel.chain_axes(state) if hasattr(kernel, "chain_axes") else None
     if chain_method == "sharded":
         state_sh, chain_sh = _shardings(chain_method, state_axes)
         if state_axes is not None:        # the tuning gathers the chains from the devices (see ChEES.chain_axis)
             kernel.chain_axis = "chain"
-        state = jax.device_put(state, state_sh)
-        chain_ids = jax.device_put(chain_ids, chain_sh)
+        if spmd:                          # this process's parts -> arrays over all processes
+            state = jax.tree.map(lambda x, sh: jax.make_array_from_process_local_data(sh, np.asarray(x)),
+                                 state, state_sh)
+            chain_ids = jax.make_array_from_process_local_data(chain_sh, np.asarray(chain_ids))
+        else:
+            state = jax.device_put(state, state_sh)
+            chain_ids = jax.device_put(chain_ids, chain_sh)
+    host = ((lambda tree: jax.tree.map(lambda x: _this_process(x, True), tree)) if spmd else jax.device_get)
+    host_state = ((lambda st: jax.tree.map(_this_process, st, state_axes)) if spmd else jax.device_get)
 
     samples: dict[str, list] = {k: [] for k in main_sites}
     stats: dict[str, list] = {k: [] for k in STAT_FIELDS.values()}
@@ -471,7 +537,7 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
         tb = time.perf_counter()
         state, ((wsites, wst), (dsites, dst), bufs) = compiled["fn"](state, chain_ids, *args)
         sites, st = (wsites, wst) if is_warm else (dsites, dst)
-        sites, st, bufs = jax.device_get((sites, st, {} if is_warm else bufs))
+        sites, st, bufs = host((sites, st, {} if is_warm else bufs))
         sites = {k: np.asarray(v)[:, :n] for k, v in sites.items()}
         st = {k: np.asarray(v)[:, :n] for k, v in st.items()}
         bufs = {k: np.asarray(v)[:, : n // site_thinning[k]] for k, v in bufs.items()}
@@ -500,7 +566,12 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
                                                      block.kind == "warmup" else None))
             if _TEST_PAUSE:  # tests/perf/test_resume.py: widen the window between a chunk and its checkpoint
                 time.sleep(_TEST_PAUSE)
-            save_state(store.state_path, jax.device_get(state), {"block_done": block.index, "timing": timing})
+            save_state(store.state_path, host_state(state), {"block_done": block.index, "timing": timing},
+                       previous=store.previous_state_path if spmd else None)
+            if spmd:    # no process starts the next block before every one has its checkpoint: after a kill, the
+                from jax.experimental import multihost_utils   # processes' checkpoints are at most one block apart
+
+                multihost_utils.sync_global_devices(f"bnnzoo checkpoint {block.index}")
         if pbar is not None:
             pbar.update(block.steps)
     if pbar is not None:

@@ -237,7 +237,10 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
         from .distributed import local_chains
 
         chain0, n_local = local_chains(num_chains)
-        init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]
+        if sampler_cfg["sampler"] in _CHEES_LIKE:  # coupled chains: every process initialises all of them, one
+            chain_method = "sharded"               # program runs over all processes' devices (engine.run_chunked)
+        else:
+            init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]
         if store is not None:
             store = Path(store) / f"process_{proc}"
     if chain_method == "parallel":
@@ -277,7 +280,8 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
 
         from .warmstart import warm_start_params
 
-        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_local,
+        n_init = len(init_keys) if init_keys.ndim == 2 else 1      # every chain's keys for coupled multi-process
+        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_init,
                                         init_to_sample if init == "prior" else init_to_uniform, int(warm_start),
                                         timing=ws_timing)
 
@@ -457,9 +461,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         SNAPER, whose chains share their tuning, whenever there are several devices and num_chains is a multiple of
         their number).
         Several processes (hosts) after ``jax.distributed.initialize`` (:mod:`bnnzoo.inference.distributed`): call
-        ``sample`` with the same arguments in every process; the chains are split over the processes (NUTS/HMC
-        only; num_chains a multiple of the process count), a store gets one sub-folder per process, and every
-        process returns the whole run, equal to the single-process run with the same seed.
+        ``sample`` with the same arguments in every process; the chains are split over the processes (not the
+        Gibbs sampler; num_chains a multiple of the process count; ChEES/SNAPER always sharded over all processes'
+        devices), a store gets one sub-folder per process, and every process returns the whole run, equal to the
+        single-process run with the same seed (ChEES/SNAPER: up to rounding, see ``chain_method``).
     reparam : FCN zoo entries only: "readout" (readout integrated out, drawn from its Gaussian conditional) and/or
         "data_space" (first layer sampled as preactivations on the training inputs); the posterior is unchanged
         (:mod:`bnnzoo.models.fcn_fast`).
