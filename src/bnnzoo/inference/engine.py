@@ -371,8 +371,9 @@ def _shardings(chain_method, state_axes=None):
 def _agreed_checkpoint(store: RunStore | None) -> Path | None:
     """The checkpoint to resume from when several processes run one program (coupled chains over all their devices).
     The processes finish every block together, but a kill can fall between one process's checkpoint and another's,
-    so each keeps its previous checkpoint too, and all resume from the latest block every process has (None: some
-    process has none, all start afresh).  A collective: every process must call it."""
+    so each keeps its previous checkpoint too, and all resume from the latest block every process has, which becomes
+    each one's current checkpoint (the other is dropped); None: some process has none, all start afresh.  A
+    collective: every process must call it."""
     from jax.experimental import multihost_utils
 
     have = {}
@@ -380,15 +381,17 @@ def _agreed_checkpoint(store: RunStore | None) -> Path | None:
         for p in (store.previous_state_path, store.state_path):
             if p.exists():
                 have[_checkpoint_block(p)] = p
-    mine = np.array([max(have, default=-1), min(have, default=-1)], np.int32)
-    every = np.asarray(multihost_utils.process_allgather(mine)).reshape(-1, 2)
-    target = int(every[:, 0].min())
+    every = np.asarray(multihost_utils.process_allgather(np.array([max(have, default=-1)], np.int32))).ravel()
+    target = int(every.min())
     if target < 0:
         return None
     if target not in have:
         raise ValueError(f"{store.path}: the processes' checkpoints are more than one block apart "
-                         f"(blocks {sorted(every[:, 0].tolist())}); this store cannot be resumed")
-    return have[target]
+                         f"(blocks {sorted(every.tolist())}); this store cannot be resumed")
+    if have[target] != store.state_path:   # going back one block: the earlier checkpoint becomes the current one
+        os.replace(have[target], store.state_path)
+    store.previous_state_path.unlink(missing_ok=True)
+    return store.state_path
 
 
 def _this_process(x, axis_first: bool):
@@ -480,6 +483,8 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
         else:
             if store.exists():  # resume requested but nothing finished yet: start afresh
                 store.drop_blocks_after(-1)
+                for p in (store.state_path, store.previous_state_path):   # (several processes: another had none)
+                    p.unlink(missing_ok=True)
             store.write_manifest(dict(manifest or {}, complete=False))
 
     chain_ids = chain_offset + jnp.arange(num_chains, dtype=jnp.int32)
