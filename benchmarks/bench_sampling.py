@@ -22,6 +22,9 @@ own subprocess (so peak memory is its own) with the same seed, chains and draws:
   ``reparam=("readout", "data_space")``);
 * ``snaper``, ``snaper+ro+data``  the same two with ``sampler="snaper"``: the trajectory length tuned on the
   leading principal component of the whitened posterior (SNAPER's criterion) instead of on all coordinates;
+* ``snaper/par``  SNAPER with the chains sharded over one host device per chain (``chain_method="sharded"``: each
+  device runs its chain, the tuning gathers them; what the ``bnnzoo`` CLI does on a multi-core CPU), compared, like
+  the other ``/par`` rows, with ``baseline/par``;
 * ``gibbs``  linear net only: the exact blocked Gibbs sampler (``sampler="gibbs"``; chains one after the other, numpy,
   one BLAS thread); no gradients, so grad/s and overhead do not apply; its time to equilibrium is the sum over the
   chains (they run in sequence).
@@ -68,6 +71,7 @@ METHODS = {
     "chees+ro+data": dict(sampler="chees", reparam=("readout", "data_space")),
     "snaper": dict(sampler="snaper"),
     "snaper+ro+data": dict(sampler="snaper", reparam=("readout", "data_space")),
+    "snaper/par": dict(sampler="snaper", chain_method="sharded"),
 }
 ONLY_LINEAR = ("gibbs",)
 
@@ -127,7 +131,7 @@ def run_one(cfg: dict) -> dict:
 
     warnings.simplefilter("ignore")
     method = dict(METHODS[cfg["method"]]) if cfg["method"] in METHODS else dict(cfg.get("options", {}))
-    parallel = method.get("chain_method") == "parallel"
+    parallel = method.get("chain_method") in ("parallel", "sharded")   # one host device per chain
     if parallel:                                                   # before JAX starts its backend
         import numpyro
 
@@ -358,7 +362,8 @@ def _markdown(runs, memory, meta) -> str:
              "at its equilibrium level (— : not within warm-up); **compile** seconds of init + compilation; "
              "**grad/s** leapfrog gradients per second (all chains); **overhead** sampling time over "
              "(iterations × largest tree × one bare batched gradient; /par: longest chain's gradients × one bare "
-             "single-chain gradient); **/par** one chain per CPU core, the others vectorised on one device; "
+             "single-chain gradient); **/par** one chain per host device (as many devices as chains), the "
+             "others vectorised on one device; "
              "**ESS/s** bulk ESS per second of sampling "
              "(mean over entries; K1: at most 5000 entries, a fixed random subset) of the readout weights a, the "
              "output f and the kernel K1 = zᵀz/N; **a within** the same for the readout weights with each chain's "
@@ -366,7 +371,8 @@ def _markdown(runs, memory, meta) -> str:
              "chain sits on); **a R̂>1.1** fraction of readout entries whose chains disagree (rank-normalised split "
              "R̂ > 1.1: chains on different readout branches, theory.md §3; such an entry's bulk ESS is about the "
              "number of chains under any sampler); **×** the "
-             "ratio to the baseline (for ro+data/par: to baseline/par, so the parallel gain is not counted twice); "
+             "ratio to the baseline (for ro+data/par and snaper/par: to baseline/par, so the parallel gain is not "
+             "counted twice); "
              "**MB** peak resident memory of the run's process (and, on a GPU, peak device memory allocated).", "",
              "| net | N=P | method | t_eq s | compile s | grad/s | overhead | ESS/s a (×) | ESS/s a within (×) | "
              "a R̂>1.1 | ESS/s f (×) | ESS/s K1 (×) | steps/draw | div | MB |",

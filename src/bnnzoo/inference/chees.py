@@ -44,6 +44,11 @@ Warm-up (discarded) couples the chains only through the tuning, all of it shared
 More chains make the tuning better (the cross-chain means and variances are estimated from them): at least 2 are
 required, 4 or more are advised.
 
+The chains can be split over devices (``chain_method="sharded"``) and over processes: the chunked engine runs the
+kernel under ``jax.shard_map`` with ``chain_axis`` set, each device takes its chains' leapfrog steps, and the tuning
+all-gathers every chain's positions onto every device and computes the same means as the vectorised kernel
+(``tests/perf/test_chains.py``, ``tests/perf/test_distributed.py``).
+
 What it is good for (``benchmarks/results_chees.md``, N = P = 100, 4 chains, 300 + 2000 draws, 2 CPU cores): the
 permutation-invariant observables — bulk ESS per second of the output f 35× / 6.8× / 34× vanilla NUTS's, of the
 kernel K1 17× / 2.8× / 3.9× (linear / sigmoidal / ReLU).  Its trajectories are short (12 / 6 / 10 leapfrog steps
