@@ -192,7 +192,8 @@ class ChEES(MCMCKernel):
         self._bounds: list[int] = []
         # the name of the mesh axis when the chains are split over devices by ``jax.shard_map`` (set by the chunked
         # engine): the tuning then gathers every chain's inputs onto every device and sums over the chains there in
-        # the vectorised run's order, so a sharded run draws the vectorised run's bits
+        # the vectorised run's order, so a sharded run computes the vectorised run's tuning -- up to rounding (XLA
+        # may fuse the gathered arithmetic differently; float64: equal to 1e-14, tests/perf/test_chains.py)
         self.chain_axis = None
 
     @property

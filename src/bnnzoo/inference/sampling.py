@@ -459,7 +459,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     chain_method : also "sharded": the chains split across all local devices, vectorised on each ("auto" picks
         it when there are several devices and num_chains is a multiple of their number but larger; for ChEES and
         SNAPER, whose chains share their tuning, whenever there are several devices and num_chains is a multiple of
-        their number).
+        their number; their tuning then gathers the chains from the devices and equals the vectorised run's up to
+        rounding, which the chains' dynamics can grow: float64 runs agree to 1e-14, float32 runs can become
+        different, equally valid chains, see tests/perf/test_chains.py).
         Several processes (hosts) after ``jax.distributed.initialize`` (:mod:`bnnzoo.inference.distributed`): call
         ``sample`` with the same arguments in every process; the chains are split over the processes (not the
         Gibbs sampler; num_chains a multiple of the process count; ChEES/SNAPER always sharded over all processes'
