@@ -193,7 +193,7 @@ class ChEES(MCMCKernel):
         # the name of the mesh axis when the chains are split over devices by ``jax.shard_map`` (set by the chunked
         # engine): the tuning then gathers every chain's inputs onto every device and sums over the chains there in
         # the vectorised run's order, so a sharded run computes the vectorised run's tuning -- up to rounding (XLA
-        # may fuse the gathered arithmetic differently; float64: equal to 1e-14, tests/perf/test_chains.py)
+        # compiles the gathered arithmetic into a different program; float64: equal to 1e-14, tests/perf/test_chains.py)
         self.chain_axis = None
 
     @property
