@@ -102,6 +102,21 @@ def test_bad_long_run_arguments(kw, match):
                                              record=("z",)), **kw))
 
 
+def test_a_store_is_not_overwritten_or_resumed_by_another_run(tmp_path):
+    """A store that holds a run is refused without resume, and a resume with other settings (here the seed) is
+    refused as another run's; neither touches the stored draws."""
+    t = toy_task(P=5, N0=6)
+    kw = dict(num_warmup=10, num_samples=10, width=3, chunk_size=5, progress=False, store=tmp_path / "s")
+    first = bnnzoo.sample("relu", t, seed=1, **kw)
+    with pytest.raises(ValueError, match="already holds a run; pass resume=True"):
+        bnnzoo.sample("relu", t, seed=1, **kw)
+    with pytest.raises(ValueError, match="holds a different run"):
+        bnnzoo.sample("relu", t, seed=2, resume=True, **kw)
+    again = bnnzoo.sample("relu", t, seed=1, resume=True, **kw)
+    a = azcompat.get_group(first, "posterior")["a"].values
+    np.testing.assert_array_equal(azcompat.get_group(again, "posterior")["a"].values, a)
+
+
 def test_reparam_only_for_fcn_entries():
     import numpyro
     import numpyro.distributions as dist

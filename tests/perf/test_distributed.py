@@ -158,6 +158,49 @@ def test_unsplittable_runs_are_refused(sampler, chains, match):
         check_sampler(ok, 4, 2)
 
 
+REFUSING_CHILD = textwrap.dedent("""
+    import sys, time
+    from bnnzoo.inference.distributed import initialize
+    pid, port, store, sampler = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    initialize(f"localhost:{port}", num_processes=2, process_id=pid)
+    import bnnzoo
+    t = bnnzoo.toy_task(P=6, N0=8, y_neg=0.5, seed=0)
+    t0 = time.perf_counter()
+    try:
+        bnnzoo.sample("sigmoidal", t, store=store, width=4, num_chains=4, num_warmup=60, num_samples=40, seed=3,
+                      chunk_size=20, progress=False, sampler=sampler)
+    except ValueError as e:
+        print(f"REFUSED after {time.perf_counter() - t0:.1f} s: {e}")
+""")
+
+
+@pytest.mark.parametrize("sampler", ["nuts", "snaper"])
+def test_a_process_refusing_its_store_stops_them_all(tmp_path, sampler):
+    """Only process 0's sub-folder already holds a run and resume is not asked: process 0 refuses it, and process 1,
+    whose sub-folder is new, stops too, with a message naming process 0, instead of running on (NUTS: the whole
+    run, then a collective timeout at the final gather, measured before the fix; SNAPER: into the shared program)."""
+    from bnnzoo.inference.engine import RunStore
+
+    RunStore(tmp_path / "store" / "process_0").write_manifest({"complete": False})
+    script = tmp_path / "child.py"
+    script.write_text(REFUSING_CHILD)
+    port = _free_port()
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    procs = [subprocess.Popen([sys.executable, str(script), str(p), str(port), str(tmp_path / "store"), sampler],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in (0, 1)]
+    try:
+        outs = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    assert "already holds a run; pass resume=True" in outs[0][0], outs[0]
+    assert "process(es) [0] of 2 refused to start this run" in outs[1][0], outs[1]
+    assert not (tmp_path / "store" / "process_1").exists()      # process 1 stopped before creating its store
+
+
 @pytest.mark.parametrize("sampler", ["nuts", "snaper"])
 def test_killed_multiprocess_run_resumes_without_losing_a_draw(tmp_path, sampler):
     """Both processes of a `bnnzoo sample --distributed` run are killed (SIGKILL) mid-way; started again with

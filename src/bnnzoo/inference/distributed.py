@@ -15,7 +15,8 @@ device, in process order); the tuning gathers all chains onto every device (``Ch
 runs in numpy and is refused before anything compiles.  With a ``store`` every process streams its own chains to its
 own sub-folder ``process_<p>`` (and resumes from it), so a store on a shared file system holds the whole run; for
 ChEES/SNAPER each process also keeps its previous checkpoint, and all resume from the latest block every process
-finished (a kill can fall between two processes' checkpoints).
+finished (a kill can fall between two processes' checkpoints).  When one process refuses its sub-folder (it holds a
+run and ``resume`` was not given, or another run), all stop before sampling (:func:`agree_to_start`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Mapping
 import jax
 import numpy as np
 
-__all__ = ["initialize", "local_chains", "check_sampler", "gather_chains"]
+__all__ = ["initialize", "local_chains", "check_sampler", "agree_to_start", "gather_chains"]
 
 SPLITTABLE = ("nuts", "hmc", "chees", "snaper")
 
@@ -50,6 +51,21 @@ def check_sampler(sampler: str, num_chains: int, n_proc: int) -> None:
     if num_chains % n_proc:
         raise ValueError(f"num_chains ({num_chains}) must be a multiple of the number of processes ({n_proc}): each "
                          f"process runs the same number of chains")
+
+
+def agree_to_start(refusal: Exception | None) -> None:
+    """Raise ``refusal`` if there is one; with several processes, every process raises when any one refused (a
+    store that holds another run, a missing ``resume``), so none runs on to a collective and waits there for a
+    process that has stopped.  A collective when several processes run: every process must call it."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        flags = np.asarray(multihost_utils.process_allgather(np.array([refusal is not None], np.int32))).ravel()
+        if refusal is None and flags.any():
+            refusal = ValueError(f"process(es) {np.flatnonzero(flags).tolist()} of {flags.size} refused to start "
+                                 f"this run (see their error); this process stops too")
+    if refusal is not None:
+        raise refusal
 
 
 def local_chains(num_chains: int) -> tuple[int, int]:

@@ -36,6 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .distributed import agree_to_start
+
 __all__ = ["Block", "plan_blocks", "RunStore", "ChunkedResult", "run_chunked", "STAT_FIELDS", "load_store"]
 
 # HMCState field -> sample_stats name used by bnnzoo.sample
@@ -465,21 +467,29 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
     start = 0
     resumed_from = -1
     if store is not None:
-        ckpt = (_agreed_checkpoint(store if resume else None) if spmd
-                else store.state_path if store.exists() and resume and store.state_path.exists() else None)
-        if ckpt is not None:
-            if manifest is not None and store.manifest().get("fingerprint") != manifest.get("fingerprint"):
+        ckpt, refusal = None, None
+        try:
+            ckpt = (_agreed_checkpoint(store if resume else None) if spmd
+                    else store.state_path if store.exists() and resume and store.state_path.exists() else None)
+            if ckpt is not None and manifest is not None and \
+                    store.manifest().get("fingerprint") != manifest.get("fingerprint"):
                 raise ValueError(f"{store.path} holds a different run (other model, data, sampler settings or "
                                  f"seed); resume it with the same arguments or use a new folder")
+            if ckpt is None and store.exists() and not resume:
+                raise ValueError(f"{store.path} already holds a run; pass resume=True (CLI: --resume) to continue "
+                                 f"it, or choose a new folder")
+        except ValueError as e:
+            refusal = e
+        # several processes: each checked its own sub-folder; all stop here if one refused (the others would
+        # otherwise run to the first collective and wait there for it)
+        agree_to_start(refusal)
+        if ckpt is not None:
             state, meta = load_state(ckpt, state)
             start = meta["block_done"] + 1
             resumed_from = meta["block_done"]
             for k in ("init_s", "compile_s", "warmup_s", "sampling_s"):
                 timing[k] += meta.get("timing", {}).get(k, 0.0)
             store.drop_blocks_after(meta["block_done"])
-        elif store.exists() and not resume:
-            raise ValueError(f"{store.path} already holds a run; pass resume=True (CLI: --resume) to continue it, "
-                             f"or choose a new folder")
         else:
             if store.exists():  # resume requested but nothing finished yet: start afresh
                 store.drop_blocks_after(-1)
