@@ -175,7 +175,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, 
               f"{summary[name]['divergences']} divergences", flush=True)
         runs[name] = idata
     # diagnostics report: figures + JSON per run in <out>/report/<name>/, all verdicts in <out>/report/summary.json
-    from .diagnostics import write_report
+    from .plots import write_report
 
     for name, res in write_report(runs, out / "report").items():
         rep = res["report"]

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from bnnzoo import azcompat
-from bnnzoo.diagnostics import diagnose, load_report, write_report
+from bnnzoo.diagnostics import diagnose, load_report
+from bnnzoo.plots import write_report
 
 
 @pytest.mark.nets("sigmoid2")

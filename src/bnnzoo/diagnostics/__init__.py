@@ -19,15 +19,17 @@ from .codes import CodeResult, code_string, codes_per_layer, neural_codes
 from .compare import Agreement, TheoryComparison, compare_with_theory
 from .ergodicity import ErgodicityResult, ergodicity, ergodicity_breaking, rhat_neurons
 from .kernels import KernelResult, cka, d_lr, kernels_and_richness, nc1, prior_kernels
-from .report import DiagnosticReport, diagnose, load_report, order_parameters, write_report
-from .symmetry import SymmetryResult, identity_correlation, permutation_symmetry
+from .report import DiagnosticReport, diagnose, load_report, order_parameters
+from .symmetry import SymmetryResult, identity_correlation, permutation_symmetry, symmetry_of
+from .units import ClusterResult, UnitTrajectories, representation_kernels, unit_clusters, unit_trajectories
 
 __all__ = [
-    "diagnose", "write_report", "load_report", "DiagnosticReport", "order_parameters",
+    "diagnose", "load_report", "DiagnosticReport", "order_parameters",
     "ergodicity_breaking", "ergodicity", "ErgodicityResult", "rhat_neurons",
     "readout_branches", "find_outliers", "BranchResult", "OutlierResult",
     "neural_codes", "codes_per_layer", "CodeResult", "code_string",
-    "permutation_symmetry", "identity_correlation", "SymmetryResult",
+    "permutation_symmetry", "identity_correlation", "SymmetryResult", "symmetry_of",
+    "unit_trajectories", "UnitTrajectories", "unit_clusters", "ClusterResult", "representation_kernels",
     "kernels_and_richness", "KernelResult", "cka", "d_lr", "nc1", "prior_kernels",
     "compare_with_theory", "TheoryComparison", "Agreement",
     "run_data", "RunData", "Record",

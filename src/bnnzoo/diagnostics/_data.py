@@ -176,8 +176,11 @@ def run_data(idata, activation: str | None = None) -> RunData:
         cfg = {}
     mk = cfg.get("model_kwargs", {})
     act = activation or mk.get("activation")
+    if act is None and cfg.get("model"):
+        raise ValueError(f"run_data reads fully-connected runs (readout 'a', an activation); this is a run of "
+                         f"{cfg.get('model')!r}: diagnose it with bnnzoo.diagnose, which uses the entry's unit layers")
     if act is None:
-        raise ValueError("cannot tell the activation of this run (no bnnzoo provenance): pass activation=")
+        raise ValueError("cannot tell the activation of this run (it has no bnnzoo provenance): pass activation=")
     if "a" not in post:
         raise ValueError(f"the posterior has no readout 'a'; variables: {list(post.data_vars)}")
     a = np.asarray(post["a"].values, dtype=float)

@@ -45,10 +45,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import RunData, run_data
+from ._data import RunData, class_means, run_data
 from ._record import Record, array_field
 
-__all__ = ["CodeResult", "neural_codes", "codes_per_layer", "code_ids", "code_string", "unit_modal_codes",
+__all__ = ["CodeResult", "neural_codes", "codes_from_preactivations", "codes_per_layer", "code_ids", "code_string", "unit_modal_codes",
            "code_memory", "FROZEN_MEMORY", "SCHEME_DRIFT"]
 
 FROZEN_MEMORY = 0.5
@@ -171,12 +171,31 @@ def neural_codes(idata, layer: int | None = None) -> CodeResult:
     """Codes of ``layer`` (default: the feature layer L) of a run; see the module docstring for every definition."""
     rd = run_data(idata)
     layer = rd.depth if layer is None else int(layer)
-    zb = rd.class_means(layer)  # (C, D, N, m)
+    return codes_from_preactivations(rd.z(layer), rd.labels, rd.m, layer=layer, activation=rd.activation,
+                                     class_means_z=rd.class_means(layer),
+                                     class_means_phi=rd.class_means(layer, activated=True),
+                                     analog=rd.activation == "linear")
+
+
+def codes_from_preactivations(z: np.ndarray, labels: np.ndarray, m: int, *, layer: int = 1, activation: str = "",
+                              phi=None, class_means_z: np.ndarray | None = None,
+                              class_means_phi: np.ndarray | None = None, analog: bool = False) -> CodeResult:
+    """Codes of one layer of units from their values ``z`` (chain, draw, unit, point) on the training points with
+    class ``labels`` (point,) in 0..m−1 (module docstring for every definition).
+
+    ``phi`` (NumPy function; identity when None) gives the activations whose class means are reported as
+    ``mean_activation``; ``class_means_z`` / ``class_means_phi`` (chain, draw, unit, m) may be passed when already
+    computed.  ``analog`` marks a code without a threshold in φ (linear units).
+    """
+    z = np.asarray(z)
+    if z.ndim != 4:
+        raise ValueError(f"z must have shape (chain, draw, unit, point), got {z.shape}")
+    labels = np.asarray(labels).astype(int)
+    zb = class_means(z, labels, m) if class_means_z is None else class_means_z  # (C, D, N, m)
     C, D, N, m = zb.shape
     n_codes = 1 << m
-    z = rd.z(layer)
     q = float(np.median(np.mean(z**2, axis=(1, 3))))
-    counts = np.bincount(rd.labels, minlength=m)
+    counts = np.bincount(labels, minlength=m)
     thr = SELECTIVITY_SIGMAS * np.sqrt(q / max(counts[counts > 0].min(), 1))
     sel = np.median(np.max(np.abs(zb), -1), axis=1) > thr  # (C, N)
     ids = code_ids(zb)  # (C, D, N)
@@ -206,9 +225,11 @@ def neural_codes(idata, layer: int | None = None) -> CodeResult:
     scheme = Counter(code_string(k, m) for k in modal[s])
     n_sel = int(s.sum())
     strength = np.linalg.norm(zb, axis=-1)
-    phibar = rd.class_means(layer, activated=True).mean(1)
+    if class_means_phi is None:
+        class_means_phi = zb if phi is None else class_means(phi(z), labels, m)
+    phibar = class_means_phi.mean(1)
     return CodeResult(
-        layer=layer, activation=rd.activation, kind="analog" if rd.activation == "linear" else "binary",
+        layer=int(layer), activation=activation, kind="analog" if analog else "binary",
         scheme=dict(scheme), scheme_fraction={k: v / max(n_sel, 1) for k, v in scheme.items()}, n_units=C * N,
         n_selective=int(sel.sum()), selectivity_threshold=float(thr), switching_rate=rate,
         switching_rate_se=rate_se, persistence=pers, turnover=turnover, code_memory=memory, verdict=verdict,

@@ -1,12 +1,19 @@
 """``diagnose``: run every diagnostic that applies to a run, store the results in the InferenceData, and return a
-report a researcher can read; ``write_report``: the same for one or several runs, written as JSON and figures.
+report a researcher can read (:func:`bnnzoo.plots.write_report` writes it as JSON and figures).
+
+The run's zoo entry (its provenance "model") says what to diagnose.  The fully-connected nets (entries without
+their own ``diagnose``) get the readout/codes/branches diagnostics of the paper; every other entry gets, for each
+of its unit layers (:class:`bnnzoo.models.zoo.UnitLayer`), ergodicity, permutation symmetry, unit clustering and
+(for layers with values on the training points) codes, then kernels and richness of those layers, order
+parameters, and the entry's own observables with their theory comparison (``entry.diagnose``).
 
 Stored groups (they survive NetCDF; :func:`load_report` reads them back):
 
     diagnostics                      the report's verdicts and summary numbers (attributes)
     diagnostics_ergodicity_<var>     one :class:`~bnnzoo.diagnostics.ergodicity.ErgodicityResult` per variable
     diagnostics_symmetry_<var>       one :class:`~bnnzoo.diagnostics.symmetry.SymmetryResult` per variable
-    diagnostics_codes_z<l>           one :class:`~bnnzoo.diagnostics.codes.CodeResult` per layer
+    diagnostics_codes_<var>          one :class:`~bnnzoo.diagnostics.codes.CodeResult` per layer
+    diagnostics_clusters_<var>       one :class:`~bnnzoo.diagnostics.units.ClusterResult` per unit layer
     diagnostics_branches             :class:`~bnnzoo.diagnostics.branches.BranchResult`
     diagnostics_kernels              :class:`~bnnzoo.diagnostics.kernels.KernelResult`
     diagnostics_theory               :class:`~bnnzoo.diagnostics.compare.TheoryComparison`
@@ -14,7 +21,7 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
 
 **Coding scheme** (data-driven, theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
 preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
-``analog`` (one Gaussian branch).
+``analog`` (one Gaussian branch); ``n/a`` for entries diagnosed through their unit layers.
 """
 
 from __future__ import annotations
@@ -23,7 +30,6 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -36,9 +42,10 @@ from .codes import code_string, neural_codes
 from .compare import TheoryComparison, compare_with_theory
 from .ergodicity import ergodicity, neuron_features
 from .kernels import KernelResult, cka, kernels_and_richness
-from .symmetry import permutation_symmetry
+from .symmetry import permutation_symmetry, symmetry_of
+from .units import ClusterResult, codes_of, representation_kernels, unit_clusters, unit_trajectories
 
-__all__ = ["DiagnosticReport", "diagnose", "load_report", "order_parameters", "write_report", "GROUP_PREFIX"]
+__all__ = ["DiagnosticReport", "diagnose", "load_report", "order_parameters", "GROUP_PREFIX"]
 
 GROUP_PREFIX = "diagnostics"
 
@@ -53,6 +60,9 @@ class DiagnosticReport(Record):
     numbers : the headline numbers behind the verdicts (flat dict, for JSON and tests).
     ergodicity, symmetry : {variable: result}.   codes : {"z<l>": CodeResult}.   branches : BranchResult.
     kernels : KernelResult or None.   theory : TheoryComparison or None.   timings : seconds per diagnostic.
+    family : "fcn" (readout, codes and branches of the fully-connected nets) or "units" (an entry diagnosed through
+        its unit layers).   clusters : {unit layer: ClusterResult} ("units" only).
+    observables : the entry's own observables (JSON values, e.g. alignment, specialists, pathway singular values).
     """
 
     run: str
@@ -67,16 +77,22 @@ class DiagnosticReport(Record):
     kernels: KernelResult | None = None
     theory: TheoryComparison | None = None
     timings: dict = field(default_factory=dict)
+    family: str = "fcn"
+    clusters: dict = field(default_factory=dict)
+    observables: dict = field(default_factory=dict)
 
     def summary(self) -> list[str]:
         lines = [self.run, f"coding scheme: {self.coding_scheme}",
                  "verdicts: " + ", ".join(f"{k} {v}" for k, v in self.verdicts.items())]
         for title, part in (("ergodicity", self.ergodicity), ("permutation symmetry", self.symmetry),
-                            ("codes", self.codes)):
+                            ("codes", self.codes), ("unit clusters", self.clusters)):
             if part:
                 lines.append(f"— {title}")
                 for r in part.values():
                     lines += ["  " + ln for ln in r.summary()]
+        if self.observables:
+            lines.append("— observables")
+            lines += [f"  {k}: {_short(v)}" for k, v in self.observables.items()]
         for title, r in (("readout branches", self.branches), ("kernels and richness", self.kernels),
                          ("theory", self.theory)):
             if r is not None:
@@ -95,7 +111,8 @@ class DiagnosticReport(Record):
 
     def groups(self) -> dict[str, xr.Dataset]:
         """The datasets :func:`diagnose` stores, by group name."""
-        head = {k: getattr(self, k) for k in ("run", "config", "coding_scheme", "verdicts", "numbers", "timings")}
+        head = {k: getattr(self, k) for k in ("run", "config", "coding_scheme", "verdicts", "numbers", "timings",
+                                              "family", "observables")}
         keys = list(self.verdicts)
         g = {GROUP_PREFIX: xr.Dataset({"verdict": (("check",), np.array([str(self.verdicts[k]) for k in keys]))},
                                       coords={"check": np.array(keys)},
@@ -108,11 +125,26 @@ class DiagnosticReport(Record):
             g[f"{GROUP_PREFIX}_symmetry_{v}"] = r.to_dataset()
         for v, r in self.codes.items():
             g[f"{GROUP_PREFIX}_codes_{v}"] = r.to_dataset()
+        for v, r in self.clusters.items():
+            g[f"{GROUP_PREFIX}_clusters_{v}"] = r.to_dataset()
         for name in ("branches", "kernels", "theory"):
             r = getattr(self, name)
             if r is not None:
                 g[f"{GROUP_PREFIX}_{name}"] = r.to_dataset()
         return g
+
+
+def _short(v) -> str:
+    """A JSON value in one short line (long lists cut)."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list) and len(v) > 8:
+        return "[" + ", ".join(_short(x) for x in v[:8]) + f", ... ({len(v)} values)]"
+    if isinstance(v, list):
+        return "[" + ", ".join(_short(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"
+    return str(v)
 
 
 def load_report(idata) -> DiagnosticReport:
@@ -123,7 +155,7 @@ def load_report(idata) -> DiagnosticReport:
     if GROUP_PREFIX not in names:
         raise ValueError("no diagnostics stored in this run: call bnnzoo.diagnose(idata) first")
     head = json.loads(azcompat.get_group(idata, GROUP_PREFIX).attrs["bnnzoo_fields"])
-    parts: dict = {"ergodicity": {}, "symmetry": {}, "codes": {}}
+    parts: dict = {"ergodicity": {}, "symmetry": {}, "codes": {}, "clusters": {}}
     for n in names:
         if not n.startswith(GROUP_PREFIX + "_") or n.endswith("order_parameters"):
             continue
@@ -139,7 +171,9 @@ def load_report(idata) -> DiagnosticReport:
                             verdicts=head["verdicts"], numbers=head["numbers"], timings=head.get("timings", {}),
                             ergodicity=order(parts["ergodicity"]), symmetry=order(parts["symmetry"]),
                             codes=order(parts["codes"]), branches=parts.get("branches"),
-                            kernels=parts.get("kernels"), theory=parts.get("theory"))
+                            kernels=parts.get("kernels"), theory=parts.get("theory"),
+                            family=head.get("family", "fcn"), clusters=order(parts["clusters"]),
+                            observables=head.get("observables", {}))
 
 
 def order_parameters(idata, codes: dict | None = None) -> xr.Dataset:
@@ -192,27 +226,69 @@ def _scheme(branches: BranchResult | None) -> str:
     return "redundant" if branches.n_branches >= 2 else "analog"
 
 
-def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = True,
-             verbose: bool = False) -> DiagnosticReport:
-    """Run every diagnostic that applies to ``idata`` (a run from :func:`bnnzoo.sample`, or a path to its NetCDF
-    file) and return a :class:`DiagnosticReport`.
+def _run_config(idata) -> dict:
+    if isinstance(idata, RunData):
+        return idata.config
+    try:
+        from ..inference import run_config
 
-    store : add the results to ``idata`` as ``diagnostics*`` groups (ignored for a path) — they survive
-        ``azcompat.to_netcdf`` and come back with :func:`load_report`.
-    theory : also compare with the analytic theories that apply (:func:`compare_with_theory`).
-    kernels : also compute kernels, CKA, D_LR and NC1 (the costliest part on large P).
-    """
-    rd = run_data(idata)
-    timings: dict[str, float] = {}
+        return run_config(idata)
+    except ValueError:
+        return {}
 
-    def timed(name, fn, *a, **kw):
-        t0 = time.perf_counter()
-        out = fn(*a, **kw)
-        timings[name] = time.perf_counter() - t0
-        if verbose:
-            print(f"[diagnose] {name}: {timings[name]:.1f} s", flush=True)
-        return out
 
+def _entry_of(cfg: dict):
+    """The registered zoo entry the run was made with (None for runs of other models)."""
+    from ..models.zoo import ZOO
+
+    return ZOO.get(cfg.get("model")) if isinstance(cfg.get("model"), str) else None
+
+
+def _fcn_like(idata, cfg: dict, entry) -> bool:
+    """Whether the run is diagnosed by the fully-connected path: a RunData (readout ``a`` (neuron, class), an
+    activation) and no entry-specific ``diagnose``."""
+    if isinstance(idata, RunData):
+        return True
+    if entry is None:
+        return True  # runs of other models: the readout path, which says what it needs
+    if entry.diagnose is not None:
+        return False
+    post = azcompat.get_group(idata, "posterior")
+    return ("a" in post and tuple(post["a"].dims[2:]) == ("neuron", "class")
+            and "activation" in cfg.get("model_kwargs", {}))
+
+
+def _verdicts(erg: dict, sym: dict, codes: dict, comp) -> dict:
+    """The report's verdicts, assembled in one place: per unit layer ergodicity, symmetry and codes, then the theory."""
+    verdicts = {}
+    for v, r in erg.items():
+        verdicts[f"ergodicity[{v}]"] = r.verdict
+    for v, r in sym.items():
+        verdicts[f"symmetry[{v}]"] = r.verdict
+    for v, r in codes.items():
+        verdicts[f"codes[{v}]"] = r.verdict
+    if comp is not None:
+        verdicts["theory"] = ("agrees" if comp.all_within else "disagrees") if comp.agreements else "n/a"
+    return verdicts
+
+
+def _layer_numbers(erg: dict, sym: dict, codes: dict) -> dict:
+    numbers: dict = {}
+    for v, r in erg.items():
+        numbers[f"ergodicity_ratio[{v}]"] = r.ratio
+        numbers[f"rhat_neurons[{v}]"] = r.rhat
+    for v, r in sym.items():
+        numbers[f"identity_corr[{v}]"] = r.identity_corr
+    for v, r in codes.items():
+        numbers[f"code_memory[{v}]"] = r.code_memory
+        numbers[f"switching_rate[{v}]"] = r.switching_rate
+        numbers[f"scheme_drift[{v}]"] = r.scheme_drift
+        numbers[f"scheme[{v}]"] = r.scheme
+    return numbers
+
+
+def _diagnose_fcn(rd: RunData, timed, theory: bool, kernels: bool) -> dict:
+    """The fully-connected nets: readout and hidden layers, codes, branches, kernels, theory."""
     variables = ["a"] + [f"z{l}" for l in range(1, rd.depth + 1)]
     codes = timed("codes", lambda: {f"z{l}": neural_codes(rd, l) for l in range(1, rd.depth + 1)})
     branches = timed("branches", readout_branches, rd)
@@ -228,20 +304,7 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
         if keep.all(axis=0).sum() >= 4:
             bulk = ergodicity(rd.a[:, :, keep.all(axis=0)], variable="a (bulk)", n_boot=0)
             numbers["ergodicity_ratio_bulk"] = bulk.ratio
-    verdicts = {}
-    for v, r in erg.items():
-        verdicts[f"ergodicity[{v}]"] = r.verdict
-        numbers[f"ergodicity_ratio[{v}]"] = r.ratio
-        numbers[f"rhat_neurons[{v}]"] = r.rhat
-    for v, r in sym.items():
-        verdicts[f"symmetry[{v}]"] = r.verdict
-        numbers[f"identity_corr[{v}]"] = r.identity_corr
-    for v, r in codes.items():
-        verdicts[f"codes[{v}]"] = r.verdict
-        numbers[f"code_memory[{v}]"] = r.code_memory
-        numbers[f"switching_rate[{v}]"] = r.switching_rate
-        numbers[f"scheme_drift[{v}]"] = r.scheme_drift
-        numbers[f"scheme[{v}]"] = r.scheme
+    numbers.update(_layer_numbers(erg, sym, codes))
     numbers["n_branches"] = branches.n_branches
     numbers["branch_masses"] = [float(x) for x in branches.masses]
     numbers["branch_codes"] = list(branches.codes)
@@ -254,81 +317,149 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
         numbers["nc1"] = [float(x) for x in kern.nc1]
         numbers["target_cka"] = [float(x) for x in kern.target_cka]
     if comp is not None:
-        verdicts["theory"] = ("agrees" if comp.all_within else "disagrees") if comp.agreements else "n/a"
         numbers["theory_agreements_within"] = int(sum(a.within for a in comp.agreements))
         numbers["theory_agreements"] = len(comp.agreements)
-    scheme = _scheme(branches)
-    cfg = rd.config
+    return dict(run=_describe(rd), coding_scheme=_scheme(branches), numbers=numbers, ergodicity=erg, symmetry=sym,
+                codes=codes, branches=branches, kernels=kern, theory=comp, config=rd.config,
+                order=lambda: order_parameters(rd, codes))
+
+
+def _data_of(idata):
+    const = azcompat.get_group(idata, "constant_data") if "constant_data" in azcompat.group_names(idata) else None
+    obs = azcompat.get_group(idata, "observed_data") if "observed_data" in azcompat.group_names(idata) else None
+    if const is None or obs is None or "X" not in const or "y" not in obs:
+        raise ValueError("the run needs constant_data X and observed_data y (as bnnzoo.sample writes them)")
+    X = np.asarray(const["X"].values, float)
+    Y = np.asarray(obs["y"].values, float)
+    labels = np.asarray(const["labels"].values).astype(int) if "labels" in const else np.zeros(len(X), int)
+    return X, Y, labels
+
+
+def _describe_units(entry, cfg: dict, post, P: int, m: int) -> str:
+    mk = cfg.get("model_kwargs", {})
+    keys = [k for k, v in mk.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+            and k not in ("record",) and not (isinstance(v, str) and len(v) > 24)]
+    kw = ", ".join(f"{k} = {mk[k]}" for k in keys)
+    samp = cfg.get("sampler", {})
+    return (f"{entry.name}: {kw}; P = {P}, m = {m}; {post.sizes['chain']} chains × {post.sizes['draw']} draws "
+            f"({samp.get('num_warmup', '?') if isinstance(samp, dict) else '?'} warm-up), seed {cfg.get('seed', '?')}")
+
+
+def _unit_order_parameters(post, layers, Y) -> xr.Dataset:
+    """Scalar order parameters per draw for a unit-layer run: ``mse`` and ``q_a`` (when the model records them) and,
+    per unit layer with values on the training points, ``target_alignment_<layer>`` (CKA of the draw's
+    representation kernel with YYᵀ)."""
+    C, D = post.sizes["chain"], post.sizes["draw"]
+    data, coords = {}, {"chain": np.arange(C), "draw": np.arange(D)}
+    for name in ("mse", "q_a"):
+        if name in post:
+            da = post[name]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            data[name] = (("chain", "draw", *extra), np.asarray(da.values, float))
+            for d in extra:
+                coords[d] = np.arange(da.sizes[d])
+    target = Y @ Y.T
+    for t in layers:
+        if t.representation is None:
+            continue
+        r = t.representation
+        al = np.array([[cka(r[c, s].T @ r[c, s] / r.shape[2], target) for s in range(D)] for c in range(C)])
+        data[f"target_alignment_{t.name}"] = (("chain", "draw"), al)
+    return xr.Dataset(data, coords=coords)
+
+
+def _diagnose_units(idata, entry, cfg: dict, timed, theory: bool, kernels: bool) -> dict:
+    """An entry diagnosed through its unit layers and its own ``diagnose``."""
+    if not entry.units and entry.diagnose is None:
+        raise ValueError(f"zoo entry {entry.name!r} declares no unit layers (ZooEntry.units) and no diagnose: "
+                         "nothing to diagnose")
+    post = azcompat.get_group(idata, "posterior")
+    X, Y, labels = _data_of(idata)
+    m = int(labels.max()) + 1 if labels.size else 1
+    skipped: dict = {}
+    layers = []
+    for ul in entry.units:
+        try:
+            layers.append(unit_trajectories(post, ul))
+        except ValueError as e:
+            skipped[ul.name] = str(e)
+    act = str(cfg.get("model_kwargs", {}).get("activation", ""))
+    codes = timed("codes", lambda: {t.name: codes_of(t, labels, m, i + 1, act) for i, t in enumerate(layers)
+                                    if t.values is not None})
+    erg = timed("ergodicity", lambda: {t.name: ergodicity(t.features, variable=t.name) for t in layers})
+    sym = timed("symmetry", lambda: {t.name: symmetry_of(t.features, t.name, code_memory=codes[t.name].code_memory
+                                                         if t.name in codes else float("nan")) for t in layers})
+    clusters = timed("clusters", lambda: {t.name: unit_clusters(t.features, t.name) for t in layers})
+    f = np.asarray(post["f"].values, float) if "f" in post else None
+    kern = timed("kernels", representation_kernels, layers, X, Y, labels, f) if kernels else None
+    own = timed("observables", entry.diagnose, idata) if entry.diagnose is not None else {}
+    comp = own.get("theory") if theory else None
+    numbers: dict = _layer_numbers(erg, sym, codes)
+    for v, r in clusters.items():
+        numbers[f"n_clusters[{v}]"] = r.n_clusters
+        numbers[f"cluster_masses[{v}]"] = [float(x) for x in r.masses]
+    if skipped:
+        numbers["units_skipped"] = skipped
+    if kern is not None:
+        numbers["target_cka"] = [float(x) for x in kern.target_cka]
+        numbers["d_lr"] = [float(x) for x in kern.d_lr]
+        numbers["nc1"] = [float(x) for x in kern.nc1]
+    if "mse" in post:
+        numbers["mse"] = float(np.mean(post["mse"].values))
+    if comp is not None:
+        numbers["theory_agreements_within"] = int(sum(a.within for a in comp.agreements))
+        numbers["theory_agreements"] = len(comp.agreements)
+    return dict(run=_describe_units(entry, cfg, post, len(X), Y.shape[1]), coding_scheme="n/a", numbers=numbers,
+                ergodicity=erg, symmetry=sym, codes=codes, branches=None, kernels=kern, theory=comp, config=cfg,
+                clusters=clusters, observables=dict(own.get("numbers", {})), family="units",
+                order=lambda: _unit_order_parameters(post, layers, Y))
+
+
+def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = True,
+             verbose: bool = False) -> DiagnosticReport:
+    """Run every diagnostic that applies to ``idata`` (a run from :func:`bnnzoo.sample`, or a path to its NetCDF
+    file) and return a :class:`DiagnosticReport` (module docstring: what runs for which entry).
+
+    store : add the results to ``idata`` as ``diagnostics*`` groups (ignored for a path) — they survive
+        ``azcompat.to_netcdf`` and come back with :func:`load_report`.
+    theory : also compare with the analytic theories that apply (:func:`compare_with_theory` for the
+        fully-connected nets, the entry's own comparison otherwise).
+    kernels : also compute kernels, CKA, D_LR and NC1 (the costliest part on large P).
+
+    Raises ValueError when the run lacks what the diagnostics read (constant/observed data, the posterior sites).
+    """
+    is_path = isinstance(idata, (str, os.PathLike))
+    run = azcompat.from_netcdf(idata) if is_path else idata
+    timings: dict[str, float] = {}
+
+    def timed(name, fn, *a, **kw):
+        t0 = time.perf_counter()
+        out = fn(*a, **kw)
+        timings[name] = time.perf_counter() - t0
+        if verbose:
+            print(f"[diagnose] {name}: {timings[name]:.1f} s", flush=True)
+        return out
+
+    cfg = _run_config(run)
+    entry = _entry_of(cfg)
+    if _fcn_like(run, cfg, entry):
+        parts = _diagnose_fcn(run_data(run), timed, theory, kernels)
+    else:
+        parts = _diagnose_units(run, entry, cfg, timed, theory, kernels)
+    verdicts = _verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"])
+    cfg = parts["config"]
     cfg_small = {k: cfg.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
                  if k in cfg}
-    can_store = store and not isinstance(idata, (str, os.PathLike, RunData))
-    ops = timed("order_parameters", order_parameters, rd, codes) if can_store else None
-    report = DiagnosticReport(run=_describe(rd), config=jsonable(cfg_small), coding_scheme=scheme,
-                              verdicts=verdicts, numbers=jsonable(numbers), ergodicity=erg, symmetry=sym,
-                              codes=codes, branches=branches, kernels=kern, theory=comp, timings=dict(timings))
+    can_store = store and not is_path and not isinstance(run, RunData)
+    ops = timed("order_parameters", parts["order"]) if can_store else None
+    report = DiagnosticReport(run=parts["run"], config=jsonable(cfg_small), coding_scheme=parts["coding_scheme"],
+                              verdicts=verdicts, numbers=jsonable(parts["numbers"]), ergodicity=parts["ergodicity"],
+                              symmetry=parts["symmetry"], codes=parts["codes"], branches=parts["branches"],
+                              kernels=parts["kernels"], theory=parts["theory"], timings=dict(timings),
+                              family=parts.get("family", "fcn"), clusters=parts.get("clusters", {}),
+                              observables=jsonable(parts.get("observables", {})))
     if can_store:
         groups = report.groups()
         groups[f"{GROUP_PREFIX}_order_parameters"] = ops
         azcompat.set_groups(idata, groups)
     return report
-
-
-def _runs(idata_or_paths) -> dict[str, object]:
-    """Normalise write_report's input to {name: run}."""
-    if isinstance(idata_or_paths, dict):
-        return dict(idata_or_paths)
-    if isinstance(idata_or_paths, (str, os.PathLike)) or azcompat.is_idata(idata_or_paths):
-        idata_or_paths = [idata_or_paths]
-    out = {}
-    for i, x in enumerate(idata_or_paths):
-        if isinstance(x, (str, os.PathLike)):
-            name = Path(x).stem
-        else:
-            try:
-                cfg = json.loads(azcompat.get_attrs(x).get("bnnzoo_config", "{}"))
-            except (TypeError, ValueError):
-                cfg = {}
-            name = f"{cfg.get('model', 'run')}_L{cfg.get('model_kwargs', {}).get('depth', 1)}_seed{cfg.get('seed', i)}"
-        while name in out:
-            name += f"_{i}"
-        out[name] = x
-    return out
-
-
-def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: bool = False,
-                 verbose: bool = False) -> dict:
-    """Diagnose one or several runs and write, per run, ``<outdir>/<name>/report.json``, ``report.txt`` (the
-    report's repr) and the paper-style figures (``fig2_codes.png``, ``fig3_layers.png``, ``fig4_readout.png``,
-    ``fig5_switching.png`` for deep nets, ``order_parameters.png``), plus ``<outdir>/summary.json`` with every run's
-    verdicts and numbers.
-
-    ``idata_or_paths`` : a run, a NetCDF path, a list of them, or {name: run}.  ``save_netcdf`` also writes
-    ``<name>/run.nc`` with the diagnostics groups added.  Returns {name: {"report": DiagnosticReport,
-    "files": [paths]}}.
-    """
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    result, summary = {}, {}
-    for name, run in _runs(idata_or_paths).items():
-        idata = azcompat.from_netcdf(run) if isinstance(run, (str, os.PathLike)) else run
-        rep = diagnose(idata, store=True, verbose=verbose)
-        d = outdir / name
-        d.mkdir(parents=True, exist_ok=True)
-        files = []
-        p = d / "report.json"
-        p.write_text(rep.to_json(indent=1))
-        files.append(str(p))
-        p = d / "report.txt"
-        p.write_text(repr(rep) + "\n")
-        files.append(str(p))
-        if figures:
-            from ..plots import save_figures
-
-            files += save_figures(idata, d, report=rep)
-        if save_netcdf:
-            files.append(azcompat.to_netcdf(idata, d / "run.nc"))
-        result[name] = {"report": rep, "files": files}
-        summary[name] = {"run": rep.run, "coding_scheme": rep.coding_scheme, "verdicts": rep.verdicts,
-                         "numbers": rep.numbers, "files": [os.path.relpath(f, outdir) for f in files]}
-    (outdir / "summary.json").write_text(json.dumps(jsonable(summary), indent=1))
-    return result

@@ -29,7 +29,7 @@ from ._record import Record, array_field
 from .codes import neural_codes
 from .ergodicity import neuron_features
 
-__all__ = ["SymmetryResult", "permutation_symmetry", "identity_correlation", "SYMMETRY_THRESHOLD"]
+__all__ = ["SymmetryResult", "permutation_symmetry", "symmetry_of", "identity_correlation", "SYMMETRY_THRESHOLD"]
 
 SYMMETRY_THRESHOLD = 0.5
 
@@ -89,10 +89,16 @@ def permutation_symmetry(idata, variables=None, threshold: float = SYMMETRY_THRE
         variables = ["a"] + [f"z{l}" for l in range(1, rd.depth + 1)]
     out = {}
     for v in variables:
-        x = neuron_features(rd, v)
-        per_chain, rho, se = identity_correlation(x)
         mem = neural_codes(rd, int(v[1:])).code_memory if v != "a" else float("nan")
-        out[v] = SymmetryResult(variable=v, identity_corr=rho, identity_corr_se=se, code_memory=mem,
-                                threshold=float(threshold), verdict="broken" if rho > threshold else "restored",
-                                identity_corr_per_chain=per_chain)
+        out[v] = symmetry_of(neuron_features(rd, v), v, code_memory=mem, threshold=threshold)
     return out
+
+
+def symmetry_of(x: np.ndarray, variable: str, code_memory: float = float("nan"),
+                threshold: float = SYMMETRY_THRESHOLD) -> SymmetryResult:
+    """:class:`SymmetryResult` of unit trajectories ``x`` (chain, draw, unit, feature) of one layer; ``code_memory``
+    is the layer's μ when it has codes (NaN otherwise)."""
+    per_chain, rho, se = identity_correlation(x)
+    return SymmetryResult(variable=variable, identity_corr=rho, identity_corr_se=se, code_memory=float(code_memory),
+                          threshold=float(threshold), verdict="broken" if rho > threshold else "restored",
+                          identity_corr_per_chain=per_chain)

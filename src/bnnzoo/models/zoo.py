@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from ..tasks import Task, toy_task
 from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims
 
-__all__ = ["Observable", "ZooEntry", "ZOO", "register", "get_entry", "list_entries"]
+__all__ = ["Observable", "UnitLayer", "ZooEntry", "ZOO", "register", "get_entry", "list_entries"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,24 @@ class Observable:
     name: str
     description: str
     theory: str = ""
+
+
+@dataclass(frozen=True)
+class UnitLayer:
+    """One layer of exchangeable units that the per-unit diagnostics (ergodicity, permutation symmetry, unit
+    clustering and codes) run on.
+
+    name : the label used in the report (``ergodicity[<name>]``, ...).
+    site : the posterior site holding the units (e.g. "h1", "attn", "a").
+    dim : the site's dim that indexes the units (e.g. "neuron1", "head"); every other dim of the site is a feature
+        of the unit (a "point" dim is the unit's value on the training inputs: its class means give the codes).
+    description : what the units are, in words.
+    """
+
+    name: str
+    site: str
+    dim: str
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,6 +64,11 @@ class ZooEntry:
     reference : the paper / section the defaults come from.
     resolve : ``resolve(X, kwargs)`` fills data-dependent defaults (e.g. the paper's σ_a² rule) so the stored
         provenance holds the values actually used.
+    units : the layers of units the per-unit diagnostics run on (:class:`UnitLayer`).
+    diagnose : ``diagnose(idata) -> dict`` with the entry's own observables and their theory comparison
+        (keys "numbers": {name: JSON-able value} and "theory": a
+        :class:`~bnnzoo.diagnostics.compare.TheoryComparison` or None); None for the fully-connected nets, whose
+        observables :func:`bnnzoo.diagnostics.diagnose` computes itself.
     """
 
     name: str
@@ -59,6 +82,8 @@ class ZooEntry:
     description: str
     reference: str = ""
     resolve: Callable[[Any, dict], dict] | None = None
+    units: tuple[UnitLayer, ...] = ()
+    diagnose: Callable | None = None
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -119,6 +144,12 @@ _FCN_COMMON = (
                "theory.linear kernels K_l (linear); theory.meanfield codes (one hidden layer)"),
 )
 
+_FCN_UNITS = (
+    UnitLayer("a", "a", "neuron", "readout vectors of the last hidden layer's neurons (features: classes)"),
+    UnitLayer("z1", "z1", "neuron", "neurons of hidden layer 1 (features: class means of their preactivations); "
+              "deeper nets add z2..zL the same way"),
+)
+
 _ENTRIES = [
     ("deep_linear", "linear", "nonlazy", dict(y_pos=1.0, y_neg=0.0),
      "deep linear net, mean-field readout: analog code, Gaussian readout posterior, ergodic (paper Figs. 2-4)"),
@@ -140,6 +171,7 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             validate=_fcn_validate,
             dims=_fcn_dims,
             resolve=_fcn_resolve,
+            units=_FCN_UNITS,
             observables=_FCN_COMMON,
             description=("lazy twin (1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1; GP limit) of: "
                          if _lazy else "") + _desc,

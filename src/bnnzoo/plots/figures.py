@@ -351,15 +351,48 @@ def plot_order_parameters(idata, report=None, var_names=None):
 
 
 def save_figures(idata, outdir, report=None, dpi: int = 110) -> list[str]:
-    """Write every figure that applies to ``outdir`` (fig2_codes, fig3_layers, fig4_readout, fig5_switching for
-    deep nets, order_parameters) and return their paths."""
+    """Write every figure that applies to ``outdir`` and return their paths: for the fully-connected nets
+    fig2_codes, fig3_layers, fig4_readout, fig5_switching and order_parameters; for entries diagnosed through their
+    unit layers units.png, kernels.png (layers with values on the training points), theory.png (when the entry
+    has a theory comparison) and order_parameters.png.  ``report`` (the run's DiagnosticReport) is computed when
+    not given."""
     plt = _plt()
     from .. import azcompat
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    rd = _rd(idata)
+    if isinstance(idata, (str, os.PathLike)):
+        idata = azcompat.from_netcdf(idata)
+    if report is None:
+        from ..diagnostics.report import diagnose
+
+        report = diagnose(idata, store=False)
     paths = []
+    if getattr(report, "family", "fcn") == "units":
+        from .units import plot_representations, plot_theory, plot_units
+
+        todo = [("units.png", lambda: plot_units(idata, report))]
+        if report.kernels is not None:
+            todo.append(("kernels.png", lambda: plot_representations(report)))
+        if report.theory is not None and report.theory.agreements:
+            todo.append(("theory.png", lambda: plot_theory(report)))
+        for name, fn in todo:
+            fig = fn()
+            p = outdir / name
+            fig.savefig(p, dpi=dpi)
+            plt.close(fig)
+            paths.append(str(p))
+        from ..diagnostics.report import GROUP_PREFIX
+
+        if f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
+            ds = azcompat.get_group(idata, f"{GROUP_PREFIX}_order_parameters")
+            if ds.data_vars:
+                p = outdir / "order_parameters.png"
+                tmp = azcompat.make_idata({"posterior": ds.copy()})
+                azcompat.save_plot(azcompat.plot_trace(tmp, var_names=list(ds.data_vars)), p, dpi=dpi)
+                paths.append(str(p))
+        return paths
+    rd = _rd(idata)
     todo = [("fig2_codes.png", plot_codes), ("fig3_layers.png", plot_layers), ("fig4_readout.png", plot_readout)]
     todo.append(("fig5_switching.png", plot_code_switching))
     for name, fn in todo:

@@ -1,0 +1,85 @@
+"""``write_report``: diagnose one or several runs and write each report as JSON, text and figures.
+
+It lives with the figures (not in :mod:`bnnzoo.diagnostics`) so that data flows one way: the diagnostics compute
+reports, the plots draw and write them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .. import azcompat
+from ..diagnostics._record import jsonable
+from ..diagnostics.report import diagnose
+from .figures import save_figures
+
+__all__ = ["write_report"]
+
+
+def _runs(idata_or_paths) -> dict[str, object]:
+    """Normalise write_report's input to {name: run}."""
+    if isinstance(idata_or_paths, dict):
+        return dict(idata_or_paths)
+    if isinstance(idata_or_paths, (str, os.PathLike)) or azcompat.is_idata(idata_or_paths):
+        idata_or_paths = [idata_or_paths]
+    out = {}
+    for i, x in enumerate(idata_or_paths):
+        if isinstance(x, (str, os.PathLike)):
+            name = Path(x).stem
+        else:
+            try:
+                cfg = json.loads(azcompat.get_attrs(x).get("bnnzoo_config", "{}"))
+            except (TypeError, ValueError):
+                cfg = {}
+            name = f"{cfg.get('model', 'run')}_L{cfg.get('model_kwargs', {}).get('depth', 1)}_seed{cfg.get('seed', i)}"
+        while name in out:
+            name += f"_{i}"
+        out[name] = x
+    return out
+
+
+def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: bool = False,
+                 verbose: bool = False) -> dict:
+    """Diagnose one or several runs and write, per run, ``<outdir>/<name>/report.json``, ``report.txt`` (the
+    report's repr) and the figures of :func:`bnnzoo.plots.save_figures` (paper-style figures for the
+    fully-connected nets, unit-layer, kernel and theory figures for the other entries), plus
+    ``<outdir>/summary.json`` with every run's verdicts and numbers.
+
+    Parameters
+    ----------
+    idata_or_paths : a run, a NetCDF path, a list of them, or {name: run}.
+    outdir : folder to write into (created if needed).
+    figures : also write the figures.
+    save_netcdf : also write ``<name>/run.nc`` with the diagnostics groups added.
+    verbose : print the time of each diagnostic.
+
+    Returns
+    -------
+    {name: {"report": DiagnosticReport, "files": [paths]}}.
+    """
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    result, summary = {}, {}
+    for name, run in _runs(idata_or_paths).items():
+        idata = azcompat.from_netcdf(run) if isinstance(run, (str, os.PathLike)) else run
+        rep = diagnose(idata, store=True, verbose=verbose)
+        d = outdir / name
+        d.mkdir(parents=True, exist_ok=True)
+        files = []
+        p = d / "report.json"
+        p.write_text(rep.to_json(indent=1))
+        files.append(str(p))
+        p = d / "report.txt"
+        p.write_text(repr(rep) + "\n")
+        files.append(str(p))
+        if figures:
+            files += save_figures(idata, d, report=rep)
+        if save_netcdf:
+            files.append(azcompat.to_netcdf(idata, d / "run.nc"))
+        result[name] = {"report": rep, "files": files}
+        summary[name] = {"run": rep.run, "coding_scheme": rep.coding_scheme, "verdicts": rep.verdicts,
+                         "numbers": rep.numbers, "files": [os.path.relpath(f, outdir) for f in files]}
+    (outdir / "summary.json").write_text(json.dumps(jsonable(summary), indent=1))
+    return result
