@@ -154,7 +154,7 @@ class CodeResult(Record):
 
     def summary(self) -> list[str]:
         sch = ", ".join(f"{c}: {n}" for c, n in sorted(self.scheme.items(), key=lambda kv: -kv[1]))
-        head = f"layer {self.layer} ({self.activation}, {self.kind} code): "
+        head = f"layer {self.layer} ({self.activation + ', ' if self.activation else ''}{self.kind} code): "
         if self.kind == "analog":
             q = self.strength_quantiles
             head += f"strength |z̄| 10/50/90 % = {q[0]:.2f}/{q[1]:.2f}/{q[2]:.2f}; "

@@ -159,6 +159,11 @@ class KernelResult(Record):
     def summary(self) -> list[str]:
         lines = []
         for i in range(len(self.d_lr)):
+            if not np.isfinite(self.learned_fraction[i]):  # no prior kernel (unit layers of other entries)
+                lines.append(f"{self.kernel_names[i + 1]}: CKA with YYᵀ {self.target_cka[i]:.3f} ± "
+                             f"{self.target_cka_se[i]:.3f}, D_LR {self.d_lr[i]:.3f} ± {self.d_lr_se[i]:.3f} "
+                             f"(isotropic {self.d_lr_isotropic:.2f}), NC1 {self.nc1[i]:.3g} ± {self.nc1_se[i]:.2g}")
+                continue
             lines.append(f"layer {i + 1}: learned part ‖ΔK‖/‖K‖ = {self.learned_fraction[i]:.2f} "
                          f"({100 * self.lowrank_fraction[i]:.0f} % in {self._m} modes), CKA with YYᵀ "
                          f"{self.target_cka[i]:.3f} ± {self.target_cka_se[i]:.3f}, D_LR {self.d_lr[i]:.3f} ± "

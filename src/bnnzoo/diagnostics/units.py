@@ -8,7 +8,7 @@ a feature of the unit:
 * a site with a ``point`` dim holds the unit's values on the training inputs.  The features used for ergodicity,
   permutation symmetry and clustering are its values on a fixed subset of at most ``max_points`` training points
   (evenly spaced in the training order; the remaining dims, e.g. tokens, are flattened into the features), and
-  the class means over all training points give the unit's code (:func:`~bnnzoo.diagnostics.codes.
+  when the site has no other dim, the class means over all training points give the unit's code (:func:`~bnnzoo.diagnostics.codes.
   codes_from_preactivations`; one class on a regression task, so the code is one bit: positive on average or not).
   The site's values on the training points are also the layer's representation: its kernel, CKA with YYᵀ, D_LR and
   NC1 (:func:`representation_kernels`).
@@ -43,8 +43,9 @@ class UnitTrajectories:
 
     name, site, dim : from the :class:`~bnnzoo.models.zoo.UnitLayer`.
     features : (chain, draw, unit, feature) what ergodicity, symmetry and clustering use.
-    values : (chain, draw, unit, point) the site's values on every training point (None without a ``point`` dim;
-        other dims of the site are flattened into the unit axis' features and do not appear here).
+    values : (chain, draw, unit, point) the site's values on every training point, for the codes (None unless the
+        site's dims are exactly (unit, point): a unit with several values per point, e.g. one attention weight per
+        token, has no single sign per class).
     representation : (chain, draw, unit·rest, point) the site as features of every training point (None without a
         ``point`` dim), for kernels.
     """
@@ -77,7 +78,7 @@ def unit_trajectories(posterior, layer, max_points: int = MAX_POINTS) -> UnitTra
         flat = arr.reshape(C, D, U, -1, P)  # (C, D, U, R, P), R = product of the other dims
         idx = np.unique(np.linspace(0, P - 1, min(max_points, P)).astype(int))
         feats = flat[..., idx].reshape(C, D, U, -1)
-        values = flat.mean(3) if flat.shape[3] > 1 else flat[:, :, :, 0]
+        values = flat[:, :, :, 0] if flat.shape[3] == 1 else None
         rep = flat.reshape(C, D, -1, P)
         return UnitTrajectories(layer.name, layer.site, layer.dim, feats, values, rep)
     arr = np.asarray(da.transpose("chain", "draw", layer.dim, *rest).values, dtype=float)

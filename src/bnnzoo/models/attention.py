@@ -33,7 +33,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..tasks.attention_task import attention_task
-from .zoo import Observable, ZooEntry, register
+from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
 
 __all__ = ["attention", "attention_dims", "check_attention_args", "attention_forward", "ATTENTION_READOUTS"]
 
@@ -201,4 +201,8 @@ register(ZooEntry(
     description="single-layer softmax attention head (query = first token, H heads, linear readout) on a cubic "
                 "target that needs attention",
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
+    units=(UnitLayer("heads", "attn", "head", "attention heads: attention weights on the training contexts "
+                     "(record 'attn')"),
+           UnitLayer("head_readout", "a", "head", "attention heads: readout weights of their outputs")),
+    diagnose=lazy(".diagnostics.observables:attention_observables"),
 ))

@@ -36,7 +36,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..tasks.gated_tasks import GatedSpec, Pathway, get_spec, routing_spec, routing_task, xor_spec, xor_task
-from .zoo import Observable, ZooEntry, register
+from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
 
 __all__ = ["gated", "gated_dims", "check_gated_args", "gated_forward", "edge_scales", "edge_prior_variances",
            "pathway_map", "GatedSpec", "Pathway", "xor_spec", "routing_spec", "GATED_READOUTS"]
@@ -251,6 +251,9 @@ register(ZooEntry(
     observables=OBSERVABLES,
     description="gated deep linear network computing XoR with two gated pathways",
     reference="Saxe, Sodhani & Lewallen, ICML 2022; theory.md §9",
+    units=(UnitLayer("ha", "act_ha", "ha", "hidden node ha: activities on the training rows (record 'h')"),
+           UnitLayer("hb", "act_hb", "hb", "hidden node hb: activities on the training rows (record 'h')")),
+    diagnose=lazy(".diagnostics.observables:gated_observables"),
 ))
 
 register(ZooEntry(
@@ -265,4 +268,7 @@ register(ZooEntry(
     description="context-dependent routing GDLN: 7 input modules, shared hidden layer, 7 output modules, 4 of 7 "
                 "pathways trained",
     reference="Saxe, Sodhani & Lewallen, ICML 2022 (facebookresearch/gated-dln); theory.md §9",
+    units=(UnitLayer("h1", "act_h1", "h1", "shared hidden node h1: activities on the training rows (record 'h')"),
+           UnitLayer("h2", "act_h2", "h2", "shared hidden node h2: activities on the training rows (record 'h')")),
+    diagnose=lazy(".diagnostics.observables:gated_observables"),
 ))

@@ -42,7 +42,7 @@ import numpyro.distributions as dist
 
 from ..tasks.hermite import hermite_task
 from .activations import ACTIVATIONS
-from .zoo import Observable, ZooEntry, register
+from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
 
 __all__ = ["three_layer", "three_layer_dims", "check_three_layer_args", "three_layer_forward", "THREE_LAYER_READOUTS",
            "get_three_layer_activation"]
@@ -226,6 +226,12 @@ OBSERVABLES = (
     Observable("mse", "training mean squared error", ""),
 )
 
+UNITS = (
+    UnitLayer("h1", "h1", "neuron1", "first hidden layer: preactivations on the training inputs (record 'h1')"),
+    UnitLayer("h2", "h2", "neuron2", "second hidden layer: preactivations on the training inputs (record 'h2')"),
+    UnitLayer("a", "a", "neuron2", "readout vectors of the second-layer neurons"),
+)
+
 register(ZooEntry(
     name="three_layer_erf",
     model=three_layer,
@@ -239,6 +245,8 @@ register(ZooEntry(
     description="three-layer erf net (two hidden layers) on the He3 single-index task: sample complexity, "
                 "specialist neurons",
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
+    units=UNITS,
+    diagnose=lazy(".diagnostics.observables:three_layer_observables"),
 ))
 
 register(ZooEntry(
@@ -253,4 +261,6 @@ register(ZooEntry(
     observables=OBSERVABLES,
     description="mean-field twin (1/N2 readout, likelihood variance kappa/N2) of three_layer_erf",
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
+    units=UNITS,
+    diagnose=lazy(".diagnostics.observables:three_layer_observables"),
 ))

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from ..tasks import Task, toy_task
 from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims
 
-__all__ = ["Observable", "UnitLayer", "ZooEntry", "ZOO", "register", "get_entry", "list_entries"]
+__all__ = ["Observable", "UnitLayer", "ZooEntry", "ZOO", "register", "get_entry", "list_entries", "lazy"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,23 @@ class ZooEntry:
 
 
 ZOO: dict[str, ZooEntry] = {}
+
+
+def lazy(target: str) -> Callable:
+    """A function named ``"module:function"`` (relative to the ``bnnzoo`` package), imported when first called.
+
+    Entries use it for ``diagnose=``: the diagnostics sit above the models in the package's data flow, so a model
+    file names its diagnostic function instead of importing it."""
+    module, _, fname = target.partition(":")
+
+    def call(*args, **kwargs):
+        import importlib
+
+        return getattr(importlib.import_module(module, __package__.rpartition(".")[0]), fname)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = fname
+    call.__doc__ = f"{fname} of bnnzoo{module} (imported when called)."
+    return call
 
 
 def register(entry: ZooEntry) -> ZooEntry:
