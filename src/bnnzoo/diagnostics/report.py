@@ -180,7 +180,23 @@ def order_parameters(idata, codes: dict | None = None) -> xr.Dataset:
     """Scalar order parameters per draw, (chain, draw) — what ``az.plot_trace`` can show without plotting thousands
     of weights: ``mse``, ``q_a`` (class), and per layer l: ``target_alignment_z<l>`` (CKA of the draw's feature
     kernel with YYᵀ), ``code_switches_z<l>`` (fraction of units whose code changed since the previous draw) and
-    ``code_fraction_z<l>`` (code: fraction of units carrying each code)."""
+    ``code_fraction_z<l>`` (code: fraction of units carrying each code).  For entries diagnosed through their unit
+    layers: ``mse``, ``q_a`` when recorded and ``target_alignment_<layer>`` per unit layer with values on the
+    training points."""
+    if not isinstance(idata, RunData):
+        run = azcompat.from_netcdf(idata) if isinstance(idata, (str, os.PathLike)) else idata
+        cfg = _run_config(run)
+        entry = _entry_of(cfg)
+        if not _fcn_like(run, cfg, entry):
+            post = azcompat.get_group(run, "posterior")
+            layers = []
+            for ul in entry.units:
+                try:
+                    layers.append(unit_trajectories(post, ul))
+                except ValueError:
+                    pass
+            return _unit_order_parameters(post, layers, _data_of(run)[1])
+        idata = run
     rd = run_data(idata)
     C, D, m = rd.n_chains, rd.n_draws, rd.m
     data = {}

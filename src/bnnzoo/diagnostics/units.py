@@ -7,7 +7,8 @@ a feature of the unit:
 
 * a site with a ``point`` dim holds the unit's values on the training inputs.  The features used for ergodicity,
   permutation symmetry and clustering are its values on a fixed subset of at most ``max_points`` training points
-  (evenly spaced in the training order; the remaining dims, e.g. tokens, are flattened into the features), and
+  (evenly spaced in the training order; the remaining dims, e.g. tokens, are flattened into the features; features
+  that never move, such as a gated-off point, are dropped), and
   when the site has no other dim, the class means over all training points give the unit's code (:func:`~bnnzoo.diagnostics.codes.
   codes_from_preactivations`; one class on a regression task, so the code is one bit: positive on average or not).
   The site's values on the training points are also the layer's representation: its kernel, CKA with YYᵀ, D_LR and
@@ -77,13 +78,20 @@ def unit_trajectories(posterior, layer, max_points: int = MAX_POINTS) -> UnitTra
         P = arr.shape[-1]
         flat = arr.reshape(C, D, U, -1, P)  # (C, D, U, R, P), R = product of the other dims
         idx = np.unique(np.linspace(0, P - 1, min(max_points, P)).astype(int))
-        feats = flat[..., idx].reshape(C, D, U, -1)
+        feats = _moving(flat[..., idx].reshape(C, D, U, -1))
         values = flat[:, :, :, 0] if flat.shape[3] == 1 else None
         rep = flat.reshape(C, D, -1, P)
         return UnitTrajectories(layer.name, layer.site, layer.dim, feats, values, rep)
     arr = np.asarray(da.transpose("chain", "draw", layer.dim, *rest).values, dtype=float)
     C, D, U = arr.shape[:3]
-    return UnitTrajectories(layer.name, layer.site, layer.dim, arr.reshape(C, D, U, -1))
+    return UnitTrajectories(layer.name, layer.site, layer.dim, _moving(arr.reshape(C, D, U, -1)))
+
+
+def _moving(x: np.ndarray) -> np.ndarray:
+    """The features of (chain, draw, unit, feature) that are not constant (e.g. a gated-off training point, where
+    a unit is identically 0); they add nothing to the variances and have no R̂.  All of them if every one is."""
+    keep = x.reshape(-1, x.shape[-1]).std(0) > 0
+    return x[..., keep] if keep.any() else x
 
 
 # ------------------------------------------------------------------------------------------------------ clustering

@@ -382,15 +382,17 @@ def save_figures(idata, outdir, report=None, dpi: int = 110) -> list[str]:
             fig.savefig(p, dpi=dpi)
             plt.close(fig)
             paths.append(str(p))
-        from ..diagnostics.report import GROUP_PREFIX
+        from ..diagnostics.report import GROUP_PREFIX, order_parameters
 
         if f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
             ds = azcompat.get_group(idata, f"{GROUP_PREFIX}_order_parameters")
-            if ds.data_vars:
-                p = outdir / "order_parameters.png"
-                tmp = azcompat.make_idata({"posterior": ds.copy()})
-                azcompat.save_plot(azcompat.plot_trace(tmp, var_names=list(ds.data_vars)), p, dpi=dpi)
-                paths.append(str(p))
+        else:
+            ds = order_parameters(idata)
+        if ds.data_vars:
+            p = outdir / "order_parameters.png"
+            tmp = azcompat.make_idata({"posterior": ds.copy()})
+            azcompat.save_plot(azcompat.plot_trace(tmp, var_names=list(ds.data_vars)), p, dpi=dpi)
+            paths.append(str(p))
         return paths
     rd = _rd(idata)
     todo = [("fig2_codes.png", plot_codes), ("fig3_layers.png", plot_layers), ("fig4_readout.png", plot_readout)]

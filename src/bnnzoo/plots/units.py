@@ -1,7 +1,8 @@
 """Figures of entries diagnosed through their unit layers (three-layer, attention, gated networks).
 
 * :func:`plot_units`: per unit layer, the units' time-averaged features (units sorted by cluster), each unit's share
-  of the pooled variance it covers over time (ergodicity), and the trajectory of the first feature of a few units.
+  of the pooled variance it covers over time (ergodicity), and the trajectories of a few units
+  along the feature with the largest variance.
 * :func:`plot_representations`: the posterior kernel of every unit layer with values on the training points, with
   its CKA with the target kernel YYᵀ.
 * :func:`plot_theory`: every agreement of the entry's theory comparison, sampled (± standard error) against
@@ -35,7 +36,7 @@ def _layer_sites(report) -> dict:
 
 def plot_units(idata, report, chain: int = 0, n_traces: int = 5):
     """Per unit layer (rows): time-averaged features of every unit of ``chain`` (units sorted by cluster), the share
-    of the pooled variance each unit covers over time, and trajectories of the first feature of a few units."""
+    of the pooled variance each unit covers over time, and trajectories of a few units (the feature with the largest variance)."""
     from ..diagnostics.units import unit_trajectories
 
     plt = _plt()
@@ -71,10 +72,11 @@ def plot_units(idata, report, chain: int = 0, n_traces: int = 5):
                      f"{report.symmetry[name].verdict}", fontsize=9)
         ax.legend(fontsize=7)
         ax = axes[row, 2]
+        k = int(np.argmax(x.reshape(D * U, F).var(0)))  # the feature that moves most
         for i in np.linspace(0, U - 1, min(n_traces, U)).astype(int):
-            ax.plot(x[:, i, 0], lw=0.9, label=f"unit {i}")
+            ax.plot(x[:, i, k], lw=0.9, label=f"unit {i}")
         ax.set_xlabel("draw")
-        ax.set_ylabel("feature 0")
+        ax.set_ylabel(f"feature {k}")
         ax.legend(fontsize=7, ncol=2)
         ax.set_title(f"trajectories (chain {chain})", fontsize=9)
     fig.suptitle(report.run, fontsize=9)
