@@ -48,7 +48,8 @@ import numpy as np
 from ._data import RunData, class_means, run_data
 from ._record import Record, array_field
 
-__all__ = ["CodeResult", "neural_codes", "codes_from_preactivations", "codes_per_layer", "code_ids", "code_string", "unit_modal_codes",
+__all__ = ["CodeResult", "neural_codes", "codes_from_preactivations", "codes_per_layer",
+           "code_ids", "code_string", "unit_modal_codes",
            "code_memory", "FROZEN_MEMORY", "SCHEME_DRIFT"]
 
 FROZEN_MEMORY = 0.5

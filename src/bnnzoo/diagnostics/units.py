@@ -8,9 +8,9 @@ a feature of the unit:
 * a site with a ``point`` dim holds the unit's values on the training inputs.  The features used for ergodicity,
   permutation symmetry and clustering are its values on a fixed subset of at most ``max_points`` training points
   (evenly spaced in the training order; the remaining dims, e.g. tokens, are flattened into the features; features
-  that never move, such as a gated-off point, are dropped), and
-  when the site has no other dim, the class means over all training points give the unit's code (:func:`~bnnzoo.diagnostics.codes.
-  codes_from_preactivations`; one class on a regression task, so the code is one bit: positive on average or not).
+  that never move, such as a gated-off point, are dropped).  When the site has no other dim, the class means over
+  all training points give the unit's code (:func:`~bnnzoo.diagnostics.codes.codes_from_preactivations`; one class
+  on a regression task, so the code is one bit: positive on average or not).
   The site's values on the training points are also the layer's representation: its kernel, CKA with YYᵀ, D_LR and
   NC1 (:func:`representation_kernels`).
 * any other site (weights, readout vectors) gives the flattened remaining dims as features.
@@ -65,7 +65,9 @@ def unit_trajectories(posterior, layer, max_points: int = MAX_POINTS) -> UnitTra
     Raises ValueError when the site is not in the posterior or has no dim ``layer.dim``.
     """
     if layer.site not in posterior:
-        raise ValueError(f"the posterior has no site {layer.site!r} (units {layer.name!r}): record it when sampling")
+        what = f": {layer.description}" if layer.description else ""
+        raise ValueError(f"the posterior has no site {layer.site!r} (units {layer.name!r}{what}); record it when "
+                         "sampling")
     da = posterior[layer.site]
     if layer.dim not in da.dims:
         raise ValueError(f"site {layer.site!r} has no dim {layer.dim!r} (units {layer.name!r}); its dims: "

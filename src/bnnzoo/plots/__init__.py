@@ -1,6 +1,7 @@
 """Figures in the style of van Meegen & Sompolinsky (2025): codes (Fig. 2), layers and kernels (Fig. 3), readout
 posterior with theory (Fig. 4), code switching (Fig. 5), and trace plots of scalar order parameters; unit-layer,
-kernel and theory figures of the other zoo entries; and :func:`write_report`, which diagnoses runs and writes their reports as JSON and figures."""
+kernel and theory figures of the other zoo entries; and :func:`write_report`, which diagnoses runs and writes their
+reports as JSON and figures."""
 
 from .figures import (plot_code_switching, plot_codes, plot_layers, plot_order_parameters, plot_readout,
                       save_figures)

@@ -353,7 +353,7 @@ def plot_order_parameters(idata, report=None, var_names=None):
 def save_figures(idata, outdir, report=None, dpi: int = 110) -> list[str]:
     """Write every figure that applies to ``outdir`` and return their paths: for the fully-connected nets
     fig2_codes, fig3_layers, fig4_readout, fig5_switching and order_parameters; for entries diagnosed through their
-    unit layers units.png, kernels.png (layers with values on the training points), theory.png (when the entry
+    unit layers units.png (when a unit layer was recorded), kernels.png (layers with values on the training points), theory.png (when the entry
     has a theory comparison) and order_parameters.png.  ``report`` (the run's DiagnosticReport) is computed when
     not given."""
     plt = _plt()
@@ -371,7 +371,7 @@ def save_figures(idata, outdir, report=None, dpi: int = 110) -> list[str]:
     if getattr(report, "family", "fcn") == "units":
         from .units import plot_representations, plot_theory, plot_units
 
-        todo = [("units.png", lambda: plot_units(idata, report))]
+        todo = [("units.png", lambda: plot_units(idata, report))] if report.ergodicity else []
         if report.kernels is not None:
             todo.append(("kernels.png", lambda: plot_representations(report)))
         if report.theory is not None and report.theory.agreements:

@@ -27,6 +27,12 @@ def _plt():
     return plt
 
 
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width)
+
+
 def _layer_sites(report) -> dict:
     from ..models.zoo import ZOO
 
@@ -36,7 +42,10 @@ def _layer_sites(report) -> dict:
 
 def plot_units(idata, report, chain: int = 0, n_traces: int = 5):
     """Per unit layer (rows): time-averaged features of every unit of ``chain`` (units sorted by cluster), the share
-    of the pooled variance each unit covers over time, and trajectories of a few units (the feature with the largest variance)."""
+    of the pooled variance each unit covers over time, and trajectories of a few units (the feature with the largest
+    variance)."""
+    from matplotlib.ticker import MaxNLocator
+
     from ..diagnostics.units import unit_trajectories
 
     plt = _plt()
@@ -60,13 +69,15 @@ def plot_units(idata, report, chain: int = 0, n_traces: int = 5):
         im = ax.imshow(avg, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
         fig.colorbar(im, ax=ax, shrink=0.8)
         ax.set_ylabel(f"{name}\nunit ({t.dim}, by cluster)")
-        ax.set_xlabel("feature" + (" (training point × other dims)" if t.values is not None else ""))
+        ax.set_xlabel("feature" + (" (training point × other dims)" if t.representation is not None else ""))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(f"time-averaged features — {cl.n_clusters if cl else '?'} cluster(s)", fontsize=9)
         er = report.ergodicity[name]
         ax = axes[row, 1]
         ax.bar(np.arange(U), np.asarray(er.ratio_per_neuron)[chain], color="#1f77b4")
         ax.axhline(er.threshold, color="k", ls="--", lw=1, label=f"threshold {er.threshold}")
         ax.set_xlabel("unit")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("time / pooled variance")
         ax.set_title(f"ergodicity: r = {er.ratio:.2f} ({er.verdict}); symmetry "
                      f"{report.symmetry[name].verdict}", fontsize=9)
@@ -79,7 +90,7 @@ def plot_units(idata, report, chain: int = 0, n_traces: int = 5):
         ax.set_ylabel(f"feature {k}")
         ax.legend(fontsize=7, ncol=2)
         ax.set_title(f"trajectories (chain {chain})", fontsize=9)
-    fig.suptitle(report.run, fontsize=9)
+    fig.suptitle(_wrap(report.run, 160), fontsize=9)
     return fig
 
 
@@ -98,7 +109,7 @@ def plot_representations(report):
         fig.colorbar(im, ax=ax, shrink=0.8)
         ax.set_title(f"{kr.kernel_names[i + 1]}: kernel, CKA with YYᵀ {kr.target_cka[i]:.3f}", fontsize=9)
         ax.set_xlabel("point μ")
-    fig.suptitle(report.run, fontsize=9)
+    fig.suptitle(_wrap(report.run, 45 * L + 10), fontsize=8)
     return fig
 
 
