@@ -1,6 +1,8 @@
 """Diagnostics: what the posterior of a Bayesian network does, in numbers, verdicts and (with :mod:`bnnzoo.plots`)
 figures — ergodicity breaking, readout branches and outliers, neural codes and their switching, permutation symmetry,
-kernels and richness, and the comparison with analytic theory.
+kernels and richness, and the comparison with analytic theory — for the fully-connected nets (readout and hidden
+layers) and, through the unit layers each zoo entry declares (:mod:`bnnzoo.diagnostics.units`) and its own observables
+(:mod:`bnnzoo.diagnostics.observables`), for every other entry.
 
 Every diagnostic returns a typed record (a frozen dataclass with a readable repr, ``to_dict`` and
 ``to_dataset``); :func:`diagnose` runs all that apply and stores them in the InferenceData.

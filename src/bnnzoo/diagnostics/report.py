@@ -58,7 +58,8 @@ class DiagnosticReport(Record):
     coding_scheme : "analog", "redundant" or "sparse" (module docstring).
     verdicts : {"ergodicity[a]": "broken", "symmetry[z1]": "restored", "codes[z1]": "frozen", ...}.
     numbers : the headline numbers behind the verdicts (flat dict, for JSON and tests).
-    ergodicity, symmetry : {variable: result}.   codes : {"z<l>": CodeResult}.   branches : BranchResult.
+    ergodicity, symmetry : {variable or unit layer: result}.   codes : {"z<l>" or unit layer: CodeResult}.
+    branches : BranchResult (fully-connected nets).
     kernels : KernelResult or None.   theory : TheoryComparison or None.   timings : seconds per diagnostic.
     family : "fcn" (readout, codes and branches of the fully-connected nets) or "units" (an entry diagnosed through
         its unit layers).   clusters : {unit layer: ClusterResult} ("units" only).
