@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..tasks import Task, toy_task
-from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims
+from .activations import get_activation
+from .fcn import _forward as _fcn_forward_core
+from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, readout_scale
+from .fcn import likelihood_variance as _fcn_noise_variance
 
 __all__ = ["Observable", "ZooEntry", "ZOO", "register", "get_entry", "list_entries"]
 
@@ -46,6 +49,14 @@ class ZooEntry:
     reference : the paper / section the defaults come from.
     resolve : ``resolve(X, kwargs)`` fills data-dependent defaults (e.g. the paper's σ_a² rule) so the stored
         provenance holds the values actually used.
+    record : the sites recorded by default (what ``bnnzoo sample`` records without ``--record``), names that the
+        entry's ``dims`` and model accept (FCN: ``("z",)``, every layer's preactivations).
+    forward : ``forward(X, params, **model_kwargs) -> f`` of shape (point, class): the network output for one
+        parameter draw ``params`` (a dict of the weight sites, e.g. ``{"W1": ..., "a": ...}``) without the
+        likelihood, so the network can be used inside another model.  Keywords the forward pass does not need
+        (temperature, record, ...) are ignored.
+    likelihood_variance : ``likelihood_variance(model_kwargs) -> float``: the variance of the Gaussian likelihood
+        per output entry, from the resolved model keywords (after ``resolve``).
     """
 
     name: str
@@ -59,6 +70,9 @@ class ZooEntry:
     description: str
     reference: str = ""
     resolve: Callable[[Any, dict], dict] | None = None
+    record: tuple[str, ...] = ()
+    forward: Callable | None = None
+    likelihood_variance: Callable[[dict], float] | None = None
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -106,6 +120,22 @@ def _fcn_dims(*, depth=1, record=(), X_test=None, **_):
     return fcn_dims(depth, record, with_test=X_test is not None)
 
 
+def _fcn_forward(X, params, *, depth=None, activation="linear", readout="nonlazy", **_):
+    """f (point, class) of :func:`bnnzoo.models.fcn` for one draw ``params`` = {"W1", ..., "WL", "a"}; the width is
+    read from W1, the depth from ``depth`` or the number of W sites."""
+    if depth is None:
+        depth = sum(1 for k in params if k[:1] == "W" and k[1:].isdigit())
+    Ws = [params[f"W{l}"] for l in range(1, int(depth) + 1)]
+    width = Ws[0].shape[-2]
+    _, f = _fcn_forward_core(X, Ws, params["a"], get_activation(activation), X.shape[1], width,
+                             readout_scale(readout, width))
+    return f
+
+
+def _fcn_likelihood_variance(kw: dict) -> float:
+    return _fcn_noise_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"])
+
+
 _FCN_COMMON = (
     Observable("f", "network output on the training inputs (point, class)",
                "theory.linear (linear nets), theory.gp (lazy readout), theory.meanfield (one hidden layer)"),
@@ -140,9 +170,12 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             validate=_fcn_validate,
             dims=_fcn_dims,
             resolve=_fcn_resolve,
+            record=("z",),
+            forward=_fcn_forward,
+            likelihood_variance=_fcn_likelihood_variance,
             observables=_FCN_COMMON,
-            description=("lazy twin (1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1; GP limit) of: "
-                         if _lazy else "") + _desc,
+            description=(f"lazy twin of {_name}: 1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1 "
+                         "(GP limit)" if _lazy else _desc),
             reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
         ))
