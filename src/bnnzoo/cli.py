@@ -1,4 +1,11 @@
-"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo demo``, ``bnnzoo diagnose``."""
+"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo demo``, ``bnnzoo diagnose``.
+
+Everything entry-specific comes from the zoo entry (:class:`bnnzoo.models.ZooEntry`): its defaults, its recorded
+sites (``--record`` left out), and the keywords its model and task builder take, which ``--param NAME=VALUE`` sets
+(routed by signature; ``model.NAME`` / ``task.NAME`` where both take the name).  A model keyword that the task
+records in ``task.meta`` under the same name (the attention context length, the gated network's graph) follows the
+task unless set explicitly.  Bad input ends in one line ``bnnzoo: error: ...`` and exit status 2, never a traceback.
+"""
 
 from __future__ import annotations
 
