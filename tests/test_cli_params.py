@@ -62,6 +62,14 @@ def test_params_route_by_signature():
     with pytest.raises(ValueError, match=r"write model.width= or task.width="):
         route_params(both, {"width": 3})
     assert route_params(both, {"model.width": 3, "task.width": 5}) == ({"width": 3}, {"width": 5})
+    # a model taking **kwargs gets every name its task builder does not take (never the data or record)
+    def open_model(X, Y=None, **kw):
+        return None
+
+    opened = dataclasses.replace(relu, name="open", model=open_model)
+    assert route_params(opened, {"anything": 1, "P": 4}) == ({"anything": 1}, {"P": 4})
+    with pytest.raises(ValueError, match="--param record"):
+        route_params(opened, {"record": "z"})
 
 
 def test_task_keywords_are_recorded_and_model_keywords_follow_the_task():

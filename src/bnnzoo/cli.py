@@ -58,10 +58,6 @@ def _kwargs_text(kw: dict) -> str:
     return ", ".join(f"{k}={_short(v)}" for k, v in kw.items())
 
 
-def _kwargs_text(kw: dict) -> str:
-    return ", ".join(f"{k}={_short(v)}" for k, v in kw.items())
-
-
 def _cmd_list(args) -> int:
     from .models import list_entries
 
@@ -129,21 +125,24 @@ def parse_params(items) -> dict:
 def route_params(entry, params: dict) -> tuple[dict, dict]:
     """Split ``--param`` values into (model keywords, task-builder keywords) by the signatures of the entry's model
     and task builder.  ``model.NAME`` / ``task.NAME`` choose explicitly; a bare name that both take is an error
-    asking for the prefix; an unknown name is an error listing the names the entry takes."""
+    asking for the prefix; an unknown name is an error listing the names the entry takes (a model that takes
+    ``**kwargs`` gets every name its task builder does not take)."""
     model_names, task_names = param_names(entry)
+    open_model = any(q.kind is inspect.Parameter.VAR_KEYWORD
+                     for q in inspect.signature(entry.model).parameters.values())
     model_kw, task_kw = {}, {}
     for key, value in params.items():
         where, dot, name = key.partition(".")
         if dot and where in ("model", "task"):
             names = model_names if where == "model" else task_names
-            if name not in names:
+            if name not in names and not (where == "model" and open_model and name not in _SET_BY_CLI):
                 raise ValueError(f"--param {key}: {entry.name!r} has no {where} keyword {name!r}; its {where} "
                                  f"keywords: {', '.join(names)}")
             (model_kw if where == "model" else task_kw)[name] = value
         elif key in model_names and key in task_names:
             raise ValueError(f"--param {key}: both the model and the task builder of {entry.name!r} take {key!r}; "
                              f"write model.{key}= or task.{key}=")
-        elif key in model_names:
+        elif key in model_names or (open_model and key not in task_names and key not in _SET_BY_CLI):
             model_kw[key] = value
         elif key in task_names:
             task_kw[key] = value
