@@ -31,7 +31,19 @@ def _keywords(fn, skip=frozenset()) -> list[str]:
 
 
 def param_names(entry) -> tuple[list[str], list[str]]:
-    """(model keywords, task-builder keywords) that ``--param NAME=VALUE`` can set for ``entry``."""
+    """The keywords ``--param NAME=VALUE`` can set for a zoo entry.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+
+    Returns
+    -------
+    tuple of (list of str, list of str)
+        The keyword arguments of ``entry.model`` (less the data, ``X_test``, ``num_outputs`` and ``record``, which
+        the command sets itself) and those of ``entry.make_task``, in signature order.
+    """
     return _keywords(entry.model, _SET_BY_CLI), _keywords(entry.make_task)
 
 
@@ -109,7 +121,24 @@ def _literal(text: str):
 
 
 def parse_params(items) -> dict:
-    """``["NAME=VALUE", ...]`` → {NAME: value}; NAME may carry a ``model.`` or ``task.`` prefix."""
+    """Read ``--param`` arguments.
+
+    Parameters
+    ----------
+    items : sequence of str or None
+        ``"NAME=VALUE"`` strings; NAME may carry a ``model.`` or ``task.`` prefix.  VALUE is read as a Python literal
+        (``3``, ``0.5``, ``(1, 2)``, ``None``) and kept as the plain string when it is none (``relu``).
+
+    Returns
+    -------
+    dict
+        {NAME: value} in the order given.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or a NAME, or a NAME given twice.
+    """
     out = {}
     for item in items or ():
         name, sep, text = item.partition("=")
@@ -123,10 +152,28 @@ def parse_params(items) -> dict:
 
 
 def route_params(entry, params: dict) -> tuple[dict, dict]:
-    """Split ``--param`` values into (model keywords, task-builder keywords) by the signatures of the entry's model
-    and task builder.  ``model.NAME`` / ``task.NAME`` choose explicitly; a bare name that both take is an error
-    asking for the prefix; an unknown name is an error listing the names the entry takes (a model that takes
-    ``**kwargs`` gets every name its task builder does not take)."""
+    """Send ``--param`` values to the entry's model or task builder, by their signatures.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    params : dict
+        {NAME: value} from :func:`parse_params`.  ``model.NAME`` / ``task.NAME`` choose the side explicitly; a bare
+        NAME goes to whichever of the two takes it (a model that takes ``**kwargs`` gets every name its task
+        builder does not take).
+
+    Returns
+    -------
+    tuple of (dict, dict)
+        (model keywords, task-builder keywords).
+
+    Raises
+    ------
+    ValueError
+        A bare NAME both take (the message asks for the prefix), or a NAME neither takes (the message lists the
+        names the entry takes).
+    """
     model_names, task_names = param_names(entry)
     open_model = any(q.kind is inspect.Parameter.VAR_KEYWORD
                      for q in inspect.signature(entry.model).parameters.values())
@@ -176,8 +223,27 @@ def _merge(flags: dict, params: dict) -> dict:
 
 
 def sample_arguments(entry, args) -> tuple[dict, dict]:
-    """(task-builder keywords, model overrides) of ``bnnzoo sample``: the entry's task defaults, the convenience
-    flags (--P, --width, ...) and ``--param`` values, checked against the signatures before anything compiles."""
+    """The task and model settings of ``bnnzoo sample``, checked against the signatures before anything compiles.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    args : argparse.Namespace
+        The parsed ``sample`` arguments: the convenience flags (--P, --N0, --y-neg, --P-test; --width, --depth,
+        --temperature, --sigma-a2) and ``--param``.
+
+    Returns
+    -------
+    tuple of (dict, dict)
+        (task-builder keywords: the entry's task defaults updated with the flags and ``--param`` values, model
+        keywords that override the entry's defaults).
+
+    Raises
+    ------
+    ValueError
+        A flag the entry does not take, a bad ``--param``, or a name set by both its flag and ``--param``.
+    """
     model_params, task_params = route_params(entry, parse_params(getattr(args, "param", None)))
     task_flags = _flags(args, ("P", "N0", "y_neg", "P_test"))
     model_flags = _flags(args, ("width", "depth", "temperature", "sigma_a2"))
@@ -188,7 +254,27 @@ def sample_arguments(entry, args) -> tuple[dict, dict]:
 
 
 def build_task(entry, task_kw: dict):
-    """The entry's task from ``task_kw``; every keyword it was built with is kept in ``task.meta`` (provenance)."""
+    """Build the entry's task.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    task_kw : dict
+        Keywords of ``entry.make_task``.
+
+    Returns
+    -------
+    Task
+        The task; every keyword it was built with is in ``task.meta`` (so the run's provenance holds it), values
+        the builder recorded itself left as they are.
+
+    Raises
+    ------
+    ValueError
+        The builder refused the keywords (its own ValueError, or a TypeError for a value of the wrong type), with
+        the builder's name.
+    """
     try:
         task = entry.make_task(**task_kw)
     except (TypeError, ValueError) as e:           # e.g. a value of the wrong type for the task builder
@@ -199,9 +285,26 @@ def build_task(entry, task_kw: dict):
 
 
 def task_model_keywords(entry, task, overrides: dict) -> dict:
-    """Model keywords the task fixes: a model keyword that the task records in ``task.meta`` under the same name
-    (the attention context length, the gated network's graph ``spec``) follows the task unless set explicitly, so
-    ``--param L=8`` or ``--param hidden=8`` changes the data and the network together."""
+    """The model keywords the task fixes.
+
+    A model keyword that the task records in ``task.meta`` under the same name (the attention context length, the
+    gated network's graph ``spec``) follows the task unless set explicitly, so ``--param L=8`` or
+    ``--param hidden=8`` changes the data and the network together.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    task : Task
+        The task the run samples on.
+    overrides : dict
+        Model keywords set explicitly (they win).
+
+    Returns
+    -------
+    dict
+        {keyword: value from ``task.meta``}.
+    """
     model_names, _ = param_names(entry)
     return {k: task.meta[k] for k in model_names if k in task.meta and k not in overrides}
 

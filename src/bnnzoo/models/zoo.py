@@ -85,7 +85,7 @@ ZOO: dict[str, ZooEntry] = {}
 
 
 def register(entry: ZooEntry) -> ZooEntry:
-    """Add an entry to the zoo (later issues register the three-layer, attention and gated networks)."""
+    """Add an entry to the zoo (the model modules register theirs on import); ValueError if the name is taken."""
     if entry.name in ZOO:
         raise ValueError(f"a zoo entry called {entry.name!r} exists already")
     ZOO[entry.name] = entry
