@@ -1,8 +1,16 @@
-"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo demo``, ``bnnzoo diagnose``."""
+"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo demo``, ``bnnzoo diagnose``.
+
+Everything entry-specific comes from the zoo entry (:class:`bnnzoo.models.ZooEntry`): its defaults, its recorded
+sites (``--record`` left out), and the keywords its model and task builder take, which ``--param NAME=VALUE`` sets
+(routed by signature; ``model.NAME`` / ``task.NAME`` where both take the name).  A model keyword that the task
+records in ``task.meta`` under the same name (the attention context length, the gated network's graph) follows the
+task unless set explicitly.  Bad input ends in one line ``bnnzoo: error: ...`` and exit status 2, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import inspect
 import json
 import os
@@ -12,20 +20,183 @@ import warnings
 from pathlib import Path
 
 
+_SET_BY_CLI = frozenset({"X", "Y", "X_test", "num_outputs", "record"})
+"""Model keywords the command sets itself (data from the task, ``--record``): not settable with ``--param``."""
+
+
+def _keywords(fn, skip=frozenset()) -> list[str]:
+    """The keyword arguments ``fn`` takes, in signature order (``skip`` left out)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [n for n, q in inspect.signature(fn).parameters.items() if q.kind in kinds and n not in skip]
+
+
+def param_names(entry) -> tuple[list[str], list[str]]:
+    """The keywords ``--param NAME=VALUE`` can set for a zoo entry.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+
+    Returns
+    -------
+    tuple of (list of str, list of str)
+        The keyword arguments of ``entry.model`` (less the data, ``X_test``, ``num_outputs`` and ``record``, which
+        the command sets itself) and those of ``entry.make_task``, in signature order.
+    """
+    return _keywords(entry.model, _SET_BY_CLI), _keywords(entry.make_task)
+
+
+def _short(v, limit: int = 60) -> str:
+    """A short readable form of a default value: literals as Python literals, functions by name, other objects by
+    their type and name (never an ``<... object at 0x...>`` repr)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(_short(x, limit) for x in v)
+        return f"({inner}{',' if len(v) == 1 else ''})" if isinstance(v, tuple) else f"[{inner}]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_short(x, limit)}" for k, x in v.items()) + "}"
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    text = repr(v)
+    if len(text) <= limit and " at 0x" not in text:
+        return text
+    name = getattr(v, "name", None)
+    return f"{type(v).__name__} {name!r}" if isinstance(name, str) else type(v).__name__
+
+
+def _kwargs_text(kw: dict) -> str:
+    return ", ".join(f"{k}={_short(v)}" for k, v in kw.items())
+
+
 def _cmd_list(args) -> int:
     from .models import list_entries
 
-    for e in list_entries():
-        print(f"{e.name:<22} {e.description}")
-        if args.verbose:
-            print(f"{'':<22} defaults: {e.defaults}; task: {e.task_defaults}")
-            for o in e.observables:
-                print(f"{'':<24}- {o.name}: {o.description}" + (f"  [theory: {o.theory}]" if o.theory else ""))
+    entries = list_entries()
+    if not args.verbose:
+        for e in entries:
+            print(f"{e.name:<26} {e.description}")
+        return 0
+    # one block per family (same model, recorded sites and observables): what the family shares is printed once,
+    # then each entry's own description, defaults and whatever else differs (task builder, extra reference)
+    families: dict[tuple, list] = {}
+    for e in entries:
+        families.setdefault((e.model, e.record, e.observables), []).append(e)
+    for (model, record, observables), members in families.items():
+        builders = {e.make_task for e in members}
+        base_ref = min((e.reference for e in members), key=len)
+        if not all(e.reference.startswith(base_ref) for e in members):
+            base_ref = ""
+        model_names, _ = param_names(members[0])
+        print(f"== {getattr(model, '__name__', 'model')}: {', '.join(e.name for e in members)}")
+        print(f"   --param   model: {', '.join(model_names)}")
+        if len(builders) == 1:
+            print(f"             task ({members[0].make_task.__name__}): {', '.join(param_names(members[0])[1])}")
+        print(f"   record    {','.join(record) if record else '(nothing extra)'}")
+        if base_ref:
+            print(f"   reference {base_ref}")
+        print("   observables:")
+        for o in observables:
+            print(f"     - {o.name}: {o.description}" + (f"  [theory: {o.theory}]" if o.theory else ""))
+        for e in members:
+            print(f"   {e.name}: {e.description}")
+            print(f"       model: {_kwargs_text(e.defaults)}")
+            print(f"       task:  {e.make_task.__name__}({_kwargs_text(e.task_defaults)})")
+            if len(builders) > 1:
+                print(f"       --param task: {', '.join(param_names(e)[1])}")
+            extra = e.reference[len(base_ref):].lstrip("; ")
+            if extra:
+                print(f"       reference: {'also ' if base_ref else ''}{extra}")
+        print()
     return 0
 
 
-def _accepted(fn) -> set[str]:
-    return set(inspect.signature(fn).parameters)
+def _literal(text: str):
+    """``text`` read as a Python literal (``3``, ``0.5``, ``(1, 2)``, ``None``), else the plain string."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def parse_params(items) -> dict:
+    """Read ``--param`` arguments.
+
+    Parameters
+    ----------
+    items : sequence of str or None
+        ``"NAME=VALUE"`` strings; NAME may carry a ``model.`` or ``task.`` prefix.  VALUE is read as a Python literal
+        (``3``, ``0.5``, ``(1, 2)``, ``None``) and kept as the plain string when it is none (``relu``).
+
+    Returns
+    -------
+    dict
+        {NAME: value} in the order given.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or a NAME, or a NAME given twice.
+    """
+    out = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"--param takes NAME=VALUE (e.g. --param width=8), got {item!r}")
+        if name in out:
+            raise ValueError(f"--param {name} is given twice")
+        out[name] = _literal(text.strip())
+    return out
+
+
+def route_params(entry, params: dict) -> tuple[dict, dict]:
+    """Send ``--param`` values to the entry's model or task builder, by their signatures.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    params : dict
+        {NAME: value} from :func:`parse_params`.  ``model.NAME`` / ``task.NAME`` choose the side explicitly; a bare
+        NAME goes to whichever of the two takes it (a model that takes ``**kwargs`` gets every name its task
+        builder does not take).
+
+    Returns
+    -------
+    tuple of (dict, dict)
+        (model keywords, task-builder keywords).
+
+    Raises
+    ------
+    ValueError
+        A bare NAME both take (the message asks for the prefix), or a NAME neither takes (the message lists the
+        names the entry takes).
+    """
+    model_names, task_names = param_names(entry)
+    open_model = any(q.kind is inspect.Parameter.VAR_KEYWORD
+                     for q in inspect.signature(entry.model).parameters.values())
+    model_kw, task_kw = {}, {}
+    for key, value in params.items():
+        where, dot, name = key.partition(".")
+        if dot and where in ("model", "task"):
+            names = model_names if where == "model" else task_names
+            if name not in names and not (where == "model" and open_model and name not in _SET_BY_CLI):
+                raise ValueError(f"--param {key}: {entry.name!r} has no {where} keyword {name!r}; its {where} "
+                                 f"keywords: {', '.join(names)}")
+            (model_kw if where == "model" else task_kw)[name] = value
+        elif key in model_names and key in task_names:
+            raise ValueError(f"--param {key}: both the model and the task builder of {entry.name!r} take {key!r}; "
+                             f"write model.{key}= or task.{key}=")
+        elif key in model_names or (open_model and key not in task_names and key not in _SET_BY_CLI):
+            model_kw[key] = value
+        elif key in task_names:
+            task_kw[key] = value
+        else:
+            raise ValueError(f"--param {key}: {entry.name!r} takes model keywords {', '.join(model_names)} and "
+                             f"task keywords {', '.join(task_names)}")
+    return model_kw, task_kw
 
 
 def _check_flags(entry, given: dict, fn, what: str) -> None:
@@ -37,32 +208,105 @@ def _check_flags(entry, given: dict, fn, what: str) -> None:
     if bad:
         flags = ", ".join("--" + b.replace("_", "-") for b in bad)
         raise ValueError(f"{flags} does not apply to {entry.name!r} (its {what} {fn.__name__} takes "
-                         f"{', '.join(sorted(_accepted(fn) - {'X', 'Y'}))})")
+                         f"{', '.join(_keywords(fn, _SET_BY_CLI))})")
 
 
-def _task_for(entry, args):
-    kw = dict(entry.task_defaults)
-    given = {}
-    for flag in ("P", "N0", "y_neg", "P_test"):
-        v = getattr(args, flag, None)
-        if v is not None and (flag != "P_test" or v):
-            given[flag] = v
-    _check_flags(entry, given, entry.make_task, "task builder")
-    kw.update(given)
-    if "seed" in _accepted(entry.make_task):
-        kw.setdefault("seed", getattr(args, "task_seed", 0))
-    return entry.make_task(**kw)
+def _flags(args, names) -> dict:
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
-def _model_overrides(args, entry=None) -> dict:
-    kw = {}
-    for name in ("width", "depth", "temperature", "sigma_a2"):
-        v = getattr(args, name, None)
-        if v is not None:
-            kw[name] = v
-    if entry is not None:
-        _check_flags(entry, kw, entry.model, "model")
-    return kw
+def _merge(flags: dict, params: dict) -> dict:
+    both = sorted(set(flags) & set(params))
+    if both:
+        raise ValueError(f"{both[0]} is set twice, by its flag and by --param; give it once")
+    return {**flags, **params}
+
+
+def sample_arguments(entry, args) -> tuple[dict, dict]:
+    """The task and model settings of ``bnnzoo sample``, checked against the signatures before anything compiles.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    args : argparse.Namespace
+        The parsed ``sample`` arguments: the convenience flags (--P, --N0, --y-neg, --P-test; --width, --depth,
+        --temperature, --sigma-a2) and ``--param``.
+
+    Returns
+    -------
+    tuple of (dict, dict)
+        (task-builder keywords: the entry's task defaults updated with the flags and ``--param`` values, model
+        keywords that override the entry's defaults).
+
+    Raises
+    ------
+    ValueError
+        A flag the entry does not take, a bad ``--param``, or a name set by both its flag and ``--param``.
+    """
+    model_params, task_params = route_params(entry, parse_params(getattr(args, "param", None)))
+    task_flags = _flags(args, ("P", "N0", "y_neg", "P_test"))
+    model_flags = _flags(args, ("width", "depth", "temperature", "sigma_a2"))
+    _check_flags(entry, task_flags, entry.make_task, "task builder")
+    _check_flags(entry, model_flags, entry.model, "model")
+    task_kw = dict(entry.task_defaults, **_merge(task_flags, task_params))
+    return task_kw, _merge(model_flags, model_params)
+
+
+def build_task(entry, task_kw: dict):
+    """Build the entry's task.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    task_kw : dict
+        Keywords of ``entry.make_task``.
+
+    Returns
+    -------
+    Task
+        The task; every keyword it was built with is in ``task.meta`` (so the run's provenance holds it), values
+        the builder recorded itself left as they are.
+
+    Raises
+    ------
+    ValueError
+        The builder refused the keywords (its own ValueError, or a TypeError for a value of the wrong type), with
+        the builder's name.
+    """
+    try:
+        task = entry.make_task(**task_kw)
+    except (TypeError, ValueError) as e:           # e.g. a value of the wrong type for the task builder
+        raise ValueError(f"task builder {entry.make_task.__name__} of {entry.name!r}: {e}") from None
+    for k, v in task_kw.items():
+        task.meta.setdefault(k, v)
+    return task
+
+
+def task_model_keywords(entry, task, overrides: dict) -> dict:
+    """The model keywords the task fixes.
+
+    A model keyword that the task records in ``task.meta`` under the same name (the attention context length, the
+    gated network's graph ``spec``) follows the task unless set explicitly, so ``--param L=8`` or
+    ``--param hidden=8`` changes the data and the network together.
+
+    Parameters
+    ----------
+    entry : ZooEntry
+        The zoo entry.
+    task : Task
+        The task the run samples on.
+    overrides : dict
+        Model keywords set explicitly (they win).
+
+    Returns
+    -------
+    dict
+        {keyword: value from ``task.meta``}.
+    """
+    model_names, _ = param_names(entry)
+    return {k: task.meta[k] for k in model_names if k in task.meta and k not in overrides}
 
 
 def _long_run_options(args) -> dict:
@@ -104,18 +348,19 @@ def _cmd_sample(args) -> int:
     from .models import get_entry
 
     entry = get_entry(args.entry)
-    task = _task_for(entry, args)
-    overrides = _model_overrides(args, entry)
+    task_kw, overrides = sample_arguments(entry, args)
     explicit = [args.coordinator, args.num_processes, args.process_id]
     if any(v is not None for v in explicit) and not (args.distributed and all(v is not None for v in explicit)):
         raise ValueError("--coordinator, --num-processes and --process-id go together, with --distributed")
+    task = build_task(entry, task_kw)
+    overrides = {**task_model_keywords(entry, task, overrides), **overrides}
     if args.distributed:                   # before JAX starts its backends; one device per process on a CPU
         from .inference.distributed import initialize
 
         initialize(args.coordinator, args.num_processes, args.process_id)
     else:
         _use_cpu_cores(args)
-    record = tuple(args.record.split(",")) if args.record else ()
+    record = entry.record if args.record is None else tuple(r for r in args.record.split(",") if r)
     precision = None if args.matmul_precision == "jax" else args.matmul_precision
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
@@ -216,34 +461,65 @@ def _cmd_diagnose(args) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bnnzoo")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows ``(default: ...)`` after every option that has a default; options without one (None) or switches
+    (False) say nothing, their help text tells what happens when they are left out."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or action.help is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bnnzoo", description="Sample and understand Bayesian neural networks.")
+    fmt = dict(formatter_class=_HelpFormatter)
+    p = argparse.ArgumentParser(prog="bnnzoo", description="Sample and understand Bayesian neural networks.", **fmt)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    pl = sub.add_parser("list", help="list the zoo's models")
-    pl.add_argument("-v", "--verbose", action="store_true", help="show defaults and observables")
+    pl = sub.add_parser("list", help="list the zoo's models", **fmt)
+    pl.add_argument("-v", "--verbose", action="store_true",
+                    help="show each entry's model and task defaults, recorded sites, --param names and observables")
     pl.set_defaults(func=_cmd_list)
 
-    ps = sub.add_parser("sample", help="sample a zoo model on its default task and write NetCDF")
+    ps = sub.add_parser("sample", help="sample a zoo model on its default task and write NetCDF", **fmt,
+                        description="Sample a zoo entry on its task and write the run (NetCDF, with provenance). "
+                        "Model and task keywords left out take the entry's defaults (`bnnzoo list -v`).")
     ps.add_argument("entry", help="zoo entry name (see `bnnzoo list`)")
-    ps.add_argument("--width", type=int, help="hidden width N")
-    ps.add_argument("--depth", type=int, help="number of hidden layers L")
-    ps.add_argument("--P", type=int, help="number of training points")
-    ps.add_argument("--N0", type=int, help="input dimension (default P + 20)")
-    ps.add_argument("--P-test", dest="P_test", type=int, default=0, help="number of test points")
-    ps.add_argument("--temperature", type=float, help="(rescaled) temperature T")
-    ps.add_argument("--sigma-a2", dest="sigma_a2", type=float, help="readout prior variance (default: paper's rule)")
-    ps.add_argument("--y-neg", dest="y_neg", type=float, help="target on the wrong classes")
-    ps.add_argument("--chains", type=int, default=2)
-    ps.add_argument("--warmup", type=int, default=300)
-    ps.add_argument("--samples", type=int, default=300)
-    ps.add_argument("--thin", type=int, default=1)
+    ps.add_argument("--param", action="append", metavar="NAME=VALUE",
+                    help="set any keyword of the entry's model or task builder (repeatable; VALUE read as a Python "
+                    "literal, else as a string; e.g. --param width1=8 --param P=16 --param activation=relu); a name "
+                    "both take needs model.NAME= or task.NAME=; the names are listed by `bnnzoo list -v`. A model "
+                    "keyword the task records (attention context_length, gated spec) follows the task")
+    ps.add_argument("--width", type=int, help="hidden width N (fully-connected entries; default: the entry's)")
+    ps.add_argument("--depth", type=int, help="number of hidden layers L (default: the entry's)")
+    ps.add_argument("--P", type=int, help="number of training points (default: the entry's task)")
+    ps.add_argument("--N0", type=int, help="input dimension (toy task; default P + 20)")
+    ps.add_argument("--P-test", dest="P_test", type=int, help="number of test points (default: the entry's task)")
+    ps.add_argument("--temperature", type=float, help="(rescaled) temperature T (default: the entry's)")
+    ps.add_argument("--sigma-a2", dest="sigma_a2", type=float,
+                    help="readout prior variance (default: the entry's; fully-connected nets: the paper's rule)")
+    ps.add_argument("--y-neg", dest="y_neg", type=float, help="target on the wrong classes (toy task)")
+    ps.add_argument("--chains", type=int, default=2, help="number of chains")
+    ps.add_argument("--warmup", type=int, default=300, help="warm-up steps per chain")
+    ps.add_argument("--samples", type=int, default=300, help="kept draws per chain")
+    ps.add_argument("--thin", type=int, default=1, help="keep every k-th draw")
     ps.add_argument("--sampler", choices=["nuts", "hmc", "gibbs", "chees", "snaper"], default="nuts",
                     help="gibbs: the exact blocked Gibbs sampler, linear nets only; chees: ChEES-HMC, every chain "
                     "the same number of leapfrog steps, tuned across chains (>= 2 chains); snaper: the same sampler "
                     "with the trajectory length tuned on the slowest direction (better readout mixing)")
-    ps.add_argument("--seed", type=int, default=0)
-    ps.add_argument("--record", default="z", help="comma-separated extra sites (default 'z': all preactivations)")
+    ps.add_argument("--seed", type=int, default=0, help="sampler seed (the task's own seed: --param seed=)")
+    ps.add_argument("--record", help="comma-separated extra sites to record ('' for none; default: the entry's, "
+                    "e.g. 'z' for the fully-connected nets, see `bnnzoo list -v`)")
     ps.add_argument("--quiet", action="store_true", help="no progress bar")
     ps.add_argument("--out", required=True, help="output NetCDF file")
     ps.add_argument("--chunk", type=int, help="kept draws per chunk, each streamed to the store folder with a "
@@ -257,7 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="Adam steps onto the solution space before warm-up")
     ps.add_argument("--matmul-precision", dest="matmul_precision", default="highest",
                     choices=["highest", "high", "tensorfloat32", "bfloat16", "default", "jax"],
-                    help="float32 matrix-product precision on GPUs (default 'highest': exact float32; 'jax': JAX's "
+                    help="float32 matrix-product precision on GPUs ('highest': exact float32; 'jax': JAX's "
                     "own setting, TensorFloat32 on recent NVIDIA GPUs); no effect on CPU")
     ps.add_argument("--distributed", action="store_true",
                     help="one of several processes (hosts) started together: jax.distributed.initialize, with the "
@@ -268,20 +544,20 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--process-id", dest="process_id", type=int, help="with --coordinator: this process's index")
     ps.set_defaults(func=_cmd_sample)
 
-    pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report")
+    pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report", **fmt)
     pd.add_argument("--out", default="bnnzoo_demo", help="output folder")
-    pd.add_argument("--width", type=int, default=100)
-    pd.add_argument("--P", type=int, default=100)
-    pd.add_argument("--chains", type=int, default=2)
+    pd.add_argument("--width", type=int, default=100, help="hidden width N")
+    pd.add_argument("--P", type=int, default=100, help="number of training points")
+    pd.add_argument("--chains", type=int, default=2, help="number of chains")
     pd.add_argument("--warmup", type=int, default=500,
                     help="warm-up steps per chain (ReLU outliers can still be settling after 500)")
-    pd.add_argument("--samples", type=int, default=300)
-    pd.add_argument("--seed", type=int, default=0)
+    pd.add_argument("--samples", type=int, default=300, help="kept draws per chain")
+    pd.add_argument("--seed", type=int, default=0, help="sampler seed")
     pd.add_argument("--quiet", action="store_true", help="no progress bar")
     pd.set_defaults(func=_cmd_demo)
 
     pg = sub.add_parser("diagnose", help="diagnose a sampled run (ergodicity, branches, codes, symmetry, kernels, "
-                                         "theory)")
+                                         "theory)", **fmt)
     pg.add_argument("run", help="NetCDF file written by `bnnzoo sample` / bnnzoo.sample")
     pg.add_argument("--json", action="store_true", help="print the verdicts and numbers as JSON")
     pg.add_argument("--figures", metavar="DIR", help="also write the paper-style figures to DIR")
@@ -292,14 +568,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _error(message) -> None:
+    print("bnnzoo: error: " + " ".join(str(message).splitlines()), file=sys.stderr)
+
+
 def main(argv=None) -> int:
+    """Run the ``bnnzoo`` command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit status: 0, 2 for
+    bad input (one line ``bnnzoo: error: ...`` on stderr, as argparse's own usage errors), 1 for an unexpected
+    failure (one line too; the environment variable BNNZOO_TRACEBACK=1 shows its traceback)."""
     args = build_parser().parse_args(argv)
     args.own_process = argv is None
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"bnnzoo: error: {e}", file=sys.stderr)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        _error(e)
         return 2
+    except Exception as e:  # noqa: BLE001 -- no traceback reaches a command-line user
+        if os.environ.get("BNNZOO_TRACEBACK"):
+            raise
+        _error(f"{type(e).__name__}: {e} (unexpected; BNNZOO_TRACEBACK=1 shows the traceback)")
+        return 1
 
 
 if __name__ == "__main__":

@@ -188,6 +188,30 @@ OBSERVABLES = (
     Observable("mse", "training mean squared error", ""),
 )
 
+def _resolve(X, kw):
+    """key_dim=None means the token dimension d = X.shape[1] / context_length: store the value used."""
+    kw = dict(kw)
+    L = kw.get("context_length")
+    if (kw.get("key_dim") is None and isinstance(L, (int, np.integer)) and not isinstance(L, bool) and L >= 1
+            and X.shape[1] % L == 0):
+        kw["key_dim"] = X.shape[1] // L
+    return kw
+
+
+def _forward(X, params, *, context_length, readout="standard", score_scale=1.0, **_):
+    """f (point, class) of :func:`attention` for one draw ``params`` = {"Q", "K", "V", "a"}."""
+    L = int(context_length)
+    tokens = X.reshape(X.shape[0], L, X.shape[1] // L)
+    return attention_forward(tokens, params["Q"], params["K"], params["V"], params["a"], readout=readout,
+                             score_scale=score_scale)[0]
+
+
+def _likelihood_variance(kw):
+    if kw.get("key_dim") is None:
+        raise ValueError("likelihood_variance needs key_dim (resolve the model keywords first)")
+    return _readout(kw.get("readout", "standard"), kw["heads"], kw["key_dim"], kw["kappa"])[1]
+
+
 register(ZooEntry(
     name="softmax_attention",
     model=attention,
@@ -205,4 +229,8 @@ register(ZooEntry(
                      "(record 'attn')"),
            UnitLayer("head_readout", "a", "head", "attention heads: readout weights of their outputs")),
     diagnose=lazy(".diagnostics.observables:attention_observables"),
+    resolve=_resolve,
+    record=("attn",),
+    forward=_forward,
+    likelihood_variance=_likelihood_variance,
 ))

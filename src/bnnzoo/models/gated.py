@@ -240,6 +240,17 @@ OBSERVABLES = (
     Observable("mse", "training mean squared error over gated-on outputs", ""),
 )
 
+def _forward(X, params, *, spec, readout="standard", edge_scale=None, **_):
+    """f (point, class) of :func:`gated` for one draw ``params`` = {"W_<edge>", ...}."""
+    spec = get_spec(spec)
+    c = edge_scales(spec, readout, edge_scale)
+    return gated_forward(spec, {e: c[e] * params[f"W_{e}"] for e in spec.edge_names}, X)[1]
+
+
+def _likelihood_variance(kw):
+    return float(kw["temperature"])
+
+
 register(ZooEntry(
     name="gdln_xor",
     model=gated,
@@ -249,6 +260,9 @@ register(ZooEntry(
     validate=_validate,
     dims=_dims,
     observables=OBSERVABLES,
+    record=("h",),
+    forward=_forward,
+    likelihood_variance=_likelihood_variance,
     description="gated deep linear network computing XoR with two gated pathways",
     reference="Saxe, Sodhani & Lewallen, ICML 2022; theory.md §9",
     units=(UnitLayer("ha", "act_ha", "ha", "hidden node ha: activities on the training rows (record 'h')"),
@@ -265,6 +279,9 @@ register(ZooEntry(
     validate=_validate,
     dims=_dims,
     observables=OBSERVABLES,
+    record=("h",),
+    forward=_forward,
+    likelihood_variance=_likelihood_variance,
     description="context-dependent routing GDLN: 7 input modules, shared hidden layer, 7 output modules, 4 of 7 "
                 "pathways trained",
     reference="Saxe, Sodhani & Lewallen, ICML 2022 (facebookresearch/gated-dln); theory.md §9",

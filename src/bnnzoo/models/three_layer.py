@@ -232,6 +232,17 @@ UNITS = (
     UnitLayer("a", "a", "neuron2", "readout vectors of the second-layer neurons"),
 )
 
+
+def _forward(X, params, *, activation="erf", readout="standard", **_):
+    """f (point, class) of :func:`three_layer` for one draw ``params`` = {"W1", "W2", "a"}."""
+    return three_layer_forward(X, params["W1"], params["W2"], params["a"], activation=activation,
+                               readout=readout)[2]
+
+
+def _likelihood_variance(kw):
+    return _readout(kw.get("readout", "standard"), kw["width2"], kw["kappa"])[1]
+
+
 register(ZooEntry(
     name="three_layer_erf",
     model=three_layer,
@@ -242,6 +253,9 @@ register(ZooEntry(
     validate=_validate,
     dims=_dims,
     observables=OBSERVABLES,
+    record=_RECORD,
+    forward=_forward,
+    likelihood_variance=_likelihood_variance,
     description="three-layer erf net (two hidden layers) on the He3 single-index task: sample complexity, "
                 "specialist neurons",
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
@@ -259,6 +273,9 @@ register(ZooEntry(
     validate=_validate,
     dims=_dims,
     observables=OBSERVABLES,
+    record=_RECORD,
+    forward=_forward,
+    likelihood_variance=_likelihood_variance,
     description="mean-field twin (1/N2 readout, likelihood variance kappa/N2) of three_layer_erf",
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
     units=UNITS,

@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..tasks import Task, toy_task
-from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims
+from .activations import get_activation
+from .fcn import _forward as _fcn_forward_core
+from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, readout_scale
+from .fcn import likelihood_variance as _fcn_noise_variance
 
 __all__ = ["Observable", "UnitLayer", "ZooEntry", "ZOO", "register", "get_entry", "list_entries", "lazy"]
 
@@ -69,6 +72,14 @@ class ZooEntry:
         (keys "numbers": {name: JSON-able value} and "theory": a
         :class:`~bnnzoo.diagnostics.compare.TheoryComparison` or None); None for the fully-connected nets, whose
         observables :func:`bnnzoo.diagnostics.diagnose` computes itself.
+    record : the sites recorded by default (what ``bnnzoo sample`` records without ``--record``), names that the
+        entry's ``dims`` and model accept (FCN: ``("z",)``, every layer's preactivations).
+    forward : ``forward(X, params, **model_kwargs) -> f`` of shape (point, class): the network output for one
+        parameter draw ``params`` (a dict of the weight sites, e.g. ``{"W1": ..., "a": ...}``) without the
+        likelihood, so the network can be used inside another model.  Keywords the forward pass does not need
+        (temperature, record, ...) are ignored.
+    likelihood_variance : ``likelihood_variance(model_kwargs) -> float``: the variance of the Gaussian likelihood
+        per output entry, from the resolved model keywords (after ``resolve``).
     """
 
     name: str
@@ -84,6 +95,9 @@ class ZooEntry:
     resolve: Callable[[Any, dict], dict] | None = None
     units: tuple[UnitLayer, ...] = ()
     diagnose: Callable | None = None
+    record: tuple[str, ...] = ()
+    forward: Callable | None = None
+    likelihood_variance: Callable[[dict], float] | None = None
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -113,7 +127,7 @@ def lazy(target: str) -> Callable:
 
 
 def register(entry: ZooEntry) -> ZooEntry:
-    """Add an entry to the zoo (later issues register the three-layer, attention and gated networks)."""
+    """Add an entry to the zoo (the model modules register theirs on import); ValueError if the name is taken."""
     if entry.name in ZOO:
         raise ValueError(f"a zoo entry called {entry.name!r} exists already")
     ZOO[entry.name] = entry
@@ -146,6 +160,22 @@ def _fcn_resolve(X, kw):
 
 def _fcn_dims(*, depth=1, record=(), X_test=None, **_):
     return fcn_dims(depth, record, with_test=X_test is not None)
+
+
+def _fcn_forward(X, params, *, depth=None, activation="linear", readout="nonlazy", **_):
+    """f (point, class) of :func:`bnnzoo.models.fcn` for one draw ``params`` = {"W1", ..., "WL", "a"}; the width is
+    read from W1, the depth from ``depth`` or the number of W sites."""
+    if depth is None:
+        depth = sum(1 for k in params if k[:1] == "W" and k[1:].isdigit())
+    Ws = [params[f"W{l}"] for l in range(1, int(depth) + 1)]
+    width = Ws[0].shape[-2]
+    _, f = _fcn_forward_core(X, Ws, params["a"], get_activation(activation), X.shape[1], width,
+                             readout_scale(readout, width))
+    return f
+
+
+def _fcn_likelihood_variance(kw: dict) -> float:
+    return _fcn_noise_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"])
 
 
 _FCN_COMMON = (
@@ -189,9 +219,12 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             dims=_fcn_dims,
             resolve=_fcn_resolve,
             units=_FCN_UNITS,
+            record=("z",),
+            forward=_fcn_forward,
+            likelihood_variance=_fcn_likelihood_variance,
             observables=_FCN_COMMON,
-            description=("lazy twin (1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1; GP limit) of: "
-                         if _lazy else "") + _desc,
+            description=(f"lazy twin of {_name}: 1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1 "
+                         "(GP limit)" if _lazy else _desc),
             reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
         ))
