@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from ..tasks import Task, toy_task
-from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims
+from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, fcn_prior_variances
 
 __all__ = ["Observable", "ZooEntry", "ZOO", "register", "get_entry", "list_entries"]
 
@@ -46,6 +46,9 @@ class ZooEntry:
     reference : the paper / section the defaults come from.
     resolve : ``resolve(X, kwargs)`` fills data-dependent defaults (e.g. the paper's σ_a² rule) so the stored
         provenance holds the values actually used.
+    prior_variances : ``prior_variances(X=None, **model_kwargs)`` gives the prior variance of every weight site
+        ({site: variance}); ``X`` (the training inputs) is needed only where a variance depends on the data
+        (attention's token dimension; an FCN's unresolved ``sigma_a2=None``).
     """
 
     name: str
@@ -59,6 +62,7 @@ class ZooEntry:
     description: str
     reference: str = ""
     resolve: Callable[[Any, dict], dict] | None = None
+    prior_variances: Callable[..., dict[str, float]] | None = None
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -140,6 +144,7 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             validate=_fcn_validate,
             dims=_fcn_dims,
             resolve=_fcn_resolve,
+            prior_variances=fcn_prior_variances,
             observables=_FCN_COMMON,
             description=("lazy twin (1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1; GP limit) of: "
                          if _lazy else "") + _desc,
