@@ -34,7 +34,7 @@ import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.models import (attention, attention_forward, fcn, fcn_forward, gated, gated_forward, list_entries,
                            three_layer, three_layer_forward)
-from bnnzoo.tasks import Task, toy_task
+from bnnzoo.tasks import toy_task
 
 ENTRIES = [e.name for e in list_entries()]
 FORWARD = {fcn: fcn_forward, three_layer: three_layer_forward, attention: attention_forward, gated: gated_forward}
