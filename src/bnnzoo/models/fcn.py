@@ -18,17 +18,18 @@ Sites (names users and diagnostics rely on; every axis is named by a plate):
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from ._checks import check_bool, check_data, check_int, check_num_outputs, check_positive, check_record, sqrt
 from .activations import ACTIVATIONS, get_activation
 
-__all__ = ["fcn", "default_sigma_a2", "likelihood_variance", "readout_scale", "fcn_dims", "check_fcn_args",
-           "recorded_layers"]
+__all__ = ["fcn", "fcn_forward", "fcn_prior_variances", "default_sigma_a2", "likelihood_variance", "readout_scale",
+           "fcn_dims", "check_fcn_args", "recorded_layers"]
 
 READOUTS = ("nonlazy", "lazy")
 
@@ -54,61 +55,64 @@ def likelihood_variance(readout: str, width: int, temperature: float) -> float:
     return temperature / width if readout == "nonlazy" else temperature
 
 
-def recorded_layers(record: Sequence[str], depth: int) -> list[int]:
-    """Layers whose preactivations are recorded: "z" means all, "z1".."zL" single layers."""
+def recorded_layers(record: Sequence[str] | str, depth: int) -> list[int]:
+    """Layers whose preactivations are recorded: "z" means all, "z1".."zL" single layers (a string is one name)."""
     layers = set()
-    for r in record:
+    for r in ((record,) if isinstance(record, str) else record):
         if r == "z":
             layers.update(range(1, depth + 1))
-        elif r.startswith("z") and r[1:].isdigit() and 1 <= int(r[1:]) <= depth:
+        elif isinstance(r, str) and r.startswith("z") and r[1:].isdigit() and 1 <= int(r[1:]) <= depth:
             layers.add(int(r[1:]))
         else:
             raise ValueError(f"record: unknown entry {r!r}; use 'z' (all layers) or 'z1'..'z{depth}'")
     return sorted(layers)
 
 
-def check_fcn_args(X, Y=None, *, width, depth=1, activation="linear", readout="nonlazy", temperature=0.01,
-                   sigma_a2=None, sigma_w2=1.0, num_outputs=None, X_test=None, record=()):
-    """Validate the arguments of :func:`fcn` with clear ``ValueError`` messages, before anything is compiled."""
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must have shape (P, N0), got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values")
+def check_fcn_args(X, Y=None, *, width=None, depth=1, activation="linear", readout="nonlazy", temperature=0.01,
+                   sigma_a2=None, sigma_w2=1.0, num_outputs=None, X_test=None, record=(), likelihood=True):
+    """Validate the arguments of :func:`fcn` before anything is compiled.
+
+    :func:`bnnzoo.sample` and :func:`fcn` itself call it, so both give the same messages.  Hyperparameters that are
+    traced JAX values (a prior on them) are not inspected.
+
+    Parameters
+    ----------
+    X, Y, width, ... : as in :func:`fcn`.
+
+    Raises
+    ------
+    ValueError
+        One line naming the argument and its valid values: wrong shapes, NaN/inf, booleans or strings where numbers
+        are expected, non-integer or non-positive sizes, unknown activation / readout / record names, Y=None
+        without ``num_outputs``.
+    """
+    X = check_data("X", X, "(P, N0)")
     if Y is not None:
-        Y = np.asarray(Y)
-        if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        Y = check_data("Y", Y, f"(P, m) with P = {X.shape[0]} (rows of X)")
+        if Y.shape[0] != X.shape[0]:
             raise ValueError(f"Y must have shape (P, m) with P = {X.shape[0]} (rows of X), got {Y.shape}")
-        if not np.all(np.isfinite(Y)):
-            raise ValueError("Y contains NaN or infinite values")
-        if num_outputs is not None and num_outputs != Y.shape[1]:
-            raise ValueError(f"num_outputs={num_outputs} disagrees with Y, which has {Y.shape[1]} columns")
-    elif num_outputs is None or int(num_outputs) < 1:
-        raise ValueError("with Y=None (prior / predictive) give num_outputs, the number of outputs m >= 1")
+    check_num_outputs(num_outputs, Y)
     if X_test is not None:
-        X_test = np.asarray(X_test)
-        if X_test.ndim != 2 or X_test.shape[1] != X.shape[1]:
+        X_test = check_data("X_test", X_test, f"(P_test, {X.shape[1]})")
+        if X_test.shape[1] != X.shape[1]:
             raise ValueError(f"X_test must have shape (P_test, {X.shape[1]}), got {X_test.shape}")
-        if not np.all(np.isfinite(X_test)):
-            raise ValueError("X_test contains NaN or infinite values")
-    if not isinstance(width, (int, np.integer)) or width < 1:
-        raise ValueError(f"width must be an integer >= 1, got {width!r}")
-    if not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
-    if activation not in ACTIVATIONS:
+    if width is None:
+        raise ValueError("width is required: the width N of every hidden layer, an integer >= 1")
+    check_int("width", width, 1)
+    check_int("depth", depth, 1)
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-    if readout not in READOUTS:
+    if not isinstance(readout, str) or readout not in READOUTS:
         raise ValueError(f"readout must be 'nonlazy' (1/N) or 'lazy' (1/sqrt(N)), got {readout!r}")
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    if sigma_a2 is not None and not (np.isfinite(sigma_a2) and sigma_a2 > 0):
-        raise ValueError(f"sigma_a2 must be > 0, got {sigma_a2!r}")
-    if not (np.isfinite(sigma_w2) and sigma_w2 > 0):
-        raise ValueError(f"sigma_w2 must be > 0, got {sigma_w2!r}")
-    recorded_layers(record, depth)
+    check_positive("temperature", temperature)
+    if sigma_a2 is not None:
+        check_positive("sigma_a2", sigma_a2)
+    check_positive("sigma_w2", sigma_w2)
+    check_bool("likelihood", likelihood)
+    recorded_layers(check_record(record, f"'z' (all layers) or 'z1'..'z{depth}'", lambda r: True), depth)
 
 
-def fcn_dims(depth: int, record: Sequence[str] = (), with_test: bool = False) -> dict[str, list[str]]:
+def fcn_dims(depth: int, record: Sequence[str] | str = (), with_test: bool = False) -> dict[str, list[str]]:
     """Dims of every site of :func:`fcn` (for the ArviZ conversion)."""
     dims = {"W1": ["neuron", "input"], "a": ["neuron", "class"], "f": ["point", "class"],
             "y": ["point", "class"], "mse": [], "q_a": ["class"]}
@@ -121,43 +125,149 @@ def fcn_dims(depth: int, record: Sequence[str] = (), with_test: bool = False) ->
     return dims
 
 
+def fcn_prior_variances(X=None, *, depth=1, activation="linear", readout="nonlazy", sigma_a2=None, sigma_w2=1.0,
+                        **_model_kwargs) -> dict[str, float]:
+    """Prior variance of every weight site of :func:`fcn`: σ_w² for W1..WL, σ_a² for a.
+
+    Parameters
+    ----------
+    X : (P, N0) training inputs; needed only when ``sigma_a2`` is None (the paper's rule depends on P).
+    depth, activation, readout, sigma_a2, sigma_w2 : the model's keyword arguments (others are ignored).
+
+    Returns
+    -------
+    dict
+        {"W1": σ_w², ..., "WL": σ_w², "a": σ_a²}.
+
+    Raises
+    ------
+    ValueError
+        ``sigma_a2`` is None and no ``X`` is given.
+    """
+    if sigma_a2 is None:
+        if X is None:
+            raise ValueError("sigma_a2=None follows the paper's rule, which needs P: pass X (the training inputs) "
+                             "or a resolved sigma_a2")
+        sigma_a2 = default_sigma_a2(activation, readout, len(X), depth)
+    out = {f"W{l}": float(sigma_w2) for l in range(1, depth + 1)}
+    out["a"] = float(sigma_a2)
+    return out
+
+
 def _forward(X, Ws, a, phi, N0, width, scale):
-    """Preactivations of every layer (list of (N, n_points)) and the output (n_points, m)."""
+    """Preactivations of every layer (list of (..., N, n_points)) and the output (..., n_points, m)."""
     zs = [Ws[0] @ X.T / math.sqrt(N0)]
     for W in Ws[1:]:
         zs.append(W @ phi(zs[-1]) / math.sqrt(width))
-    f = scale * (phi(zs[-1]).T @ a)
+    f = scale * (jnp.swapaxes(phi(zs[-1]), -1, -2) @ a)
     return zs, f
+
+
+def fcn_forward(X, params, *, width=None, depth=None, activation="linear", readout="nonlazy", **_model_kwargs):
+    """The network output f of :func:`fcn` without prior or likelihood, for given weights.
+
+    Use it to put a fully-connected net inside another model (or use :func:`fcn` with ``likelihood=False``, which
+    also draws the weights), or to evaluate posterior draws on new inputs.
+
+    Parameters
+    ----------
+    X : (n, N0) inputs.
+    params : {"W1": (..., N, N0), "W2".."WL": (..., N, N), "a": (..., N, m)}; leading batch axes (chain, draw)
+        are allowed and shared by all weights.
+    width, depth : optional; checked against the shapes of ``params`` when given.
+    activation, readout : as in :func:`fcn`.
+    **_model_kwargs : the model's other keywords (temperature, sigma_a2, ...) are accepted and ignored.
+
+    Returns
+    -------
+    f : (..., n, m) array.
+
+    Raises
+    ------
+    ValueError
+        Missing weights, shapes that do not fit together, unknown activation / readout.
+    """
+    if not isinstance(params, Mapping) or "W1" not in params or "a" not in params:
+        raise ValueError("params must be a mapping with the weights 'W1'..'WL' and 'a'")
+    L = 1
+    while f"W{L + 1}" in params:
+        L += 1
+    if depth is not None and depth != L:
+        raise ValueError(f"depth={depth!r} but params hold weights W1..W{L}")
+    Ws = [params[f"W{l}"] for l in range(1, L + 1)]
+    a = params["a"]
+    N = a.shape[-2]
+    if width is not None and width != N:
+        raise ValueError(f"width={width!r} but the readout a has {N} rows")
+    X = check_data("X", X, "(n, N0)")
+    if Ws[0].shape[-2:] != (N, X.shape[1]):
+        raise ValueError(f"W1 must have shape (..., {N}, {X.shape[1]}) for X with {X.shape[1]} columns, "
+                         f"got {Ws[0].shape}")
+    if not isinstance(readout, str) or readout not in READOUTS:
+        raise ValueError(f"readout must be 'nonlazy' (1/N) or 'lazy' (1/sqrt(N)), got {readout!r}")
+    phi = get_activation(activation)
+    return _forward(X, Ws, a, phi, X.shape[1], N, readout_scale(readout, N))[1]
 
 
 def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", readout: str = "nonlazy",
         temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
-        num_outputs: int | None = None, X_test=None, record: Sequence[str] = ()):
+        num_outputs: int | None = None, X_test=None, record: Sequence[str] = (), likelihood: bool = True):
     """Fully-connected Bayesian network with a Gaussian prior and tempered Gaussian (MSE) likelihood.
+
+    A plain NumPyro model: it runs under MCMC, SVI with automatic guides (AutoNormal, AutoDelta), ``Predictive``
+    and effect handlers.  Hyperparameters (temperature, sigma_a2, sigma_w2) may be traced values, e.g. a
+    ``numpyro.sample`` site of an enclosing model (a prior on the temperature).  Two nets in one model: call each
+    inside ``numpyro.handlers.scope(prefix=...)`` (sites and plates get the prefix) and give ``likelihood=False``
+    to those whose output f you combine yourself.
+
+    GPU precision: on GPUs JAX rounds float32 matrix products to TensorFloat32 by default, which perturbs the
+    potential energy at the paper's sizes; :func:`bnnzoo.sample` samples under
+    ``jax.default_matmul_precision("highest")``. When you run this model yourself on a GPU, wrap the run in
+    ``with jax.default_matmul_precision("highest"):``.  No effect on CPU.
 
     Parameters
     ----------
-    X : (P, N0) training inputs.  Y : (P, m) targets, or None for the prior / prior predictive (then give
-        ``num_outputs``).
-    width : N, the width of every hidden layer.  depth : L, the number of hidden layers.
+    X : (P, N0) training inputs.
+    Y : (P, m) targets, or None for the prior / prior predictive (then give ``num_outputs``).
+    width : N, the width of every hidden layer (integer >= 1).
+    depth : L, the number of hidden layers (integer >= 1).
     activation : "linear", "sigmoid" (the paper's erf sigmoid), "relu", "softplus" or "relu2".
     readout : "nonlazy" (1/N prefactor, likelihood variance T/N) or "lazy" (1/√N, variance T).
-    temperature : T > 0 (rescaled temperature in the non-lazy regime).
-    sigma_a2 : readout prior variance; None = the paper's rule :func:`default_sigma_a2` with P = len(X).
-    sigma_w2 : hidden-weight prior variance.
+    temperature : T > 0 (rescaled temperature in the non-lazy regime); may be traced.
+    sigma_a2 : readout prior variance > 0; None = the paper's rule :func:`default_sigma_a2` with P = len(X).
+    sigma_w2 : hidden-weight prior variance > 0.
+    num_outputs : m; required when Y is None, else it must equal Y's columns.
     X_test : optional (P_test, N0) inputs; the network output there is recorded as the deterministic ``f_test``
         (no latent site is added, so passing X_test to MCMC does not change the posterior).
     record : preactivations to record as deterministic sites: "z" (all layers) or "z1".."zL".
+    likelihood : False leaves out the observation site ``y`` (and ``mse``): the model is then the prior of the
+        weights and the deterministic f, to be used inside another model.
+
+    Returns
+    -------
+    f : (P, m) network output on X.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments (:func:`check_fcn_args`), before anything is traced.
     """
+    check_fcn_args(X, Y, width=width, depth=depth, activation=activation, readout=readout, temperature=temperature,
+                   sigma_a2=sigma_a2, sigma_w2=sigma_w2, num_outputs=num_outputs, X_test=X_test, record=record,
+                   likelihood=likelihood)
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if Y is not None and not hasattr(Y, "shape"):
+        Y = np.asarray(Y)
+    if X_test is not None and not hasattr(X_test, "shape"):
+        X_test = np.asarray(X_test)
     P, N0 = X.shape
     m = Y.shape[1] if Y is not None else int(num_outputs)
-    if Y is not None:
-        assert Y.shape == (P, m), f"Y has shape {Y.shape}, expected {(P, m)}"
     phi = get_activation(activation)
     s2a = default_sigma_a2(activation, readout, P, depth) if sigma_a2 is None else sigma_a2
     scale = readout_scale(readout, width)
-    noise_sd = math.sqrt(likelihood_variance(readout, width, temperature))
-    sw = math.sqrt(sigma_w2)
+    noise_sd = sqrt(likelihood_variance(readout, width, temperature))
+    sw = sqrt(sigma_w2)
 
     neuron = numpyro.plate("neuron", width, dim=-2)
     Ws = []
@@ -168,7 +278,7 @@ def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", re
             with numpyro.plate("neuron_in", width, dim=-1):
                 Ws.append(numpyro.sample(f"W{l}", dist.Normal(0.0, sw)))
         with numpyro.plate("class", m, dim=-1):
-            a = numpyro.sample("a", dist.Normal(0.0, math.sqrt(s2a)))
+            a = numpyro.sample("a", dist.Normal(0.0, sqrt(s2a)))
     assert a.shape[-2:] == (width, m), f"a has shape {a.shape}"
 
     zs, f = _forward(X, Ws, a, phi, N0, width, scale)
@@ -177,10 +287,11 @@ def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", re
         numpyro.deterministic(f"z{l}", zs[l - 1])
     numpyro.deterministic("f", f)
     numpyro.deterministic("q_a", jnp.mean(a**2, axis=-2))
-    if Y is not None:
-        numpyro.deterministic("mse", jnp.mean((Y - f) ** 2))
-    with numpyro.plate("point", P, dim=-2), numpyro.plate("class", m, dim=-1):
-        numpyro.sample("y", dist.Normal(f, noise_sd), obs=Y)
+    if likelihood:
+        if Y is not None:
+            numpyro.deterministic("mse", jnp.mean((Y - f) ** 2))
+        with numpyro.plate("point", P, dim=-2), numpyro.plate("class", m, dim=-1):
+            numpyro.sample("y", dist.Normal(f, noise_sd), obs=Y)
 
     if X_test is not None:
         _, f_test = _forward(X_test, Ws, a, phi, N0, width, scale)

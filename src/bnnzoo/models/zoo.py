@@ -7,14 +7,12 @@ diagnostic can put samples next to theory without guessing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..tasks import Task, toy_task
-from .activations import get_activation
-from .fcn import _forward as _fcn_forward_core
-from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, readout_scale
 from .fcn import likelihood_variance as _fcn_noise_variance
+from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, fcn_forward, fcn_prior_variances
 
 __all__ = ["Observable", "UnitLayer", "ZooEntry", "ZOO", "register", "get_entry", "list_entries", "lazy"]
 
@@ -80,6 +78,9 @@ class ZooEntry:
         (temperature, record, ...) are ignored.
     likelihood_variance : ``likelihood_variance(model_kwargs) -> float``: the variance of the Gaussian likelihood
         per output entry, from the resolved model keywords (after ``resolve``).
+    prior_variances : ``prior_variances(X=None, **model_kwargs)`` gives the prior variance of every weight site
+        ({site: variance}); ``X`` (the training inputs) is needed only where a variance depends on the data
+        (attention's token dimension; an FCN's unresolved ``sigma_a2=None``).
     """
 
     name: str
@@ -98,6 +99,7 @@ class ZooEntry:
     record: tuple[str, ...] = ()
     forward: Callable | None = None
     likelihood_variance: Callable[[dict], float] | None = None
+    prior_variances: Callable[..., dict[str, float]] | None = None
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -162,18 +164,6 @@ def _fcn_dims(*, depth=1, record=(), X_test=None, **_):
     return fcn_dims(depth, record, with_test=X_test is not None)
 
 
-def _fcn_forward(X, params, *, depth=None, activation="linear", readout="nonlazy", **_):
-    """f (point, class) of :func:`bnnzoo.models.fcn` for one draw ``params`` = {"W1", ..., "WL", "a"}; the width is
-    read from W1, the depth from ``depth`` or the number of W sites."""
-    if depth is None:
-        depth = sum(1 for k in params if k[:1] == "W" and k[1:].isdigit())
-    Ws = [params[f"W{l}"] for l in range(1, int(depth) + 1)]
-    width = Ws[0].shape[-2]
-    _, f = _fcn_forward_core(X, Ws, params["a"], get_activation(activation), X.shape[1], width,
-                             readout_scale(readout, width))
-    return f
-
-
 def _fcn_likelihood_variance(kw: dict) -> float:
     return _fcn_noise_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"])
 
@@ -220,8 +210,9 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             resolve=_fcn_resolve,
             units=_FCN_UNITS,
             record=("z",),
-            forward=_fcn_forward,
+            forward=fcn_forward,
             likelihood_variance=_fcn_likelihood_variance,
+            prior_variances=fcn_prior_variances,
             observables=_FCN_COMMON,
             description=(f"lazy twin of {_name}: 1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1 "
                          "(GP limit)" if _lazy else _desc),

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Task", "check_array"]
+__all__ = ["Task", "check_array", "check_labels"]
 
 
 def check_array(name: str, value: Any, ndim: int) -> np.ndarray:
@@ -27,6 +27,40 @@ def check_array(name: str, value: Any, ndim: int) -> np.ndarray:
     return arr
 
 
+def _one_hot_labels(Y: np.ndarray) -> np.ndarray | None:
+    """argmax of one-hot targets (m >= 2 columns, exactly two distinct values y+ > y−, one y+ per row), else None."""
+    if Y.shape[1] < 2:
+        return None
+    values = np.unique(Y)
+    if values.size != 2:
+        return None
+    if not np.all(np.sum(Y == values[1], axis=1) == 1):
+        return None
+    return np.argmax(Y, axis=1)
+
+
+def check_labels(name: str, labels, n: int, m: int) -> np.ndarray:
+    """Return ``labels`` as an int array after checking it: shape (n,), integers in 0..max(m, 2) − 1.
+
+    One output (m = 1) codes two groups by its sign, so labels 0 and 1 are allowed there.
+
+    Raises
+    ------
+    ValueError
+        Wrong shape, a non-integer dtype (floats, booleans, strings) or a label out of range.
+    """
+    arr = np.asarray(labels)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},) (one label per point), got {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integers in 0..{max(m, 2) - 1}, got dtype {arr.dtype}")
+    top = max(m, 2) - 1
+    if n and (arr.min() < 0 or arr.max() > top):
+        bad = arr[(arr < 0) | (arr > top)][0]
+        raise ValueError(f"{name} must be integers in 0..{top} (m = {m} outputs), got {bad}")
+    return arr.astype(int)
+
+
 @dataclass(frozen=True)
 class Task:
     """A supervised data set: training inputs and targets, optional test set, labels and metadata.
@@ -35,15 +69,22 @@ class Task:
     ----------
     X : (P, N0) training inputs, one row per point.
     Y : (P, m) training targets (one-hot with y+ / y− for classification tasks, ±1 for the binary task).
-    labels : (P,) integer class of each training point.
-    X_test, Y_test, labels_test : the same for the test set, or None.
+    labels : (P,) integer group (class) of each training point, in 0..max(m, 2) − 1.  Optional: left out, it is
+        the argmax of one-hot targets (m >= 2 columns holding two values y+ > y−, one y+ per row), otherwise 0 for
+        every point (one group, e.g. a regression task).
+    X_test, Y_test, labels_test : the same for the test set, or None (``labels_test`` defaults as ``labels``).
     name : short identifier ("toy", "digits", ...).
     meta : the parameters the task was built with (stored in InferenceData attributes for provenance).
+
+    Raises
+    ------
+    ValueError
+        Arrays of the wrong rank, empty, NaN/inf, mismatched lengths; labels that are not integers in range.
     """
 
     X: np.ndarray
     Y: np.ndarray
-    labels: np.ndarray
+    labels: np.ndarray | None = None
     X_test: np.ndarray | None = None
     Y_test: np.ndarray | None = None
     labels_test: np.ndarray | None = None
@@ -55,12 +96,9 @@ class Task:
         Y = check_array("Y", self.Y, 2)
         if Y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} points but Y has {Y.shape[0]} rows")
-        labels = np.asarray(self.labels)
-        if labels.shape != (X.shape[0],):
-            raise ValueError(f"labels must have shape ({X.shape[0]},), got {labels.shape}")
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "Y", Y)
-        object.__setattr__(self, "labels", labels.astype(int))
+        object.__setattr__(self, "labels", self._labels("labels", self.labels, Y))
         if (self.X_test is None) != (self.Y_test is None):
             raise ValueError("give both X_test and Y_test, or neither")
         if self.X_test is not None:
@@ -72,8 +110,16 @@ class Task:
                 raise ValueError(f"Y_test must have shape {(Xt.shape[0], Y.shape[1])}, got {Yt.shape}")
             object.__setattr__(self, "X_test", Xt)
             object.__setattr__(self, "Y_test", Yt)
-            if self.labels_test is not None:
-                object.__setattr__(self, "labels_test", np.asarray(self.labels_test).astype(int))
+            object.__setattr__(self, "labels_test", self._labels("labels_test", self.labels_test, Yt))
+        elif self.labels_test is not None:
+            raise ValueError("labels_test given without a test set (X_test, Y_test)")
+
+    @staticmethod
+    def _labels(name, labels, Y):
+        if labels is None:
+            oh = _one_hot_labels(Y)
+            return oh if oh is not None else np.zeros(Y.shape[0], dtype=int)
+        return check_labels(name, labels, Y.shape[0], Y.shape[1])
 
     @property
     def P(self) -> int:

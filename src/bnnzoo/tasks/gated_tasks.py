@@ -267,6 +267,10 @@ def get_spec(spec) -> GatedSpec:
             raise ValueError(f"unknown spec {spec!r}; built-ins: {sorted(BUILTIN_SPECS)}")
         return BUILTIN_SPECS[spec]()
     if isinstance(spec, Mapping):
+        missing = [k for k in ("name", "nodes", "edges") if k not in spec]
+        if missing:
+            raise ValueError(f"a spec dict needs the keys 'name', 'nodes' and 'edges' (GatedSpec.to_dict); "
+                             f"missing {missing}")
         return GatedSpec(spec["name"], tuple(map(tuple, spec["nodes"])), tuple(map(tuple, spec["edges"])))
     raise ValueError(f"spec must be a GatedSpec, a built-in name or a dict, got {type(spec).__name__}")
 
