@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -183,7 +185,7 @@ for lv in (0.25, 0.5):
 
 # %%
 stored = None
-for base in (Path(".."), Path(".")):
+for base in (Path(".."), Path("."), Path("../..")):  # run from notebooks/, the root or docs/gallery/
     f = base / "benchmarks" / "results" / "sample_complexity.json"
     if SHOW_STORED and f.exists():
         stored = json.loads(f.read_text())
@@ -212,7 +214,7 @@ if stored is not None:
               f"P*/sqrt(L d^3) = {p / math.sqrt(int(L) * d_att ** 3):.3f}")
 else:
     print("benchmarks/results/sample_complexity.json not found: stored sweep not shown")
-for base in (Path(".."), Path(".")):
+for base in (Path(".."), Path("."), Path("../..")):  # run from notebooks/, the root or docs/gallery/
     d_files = sorted((base / "benchmarks" / "results").glob("sample_complexity_attention_d_fine*.json"))
     if d_files:
         break

@@ -1,73 +1,36 @@
 """ChEES-HMC: jittered HMC tuned across many chains (Hoffman, Radul & Sountsov, AISTATS 2021), as a NumPyro kernel
-whose state holds every chain — what ``bnnzoo.sample(..., sampler="chees")`` runs.
+whose state holds every chain; ``bnnzoo.sample(..., sampler="chees")`` and ``sampler="snaper"`` run it.
 
-Why: NUTS builds each trajectory in a data-dependent loop.  Vectorised over chains, every chain waits for the
-longest tree of the batch, and the tree bookkeeping costs several gradients per step on a GPU (4.8× the bare
-gradient at N = P = 500 on an H100, ``benchmarks/results_gpu.md``).  Here every chain takes the same number of
-leapfrog steps in an iteration: the loop body is one batched gradient and a few vector updates.
+NUTS builds each trajectory in a data-dependent loop, so vectorised chains wait for the longest tree of the batch.
+Here every chain takes the same number of leapfrog steps in an iteration: after warm-up a diagonal mass matrix M, a
+step size ε and a trajectory length T are fixed, and iteration t draws p ~ N(0, M) per chain, takes
+L_t = ⌈u_t T / ε⌉ leapfrog steps (u_t the t-th point of the base-2 Halton sequence, the same for every chain and
+independent of the state) and accepts by the Metropolis test. Each iteration is an HMC transition that leaves the
+posterior invariant, so the chains sample it exactly.
 
-The sampler, after warm-up: a diagonal mass matrix M, a step size ε and a trajectory length T are fixed; iteration t
-draws p ~ N(0, M) per chain, takes L_t = ⌈u_t T / ε⌉ leapfrog steps (u_t: the t-th point of the base-2 Halton
-sequence in (0, 1), the same for every chain and independent of the state) and accepts by the Metropolis test.  Each
-iteration is therefore an HMC transition that leaves the posterior invariant: the chains sample it exactly, like
-NUTS (``tests/perf/test_chees.py`` checks this against closed forms and the exact Gibbs sampler).
+Warm-up couples the chains only through the tuning, which they share:
 
-Warm-up (discarded) couples the chains only through the tuning, all of it shared by the chains:
+* M⁻¹: the variance of the positions over windows ending at ``MASS_WINDOW_ENDS`` of warm-up, regularised towards
+  10⁻³ as Stan does. The first window pools the chains (they have barely left their starting points, so a chain's
+  own variance is far too small); the later windows average each chain's own variance, because the chains of a
+  network sit in different readout branches and the variance across chains would measure the distance between
+  branches rather than the posterior's width.
+* ε: dual averaging (Hoffman & Gelman 2014) of the harmonic mean of the chains' acceptance probabilities towards
+  ``TARGET_ACCEPT`` = 0.651, the optimum for HMC (Beskos et al. 2013), restarted after each mass update.
+* T: Adam steps up the ChEES criterion E[(‖x' − E x'‖² − ‖x − E x‖²)²] / 4 in the whitened coordinates
+  M^{1/2} x, weighted by the acceptance probabilities; the kept T is exp of the mean log T over the second half of
+  warm-up.
+* T with ``criterion="snaper"``: the same steps up the SNAPER criterion (Sountsov & Hoffman 2022), the ChEES
+  criterion projected on the leading principal component of the whitened posterior (learned by CCIPCA across the
+  chains). ChEES sums over all coordinates, so in a network the many fast hidden-weight directions choose T; SNAPER
+  tunes T on the slowest direction, the readout weights and their branches. Unlike the paper's default, the
+  criterion is not divided by a power of T, which chose trajectories too short for the readout.
 
-* M⁻¹: the variance of the positions over three windows (ending at 10 %, 25 % and 50 % of warm-up), regularised
-  towards 10⁻³ as Stan does.  The first window pools all chains (they have barely left their independent starting
-  points, so a chain's own variance is far too small: 0.006 for log s where the truth is 1.24 in
-  ``tests/perf/test_chees.py``); the later windows average each chain's own variance.  Within-chain, not across
-  chains, because the chains of a network sit in different readout branches: the across-chain variance, inflated
-  by the distances between the branches, made ChEES choose 10 leapfrog steps per draw on the sigmoidal net at
-  N = P = 100 (15 with the within-chain mass) and gave bulk ESS per second 9.5 / 174 / 54 for a / f / K1 where the
-  within-chain mass gives 34.6 / 498 / 383 (4 chains, 300 + 300 draws, bench_sampling on 2 CPU cores; the
-  across-chain run is the
-  ``benchmarks/results_chees.md`` of commit c1fa057);
-* ε: dual averaging (Hoffman & Gelman 2014: γ = 0.05, t₀ = 10, κ = 0.75) of the harmonic mean of the chains'
-  acceptance probabilities towards 0.651 (the optimum for HMC, Beskos et al. 2013), restarted after each mass update;
-  the averaged iterate is used after warm-up;
-* T: Adam steps (β₁ = 0, β₂ = 0.95, rate 0.05, steps clipped to ±0.35 in log T) up the ChEES criterion
-  E[(‖x' − E x'‖² − ‖x − E x‖²)²] / 4 measured in the whitened coordinates M^{1/2} x across chains, weighted by the
-  acceptance probabilities; after warm-up, exp of the mean log T over the last half of warm-up;
-* T with ``criterion="snaper"`` (``sampler="snaper"``): the same Adam steps up the SNAPER criterion (Sountsov &
-  Hoffman 2022, "Focusing on difficult directions for learning HMC trajectory lengths"),
-  E[(((x' − E x')·v)² − ((x − E x)·v)²)²] / 4 in the same whitened coordinates, v the leading principal component
-  of the whitened posterior covariance, learned during warm-up by CCIPCA across the chains (a running mean over a
-  window of i / 8 iterations, as in the authors' reference code).  ChEES sums the criterion over all D coordinates,
-  so in a network the many fast, data-constrained hidden-weight directions choose T, and the slow ones (the readout
-  weights and their branches) barely move in a trajectory; SNAPER tunes T on the slowest direction.  Unlike the
-  paper's default, the criterion is not divided by T (power 0 of the reference code's normalisation): divided by T
-  it chose 1.6-3.0 leapfrog steps per draw on the toy nets at N = P = 100 and a readout ESS of 5-8 out of 4000
-  draws (trial runs, 4 chains, 300 + 1000 draws); divided by T^0.25 or T^0.5 it chose 1-31 steps.
-
-More chains make the tuning better (the cross-chain means and variances are estimated from them): at least 2 are
-required, 4 or more are advised.
-
-The chains can be split over devices (``chain_method="sharded"``) and over processes: the chunked engine runs the
-kernel under ``jax.shard_map`` with ``chain_axis`` set, each device takes its chains' leapfrog steps, and the tuning
-all-gathers every chain's positions onto every device and computes the same means as the vectorised kernel
-(``tests/perf/test_chains.py``, ``tests/perf/test_distributed.py``).
-
-What it is good for (``benchmarks/results_chees.md``, N = P = 100, 4 chains, 300 + 2000 draws, 2 CPU cores): the
-permutation-invariant observables — bulk ESS per second of the output f 35× / 6.8× / 34× vanilla NUTS's, of the
-kernel K1 17× / 2.8× / 3.9× (linear / sigmoidal / ReLU).  Its trajectories are short (12 / 6 / 10 leapfrog steps
-per draw against NUTS's 255 / 63 / 319), and the individual readout weights barely mix: bulk ESS of a 10 / 48 / 35
-out of 8000 draws, where NUTS, with far longer trajectories, reaches 325 / 381 / 4030.  With the readout integrated
-out and the first layer in data space (``reparam=("readout", "data_space")``) the readout's ESS is 38 / 230 / 927.
-The tuning is not stable between runs: an earlier run of the same benchmark and seed (commit 2fd9010, a faster
-machine of the same kind) chose 10 / 15 / 7 steps, and its sigmoidal readout reached 5× NUTS's ESS per second, 2.5×
-here.  Check the readout's ESS and R-hat before reading branches off a ChEES run.
-
-SNAPER's criterion is for the readout (``benchmarks/results_snaper.md`` and its seed-1 / seed-2 companions,
-N = P = 100, 4 chains, 300 + 1000 draws, 2 CPU cores): 138-175 / 25-43 / 32-245 leapfrog steps per draw
-(linear / sigmoidal / ReLU) where ChEES takes 7-10 / 4-15 / 2-7, and readout ESS per second 6.4-8.5× / 1.5-3.3× /
-0.7-4.6× NUTS's (ChEES: 1.8-2.3× / 1.5-5.4× / 0.4-0.8×); with the readout integrated out and the first layer in
-data space 10.6-13.1× / 1.7-3.5× / 1.9-2.3×.  The output and kernels mix less per second than under ChEES (their
-fast directions need no long trajectory).  The ReLU net's seed 1 chose 32 steps: its trajectory length was still
-growing when the 300-iteration warm-up ended (``trajectory_growth`` 2.9, and ``bnnzoo.sample`` warns above 2); with
-600 warm-up iterations seeds 0 / 1 / 2 keep 170 / 188 / 250 steps and reach 4.1 / 2.9 / 4.1× the seed-0 NUTS run's
-readout ESS per second (``benchmarks/results/snaper_relu_warmup600_seed*.md``).
+At least 2 chains are required and 4 or more advised, since the tuning's means and variances are estimated across
+them. The chains can be split over devices (``chain_method="sharded"``) and processes: the chunked engine runs the
+kernel under ``jax.shard_map`` with ``chain_axis`` set, and the tuning all-gathers the chains so every device
+computes the vectorised kernel's tuning. What the two criteria gain over NUTS, and how stable the tuning is between
+seeds, is measured on the documentation's Benchmarks page.
 """
 
 from __future__ import annotations
@@ -129,7 +92,18 @@ class CheesState(NamedTuple):
 
 
 def halton(i):
-    """The i-th point (i ≥ 1) of the base-2 Halton (van der Corput) sequence, in (0, 1)."""
+    """The i-th point of the base-2 Halton (van der Corput) sequence.
+
+    Parameters
+    ----------
+    i : int or jax.Array of int
+        Index (or indices) i ≥ 1.
+
+    Returns
+    -------
+    jax.Array
+        The points, in (0, 1), with the shape of ``i``.
+    """
     i = jnp.asarray(i, jnp.uint32)
     k = jnp.arange(32, dtype=jnp.uint32)
     bits = (i[..., None] >> k) & jnp.uint32(1)
@@ -137,11 +111,22 @@ def halton(i):
 
 
 def trajectory_growth(num_steps, step_size) -> float:
-    """How far the trajectory length was still growing when warm-up ended: the median T over the last 10 % of the
-    warm-up iterations divided by the T kept for sampling (exp of the mean log T over the last half).  T is read off
-    the recorded warm-up trace, T_t ≈ L_t ε_t / u_t (L_t = ⌈u_t T_t / ε_t⌉ leapfrog steps, u_t the Halton jitter).
-    ``num_steps``, ``step_size``: (chain, warm-up iteration) or (iteration,); every chain shares them.  About 1 for a
-    tuning that had settled; NaN for fewer than 20 warm-up iterations."""
+    """How far the trajectory length was still growing when warm-up ended.
+
+    T is read off the recorded warm-up trace, T_t ≈ L_t ε_t / u_t (L_t = ⌈u_t T_t / ε_t⌉ leapfrog steps, u_t the
+    Halton jitter).
+
+    Parameters
+    ----------
+    num_steps, step_size : array_like, shape (chain, warm-up iteration) or (warm-up iteration,)
+        Leapfrog steps and step size of every warm-up iteration (every chain shares them).
+
+    Returns
+    -------
+    float
+        The median T over the last 10 % of warm-up divided by the T kept for sampling (exp of the mean log T over the
+        second half): about 1 for a tuning that had settled; NaN for fewer than 20 warm-up iterations.
+    """
     n = np.asarray(num_steps, float).reshape(-1, np.shape(num_steps)[-1])[0]
     eps = np.asarray(step_size, float).reshape(-1, np.shape(step_size)[-1])[0]
     W = n.size
@@ -166,9 +151,25 @@ def _window_bounds(num_warmup: int):
 class ChEES(MCMCKernel):
     """ChEES-HMC on the unconstrained sites of a NumPyro ``model``; state and steps are batched over all chains.
 
-    step_size : fixed ε (no step-size tuning); None tunes it.
-    max_leapfrog_steps : cap on the leapfrog steps of one iteration (and so on T / ε).
-    init : "prior" (a prior draw per chain) or "uniform" (NumPyro's default).
+    Parameters
+    ----------
+    model : callable
+        The NumPyro model.
+    step_size : float or None, default None
+        A fixed step size ε (no step-size tuning); None tunes it during warm-up.
+    max_leapfrog_steps : int, default 1000
+        Cap on the leapfrog steps of one iteration (and so on T / ε); at least 1.
+    target_accept : float, default 0.651
+        Harmonic-mean acceptance probability the step size is tuned towards, in (0, 1).
+    init : {"prior", "uniform"}, default "prior"
+        Initial positions: a prior draw per chain, or NumPyro's uniform initialisation in (−2, 2).
+    criterion : {"chees", "snaper"}, default "chees"
+        The trajectory-length criterion.
+
+    Raises
+    ------
+    ValueError
+        If ``criterion``, ``max_leapfrog_steps`` or ``target_accept`` is out of range.
     """
 
     sample_field = "z"
@@ -314,8 +315,8 @@ class ChEES(MCMCKernel):
     def _principal_component(i, ad, y):
         """One CCIPCA step (Weng et al. 2003) on the chain-centred whitened states y (chain, D): the running mean of
         E[(yᶜ·v̂) yᶜ], v̂ the current estimate normalised, over a window of i / 8 iterations (Sountsov & Hoffman's
-        reference code).  Its direction tends to the leading eigenvector of the whitened covariance (checked by
-        tests/perf/test_chees.py); only the direction is used."""
+        reference code).  Its direction tends to the leading eigenvector of the whitened covariance; only the
+        direction is used."""
         yc = y - jnp.mean(y, 0)
         act = yc @ (ad.pc / (jnp.linalg.norm(ad.pc) + 1e-20))
         new = jnp.mean(act[:, None] * yc, 0)
