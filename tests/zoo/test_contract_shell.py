@@ -127,7 +127,7 @@ def test_a_network_registered_here_goes_through_the_whole_path(new_entry, tmp_pa
     capsys.readouterr()
     assert main(["diagnose", str(out), "--json"]) == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)
-    res = bnnzoo.diagnostics.write_report({NEW: idata}, tmp_path / "report", figures=False)
+    res = bnnzoo.plots.write_report({NEW: idata}, tmp_path / "report", figures=False)
     assert (tmp_path / "report" / NEW / "report.json").is_file()
     assert json.loads((tmp_path / "report" / "summary.json").read_text())[NEW]
     assert res[NEW]["report"] is not None
