@@ -331,29 +331,11 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
         if num_chains % n_dev:
             raise ValueError(f"chain_method='sharded' needs num_chains ({num_chains}) to be a multiple of the "
                              f"{n_dev} local devices")
-    blocks = plan_blocks(num_warmup, num_samples, thinning, chunk_size)
-    wcap = max([b.steps for b in blocks if b.kind == "warmup"], default=1)
-    t0 = time.perf_counter()
-    state = kernel.init(init_keys, num_warmup, init_params, model_args=model_args, model_kwargs=model_kwargs)
-    batched = np.ndim(init_keys) == 2
-    if not batched:
-        state = jax.tree.map(lambda x: x[None], state)
-    jax.block_until_ready(state)
-    post = make_post(kernel)
-    timing = {"init_s": time.perf_counter() - t0, "compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
-    state_axes = kernel.chain_axes(state) if hasattr(kernel, "chain_axes") else None
-    # coupled chains over several processes: every process initialised all chains (init_keys holds all of them) and
-    # keeps its own chains and the shared tuning state; one program then runs over all processes' devices
-    spmd = chain_method == "sharded" and state_axes is not None and jax.process_count() > 1
-    if spmd:
-        mine = slice(chain_offset, chain_offset + num_chains)
-        state = jax.tree.map(lambda x, a: np.asarray(x)[mine] if a else np.asarray(x), state, state_axes)
-
-    start = 0
-    resumed_from = -1
-    chunk_sums: dict[str, str] = {}
+    # the store: refused (one line) before anything compiles when it cannot be used as asked
+    spmd = chain_method == "sharded" and hasattr(kernel, "chain_axes") and jax.process_count() > 1
+    ckpt = None
     if store is not None:
-        ckpt, refusal = None, lock_refusal
+        refusal = lock_refusal
         try:
             if spmd:   # a collective: every process calls it, whatever it found in its own folder
                 agreed = _agreed_checkpoint(store if resume and refusal is None and store.exists() else None)
@@ -368,6 +350,40 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
         # several processes: each checked its own sub-folder; all stop here if one refused (the others would
         # otherwise run to the first collective and wait there for it)
         agree_to_start(refusal)
+
+    blocks = plan_blocks(num_warmup, num_samples, thinning, chunk_size)
+    wcap = max([b.steps for b in blocks if b.kind == "warmup"], default=1)
+    t0 = time.perf_counter()
+    state = kernel.init(init_keys, num_warmup, init_params, model_args=model_args, model_kwargs=model_kwargs)
+    batched = np.ndim(init_keys) == 2
+    if not batched:
+        state = jax.tree.map(lambda x: x[None], state)
+    jax.block_until_ready(state)
+    post = make_post(kernel)
+    timing = {"init_s": time.perf_counter() - t0, "compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
+    state_axes = kernel.chain_axes(state) if hasattr(kernel, "chain_axes") else None
+    # coupled chains over several processes (spmd: the kernel has chain_axes): every process initialised all chains
+    # (init_keys holds all of them) and keeps its own chains and the shared tuning state; one program then runs over
+    # all processes' devices
+    if spmd:
+        mine = slice(chain_offset, chain_offset + num_chains)
+        state = jax.tree.map(lambda x, a: np.asarray(x)[mine] if a else np.asarray(x), state, state_axes)
+
+    # what is recorded: checked before the store is touched
+    chain_ids = chain_offset + jnp.arange(num_chains, dtype=jnp.int32)
+    probe = jax.eval_shape(lambda z: post(z, chain_ids, jnp.int32(0)), state.z)
+    unknown = [k for k in list(exclude) + list(site_thinning) if k not in probe]
+    if unknown:
+        raise ValueError(f"exclude / site_thinning name unknown site(s) {unknown}; sites: {sorted(probe)}")
+    main_sites = [k for k in probe if k not in exclude and k not in site_thinning]
+    if not main_sites and not site_thinning:
+        raise ValueError(f"exclude names every recorded site ({sorted(probe)}): nothing would be recorded")
+    small_sites = [k for k in main_sites if int(np.prod(probe[k].shape[1:])) <= 16]
+
+    start = 0
+    resumed_from = -1
+    chunk_sums: dict[str, str] = {}
+    if store is not None:
         store.lock()                       # (already held when the folder existed)
         store.remove_partial_writes()
         if ckpt is not None:
@@ -383,14 +399,6 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
                 for p in (store.state_path, store.previous_state_path):
                     p.unlink(missing_ok=True)
             store.write_manifest(dict(manifest or {}, complete=False))
-
-    chain_ids = chain_offset + jnp.arange(num_chains, dtype=jnp.int32)
-    probe = jax.eval_shape(lambda z: post(z, chain_ids, jnp.int32(0)), state.z)
-    unknown = [k for k in list(exclude) + list(site_thinning) if k not in probe]
-    if unknown:
-        raise ValueError(f"exclude / site_thinning name unknown site(s) {unknown}; sites: {sorted(probe)}")
-    main_sites = [k for k in probe if k not in exclude and k not in site_thinning]
-    small_sites = [k for k in main_sites if int(np.prod(probe[k].shape[1:])) <= 16]
 
     step = _to_batched(kernel, batched, model_args, model_kwargs)
     compiled: dict = {}
