@@ -10,6 +10,7 @@ replaced unless asked.  docs/faults.md tabulates every case.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -100,19 +101,30 @@ def test_reference_store_layout(reference):
                              "previous_state.npz", "run.json", "state.npz"]
 
 
-@pytest.mark.parametrize("damage", ["truncate", "delete", "flip"])
-def test_damaged_latest_checkpoint_resumes_from_the_previous_one(reference, tmp_path, damage):
+@pytest.mark.parametrize("damage, says", [
+    ("truncate", "is unreadable (BadZipFile"), ("delete", "is missing"), ("flip", "is unreadable (BadZipFile"),
+    ("rewrite", "is corrupt (its checksum does not match its content)"),
+])
+def test_damaged_latest_checkpoint_resumes_from_the_previous_one(reference, tmp_path, damage, says):
     store = _copy(reference, tmp_path)
     state = store / "state.npz"
     if damage == "truncate":
         _truncate(state)
     elif damage == "delete":
         state.unlink()
-    else:                          # one byte changed inside an array: the zip still opens, the checksum catches it
+    elif damage == "flip":         # one byte changed: the zip's own CRC catches it
         data = bytearray(state.read_bytes())
         data[len(data) // 2] ^= 0xFF
         state.write_bytes(bytes(data))
-    with pytest.warns(RuntimeWarning, match=r"state\.npz .*resuming from the previous checkpoint \(after block 4\)"):
+    else:                          # a valid zip with one array changed: only the checkpoint's digest catches it
+        with np.load(state) as f:
+            arrays = {k: f[k] for k in f.files}
+        leaf = next(k for k in sorted(arrays) if k.startswith("leaf") and arrays[k].dtype.kind == "f")
+        arrays[leaf] = arrays[leaf] + 1
+        with open(state, "wb") as fh:
+            np.savez(fh, **arrays)
+    with pytest.warns(RuntimeWarning, match=r"state\.npz " + re.escape(says) + r".*resuming from the previous "
+                                            r"checkpoint \(after block 4\)"):
         idata = _resume(store)
     _same(_draws(idata), reference[1])
     assert bnnzoo.run_config(idata)["engine"]["resumed_from_block"] == 4
@@ -327,6 +339,16 @@ def test_overwrite_replaces_the_file_only_at_the_end(capsys, tmp_path):
     assert main(SMALL + ["--out", str(out), "--overwrite"]) == 0
     assert azcompat.get_group(azcompat.from_netcdf(out), "posterior")["a"].shape[:2] == (1, 4)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.nc"]               # no temporary file left
+
+
+def test_hmc_from_the_shell_takes_its_number_of_steps(tmp_path):
+    out = tmp_path / "hmc.nc"
+    assert main(SMALL + ["--sampler", "hmc", "--num-steps", "3", "--step-size", "0.01", "--out", str(out)]) == 0
+    idata = azcompat.from_netcdf(out)
+    cfg = bnnzoo.run_config(idata)["sampler"]
+    assert (cfg["sampler"], cfg["num_steps"], cfg["step_size"]) == ("hmc", 3, 0.01)
+    ss = azcompat.get_group(idata, "sample_stats")
+    assert (ss["n_steps"].values == 3).all() and np.allclose(ss["step_size"].values, 0.01)
 
 
 def test_a_failed_final_write_loses_nothing(tmp_path, monkeypatch):
