@@ -123,7 +123,9 @@ def read_checkpoint(path: Path) -> tuple[dict, dict]:
     except Exception as e:  # noqa: BLE001  a truncated zip raises BadZipFile, EOFError, ValueError or OSError
         raise StoreError(f"{path} is unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
                          ) from None
-    if digest is None or digest != _digest(meta_json, [arrays[k] for k in sorted(arrays)]):
+    if digest is None:
+        raise StoreError(f"{path} carries no checksum (written by an older bnnzoo); it cannot be checked")
+    if digest != _digest(meta_json, [arrays[k] for k in sorted(arrays)]):
         raise StoreError(f"{path} is corrupt (its checksum does not match its content)")
     return meta, arrays
 
