@@ -162,16 +162,17 @@ def test_cli_list_and_sample(tmp_path, capsys):
                  "--quiet", "--out", str(out)]) == 0
     back = azcompat.from_netcdf(out)
     assert bnnzoo.run_config(back)["model_kwargs"]["width"] == 4
-    assert main(["sample", "relu", "--width", "0", "--out", str(out)]) == 2
+    refused = tmp_path / "refused.nc"      # the refusals below name their flag (an existing --out is refused first)
+    assert main(["sample", "relu", "--width", "0", "--out", str(refused)]) == 2
     assert "width must be" in capsys.readouterr().err
     # flags an entry does not take: a clear error naming the flag, not a TypeError traceback
-    assert main(["sample", "three_layer_erf", "--y-neg", "0.5", "--out", str(out)]) == 2
+    assert main(["sample", "three_layer_erf", "--y-neg", "0.5", "--out", str(refused)]) == 2
     assert "--y-neg does not apply to 'three_layer_erf'" in capsys.readouterr().err
-    assert main(["sample", "gdln_xor", "--width", "8", "--out", str(out)]) == 2
+    assert main(["sample", "gdln_xor", "--width", "8", "--out", str(refused)]) == 2
     assert "--width does not apply" in capsys.readouterr().err
     assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
     assert "not found" in capsys.readouterr().err
-    assert main(["sample", "relu", "--coordinator", "localhost:1234", "--out", str(out)]) == 2   # before any JAX
+    assert main(["sample", "relu", "--coordinator", "localhost:1234", "--out", str(refused)]) == 2   # before any JAX
     assert "go together, with --distributed" in capsys.readouterr().err
     # the exact Gibbs sampler for linear nets, and its clear refusal elsewhere
     out_g = tmp_path / "gibbs.nc"                             # a new file: ArviZ 1.x keeps `out` open (lazy load)
@@ -180,14 +181,15 @@ def test_cli_list_and_sample(tmp_path, capsys):
     back = azcompat.from_netcdf(out_g)
     assert bnnzoo.run_config(back)["sampler"]["sampler"] == "gibbs"
     assert azcompat.get_group(back, "posterior")["z1"].shape == (2, 5, 4, 6)
-    assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(out_g)]) == 2
+    assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(refused)]) == 2
     assert "linear fully-connected nets only" in capsys.readouterr().err
     out_c = tmp_path / "chees.nc"
     assert main(["sample", "relu", "--sampler", "chees", "--width", "4", "--P", "6", "--chains", "2", "--warmup",
                  "20", "--samples", "5", "--quiet", "--out", str(out_c)]) == 0
     assert bnnzoo.run_config(azcompat.from_netcdf(out_c))["sampler"]["sampler"] == "chees"
-    assert main(["sample", "relu", "--sampler", "chees", "--chains", "1", "--out", str(out_c)]) == 2
+    assert main(["sample", "relu", "--sampler", "chees", "--chains", "1", "--out", str(refused)]) == 2
     assert "num_chains >= 2" in capsys.readouterr().err
+    assert not refused.exists()
 
 
 def test_matmul_precision_is_set_while_tracing_and_recorded():

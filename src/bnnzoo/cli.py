@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
 
@@ -342,11 +341,91 @@ def _use_cpu_cores(args) -> None:
         numpyro.set_host_device_count(n)
 
 
-def _cmd_sample(args) -> int:
+def _check_path(path, flag: str, *, folder: bool = False, overwrite: bool = False) -> Path:
+    """Refuse, before anything compiles, an output path that cannot be written: a folder given for a file (or a
+    file for a folder), a path below a regular file, a place without write permission, an existing file without
+    ``--overwrite``.  Returns the path."""
+    path = Path(path)
+    if path.exists():
+        if folder and not path.is_dir():
+            raise ValueError(f"{flag}: {path} is a file, not a folder")
+        if not folder and path.is_dir():
+            raise ValueError(f"{flag}: {path} is a folder; give a file name")
+        if not folder and not overwrite:
+            raise ValueError(f"{flag}: {path} exists; pass --overwrite to replace it")
+    where = path if folder and path.exists() else path.parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise ValueError(f"{flag}: {path} lies below {where}, which is a file, not a folder")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag}: cannot write in {where} (permission denied)")
+    return path
+
+
+def _write_run(idata, out: Path, flag: str = "--out") -> None:
+    """Write ``idata`` to a temporary file beside ``out`` and rename it into place, so ``out`` is never half
+    written; when that fails (the folder vanished, the disk is full), the run goes to a rescue file in the system's
+    temporary folder and the error names it."""
+    import tempfile
+
     from . import azcompat
+
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        azcompat.to_netcdf(idata, tmp)
+        os.replace(tmp, out)
+        return
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:            # its folder is gone or is a file: there is no temporary file either
+            pass
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        fd, rescue = tempfile.mkstemp(prefix="bnnzoo-rescue-", suffix=".nc")
+        os.close(fd)
+        try:
+            azcompat.to_netcdf(idata, rescue)
+        except OSError:
+            Path(rescue).unlink(missing_ok=True)
+            raise ValueError(f"{flag}: could not write {out} ({reason}), nor a rescue copy") from None
+        raise ValueError(f"{flag}: could not write {out} ({reason}); the run was saved to {rescue}") from None
+
+
+# flag -> (argparse dest, minimum) for the sample command's integer options
+_SAMPLE_INTS = {"--chains": ("chains", 1), "--warmup": ("warmup", 0), "--samples": ("samples", 1),
+                "--thin": ("thin", 1), "--seed": ("seed", 0), "--P-test": ("P_test", 0), "--chunk": ("chunk", 1),
+                "--num-steps": ("num_steps", 1), "--warm-start": ("warm_start", 0)}
+
+
+def _check_sample_flags(args) -> None:
+    """One-line errors naming the flag, before anything compiles (the library would name its own argument)."""
+    for flag, (dest, lo) in _SAMPLE_INTS.items():
+        v = getattr(args, dest, None)
+        if v is not None and v < lo:
+            raise ValueError(f"{flag} must be >= {lo}, got {v}")
+    if args.step_size is not None and not (args.step_size > 0 and args.step_size < float("inf")):
+        raise ValueError(f"--step-size must be a finite number > 0, got {args.step_size}")
+    if args.sampler == "hmc" and args.num_steps is None:
+        raise ValueError("--sampler hmc needs --num-steps (leapfrog steps per draw; --step-size fixes the step, "
+                         "otherwise it is adapted during warm-up)")
+    if args.num_steps is not None and args.sampler != "hmc":
+        raise ValueError(f"--num-steps applies to --sampler hmc only, not {args.sampler}")
+    if args.step_size is not None and args.sampler == "gibbs":
+        raise ValueError("--step-size does not apply to --sampler gibbs")
+    if args.exclude is not None and not [s for s in args.exclude.split(",") if s.strip()]:
+        raise ValueError(f"--exclude takes comma-separated site names, got {args.exclude!r}")
+
+
+def _cmd_sample(args) -> int:
     from .inference import sample
     from .models import get_entry
 
+    _check_sample_flags(args)
+    out = _check_path(args.out, "--out", overwrite=args.overwrite)
+    if getattr(args, "chunk", None) is not None or args.store is not None or args.resume:
+        _check_path(args.store if args.store is not None else str(out) + ".store", "--store", folder=True)
     entry = get_entry(args.entry)
     task_kw, overrides = sample_arguments(entry, args)
     explicit = [args.coordinator, args.num_processes, args.process_id]
@@ -365,16 +444,15 @@ def _cmd_sample(args) -> int:
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
                    seed=args.seed, thinning=args.thin, record=record, progress=not args.quiet,
-                   sampler=args.sampler, matmul_precision=precision, **_long_run_options(args), **overrides)
-    out = Path(args.out)
+                   sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
+                   step_size=args.step_size, **_long_run_options(args), **overrides)
     if args.distributed:
         import jax
 
         if jax.process_index() != 0:       # every process holds the whole run; one writes it
             print(f"process {jax.process_index()} done ({time.time() - t0:.1f} s); process 0 writes {out}")
             return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    azcompat.to_netcdf(idata, out)
+    _write_run(idata, out)
     print(f"wrote {out} ({time.time() - t0:.1f} s; {task!r})")
     return 0
 
@@ -440,20 +518,38 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-def _cmd_diagnose(args) -> int:
+def _read_run(path: str):
+    """Read a run file for ``diagnose``, with a one-line error for anything that is not a readable NetCDF run."""
     from . import azcompat
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"run file {p} not found (write one with `bnnzoo sample ... --out FILE`)")
+    if p.is_dir():
+        raise ValueError(f"run file {p} is a folder, not a NetCDF file")
+    if p.stat().st_size == 0:
+        raise ValueError(f"run file {p} is empty")
+    try:
+        return azcompat.from_netcdf(p)
+    except Exception as e:  # noqa: BLE001  h5py / xarray raise OSError, ValueError, KeyError ... for a bad file
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ValueError(f"run file {p} is not a readable NetCDF run (truncated, or not written by `bnnzoo sample`?"
+                         f" {type(e).__name__}: {first})") from None
+
+
+def _cmd_diagnose(args) -> int:
     from .diagnostics import diagnose
 
-    if not Path(args.run).is_file():
-        raise FileNotFoundError(f"run file {args.run} not found (write one with `bnnzoo sample ... --out FILE`)")
-    idata = azcompat.from_netcdf(args.run)
-    rep = diagnose(idata, store=args.save is not None, kernels=not args.no_kernels)
-    if args.figures:
+    figures = _check_path(args.figures, "--figures", folder=True) if args.figures else None
+    save = _check_path(args.save, "--save", overwrite=args.overwrite) if args.save else None
+    idata = _read_run(args.run)
+    rep = diagnose(idata, store=save is not None, kernels=not args.no_kernels)
+    if figures is not None:
         from .plots import save_figures
 
-        save_figures(idata, args.figures, report=rep)
-    if args.save:
-        azcompat.to_netcdf(idata, args.save)
+        save_figures(idata, figures, report=rep)
+    if save is not None:
+        _write_run(idata, save, "--save")
     if args.json:
         print(rep.to_json(indent=1))
     else:
@@ -514,14 +610,21 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--samples", type=int, default=300, help="kept draws per chain")
     ps.add_argument("--thin", type=int, default=1, help="keep every k-th draw")
     ps.add_argument("--sampler", choices=["nuts", "hmc", "gibbs", "chees", "snaper"], default="nuts",
-                    help="gibbs: the exact blocked Gibbs sampler, linear nets only; chees: ChEES-HMC, every chain "
-                    "the same number of leapfrog steps, tuned across chains (>= 2 chains); snaper: the same sampler "
-                    "with the trajectory length tuned on the slowest direction (better readout mixing)")
+                    help="hmc: fixed --num-steps leapfrog steps per draw; gibbs: the exact blocked Gibbs sampler, "
+                    "linear nets only; chees: ChEES-HMC, every chain the same number of leapfrog steps, tuned across "
+                    "chains (>= 2 chains); snaper: the same sampler with the trajectory length tuned on the slowest "
+                    "direction (better readout mixing)")
+    ps.add_argument("--num-steps", dest="num_steps", type=int,
+                    help="--sampler hmc: leapfrog steps per draw (required for hmc)")
+    ps.add_argument("--step-size", dest="step_size", type=float,
+                    help="fixed leapfrog step size (nuts, hmc, chees, snaper; default: adapted during warm-up)")
     ps.add_argument("--seed", type=int, default=0, help="sampler seed (the task's own seed: --param seed=)")
     ps.add_argument("--record", help="comma-separated extra sites to record ('' for none; default: the entry's, "
                     "e.g. 'z' for the fully-connected nets, see `bnnzoo list -v`)")
     ps.add_argument("--quiet", action="store_true", help="no progress bar")
-    ps.add_argument("--out", required=True, help="output NetCDF file")
+    ps.add_argument("--out", required=True, help="output NetCDF file (written beside it under a temporary name, "
+                    "then renamed; an existing file is refused unless --overwrite)")
+    ps.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     ps.add_argument("--chunk", type=int, help="kept draws per chunk, each streamed to the store folder with a "
                     "sampler-state checkpoint")
     ps.add_argument("--store", help="folder for the chunks and checkpoints (default: OUT.store)")
@@ -562,14 +665,11 @@ def build_parser() -> argparse.ArgumentParser:
     pg.add_argument("--json", action="store_true", help="print the verdicts and numbers as JSON")
     pg.add_argument("--figures", metavar="DIR", help="also write the paper-style figures to DIR")
     pg.add_argument("--save", metavar="FILE", help="write the run with the diagnostics groups added to FILE")
+    pg.add_argument("--overwrite", action="store_true", help="replace an existing --save file")
     pg.add_argument("--no-kernels", dest="no_kernels", action="store_true",
                     help="skip kernels, CKA, D_LR and NC1 (the costliest part at large P)")
     pg.set_defaults(func=_cmd_diagnose)
     return p
-
-
-def _error(message) -> None:
-    print("bnnzoo: error: " + " ".join(str(message).splitlines()), file=sys.stderr)
 
 
 def main(argv=None) -> int:
@@ -580,14 +680,28 @@ def main(argv=None) -> int:
     args.own_process = argv is None
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        _error(e)
+    except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
+            FileExistsError) as e:
+        # bad input: one line, exit 2 (argparse's own convention)
+        print(f"bnnzoo: error: {_one_line(e)}", file=sys.stderr)
         return 2
-    except Exception as e:  # noqa: BLE001 -- no traceback reaches a command-line user
+    except KeyboardInterrupt:
+        print("bnnzoo: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001  no traceback reaches a CLI user; BNNZOO_TRACEBACK=1 shows it
         if os.environ.get("BNNZOO_TRACEBACK"):
             raise
-        _error(f"{type(e).__name__}: {e} (unexpected; BNNZOO_TRACEBACK=1 shows the traceback)")
+        print(f"bnnzoo: error: {type(e).__name__}: {_one_line(e)} (run with BNNZOO_TRACEBACK=1 for the traceback)",
+              file=sys.stderr)
         return 1
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception's message on one line (a FileNotFoundError from the OS also names its file)."""
+    msg = str(e)
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        msg = f"{e.filename}: {e.strerror}"
+    return " ".join(msg.split()) or type(e).__name__
 
 
 if __name__ == "__main__":

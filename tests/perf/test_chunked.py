@@ -6,7 +6,7 @@ import pytest
 
 import bnnzoo
 from bnnzoo import azcompat
-from bnnzoo.inference.engine import plan_blocks
+from bnnzoo.inference.chunked import plan_blocks
 from bnnzoo.tasks import toy_task
 
 KW = dict(num_chains=2, num_warmup=40, num_samples=30, seed=4, width=3, record=("z",), progress=False)
@@ -110,7 +110,7 @@ def test_a_store_is_not_overwritten_or_resumed_by_another_run(tmp_path):
     first = bnnzoo.sample("relu", t, seed=1, **kw)
     with pytest.raises(ValueError, match="already holds a run; pass resume=True"):
         bnnzoo.sample("relu", t, seed=1, **kw)
-    with pytest.raises(ValueError, match="holds a different run"):
+    with pytest.raises(ValueError, match="the store holds a run with seed=1, this call has seed=2"):
         bnnzoo.sample("relu", t, seed=2, resume=True, **kw)
     again = bnnzoo.sample("relu", t, seed=1, resume=True, **kw)
     a = azcompat.get_group(first, "posterior")["a"].values
