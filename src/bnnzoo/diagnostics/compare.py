@@ -48,8 +48,8 @@ class Agreement(Record):
     quantity : what is compared ("U", "K1", "mass[011]", ...).   theory : the theory function used.
     kind : "relative_error" (matrices: difference = ‖S − T‖/‖T‖) or "difference" (scalars: S − T).
     sampled, sampled_se : the sampled value (matrices: ‖S‖_F) and its MC standard error.   predicted : theory value
-    (matrices: ‖T‖_F).   difference, difference_se : see ``kind``.   max_z : largest |S − T|/se over elements.
-    tolerance : the expected agreement at this size.   within : |difference| ≤ tolerance.   note : caveats.
+    (matrices: ‖T‖_F).   difference, difference_se : see ``kind``.   max_z : largest ``|S − T|/se`` over elements.
+    tolerance : the expected agreement at this size.   within : ``|difference| ≤ tolerance``.   note : caveats.
     """
 
     quantity: str

@@ -129,7 +129,7 @@ class KernelResult(Record):
     """Kernels and richness of every layer (see module docstring; per-layer arrays have dim ``layer`` = 1..L).
 
     K, K_pre, K_prior : (layer, point, point2) posterior feature / preactivation kernels and the prior feature kernel.
-    learned_eigs : (layer, mode) leading eigenvalues of ΔK (largest |λ| first).
+    learned_eigs : (layer, mode) leading eigenvalues of ΔK (largest ``|λ|`` first).
     learned_fraction, lowrank_fraction : (layer,) ‖ΔK‖_F/‖K‖_F and the share of ‖ΔK‖²_F in m modes.
     target_cka, target_cka_se : (layer,) CKA(K_l, YYᵀ).   cka_matrix : (kernel, kernel2) between ``kernel_names``.
     d_lr, d_lr_se, nc1, nc1_se : (layer,).   d_lr_isotropic : 1 − √(r/N), r the rank of the centred targets.

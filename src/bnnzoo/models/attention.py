@@ -12,11 +12,12 @@ heads of key dimension d_h and the first token as the query::
     readout="standard":  c = 1/√(H d_h),  v = κ
     readout="meanfield": c = 1/(H d_h),   v = κ/(H d_h)   (rescaled temperature, as in the FCN core)
 
-The σ²/d prior (the issue's choice) makes q, k, v entries O(σ) under the prior for |x|² ≈ d, so the scores are O(σ²)
+The σ²/d prior (the issue's choice) makes q, k, v entries O(σ) under the prior for ``|x|²`` ≈ d, so the scores are O(σ²)
 at any d_h; β exposes the score temperature.  The exact equations of arXiv 2512.04165 were not available to us
 (theory.md §8 is tagged unverified): a standard single-layer softmax attention with a linear readout is our choice.
 
-Sites (every axis named by a plate):
+Sites (every axis named by a plate)::
+
     Q, K, V (head, key_dim, input), a (head, key_dim, class), f (point, class), y (point, class, observed), mse (),
     attn (head, point, token) only when recorded (record=("attn",)), f_test (test_point, class) with ``X_test``.
 """

@@ -7,7 +7,7 @@ Parametrisation (rows convention, X is (P, d))::
     f  = s · φ(h²)ᵀ a             (P, m)     a  ~ N(0, σ_a²) (N2, m)
     y | f ~ N(f, v)  entrywise
 
-with φ = erf (default; any activation of :mod:`bnnzoo.models.activations` is accepted) and
+with φ = erf (default; any activation of :mod:`bnnzoo.models.activations` is accepted) and::
 
     readout="standard":  s = 1/√N2,  v = κ        (lazy / NTK-style; the N2 → ∞ limit is the NNGP)
     readout="meanfield": s = 1/N2,   v = κ / N2   (rich / mean-field; the rescaled temperature T → T/N of
@@ -21,7 +21,8 @@ with the FCN core's "lazy" / "nonlazy" conventions (:mod:`bnnzoo.models.fcn`).  
 2512.04165 were not available to us (theory.md §8 is tagged unverified): this is our documented choice.
 
 Sites (dims as :func:`three_layer_dims` names them; W2's columns sit in the plate "neuron1_in", so that every plate
-has one size and dim, as automatic guides need):
+has one size and dim, as automatic guides need)::
+
     W1 (neuron1, input), W2 (neuron2, neuron1), a (neuron2, class), f (point, class), y (point, class, observed),
     mse (), q_a (class,), h1 (neuron1, point) / h2 (neuron2, point) only when recorded,
     f_test (test_point, class) only when ``X_test`` is given.

@@ -36,7 +36,7 @@ def hermite_task(d: int = 16, P: int = 64, P_test: int = 1000, w_star=None, nois
     Parameters
     ----------
     d : input dimension.  P : training points.  P_test : test points (the alignment A_f is measured there).
-    w_star : teacher direction (normalised to |w*| = 1); default a random unit vector drawn with ``seed``.
+    w_star : teacher direction (normalised to ``|w*| = 1``); default a random unit vector drawn with ``seed``.
     noise_std : optional label noise on the training targets (test targets stay clean).
     seed : seed of ``np.random.default_rng`` for w*, inputs and noise.
 

@@ -44,7 +44,7 @@ class DeepLinearT0:
     K : (L, P, P) posterior mean of each layer's kernel z_lᵀz_l/N.
     D : (L, m, m) K_l = σ_w^{2l} (K0 + Y D_l Yᵀ).
     f_train : (P, m) the mean training output, Y at T → 0.
-    residual : largest |entry| of the root-finding residual for C_1.
+    residual : largest ``|entry|`` of the root-finding residual for C_1.
     depth, sigma_a2, sigma_w2 : the inputs.
     """
 

@@ -33,8 +33,8 @@ Three levels of theory:
    O(1/N)).
 
 3. :func:`linear_exact_m1` — the exact finite-N posterior moments for m = 1 output (any N, P, T) by 1-D quadrature
-   [derived]: integrating the hidden weights out, F | a ~ N(0, c² σ_w² |a|² K0), so the posterior depends on a only
-   through r = |a|², with density ∝ r^{N/2−1} e^{−r/(2σ_a²)} N(Y | 0, c² σ_w² r K0 + v I), c the readout scale and v
+   [derived]: integrating the hidden weights out, F | a ~ N(0, c² σ_w² ``|a|²`` K0), so the posterior depends on a only
+   through r = ``|a|²``, with density ∝ r^{N/2−1} e^{−r/(2σ_a²)} N(Y | 0, c² σ_w² r K0 + v I), c the readout scale and v
    the likelihood variance; E[F | r] and E[zᵀz/N | r] are Gaussian conditionals.  An oracle for samplers and for the
    N → ∞ limit of :func:`linear_saddle_point`.
 """
@@ -169,7 +169,7 @@ class LinearSaddlePoint:
     K1_test : (P*, P*) and K1_train_test : (P, P*) hidden kernel on / with the test points, or None.
     U_leading_order : (m, m) the paper's leading-order U (U² = σ_a² Yᵀ K⁻¹ Y) for comparison, or None when
         K0 is singular or for the lazy readout.
-    residual : max |σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ| at the solution (0 for the closed forms).
+    residual : max ``|σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ|`` at the solution (0 for the closed forms).
     temperature, sigma_a2, sigma_w2, readout : the inputs.
     """
 
@@ -284,7 +284,7 @@ def linear_saddle_point(X, Y=None, *, temperature: float, sigma_a2: float | None
 
     ``temperature=0`` gives the closed form (needs K0 invertible).  ``sigma_a2`` defaults to 1/P (non-lazy) or 1
     (lazy).  Raises RuntimeError if the solver does not reach ``tol`` on the dimensionless residual
-    max |σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ| (reported as ``residual``).
+    max ``|σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ|`` (reported as ``residual``).
     """
     X, Y = as_xy(X, Y)
     readout = check_readout(readout)
@@ -382,7 +382,7 @@ class LinearExactM1:
 
 def linear_exact_m1(X, Y=None, *, width: int, temperature: float, sigma_a2: float | None = None,
                     sigma_w2: float = 1.0, readout: str = "nonlazy", num_nodes: int = 4001) -> LinearExactM1:
-    """Exact finite-N posterior moments E[aᵀa/N], E[f], E[zᵀz/N] for m = 1 by quadrature over r = |a|².
+    """Exact finite-N posterior moments E[aᵀa/N], E[f], E[zᵀz/N] for m = 1 by quadrature over r = ``|a|²``.
 
     With K0 = Q diag(κ) Qᵀ, ỹ = QᵀY, g_j = c² σ_w² r κ_j, s_j = g_j + v:
     log p(r) = (N/2 − 1) log r − r/(2σ_a²) − ½ Σ_j [log s_j + ỹ_j²/s_j];

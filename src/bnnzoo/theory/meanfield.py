@@ -23,7 +23,7 @@ when that exceeds the prior mean activation m1(0) (½ for the sigmoid, 0 for lin
 Units: a is the readout weight itself (non-lazy readout f = (1/N) Σ_i a_i φ(z_i)); no rescaling.  On the paper's toy
 task (P = 40, sigmoid, y+ = 1, y− = ½, σ_a² = 1/P) this gives the branches quoted in theory.md §5 directly.
 
-ReLU: M(s) ≈ e^{s²σ²/2} for s → ∞, so p(a) is not normalisable once Σ_c P_c σ² (λ_cᵀ a)² outgrows |a|²/σ_a² along some
+ReLU: M(s) ≈ e^{s²σ²/2} for s → ∞, so p(a) is not normalisable once Σ_c P_c σ² (λ_cᵀ a)² outgrows ``|a|²/σ_a²`` along some
 direction: the neurons that would sit there are the O(√N) outliers, which the single-neuron picture does not describe.
 The result then says so (``normalizable = False``, ``status``) instead of returning a density.
 """
@@ -118,7 +118,7 @@ class MeanFieldResult:
         (what the time average of a neuron frozen in branch γ estimates).  branch_mass : (B,) P_γ.
     branch_activation : (B, C) m1(λ_cᵀ a_γ).   branch_code : tuple of B strings ("011", ...), bit c = activation on
         class c above the prior mean activation.   unassigned_mass : mass in basins below ``min_mass``.
-    residual : max |E[a m1] + Tλ − y| at the solution.  grid_change : max |residual| / max |y| of the same λ on a
+    residual : max ``|E[a m1] + Tλ − y|`` at the solution.  grid_change : max ``|residual|`` / max ``|y|`` of the same λ on a
         1.5× finer grid (grid-convergence check; NaN if not run).
     normalizable : False when p(a) is not normalisable (ReLU outliers) — then the fields above are NaN/empty.
     status : "ok", or an explanation of why the single-neuron bulk picture failed.
@@ -370,8 +370,8 @@ def single_neuron_meanfield_classes(
     log_range : the grid box covers log p > max − log_range.       min_mass : smallest reported branch.
     lam0 : optional (C, m) starting λ; default: continuation over ``n_continuation`` temperatures from large T
         (λ ≈ y/T, unique solution) down to ``temperature`` on a coarse grid, then the full grid.
-    tol : required max |residual|.
-    check_grid : evaluate the residual of the solution on a 1.5× finer grid (``grid_change``, relative to max |y|).
+    tol : required max ``|residual|``.
+    check_grid : evaluate the residual of the solution on a 1.5× finer grid (``grid_change``, relative to max ``|y|``).
     """
     targets = np.atleast_2d(np.asarray(targets, dtype=float))
     sizes = np.asarray(class_sizes, dtype=float)
