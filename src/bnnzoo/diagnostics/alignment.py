@@ -1,4 +1,4 @@
-"""Observables of the three-layer, attention and gated networks (theory.md §8–9), as typed records.
+"""Observables of the three-layer, attention and gated networks (docs/theory.md §8–9), as typed records.
 
 * :func:`alignment` — A_f = ⟨f, y⟩/⟨y, y⟩ on the test inputs, of the posterior-mean predictor and per draw.
 * :func:`first_layer_overlaps` — overlaps m_j = W¹_j · w* of the first-layer neurons with the teacher direction and

@@ -1,7 +1,7 @@
 """Samples next to theory: one function, :func:`compare_with_theory`, that picks the theories that apply to a run and
 reports every agreement as a number with its Monte-Carlo uncertainty.
 
-What is compared (theory.md §4–6):
+What is compared (docs/theory.md §4–6):
 
 * **linear, one hidden layer** — :func:`bnnzoo.theory.linear.linear_saddle_point` (exact as N → ∞ at finite P, T):
   the readout second moment U = E[a aᵀ] (sampled: aᵀa/N per draw), the hidden kernel K1 = E[zᵀz]/N, the mean
@@ -13,11 +13,11 @@ What is compared (theory.md §4–6):
   branch masses P_γ against the fractions of units whose modal code is the branch's code, branch centres against the
   mean time-averaged readout of those of them that stay in their code (persistence ≥ 0.9), the set of codes, and U;
 * **ReLU** — the mean field has no normalisable bulk (outliers); the comparison is the outlier count against m
-  (theory.md §3: m outliers, one per class, on the toy task);
+  (docs/theory.md §3: m outliers, one per class, on the toy task);
 * **GP baseline** — when the run has a test set: the NNGP mean predictor of the run's lazy twin
   (:func:`bnnzoo.theory.gp.gp_posterior`, σ_a² = 1, likelihood variance T) and its generalization error against the
-  sampled mean predictor; a tested agreement for linear nets (mean predictor = GP predictor, theory.md §3), reported
-  only for nonlinear ones.
+  sampled mean predictor; a tested agreement for linear nets (mean predictor = GP predictor, docs/theory.md §3),
+  reported only for nonlinear ones.
 
 Matrix agreements are relative Frobenius errors ‖S − T‖/‖T‖ with the standard error that Monte-Carlo noise alone
 gives (√Σ se_ij² / ‖T‖), plus the largest elementwise z-score.  Scalar agreements are differences with their
@@ -278,7 +278,7 @@ def _outliers(rd: RunData, out: list, used: list, branches=None):
 
     o = branches.outliers if branches is not None and branches.outliers is not None else \
         find_outliers(rd.a, rd.z(rd.depth))
-    name = "theory.md §3 (sparse code: m outliers, one per class)"
+    name = "docs/theory.md §3 (sparse code: m outliers, one per class)"
     used.append(name)
     per = np.array(o.per_chain, float)
     out.append(_scalar_agreement("outliers_per_chain", name, per.mean(),
@@ -315,7 +315,7 @@ def _gp(rd: RunData, out: list, used: list, skipped: dict):
     eg_se = float(np.sqrt(np.sum(d**2)) / d.size)
     eg_gp = float(np.mean((rd.Y_test - gp.mean) ** 2))
     if rd.activation == "linear":
-        note, tol = "linear nets: mean predictor = GP predictor (theory.md §3)", _finite_n_tolerance(rd)
+        note, tol = "linear nets: mean predictor = GP predictor (docs/theory.md §3)", _finite_n_tolerance(rd)
         tol_e = max(3 * tol * eg_gp, 1e-3)
     else:
         note, tol, tol_e = "nonlinear non-lazy nets need not match the GP (reported, not tested)", float("inf"), \

@@ -1,5 +1,5 @@
 """Kernels and richness: posterior-averaged kernels per layer, their learned low-rank part, CKA, D_LR and NC1
-(theory.md §7).
+(docs/theory.md §7).
 
 For layer l with preactivations z (N × n) on n inputs:
 
@@ -48,7 +48,7 @@ def cka(K: np.ndarray, L: np.ndarray) -> float:
 
 
 def d_lr(features: np.ndarray, outputs: np.ndarray, rank: int | None = None, tol: float = 1e-8) -> float:
-    """D_LR of features (n, p) given network outputs (n, C) (theory.md §7).
+    """D_LR of features (n, p) given network outputs (n, C) (docs/theory.md §7).
 
     Q spans the ``rank`` leading singular directions of the centred outputs; ``rank=None`` keeps every direction
     above ``tol`` times the largest singular value.  Sampled outputs carry noise of size √(T/N) in directions the
@@ -183,7 +183,7 @@ def _batches(n_draws: int, n_batches: int):
 
 def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior_width: int = 4000,
                          seed: int = 0) -> KernelResult:
-    """Posterior kernels of every layer and the richness measures of theory.md §7 (module docstring)."""
+    """Posterior kernels of every layer and the richness measures of docs/theory.md §7 (module docstring)."""
     rd: RunData = run_data(idata)
     L, m, P = rd.depth, rd.m, rd.P
     C, D = rd.n_chains, rd.n_draws

@@ -240,6 +240,6 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             observables=_FCN_COMMON,
             description=(f"lazy twin of {_name}: 1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1 "
                          "(GP limit)" if _lazy else _desc),
-            reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); theory.md §1-3"
+            reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); docs/theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
         ))

@@ -19,9 +19,9 @@ Theories (tag: [paper] van Meegen & Sompolinsky 2025; [derived] ours, checked nu
   limit.  Within 0.2–0.7 % of the exact deep Gibbs sampler at N = 500 where the leading order is off by 4–31 %.
 * :func:`single_neuron_meanfield` [derived] — one hidden layer, any φ, orthogonal toy task (K0 = κ I), N → ∞:
   readout density p(a) ∝ N(a|0, σ_a²) Π_c M(λ_cᵀa)^{P_c}, its branches (modes, masses, codes), per-class mean
-  activations, posterior-averaged feature kernel.  Reproduces the linear theory for φ = id and theory.md's four
-  sigmoid branches at P = 40.  ReLU at low T: p(a) is not normalisable (outlier neurons, outside this picture) —
-  reported in ``status`` / ``normalizable``.
+  activations, posterior-averaged feature kernel.  Reproduces the linear theory for φ = id and the four sigmoid
+  branches at P = 40 of docs/theory.md §5.  ReLU at low T: p(a) is not normalisable (outlier neurons, outside this
+  picture) — reported in ``status`` / ``normalizable``.
 * :func:`nngp_kernel`, :func:`gp_posterior`, :func:`gp_generalization` [standard] — NNGP kernels of any depth for
   linear / ReLU / erf / sigmoid with the FCN scalings; GP predictor with noise T; class-wise generalization error.
   The N → ∞ limit of the lazy readout; for linear nets also the non-lazy mean predictor at T → 0.

@@ -8,7 +8,7 @@ samples.  This module keeps P finite and takes only N → ∞ and T → 0.
 Derivation (σ_w² = 1).  The layer kernels K_l = z_lᵀz_l/N concentrate as N → ∞.  Given K_{l−1}, the N rows of z_l
 are i.i.d. N(0, K_{l−1}), so a value K_l of their empirical covariance costs the Wishart large-deviation rate
 (N/2)[tr(K_{l−1}⁻¹K_l) − log det(K_{l−1}⁻¹K_l) − P].  The top layer with the readout is the one-layer problem of
-theory.md §4 with input kernel K_{L−1}: at T → 0, K_L − K_{L−1} = Y U⁻¹ Yᵀ with U² − σ_a² U = σ_a² Yᵀ K_{L−1}⁻¹ Y.
+docs/theory.md §4 with input kernel K_{L−1}: at T → 0, K_L − K_{L−1} = Y U⁻¹ Yᵀ with U² − σ_a² U = σ_a² Yᵀ K_{L−1}⁻¹ Y.
 Stationarity of the rate in each intermediate K_l gives K_{l+1} − K_l = K_l K_{l−1}⁻¹ (K_l − K_{l−1}).  Every
 K_l − K0 = Y D_l Yᵀ then lies in the span of Y: with C_l = D_l − D_{l−1} (D_0 = 0) and B = Yᵀ K0⁻¹ Y (m × m),
 

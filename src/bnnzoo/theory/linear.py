@@ -1,8 +1,8 @@
-"""Analytic theory of Bayesian *linear* networks (theory.md §4).
+"""Analytic theory of Bayesian *linear* networks (docs/theory.md §4).
 
 Conventions (bnnzoo rows convention): ``X`` is (P, N0), ``Y`` is (P, m); K0 = X Xᵀ/N0 (P × P);
 k0(x*) = X x*/N0; hidden prior N(0, σ_w²), readout prior N(0, σ_a²); non-lazy readout f = zᵀa/N with likelihood
-variance T/N; lazy readout f = zᵀa/√N with variance T.  Matrices that theory.md writes m × P (Λ, F) are stored
+variance T/N; lazy readout f = zᵀa/√N with variance T.  Matrices that docs/theory.md writes m × P (Λ, F) are stored
 *transposed*, as (P, m) arrays, like every other per-point quantity in bnnzoo: ``Lambda = Λᵀ``, ``f_train = Fᵀ``.
 
 Three levels of theory:
@@ -162,7 +162,7 @@ class LinearSaddlePoint:
     Attributes
     ----------
     U : (m, m) posterior second moment of one neuron's readout E[a_i a_iᵀ] (sampler estimate: aᵀa/N).
-    Lambda : (P, m) the conjugate field Λᵀ (theory.md's Λ is m × P).
+    Lambda : (P, m) the conjugate field Λᵀ (docs/theory.md's Λ is m × P).
     f_train : (P, m) posterior-mean training output Fᵀ = Y − T Λᵀ.
     K1 : (P, P) posterior mean of the hidden kernel zᵀz/N.
     f_test : (P*, m) posterior-mean predictor on X_test, or None.
