@@ -140,8 +140,7 @@ def _scalar_agreement(name, theory, value, se, predicted, tolerance, note="") ->
 
 
 def _finite_n_tolerance(rd: RunData, factor: float = 5.0) -> float:
-    """Expected relative size of the finite-width corrections to an N → ∞ theory, O(1/N): we allow factor/N (0.05
-    at N = 100; measured at N = P = 100, T = 0.01: 0.008 for the linear U, 0.011 for K1, 0.006 for the sigmoidal U)."""
+    """Expected relative size of the finite-width corrections to an N → ∞ theory, O(1/N): ``factor / width``."""
     return factor / rd.width
 
 
@@ -191,9 +190,8 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict):
 
 
 def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
-    """The derived finite-P theory of deep linear nets (exact as N → ∞, T → 0).  Its T → 0 limit shifts U and K by
-    about 1.7·T relatively at σ_a² = 1/P (one-layer exact saddle, T = 0.01 vs 0; 0.7 % at depth 2–3 against Gibbs),
-    so it is compared only at T <= 0.02, with tolerance 5/N + 2T."""
+    """The derived finite-P theory of deep linear nets (exact as N → ∞, T → 0).  Its T → 0 limit differs from the
+    finite-T posterior by O(T) relatively, so it is compared only at T <= 0.02, with tolerance 5/N + 2T."""
     from ..theory import deep_linear as dl
 
     name = "theory.deep_linear.deep_linear_zero_temperature"

@@ -12,9 +12,9 @@ heads of key dimension d_h and the first token as the query::
     readout="standard":  c = 1/√(H d_h),  v = κ
     readout="meanfield": c = 1/(H d_h),   v = κ/(H d_h)   (rescaled temperature, as in the FCN core)
 
-The σ²/d prior (the issue's choice) makes q, k, v entries O(σ) under the prior for ``|x|²`` ≈ d, so the scores are O(σ²)
-at any d_h; β exposes the score temperature.  The exact equations of arXiv 2512.04165 were not available to us
-(docs/theory.md §8 is tagged unverified): a standard single-layer softmax attention with a linear readout is our choice.
+The σ²/d prior makes q, k, v entries O(σ) under the prior for ``|x|²`` ≈ d, so the scores are O(σ²) at any d_h;
+β exposes the score temperature.  The exact equations of arXiv 2512.04165 were not available to us (docs/theory.md
+§8 is tagged unverified): a standard single-layer softmax attention with a linear readout is our choice.
 
 Sites (every axis named by a plate)::
 

@@ -16,9 +16,9 @@ with φ = erf (default; any activation of :mod:`bnnzoo.models.activations` is ac
 Why this choice: the 1/√fan-in factors keep every preactivation O(1) under the prior at any width, so the prior is
 the NNGP of docs/theory.md §6 and the weight decay of Rubin et al. is simply the Gaussian prior (σ² = 1/weight decay);
 the ridge / temperature κ is the variance of the Gaussian likelihood (Langevin dynamics on ½Σ(f−y)²/κ + weight decay
-equilibrates to exactly this posterior).  The two readouts are the two scalings named in the issue; they coincide
-with the FCN core's "lazy" / "nonlazy" conventions (:mod:`bnnzoo.models.fcn`).  The exact equations of arXiv
-2512.04165 were not available to us (docs/theory.md §8 is tagged unverified): this is our documented choice.
+equilibrates to exactly this posterior).  The two readouts coincide with the FCN core's "lazy" / "nonlazy"
+conventions (:mod:`bnnzoo.models.fcn`).  The exact equations of arXiv 2512.04165 were not available to us
+(docs/theory.md §8 is tagged unverified): this is our documented choice.
 
 Sites (dims as :func:`three_layer_dims` names them; W2's columns sit in the plate "neuron1_in", so that every plate
 has one size and dim, as automatic guides need)::
