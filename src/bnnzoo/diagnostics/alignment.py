@@ -1,9 +1,9 @@
-"""Observables of the three-layer, attention and gated networks (theory.md §8–9), as typed records.
+"""Observables of the three-layer, attention and gated networks (docs/theory.md §8–9), as typed records.
 
 * :func:`alignment` — A_f = ⟨f, y⟩/⟨y, y⟩ on the test inputs, of the posterior-mean predictor and per draw.
 * :func:`first_layer_overlaps` — overlaps m_j = W¹_j · w* of the first-layer neurons with the teacher direction and
-  the number of *specialists*, |m_j| > 3 NNGP standard deviations (σ₁: in the NNGP limit the first layer stays at
-  its prior, m_j ~ N(0, σ₁²) for |w*| = 1, so 0.27 % of neurons cross the line by chance).
+  the number of *specialists*, ``|m_j|`` > 3 NNGP standard deviations (σ₁: in the NNGP limit the first layer stays at
+  its prior, m_j ~ N(0, σ₁²) for ``|w*|`` = 1, so 0.27 % of neurons cross the line by chance).
 * :func:`second_layer_overlaps` — correlation of each second-layer preactivation h²_k(x) with the target He₃(w*·x) and
   with the linear feature w*·x on the test inputs.
 * :func:`pathway_maps`, :func:`pathway_spectra`, :func:`pathway_generalization` — GDLN end-to-end pathway maps W_p,
@@ -28,7 +28,7 @@ __all__ = ["AlignmentResult", "alignment", "alignment_from_arrays", "FirstLayerO
            "PathwayGeneralization", "pathway_generalization", "SPECIALIST_PRIOR_FRACTION"]
 
 SPECIALIST_PRIOR_FRACTION = math.erfc(3.0 / math.sqrt(2.0))
-"""P(|z| > 3) for z ~ N(0, 1) ≈ 0.0027: the chance fraction of specialists under the NNGP (prior) first layer."""
+"""P(``|z|`` > 3) for z ~ N(0, 1) ≈ 0.0027: the chance fraction of specialists under the NNGP (prior) first layer."""
 
 
 def _config(idata) -> dict:
@@ -111,8 +111,8 @@ def alignment(idata, y_test=None, mask=None) -> AlignmentResult:
 class FirstLayerOverlaps:
     """First-layer overlaps with the teacher direction.
 
-    overlaps : (chain, draw, neuron1) m_j = W¹_j · w*.  cosines : the same divided by |W¹_j|.
-    threshold : 3 σ₁ (3 NNGP standard deviations).  n_specialists : (chain, draw) count of |m_j| > threshold.
+    overlaps : (chain, draw, neuron1) m_j = W¹_j · w*.  cosines : the same divided by ``|W¹_j|``.
+    threshold : 3 σ₁ (3 NNGP standard deviations).  n_specialists : (chain, draw) count of ``|m_j|`` > threshold.
     mean_specialists : its posterior mean.  chance : N1 × 0.0027, the count expected under the NNGP / prior.
     q_star : posterior mean of the mean squared overlap ⟨m_j²⟩_j (σ₁² under the prior).
     """
@@ -152,7 +152,7 @@ class SecondLayerOverlaps:
 
     r3, r1 : (chain, draw, neuron2) correlations corr_x(h²_k(x), He₃(w*·x)) and corr_x(h²_k(x), w*·x).
     q3, q1 : posterior means of the population averages ⟨r3²⟩_k and ⟨r1²⟩_k.
-    max_r3 : posterior mean of max_k |r3|.  n_test : test inputs used.
+    max_r3 : posterior mean of max_k ``|r3|``.  n_test : test inputs used.
     """
 
     r3: np.ndarray

@@ -1,7 +1,7 @@
 """Readout branches and ReLU outliers.
 
 **Branches.**  When ergodicity is broken the single-neuron readout posterior splits into disconnected branches
-(theory.md §3, §5: the modes a_γ of p(a) with masses P_γ).  Each neuron's readout vector, averaged over its
+(docs/theory.md §3, §5: the modes a_γ of p(a) with masses P_γ).  Each neuron's readout vector, averaged over its
 trajectory, sits in one branch.  :func:`readout_branches` clusters these time averages — one point per *unit*
 (a neuron of one chain; chains are independent networks, so their units are pooled) — with a Gaussian mixture
 whose number of components k = 1..k_max is chosen by the Bayesian information criterion (BIC, full covariances),

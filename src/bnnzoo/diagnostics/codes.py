@@ -104,20 +104,48 @@ def unit_modal_codes(rd: RunData, layer: int) -> np.ndarray:
 class CodeResult(Record):
     """Codes of one layer.
 
-    layer : 1..L.   activation : φ.   kind : "binary" or "analog" (linear φ).
-    scheme : {code: number of selective units with that modal code}.   scheme_fraction : the same as fractions.
-    n_units, n_selective : units (neurons × chains) and how many are selective; selectivity_threshold : the cut on
-        the median max-class |z̄|.
-    switching_rate, switching_rate_se : code changes per unit per draw (selective units).
-    persistence : median fraction of draws at the modal code.   turnover : fraction of units whose early and late
-        modal codes differ.   code_memory : μ over half a run.   verdict : "frozen" (μ > 0.5) or "switching".
-    scheme_drift, scheme_drift_null : mean TV distance of the per-draw scheme from the average scheme, and its
-        multinomial noise level.   scheme_stable : drift < 0.1.
-    strength_quantiles : (10, 50, 90 %) of the analog strength |z̄_i(t)| over units and draws.
-    ids : (chain, draw, neuron) code id of every unit at every draw.   modal : (chain, neuron) modal id.
-    persistence_per_unit : (chain, neuron).   selective : (chain, neuron) flags.
-    mean_activation : (chain, neuron, class) time-averaged class-mean activation φ.
-    scheme_trace : (chain, draw, code) fraction of selective units with each code id at each draw.
+    Attributes
+    ----------
+    layer : int
+        Layer index, 1..L.
+    activation : str
+        The activation φ.
+    kind : str
+        ``"binary"``, or ``"analog"`` for a linear φ.
+    scheme, scheme_fraction : dict
+        {code: number of selective units with that modal code}, and the same as fractions.
+    n_units, n_selective : int
+        Units (neurons × chains), and how many of them are selective.
+    selectivity_threshold : float
+        The cut on the median max-class ``|z̄|``.
+    switching_rate, switching_rate_se : float
+        Code changes per unit per draw (selective units), and its standard error.
+    persistence : float
+        Median fraction of draws at the modal code.
+    turnover : float
+        Fraction of units whose early and late modal codes differ.
+    code_memory : float
+        μ over half a run.
+    verdict : str
+        ``"frozen"`` (μ > 0.5) or ``"switching"``.
+    scheme_drift, scheme_drift_null : float
+        Mean TV distance of the per-draw scheme from the average scheme, and its multinomial noise level.
+    scheme_stable : bool
+        Drift < 0.1.
+    strength_quantiles : tuple
+        (10, 50, 90 %) quantiles of the analog strength ``|z̄_i(t)|`` over units and draws.
+    ids : ndarray, dims (chain, draw, neuron)
+        Code id of every unit at every draw.
+    modal : ndarray, dims (chain, neuron)
+        Modal code id.
+    persistence_per_unit : ndarray, dims (chain, neuron)
+        Fraction of draws at the unit's modal code.
+    selective : ndarray, dims (chain, neuron)
+        Selectivity flags.
+    mean_activation : ndarray, dims (chain, neuron, class)
+        Time-averaged class-mean activation φ.
+    scheme_trace : ndarray, dims (chain, draw, code)
+        Fraction of selective units with each code id at each draw.
     """
 
     layer: int

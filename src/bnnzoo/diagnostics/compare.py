@@ -1,7 +1,7 @@
 """Samples next to theory: one function, :func:`compare_with_theory`, that picks the theories that apply to a run and
 reports every agreement as a number with its Monte-Carlo uncertainty.
 
-What is compared (theory.md §4–6):
+What is compared (docs/theory.md §4–6):
 
 * **linear, one hidden layer** — :func:`bnnzoo.theory.linear.linear_saddle_point` (exact as N → ∞ at finite P, T):
   the readout second moment U = E[a aᵀ] (sampled: aᵀa/N per draw), the hidden kernel K1 = E[zᵀz]/N, the mean
@@ -13,11 +13,11 @@ What is compared (theory.md §4–6):
   branch masses P_γ against the fractions of units whose modal code is the branch's code, branch centres against the
   mean time-averaged readout of those of them that stay in their code (persistence ≥ 0.9), the set of codes, and U;
 * **ReLU** — the mean field has no normalisable bulk (outliers); the comparison is the outlier count against m
-  (theory.md §3: m outliers, one per class, on the toy task);
+  (docs/theory.md §3: m outliers, one per class, on the toy task);
 * **GP baseline** — when the run has a test set: the NNGP mean predictor of the run's lazy twin
   (:func:`bnnzoo.theory.gp.gp_posterior`, σ_a² = 1, likelihood variance T) and its generalization error against the
-  sampled mean predictor; a tested agreement for linear nets (mean predictor = GP predictor, theory.md §3), reported
-  only for nonlinear ones.
+  sampled mean predictor; a tested agreement for linear nets (mean predictor = GP predictor, docs/theory.md §3),
+  reported only for nonlinear ones.
 
 Matrix agreements are relative Frobenius errors ‖S − T‖/‖T‖ with the standard error that Monte-Carlo noise alone
 gives (√Σ se_ij² / ‖T‖), plus the largest elementwise z-score.  Scalar agreements are differences with their
@@ -48,8 +48,8 @@ class Agreement(Record):
     quantity : what is compared ("U", "K1", "mass[011]", ...).   theory : the theory function used.
     kind : "relative_error" (matrices: difference = ‖S − T‖/‖T‖) or "difference" (scalars: S − T).
     sampled, sampled_se : the sampled value (matrices: ‖S‖_F) and its MC standard error.   predicted : theory value
-    (matrices: ‖T‖_F).   difference, difference_se : see ``kind``.   max_z : largest |S − T|/se over elements.
-    tolerance : the expected agreement at this size.   within : |difference| ≤ tolerance.   note : caveats.
+    (matrices: ‖T‖_F).   difference, difference_se : see ``kind``.   max_z : largest ``|S − T|/se`` over elements.
+    tolerance : the expected agreement at this size.   within : ``|difference| ≤ tolerance``.   note : caveats.
     """
 
     quantity: str
@@ -140,8 +140,7 @@ def _scalar_agreement(name, theory, value, se, predicted, tolerance, note="") ->
 
 
 def _finite_n_tolerance(rd: RunData, factor: float = 5.0) -> float:
-    """Expected relative size of the finite-width corrections to an N → ∞ theory, O(1/N): we allow factor/N (0.05
-    at N = 100; measured at N = P = 100, T = 0.01: 0.008 for the linear U, 0.011 for K1, 0.006 for the sigmoidal U)."""
+    """Expected relative size of the finite-width corrections to an N → ∞ theory, O(1/N): ``factor / width``."""
     return factor / rd.width
 
 
@@ -191,9 +190,8 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict):
 
 
 def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
-    """The derived finite-P theory of deep linear nets (exact as N → ∞, T → 0).  Its T → 0 limit shifts U and K by
-    about 1.7·T relatively at σ_a² = 1/P (one-layer exact saddle, T = 0.01 vs 0; 0.7 % at depth 2–3 against Gibbs),
-    so it is compared only at T <= 0.02, with tolerance 5/N + 2T."""
+    """The derived finite-P theory of deep linear nets (exact as N → ∞, T → 0).  Its T → 0 limit differs from the
+    finite-T posterior by O(T) relatively, so it is compared only at T <= 0.02, with tolerance 5/N + 2T."""
     from ..theory import deep_linear as dl
 
     name = "theory.deep_linear.deep_linear_zero_temperature"
@@ -278,7 +276,7 @@ def _outliers(rd: RunData, out: list, used: list, branches=None):
 
     o = branches.outliers if branches is not None and branches.outliers is not None else \
         find_outliers(rd.a, rd.z(rd.depth))
-    name = "theory.md §3 (sparse code: m outliers, one per class)"
+    name = "docs/theory.md §3 (sparse code: m outliers, one per class)"
     used.append(name)
     per = np.array(o.per_chain, float)
     out.append(_scalar_agreement("outliers_per_chain", name, per.mean(),
@@ -315,7 +313,7 @@ def _gp(rd: RunData, out: list, used: list, skipped: dict):
     eg_se = float(np.sqrt(np.sum(d**2)) / d.size)
     eg_gp = float(np.mean((rd.Y_test - gp.mean) ** 2))
     if rd.activation == "linear":
-        note, tol = "linear nets: mean predictor = GP predictor (theory.md §3)", _finite_n_tolerance(rd)
+        note, tol = "linear nets: mean predictor = GP predictor (docs/theory.md §3)", _finite_n_tolerance(rd)
         tol_e = max(3 * tol * eg_gp, 1e-3)
     else:
         note, tol, tol_e = "nonlinear non-lazy nets need not match the GP (reported, not tested)", float("inf"), \

@@ -2,8 +2,8 @@
 
 In a wide Bayesian network the neurons of a layer are exchangeable, so the population of N neurons at one draw is a
 sample of the single-neuron marginal.  If the dynamics are ergodic, one neuron's trajectory samples that same
-marginal; if ergodicity is broken (theory.md §3: sigmoidal and ReLU feature layers), each neuron stays in its branch
-and its time average differs from the population's.  Three numbers measure it, per MCMC chain, for a feature
+marginal; if ergodicity is broken (docs/theory.md §3: sigmoidal and ReLU feature layers), each neuron stays in its
+branch and its time average differs from the population's.  Three numbers measure it, per MCMC chain, for a feature
 vector x_i(t) of each neuron i (its readout vector a_i, or the class means of its preactivations in a layer):
 
 * **variance ratio** r = Σ_k ⟨Var_t x_ik⟩_i / Σ_k Var_{t,i} x_ik — the share of the pooled variance a neuron covers

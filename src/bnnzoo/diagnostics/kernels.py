@@ -1,5 +1,5 @@
 """Kernels and richness: posterior-averaged kernels per layer, their learned low-rank part, CKA, D_LR and NC1
-(theory.md §7).
+(docs/theory.md §7).
 
 For layer l with preactivations z (N × n) on n inputs:
 
@@ -48,7 +48,7 @@ def cka(K: np.ndarray, L: np.ndarray) -> float:
 
 
 def d_lr(features: np.ndarray, outputs: np.ndarray, rank: int | None = None, tol: float = 1e-8) -> float:
-    """D_LR of features (n, p) given network outputs (n, C) (theory.md §7).
+    """D_LR of features (n, p) given network outputs (n, C) (docs/theory.md §7).
 
     Q spans the ``rank`` leading singular directions of the centred outputs; ``rank=None`` keeps every direction
     above ``tol`` times the largest singular value.  Sampled outputs carry noise of size √(T/N) in directions the
@@ -129,7 +129,7 @@ class KernelResult(Record):
     """Kernels and richness of every layer (see module docstring; per-layer arrays have dim ``layer`` = 1..L).
 
     K, K_pre, K_prior : (layer, point, point2) posterior feature / preactivation kernels and the prior feature kernel.
-    learned_eigs : (layer, mode) leading eigenvalues of ΔK (largest |λ| first).
+    learned_eigs : (layer, mode) leading eigenvalues of ΔK (largest ``|λ|`` first).
     learned_fraction, lowrank_fraction : (layer,) ‖ΔK‖_F/‖K‖_F and the share of ‖ΔK‖²_F in m modes.
     target_cka, target_cka_se : (layer,) CKA(K_l, YYᵀ).   cka_matrix : (kernel, kernel2) between ``kernel_names``.
     d_lr, d_lr_se, nc1, nc1_se : (layer,).   d_lr_isotropic : 1 − √(r/N), r the rank of the centred targets.
@@ -183,7 +183,7 @@ def _batches(n_draws: int, n_batches: int):
 
 def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior_width: int = 4000,
                          seed: int = 0) -> KernelResult:
-    """Posterior kernels of every layer and the richness measures of theory.md §7 (module docstring)."""
+    """Posterior kernels of every layer and the richness measures of docs/theory.md §7 (module docstring)."""
     rd: RunData = run_data(idata)
     L, m, P = rd.depth, rd.m, rd.P
     C, D = rd.n_chains, rd.n_draws

@@ -42,13 +42,18 @@ MAX_POINTS = 16
 class UnitTrajectories:
     """The units of one layer, read from a run.
 
-    name, site, dim : from the :class:`~bnnzoo.models.zoo.UnitLayer`.
-    features : (chain, draw, unit, feature) what ergodicity, symmetry and clustering use.
-    values : (chain, draw, unit, point) the site's values on every training point, for the codes (None unless the
-        site's dims are exactly (unit, point): a unit with several values per point, e.g. one attention weight per
-        token, has no single sign per class).
-    representation : (chain, draw, unit·rest, point) the site as features of every training point (None without a
-        ``point`` dim), for kernels.
+    Attributes
+    ----------
+    name, site, dim : str
+        From the :class:`~bnnzoo.models.zoo.UnitLayer`.
+    features : ndarray, dims (chain, draw, unit, feature)
+        What ergodicity, symmetry and clustering use.
+    values : ndarray, dims (chain, draw, unit, point), or None
+        The site's values on every training point, for the codes. None unless the site's dims are exactly
+        (unit, point): a unit with several values per point, e.g. one attention weight per token, has no single sign
+        per class.
+    representation : ndarray, dims (chain, draw, unit·rest, point), or None
+        The site as features of every training point, for kernels (None without a ``point`` dim).
     """
 
     name: str

@@ -1,4 +1,4 @@
-"""Elementwise nonlinearities of the zoo (theory.md §1), in JAX."""
+"""Elementwise nonlinearities of the zoo (docs/theory.md §1), in JAX."""
 
 from __future__ import annotations
 

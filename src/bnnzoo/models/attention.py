@@ -1,4 +1,4 @@
-"""Bayesian softmax attention head (theory.md §8; our documented choice of architecture).
+"""Bayesian softmax attention head (docs/theory.md §8; our documented choice of architecture).
 
 A context of L tokens x_1..x_L ∈ ℝᵈ is one row of ``X`` (shape (P, L·d), token ℓ in columns ℓ·d..ℓ·d+d−1).  With H
 heads of key dimension d_h and the first token as the query::
@@ -12,11 +12,12 @@ heads of key dimension d_h and the first token as the query::
     readout="standard":  c = 1/√(H d_h),  v = κ
     readout="meanfield": c = 1/(H d_h),   v = κ/(H d_h)   (rescaled temperature, as in the FCN core)
 
-The σ²/d prior (the issue's choice) makes q, k, v entries O(σ) under the prior for |x|² ≈ d, so the scores are O(σ²)
-at any d_h; β exposes the score temperature.  The exact equations of arXiv 2512.04165 were not available to us
-(theory.md §8 is tagged unverified): a standard single-layer softmax attention with a linear readout is our choice.
+The σ²/d prior makes q, k, v entries O(σ) under the prior for ``|x|²`` ≈ d, so the scores are O(σ²) at any d_h;
+β exposes the score temperature.  The exact equations of arXiv 2512.04165 were not available to us (docs/theory.md
+§8 is tagged unverified): a standard single-layer softmax attention with a linear readout is our choice.
 
-Sites (every axis named by a plate):
+Sites (every axis named by a plate)::
+
     Q, K, V (head, key_dim, input), a (head, key_dim, class), f (point, class), y (point, class, observed), mse (),
     attn (head, point, token) only when recorded (record=("attn",)), f_test (test_point, class) with ``X_test``.
 """
@@ -282,7 +283,7 @@ def _dims(*, record=(), X_test=None, **_):
 OBSERVABLES = (
     Observable("alignment", "A_f = <f, y>/<y, y> on the test contexts (predictions group) versus P for several "
                "context lengths L: diagnostics.alignment.alignment",
-               "Rubin, Davidovich & Ringel (arXiv 2512.04165, theory.md §8): P* ∝ √(L d³) (reported, unverified)"),
+               "Rubin, Davidovich & Ringel (arXiv 2512.04165, docs/theory.md §8): P* ∝ √(L d³) (reported, unverified)"),
     Observable("attn", "attention weights (head, point, token), recorded with record=('attn',)", ""),
     Observable("f", "network output on the training contexts (point, class)", ""),
     Observable("mse", "training mean squared error", ""),
@@ -325,7 +326,7 @@ register(ZooEntry(
     prior_variances=attention_prior_variances,
     description="single-layer softmax attention head (query = first token, H heads, linear readout) on a cubic "
                 "target that needs attention",
-    reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
+    reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; docs/theory.md §8",
     units=(UnitLayer("heads", "attn", "head", "attention heads: attention weights on the training contexts "
                      "(record 'attn')"),
            UnitLayer("head_readout", "a", "head", "attention heads: readout weights of their outputs")),

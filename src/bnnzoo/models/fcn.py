@@ -1,4 +1,4 @@
-"""Fully-connected Bayesian networks (theory.md §1), as one plain NumPyro model function.
+"""Fully-connected Bayesian networks (docs/theory.md §1), as one plain NumPyro model function.
 
     z¹ = W¹ xᵀ / √N0,   zˡ = Wˡ φ(zˡ⁻¹) / √N  (l = 2..L),   f_r(x) = s_N Σ_i a_ir φ(z_i^L(x))
 
@@ -35,7 +35,7 @@ READOUTS = ("nonlazy", "lazy")
 
 
 def default_sigma_a2(activation: str, readout: str, P: int, depth: int) -> float:
-    """The paper's readout prior variance (theory.md §1): σ_a² = 1/P for the sigmoid (any depth), P^{-1/L} for
+    """The paper's readout prior variance (docs/theory.md §1): σ_a² = 1/P for the sigmoid (any depth), P^{-1/L} for
     linear, ReLU and the other unbounded activations (softplus, ReLU², our choice: they grow like ReLU), 1 for a lazy
     readout."""
     if readout == "lazy":

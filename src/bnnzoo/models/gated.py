@@ -1,4 +1,4 @@
-"""Bayesian gated deep linear network (GDLN) built from a graph spec (theory.md §9; Saxe, Sodhani & Lewallen 2022).
+"""Bayesian gated deep linear network (GDLN) built from a graph spec (docs/theory.md §9; Saxe, Sodhani & Lewallen 2022).
 
 Given a :class:`~bnnzoo.tasks.gated_tasks.GatedSpec` (nodes with sizes, named edges) and per-example gates (packed into
 the rows of ``X``, see :mod:`bnnzoo.tasks.gated_tasks`)::
@@ -11,7 +11,7 @@ the rows of ``X``, see :mod:`bnnzoo.tasks.gated_tasks`)::
 Scale factors c_q (``edge_scale``): "standard" c_q = 1/√n_{s(q)} (default; keeps activity O(1) under the prior),
 "meanfield" c_q = 1/n_{s(q)}, or a number.  ``readout`` sets the default for edges into output nodes.  The likelihood
 variance is ``temperature`` as given (no hidden rescaling): to reproduce the FCN core's non-lazy one-hidden-layer
-linear network (theory.md §1, §4) on a two-edge pathway x → h → y of width N use
+linear network (docs/theory.md §1, §4) on a two-edge pathway x → h → y of width N use
 ``edge_scale={"<in edge>": "standard", "<out edge>": "meanfield"}``, σ² = (σ_w², σ_a²) per edge and
 ``temperature = T / N``.  Gated-off outputs are identically 0, so their targets do not enter the posterior.
 
@@ -362,7 +362,7 @@ register(ZooEntry(
     likelihood_variance=_likelihood_variance,
     prior_variances=gated_prior_variances,
     description="gated deep linear network computing XoR with two gated pathways",
-    reference="Saxe, Sodhani & Lewallen, ICML 2022; theory.md §9",
+    reference="Saxe, Sodhani & Lewallen, ICML 2022; docs/theory.md §9",
     units=(UnitLayer("ha", "act_ha", "ha", "hidden node ha: activities on the training rows (record 'h')"),
            UnitLayer("hb", "act_hb", "hb", "hidden node hb: activities on the training rows (record 'h')")),
     diagnose=lazy(".diagnostics.observables:gated_observables"),
@@ -383,7 +383,7 @@ register(ZooEntry(
     prior_variances=gated_prior_variances,
     description="context-dependent routing GDLN: 7 input modules, shared hidden layer, 7 output modules, 4 of 7 "
                 "pathways trained",
-    reference="Saxe, Sodhani & Lewallen, ICML 2022 (facebookresearch/gated-dln); theory.md §9",
+    reference="Saxe, Sodhani & Lewallen, ICML 2022 (facebookresearch/gated-dln); docs/theory.md §9",
     units=(UnitLayer("h1", "act_h1", "h1", "shared hidden node h1: activities on the training rows (record 'h')"),
            UnitLayer("h2", "act_h2", "h2", "shared hidden node h2: activities on the training rows (record 'h')")),
     diagnose=lazy(".diagnostics.observables:gated_observables"),

@@ -1,4 +1,4 @@
-"""Three-layer (two hidden layers) Bayesian erf network for the He₃ single-index task (theory.md §8).
+"""Three-layer (two hidden layers) Bayesian erf network for the He₃ single-index task (docs/theory.md §8).
 
 Parametrisation (rows convention, X is (P, d))::
 
@@ -7,21 +7,22 @@ Parametrisation (rows convention, X is (P, d))::
     f  = s · φ(h²)ᵀ a             (P, m)     a  ~ N(0, σ_a²) (N2, m)
     y | f ~ N(f, v)  entrywise
 
-with φ = erf (default; any activation of :mod:`bnnzoo.models.activations` is accepted) and
+with φ = erf (default; any activation of :mod:`bnnzoo.models.activations` is accepted) and::
 
     readout="standard":  s = 1/√N2,  v = κ        (lazy / NTK-style; the N2 → ∞ limit is the NNGP)
     readout="meanfield": s = 1/N2,   v = κ / N2   (rich / mean-field; the rescaled temperature T → T/N of
-                                                   theory.md §1, so feature learning survives N2 → ∞)
+                                                   docs/theory.md §1, so feature learning survives N2 → ∞)
 
 Why this choice: the 1/√fan-in factors keep every preactivation O(1) under the prior at any width, so the prior is
-the NNGP of theory.md §6 and the weight decay of Rubin et al. is simply the Gaussian prior (σ² = 1/weight decay);
+the NNGP of docs/theory.md §6 and the weight decay of Rubin et al. is simply the Gaussian prior (σ² = 1/weight decay);
 the ridge / temperature κ is the variance of the Gaussian likelihood (Langevin dynamics on ½Σ(f−y)²/κ + weight decay
-equilibrates to exactly this posterior).  The two readouts are the two scalings named in the issue; they coincide
-with the FCN core's "lazy" / "nonlazy" conventions (:mod:`bnnzoo.models.fcn`).  The exact equations of arXiv
-2512.04165 were not available to us (theory.md §8 is tagged unverified): this is our documented choice.
+equilibrates to exactly this posterior).  The two readouts coincide with the FCN core's "lazy" / "nonlazy"
+conventions (:mod:`bnnzoo.models.fcn`).  The exact equations of arXiv 2512.04165 were not available to us
+(docs/theory.md §8 is tagged unverified): this is our documented choice.
 
 Sites (dims as :func:`three_layer_dims` names them; W2's columns sit in the plate "neuron1_in", so that every plate
-has one size and dim, as automatic guides need):
+has one size and dim, as automatic guides need)::
+
     W1 (neuron1, input), W2 (neuron2, neuron1), a (neuron2, class), f (point, class), y (point, class, observed),
     mse (), q_a (class,), h1 (neuron1, point) / h2 (neuron2, point) only when recorded,
     f_test (test_point, class) only when ``X_test`` is given.
@@ -286,15 +287,15 @@ OBSERVABLES = (
     Observable("alignment", "A_f = <f, y>/<y, y> on the test inputs (predictions group), per draw and of the mean "
                "predictor: diagnostics.alignment.alignment. Learning needs A_f ≈ 1; the sample complexity P* is where "
                "A_f departs from 0",
-               "Rubin, Davidovich & Ringel (arXiv 2512.04165, theory.md §8): P* ∝ d, curves collapse versus P/d "
+               "Rubin, Davidovich & Ringel (arXiv 2512.04165, docs/theory.md §8): P* ∝ d, curves collapse versus P/d "
                "(reported, unverified); NNGP baseline: theory.gp with the erf kernel (needs P ∼ d³)"),
     Observable("W1 overlaps", "first-layer overlaps m_j = W1_j · w* and the number of specialists |m_j| > 3 σ₁ "
                "(3 NNGP standard deviations): diagnostics.alignment.first_layer_overlaps",
-               "reported: number of specialists ∝ (N1/d)^{1/3} (theory.md §8, unverified); NNGP: m_j ~ N(0, σ₁²), "
+               "reported: number of specialists ∝ (N1/d)^{1/3} (docs/theory.md §8, unverified); NNGP: m_j ~ N(0, σ₁²), "
                "specialist fraction 0.27 %"),
     Observable("h2 overlaps", "second-layer overlaps of each neuron's preactivation with the target He₃(w*·x) and "
                "with the linear feature w*·x on test inputs: diagnostics.alignment.second_layer_overlaps",
-               "reported: specialisation–magnetisation vs GP–specialisation phases as N1 grows (theory.md §8)"),
+               "reported: specialisation–magnetisation vs GP–specialisation phases as N1 grows (docs/theory.md §8)"),
     Observable("f", "network output on the training inputs (point, class)", "theory.gp (standard readout, N → ∞)"),
     Observable("mse", "training mean squared error", ""),
 )
@@ -332,7 +333,7 @@ register(ZooEntry(
     prior_variances=three_layer_prior_variances,
     description="three-layer erf net (two hidden layers) on the He3 single-index task: sample complexity, "
                 "specialist neurons",
-    reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
+    reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; docs/theory.md §8",
     units=UNITS,
     diagnose=lazy(".diagnostics.observables:three_layer_observables"),
 ))
@@ -352,7 +353,7 @@ register(ZooEntry(
     likelihood_variance=_likelihood_variance,
     prior_variances=three_layer_prior_variances,
     description="mean-field twin (1/N2 readout, likelihood variance kappa/N2) of three_layer_erf",
-    reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; theory.md §8",
+    reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; docs/theory.md §8",
     units=UNITS,
     diagnose=lazy(".diagnostics.observables:three_layer_observables"),
 ))

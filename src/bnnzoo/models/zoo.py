@@ -36,11 +36,17 @@ class UnitLayer:
     """One layer of exchangeable units that the per-unit diagnostics (ergodicity, permutation symmetry, unit
     clustering and codes) run on.
 
-    name : the label used in the report (``ergodicity[<name>]``, ...).
-    site : the posterior site holding the units (e.g. "h1", "attn", "a").
-    dim : the site's dim that indexes the units (e.g. "neuron1", "head"); every other dim of the site is a feature
-        of the unit (a "point" dim is the unit's value on the training inputs: its class means give the codes).
-    description : what the units are, in words.
+    Attributes
+    ----------
+    name : str
+        The label used in the report (``ergodicity[<name>]``, ...).
+    site : str
+        The posterior site holding the units (e.g. "h1", "attn", "a").
+    dim : str
+        The site's dim that indexes the units (e.g. "neuron1", "head"); every other dim of the site is a feature of
+        the unit (a "point" dim is the unit's value on the training inputs: its class means give the codes).
+    description : str
+        What the units are, in words.
     """
 
     name: str
@@ -53,34 +59,52 @@ class UnitLayer:
 class ZooEntry:
     """A model of the zoo with its defaults.
 
-    name : registry key (``bnnzoo list`` prints it).
-    model : the plain NumPyro model function, called as ``model(X, Y, **kwargs)``.
-    defaults : model keyword arguments (the paper's settings); user keywords override them.
-    task_defaults : keyword arguments of ``make_task`` for the demo / CLI (e.g. y_neg).
-    make_task : builds the entry's default task (the paper's toy task for FCNs).
-    validate : ``validate(X, Y, **kwargs)`` raises ValueError on bad arguments before anything compiles.
-    dims : ``dims(**kwargs)`` gives the named dims of every site.
-    observables : what to look at, and which theory predicts it.
-    description : one line.
-    reference : the paper / section the defaults come from.
-    resolve : ``resolve(X, kwargs)`` fills data-dependent defaults (e.g. the paper's σ_a² rule) so the stored
-        provenance holds the values actually used.
-    units : the layers of units the per-unit diagnostics run on (:class:`UnitLayer`).
-    diagnose : ``diagnose(idata) -> dict`` with the entry's own observables and their theory comparison
-        (keys "numbers": {name: JSON-able value} and "theory": a
-        :class:`~bnnzoo.diagnostics.compare.TheoryComparison` or None); None for the fully-connected nets, whose
-        observables :func:`bnnzoo.diagnostics.diagnose` computes itself.
-    record : the sites recorded by default (what ``bnnzoo sample`` records without ``--record``), names that the
-        entry's ``dims`` and model accept (FCN: ``("z",)``, every layer's preactivations).
-    forward : ``forward(X, params, **model_kwargs) -> f`` of shape (point, class): the network output for one
-        parameter draw ``params`` (a dict of the weight sites, e.g. ``{"W1": ..., "a": ...}``) without the
-        likelihood, so the network can be used inside another model.  Keywords the forward pass does not need
-        (temperature, record, ...) are ignored.
-    likelihood_variance : ``likelihood_variance(model_kwargs) -> float``: the variance of the Gaussian likelihood
-        per output entry, from the resolved model keywords (after ``resolve``).
-    prior_variances : ``prior_variances(X=None, **model_kwargs)`` gives the prior variance of every weight site
-        ({site: variance}); ``X`` (the training inputs) is needed only where a variance depends on the data
-        (attention's token dimension; an FCN's unresolved ``sigma_a2=None``).
+    Attributes
+    ----------
+    name : str
+        Registry key (``bnnzoo list`` prints it).
+    model : callable
+        The plain NumPyro model function, called as ``model(X, Y, **kwargs)``.
+    defaults : dict
+        Model keyword arguments (the paper's settings); user keywords override them.
+    task_defaults : dict
+        Keyword arguments of ``make_task`` for the demo / CLI (e.g. y_neg).
+    make_task : callable
+        Builds the entry's default task (the paper's toy task for FCNs).
+    validate : callable
+        ``validate(X, Y, **kwargs)`` raises ValueError on bad arguments before anything compiles.
+    dims : callable
+        ``dims(**kwargs)`` gives the named dims of every site.
+    observables : tuple of Observable
+        What to look at, and which theory predicts it.
+    description : str
+        One line.
+    reference : str
+        The paper / section the defaults come from.
+    resolve : callable or None
+        ``resolve(X, kwargs)`` fills data-dependent defaults (e.g. the paper's σ_a² rule) so the stored provenance
+        holds the values actually used.
+    units : tuple of UnitLayer
+        The layers of units the per-unit diagnostics run on (:class:`UnitLayer`).
+    diagnose : callable or None
+        ``diagnose(idata) -> dict`` with the entry's own observables and their theory comparison (keys "numbers":
+        {name: JSON-able value} and "theory": a :class:`~bnnzoo.diagnostics.compare.TheoryComparison` or None);
+        None for the fully-connected nets, whose observables :func:`bnnzoo.diagnostics.diagnose` computes itself.
+    record : tuple of str
+        The sites recorded by default (what ``bnnzoo sample`` records without ``--record``), names that the entry's
+        ``dims`` and model accept (FCN: ``("z",)``, every layer's preactivations).
+    forward : callable or None
+        ``forward(X, params, **model_kwargs) -> f`` of shape (point, class): the network output for one parameter
+        draw ``params`` (a dict of the weight sites, e.g. ``{"W1": ..., "a": ...}``) without the likelihood, so the
+        network can be used inside another model.  Keywords the forward pass does not need (temperature, record,
+        ...) are ignored.
+    likelihood_variance : callable or None
+        ``likelihood_variance(model_kwargs) -> float``: the variance of the Gaussian likelihood per output entry,
+        from the resolved model keywords (after ``resolve``).
+    prior_variances : callable or None
+        ``prior_variances(X=None, **model_kwargs)`` gives the prior variance of every weight site ({site:
+        variance}); ``X`` (the training inputs) is needed only where a variance depends on the data (attention's
+        token dimension; an FCN's unresolved ``sigma_a2=None``).
     """
 
     name: str
@@ -216,6 +240,6 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             observables=_FCN_COMMON,
             description=(f"lazy twin of {_name}: 1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1 "
                          "(GP limit)" if _lazy else _desc),
-            reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); theory.md §1-3"
+            reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); docs/theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
         ))

@@ -1,4 +1,4 @@
-"""A cubic sequence task that needs attention (theory.md §8; our documented choice).
+"""A cubic sequence task that needs attention (docs/theory.md §8; our documented choice).
 
 A context is L ≥ 2 tokens x_1..x_L ∈ ℝᵈ, i.i.d. N(0, I_d), flattened into one row of ``X`` (shape (P, L·d), token ℓ
 in columns ℓ·d .. ℓ·d + d − 1).  With three orthonormal teacher directions w_q, w_k, w_v, q = w_q·x_1 (the query
@@ -16,7 +16,7 @@ it reaches A_f ≈ 0.97–0.99 at P = 512, d = 8, L = 2 and 4).  y is a degree-3
 polynomial of degree < 3, every term couples the query token with a context token through the w_k–w_v product,
 and frozen (uniform) attention, i.e. a mean of token-wise linear values, has zero alignment with it.  A kernel on
 ℝ^{L·d} needs P ∼ (L d)³ samples.  The reported sample complexity of a softmax attention head is P* ∝ √(L d³) (Rubin,
-Davidovich & Ringel, arXiv 2512.04165 — their exact target was not available to us, theory.md §8 unverified).
+Davidovich & Ringel, arXiv 2512.04165 — their exact target was not available to us, docs/theory.md §8 unverified).
 
 (A first version without the token-mean subtraction, y ∝ q Σ_ℓ k_ℓ v_ℓ, is *not* realisable by softmax attention at
 small L — the −L k̄ v̄ part is missing — and gradient descent plateaus at A_f ≈ 0.43 on it at L = 2.)

@@ -1,4 +1,4 @@
-"""Gated deep linear network (GDLN) graph specs and tasks (theory.md §9; Saxe, Sodhani & Lewallen, ICML 2022).
+"""Gated deep linear network (GDLN) graph specs and tasks (docs/theory.md §9; Saxe, Sodhani & Lewallen, ICML 2022).
 
 A :class:`GatedSpec` lists nodes (layers with sizes, in topological order) and named edges (weight matrices
 source → target).  Nodes without incoming edges are *input* nodes, nodes without outgoing edges are *output* nodes.
@@ -22,7 +22,7 @@ Built-in specs and tasks:
   pathways per input trained, the other 3 form the test set); items X = I₄, hierarchical targets: column 1 = 6 for
   all items, columns 2–3 = 4 on items {1, 2} / {3, 4}, columns 4–7 = 3·I₄.
 
-Effective datasets (theory.md §9): for a pathway p (a path of edges from an input node to an output node, gate
+Effective datasets (docs/theory.md §9): for a pathway p (a path of edges from an input node to an output node, gate
 g_p = product of the gates of its nodes and edges) Σʸˣ(p) = ⟨g_p y_out(p) x_in(p)ᵀ⟩ and
 Σˣ(j, p) = ⟨g_j x_in(j) x_in(p)ᵀ g_p⟩, averages over the P examples (:func:`effective_dataset`).
 """
@@ -244,7 +244,7 @@ def xor_spec(hidden: int = 4) -> GatedSpec:
 
 
 def routing_spec(modules: int = 7, item_dim: int = 4, hidden: int = 64, out_dim: int = 7) -> GatedSpec:
-    """The routing network of theory.md §9: input modules x0..x{M-1} (item_dim) → h1 (hidden) via edges in0..,
+    """The routing network of docs/theory.md §9: input modules x0..x{M-1} (item_dim) → h1 (hidden) via edges in0..,
     shared edge h1 → h2, output modules h2 → y0..y{M-1} (out_dim) via edges out0..  Pathway (i, j) is
     "in{i}>shared>out{j}"."""
     nodes = [(f"x{i}", item_dim) for i in range(modules)] + [("h1", hidden), ("h2", hidden)]
@@ -372,7 +372,7 @@ def single_pathway_task(spec: GatedSpec, pathway: str, x, y, active=None) -> Tas
 # ------------------------------------------------------------------------------------------------ statistics
 @dataclass(frozen=True)
 class EffectiveDataset:
-    """The gated statistics of one pathway (theory.md §9), averages over the P examples.
+    """The gated statistics of one pathway (docs/theory.md §9), averages over the P examples.
 
     pathway : its name.  Syx : Σʸˣ(p) = ⟨g_p y_out xᵀ_in⟩, (n_out, n_in).  Sx : Σˣ(p, p) = ⟨g_p x_in x_inᵀ⟩.
     n_active : number of examples with g_p = 1.  sv : singular values of Σʸˣ(p), descending.

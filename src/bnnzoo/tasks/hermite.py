@@ -1,10 +1,10 @@
-"""Single-index Hermite task (theory.md §8): Gaussian inputs x ∈ ℝᵈ, target y = He₃(w*·x), He₃ normalised.
+"""Single-index Hermite task (docs/theory.md §8): Gaussian inputs x ∈ ℝᵈ, target y = He₃(w*·x), He₃ normalised.
 
     x ~ N(0, I_d),   |w*| = 1,   z = w*·x ~ N(0, 1),   y = He₃(z) = (z³ − 3z)/√6,   E[y] = 0, E[y²] = 1.
 
 He₃ is orthogonal (under the Gaussian measure) to every polynomial of degree < 3 in z, so a learner must resolve a
 cubic feature of the hidden direction w*: a kernel on ℝᵈ needs P ∼ d³ samples, a feature-learning net P ∼ d
-(Rubin, Davidovich & Ringel, arXiv 2512.04165, as summarised in theory.md §8).
+(Rubin, Davidovich & Ringel, arXiv 2512.04165, as summarised in docs/theory.md §8).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def hermite_task(d: int = 16, P: int = 64, P_test: int = 1000, w_star=None, nois
     Parameters
     ----------
     d : input dimension.  P : training points.  P_test : test points (the alignment A_f is measured there).
-    w_star : teacher direction (normalised to |w*| = 1); default a random unit vector drawn with ``seed``.
+    w_star : teacher direction (normalised to ``|w*| = 1``); default a random unit vector drawn with ``seed``.
     noise_std : optional label noise on the training targets (test targets stay clean).
     seed : seed of ``np.random.default_rng`` for w*, inputs and noise.
 

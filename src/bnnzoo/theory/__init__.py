@@ -10,18 +10,19 @@ Theories (tag: [paper] van Meegen & Sompolinsky 2025; [derived] ours, checked nu
   (≈ 20 % in U at σ_a² = 1, P = 5, orthogonal inputs).
 * :func:`linear_saddle_point` [derived] — one hidden layer, exact as N → ∞ at any P and rescaled T:
   U⁻¹ = I/σ_a² − Λ K0 Λᵀ, F = U Λ K0 = Yᵀ − TΛ; U, Λ, F, K1 = E[zᵀz/N], test predictor and kernel; lazy readout =
-  GP limit.  Agrees with the exact Gibbs sampler within its Monte-Carlo error plus O(1/N) (≈ 0.1 % at N = 1000)
-  and with the exact finite-N quadrature to O(1/N).
+  GP limit.  Agrees with the exact Gibbs sampler within its Monte-Carlo error plus O(1/N) and with the exact
+  finite-N quadrature to O(1/N) (docs/validation.md).
 * :func:`linear_exact_m1` [derived] — exact finite-N posterior moments (aᵀa/N, f, zᵀz/N) of the one-hidden-layer
   linear net with one output, by 1-D quadrature; any N, P, T.
 * :func:`deep_linear_zero_temperature` [derived] — deep linear net, exact as N → ∞ and T → 0 at finite P: U and
   every layer's kernel from an m × m problem (Wishart large-deviation recursion); the leading order is its large-P
-  limit.  Within 0.2–0.7 % of the exact deep Gibbs sampler at N = 500 where the leading order is off by 4–31 %.
+  limit.  Agrees with the exact deep Gibbs sampler to O(1/N) at finite P, where the leading order does not
+  (docs/validation.md).
 * :func:`single_neuron_meanfield` [derived] — one hidden layer, any φ, orthogonal toy task (K0 = κ I), N → ∞:
   readout density p(a) ∝ N(a|0, σ_a²) Π_c M(λ_cᵀa)^{P_c}, its branches (modes, masses, codes), per-class mean
-  activations, posterior-averaged feature kernel.  Reproduces the linear theory for φ = id and theory.md's four
-  sigmoid branches at P = 40.  ReLU at low T: p(a) is not normalisable (outlier neurons, outside this picture) —
-  reported in ``status`` / ``normalizable``.
+  activations, posterior-averaged feature kernel.  Reproduces the linear theory for φ = id and the four sigmoid
+  branches at P = 40 of docs/theory.md §5.  ReLU at low T: p(a) is not normalisable (outlier neurons, outside this
+  picture) — reported in ``status`` / ``normalizable``.
 * :func:`nngp_kernel`, :func:`gp_posterior`, :func:`gp_generalization` [standard] — NNGP kernels of any depth for
   linear / ReLU / erf / sigmoid with the FCN scalings; GP predictor with noise T; class-wise generalization error.
   The N → ∞ limit of the lazy readout; for linear nets also the non-lazy mean predictor at T → 0.

@@ -39,7 +39,7 @@ def check_readout(readout: str) -> str:
 
 
 def default_sigma_a2(P: int, depth: int = 1, nonlinearity: str = "linear", readout: str = "nonlazy") -> float:
-    """The paper's readout prior variance (theory.md §1), the same rule the models use
+    """The paper's readout prior variance (docs/theory.md §1), the same rule the models use
     (:func:`bnnzoo.models.fcn.default_sigma_a2`); "erf" is the sigmoid's kernel name."""
     from ..models.fcn import default_sigma_a2 as _rule
 

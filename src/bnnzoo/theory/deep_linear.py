@@ -8,7 +8,7 @@ samples.  This module keeps P finite and takes only N → ∞ and T → 0.
 Derivation (σ_w² = 1).  The layer kernels K_l = z_lᵀz_l/N concentrate as N → ∞.  Given K_{l−1}, the N rows of z_l
 are i.i.d. N(0, K_{l−1}), so a value K_l of their empirical covariance costs the Wishart large-deviation rate
 (N/2)[tr(K_{l−1}⁻¹K_l) − log det(K_{l−1}⁻¹K_l) − P].  The top layer with the readout is the one-layer problem of
-theory.md §4 with input kernel K_{L−1}: at T → 0, K_L − K_{L−1} = Y U⁻¹ Yᵀ with U² − σ_a² U = σ_a² Yᵀ K_{L−1}⁻¹ Y.
+docs/theory.md §4 with input kernel K_{L−1}: at T → 0, K_L − K_{L−1} = Y U⁻¹ Yᵀ with U² − σ_a² U = σ_a² Yᵀ K_{L−1}⁻¹ Y.
 Stationarity of the rate in each intermediate K_l gives K_{l+1} − K_l = K_l K_{l−1}⁻¹ (K_l − K_{l−1}).  Every
 K_l − K0 = Y D_l Yᵀ then lies in the span of Y: with C_l = D_l − D_{l−1} (D_0 = 0) and B = Yᵀ K0⁻¹ Y (m × m),
 
@@ -18,10 +18,10 @@ an m × m root-finding problem for C_1, started from the leading order (which dr
 relative order 1/(B C_l)).  For σ_w² ≠ 1 the substitution a → σ_w^L a maps the net onto σ_w² = 1 with
 σ_a² → σ_a² σ_w^{2L}; K_l scales back by σ_w^{2l} and U by σ_w^{−2L} (as in :mod:`bnnzoo.theory.linear`).
 
-Checked (tests/theory/test_theory_deep_linear.py): depth 1 is the one-layer T → 0 saddle point
-(:func:`~bnnzoo.theory.linear.linear_saddle_point`) to 1e-10; the gap to the leading order falls like P^{-1/L}; against
-the exact deep Gibbs sampler (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`, T = 0.01) U and every K_l agree to
-0.2–0.7 % at N = 500 (≈ 1 % at N = 250: O(1/N)) where the leading order is off by 4–31 %.
+Checked in tests/theory/test_theory_deep_linear.py (tolerances in docs/validation.md): depth 1 is the one-layer
+T → 0 saddle point (:func:`~bnnzoo.theory.linear.linear_saddle_point`); the gap to the leading order falls like
+P^{-1/L}; against the exact deep Gibbs sampler (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`) U and every K_l
+agree to O(1/N).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class DeepLinearT0:
     K : (L, P, P) posterior mean of each layer's kernel z_lᵀz_l/N.
     D : (L, m, m) K_l = σ_w^{2l} (K0 + Y D_l Yᵀ).
     f_train : (P, m) the mean training output, Y at T → 0.
-    residual : largest |entry| of the root-finding residual for C_1.
+    residual : largest ``|entry|`` of the root-finding residual for C_1.
     depth, sigma_a2, sigma_w2 : the inputs.
     """
 

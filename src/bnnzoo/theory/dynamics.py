@@ -1,4 +1,4 @@
-"""Reference learning dynamics of (gated) deep linear networks, to set next to the Bayesian endpoint (theory.md §9).
+"""Reference learning dynamics of (gated) deep linear networks, to set beside the Bayesian endpoint (docs/theory.md §9).
 
 Two utilities:
 
@@ -7,7 +7,7 @@ Two utilities:
   input direction has variance λ_α (Σˣ v_α = λ_α v_α) has strength u_α(t) (the mode's singular value of the
   end-to-end map) obeying  τ du/dt = D u^{2−2/D} (s − λ u),  so that for D = 2
 
-        u(t) = (s/λ) e^{2st/τ} / (e^{2st/τ} − 1 + s/(λ u0))          (theory.md §9 with λ = 1)
+        u(t) = (s/λ) e^{2st/τ} / (e^{2st/τ} − 1 + s/(λ u0))          (docs/theory.md §9 with λ = 1)
 
   and for D ≥ 3 the ODE is integrated numerically (tolerance 1e-10).  The map is W(t) = Σ_α u_α(t) u_α v_αᵀ → the
   least-squares map Σʸˣ Σˣ⁻¹.  :func:`pathway_trajectories` applies it to each pathway of a GDLN on its gated

@@ -1,5 +1,5 @@
 """Gaussian-process (lazy readout, infinite width) baselines: NNGP kernels, GP predictor, generalization
-(theory.md §6) [standard].
+(docs/theory.md §6) [standard].
 
 FCN scalings of bnnzoo (rows convention, X is (P, N0)):
 
@@ -18,7 +18,7 @@ covariance k12:
 GP predictor with likelihood variance T (the lazy readout's temperature): mean k(x)ᵀ(K + T I)⁻¹ Y, variance
 k(x, x) − k(x)ᵀ(K + T I)⁻¹ k(x) (the same for every output).  For the non-lazy readout the N → ∞ limit is *not* this
 GP (the readout's prior variance vanishes); for linear nets the mean predictor nevertheless coincides at T → 0
-(theory.md §3).
+(docs/theory.md §3).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Analytic theory of Bayesian *linear* networks (theory.md §4).
+"""Analytic theory of Bayesian *linear* networks (docs/theory.md §4).
 
 Conventions (bnnzoo rows convention): ``X`` is (P, N0), ``Y`` is (P, m); K0 = X Xᵀ/N0 (P × P);
 k0(x*) = X x*/N0; hidden prior N(0, σ_w²), readout prior N(0, σ_a²); non-lazy readout f = zᵀa/N with likelihood
-variance T/N; lazy readout f = zᵀa/√N with variance T.  Matrices that theory.md writes m × P (Λ, F) are stored
+variance T/N; lazy readout f = zᵀa/√N with variance T.  Matrices that docs/theory.md writes m × P (Λ, F) are stored
 *transposed*, as (P, m) arrays, like every other per-point quantity in bnnzoo: ``Lambda = Λᵀ``, ``f_train = Fᵀ``.
 
 Three levels of theory:
@@ -33,8 +33,8 @@ Three levels of theory:
    O(1/N)).
 
 3. :func:`linear_exact_m1` — the exact finite-N posterior moments for m = 1 output (any N, P, T) by 1-D quadrature
-   [derived]: integrating the hidden weights out, F | a ~ N(0, c² σ_w² |a|² K0), so the posterior depends on a only
-   through r = |a|², with density ∝ r^{N/2−1} e^{−r/(2σ_a²)} N(Y | 0, c² σ_w² r K0 + v I), c the readout scale and v
+   [derived]: integrating the hidden weights out, F | a ~ N(0, c² σ_w² ``|a|²`` K0), so the posterior depends on a only
+   through r = ``|a|²``, with density ∝ r^{N/2−1} e^{−r/(2σ_a²)} N(Y | 0, c² σ_w² r K0 + v I), c the readout scale and v
    the likelihood variance; E[F | r] and E[zᵀz/N | r] are Gaussian conditionals.  An oracle for samplers and for the
    N → ∞ limit of :func:`linear_saddle_point`.
 """
@@ -162,14 +162,14 @@ class LinearSaddlePoint:
     Attributes
     ----------
     U : (m, m) posterior second moment of one neuron's readout E[a_i a_iᵀ] (sampler estimate: aᵀa/N).
-    Lambda : (P, m) the conjugate field Λᵀ (theory.md's Λ is m × P).
+    Lambda : (P, m) the conjugate field Λᵀ (docs/theory.md's Λ is m × P).
     f_train : (P, m) posterior-mean training output Fᵀ = Y − T Λᵀ.
     K1 : (P, P) posterior mean of the hidden kernel zᵀz/N.
     f_test : (P*, m) posterior-mean predictor on X_test, or None.
     K1_test : (P*, P*) and K1_train_test : (P, P*) hidden kernel on / with the test points, or None.
     U_leading_order : (m, m) the paper's leading-order U (U² = σ_a² Yᵀ K⁻¹ Y) for comparison, or None when
         K0 is singular or for the lazy readout.
-    residual : max |σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ| at the solution (0 for the closed forms).
+    residual : max ``|σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ|`` at the solution (0 for the closed forms).
     temperature, sigma_a2, sigma_w2, readout : the inputs.
     """
 
@@ -284,7 +284,7 @@ def linear_saddle_point(X, Y=None, *, temperature: float, sigma_a2: float | None
 
     ``temperature=0`` gives the closed form (needs K0 invertible).  ``sigma_a2`` defaults to 1/P (non-lazy) or 1
     (lazy).  Raises RuntimeError if the solver does not reach ``tol`` on the dimensionless residual
-    max |σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ| (reported as ``residual``).
+    max ``|σ_a² U⁻¹ − I + σ_a² Λ K Λᵀ|`` (reported as ``residual``).
     """
     X, Y = as_xy(X, Y)
     readout = check_readout(readout)
@@ -382,7 +382,7 @@ class LinearExactM1:
 
 def linear_exact_m1(X, Y=None, *, width: int, temperature: float, sigma_a2: float | None = None,
                     sigma_w2: float = 1.0, readout: str = "nonlazy", num_nodes: int = 4001) -> LinearExactM1:
-    """Exact finite-N posterior moments E[aᵀa/N], E[f], E[zᵀz/N] for m = 1 by quadrature over r = |a|².
+    """Exact finite-N posterior moments E[aᵀa/N], E[f], E[zᵀz/N] for m = 1 by quadrature over r = ``|a|²``.
 
     With K0 = Q diag(κ) Qᵀ, ỹ = QᵀY, g_j = c² σ_w² r κ_j, s_j = g_j + v:
     log p(r) = (N/2 − 1) log r − r/(2σ_a²) − ½ Σ_j [log s_j + ỹ_j²/s_j];

@@ -1,4 +1,4 @@
-"""Single-neuron mean field of a one-hidden-layer network with any φ on the orthogonal toy task (theory.md §5)
+"""Single-neuron mean field of a one-hidden-layer network with any φ on the orthogonal toy task (docs/theory.md §5)
 [derived].
 
 Each hidden neuron is an independent problem p(a, h) ∝ N(a | 0, σ_a² I) N(h | 0, σ_w² K0) exp(aᵀ Λ h).  With orthogonal
@@ -21,9 +21,9 @@ ascent on the grid).  A neuron on branch γ has mean activation m1(λ_cᵀ a_γ)
 when that exceeds the prior mean activation m1(0) (½ for the sigmoid, 0 for linear).
 
 Units: a is the readout weight itself (non-lazy readout f = (1/N) Σ_i a_i φ(z_i)); no rescaling.  On the paper's toy
-task (P = 40, sigmoid, y+ = 1, y− = ½, σ_a² = 1/P) this gives the branches quoted in theory.md §5 directly.
+task (P = 40, sigmoid, y+ = 1, y− = ½, σ_a² = 1/P) this gives the branches quoted in docs/theory.md §5 directly.
 
-ReLU: M(s) ≈ e^{s²σ²/2} for s → ∞, so p(a) is not normalisable once Σ_c P_c σ² (λ_cᵀ a)² outgrows |a|²/σ_a² along some
+ReLU: M(s) ≈ e^{s²σ²/2} for s → ∞, so p(a) is not normalisable once Σ_c P_c σ² (λ_cᵀ a)² outgrows ``|a|²/σ_a²`` along some
 direction: the neurons that would sit there are the O(√N) outliers, which the single-neuron picture does not describe.
 The result then says so (``normalizable = False``, ``status``) instead of returning a density.
 """
@@ -103,7 +103,7 @@ class MeanFieldResult:
 
     Attributes
     ----------
-    lam : (C, m) λ_c, the conjugate field of class c (the columns of theory.md's Λ).
+    lam : (C, m) λ_c, the conjugate field of class c (the columns of docs/theory.md's Λ).
     U : (m, m) E[a aᵀ] per neuron (compare with a sampler's aᵀa/N).
     F : (C, m) E[a m1(λ_cᵀ a)] — the posterior-mean output on class c (= targets at T = 0).
     activation_mean : (C,) population mean activation E_a[m1(λ_cᵀ a)] on class c.
@@ -118,7 +118,7 @@ class MeanFieldResult:
         (what the time average of a neuron frozen in branch γ estimates).  branch_mass : (B,) P_γ.
     branch_activation : (B, C) m1(λ_cᵀ a_γ).   branch_code : tuple of B strings ("011", ...), bit c = activation on
         class c above the prior mean activation.   unassigned_mass : mass in basins below ``min_mass``.
-    residual : max |E[a m1] + Tλ − y| at the solution.  grid_change : max |residual| / max |y| of the same λ on a
+    residual : max ``|E[a m1] + Tλ − y|`` at the solution.  grid_change : max ``|residual|`` / max ``|y|`` of the same λ on a
         1.5× finer grid (grid-convergence check; NaN if not run).
     normalizable : False when p(a) is not normalisable (ReLU outliers) — then the fields above are NaN/empty.
     status : "ok", or an explanation of why the single-neuron bulk picture failed.
@@ -370,8 +370,8 @@ def single_neuron_meanfield_classes(
     log_range : the grid box covers log p > max − log_range.       min_mass : smallest reported branch.
     lam0 : optional (C, m) starting λ; default: continuation over ``n_continuation`` temperatures from large T
         (λ ≈ y/T, unique solution) down to ``temperature`` on a coarse grid, then the full grid.
-    tol : required max |residual|.
-    check_grid : evaluate the residual of the solution on a 1.5× finer grid (``grid_change``, relative to max |y|).
+    tol : required max ``|residual|``.
+    check_grid : evaluate the residual of the solution on a 1.5× finer grid (``grid_change``, relative to max ``|y|``).
     """
     targets = np.atleast_2d(np.asarray(targets, dtype=float))
     sizes = np.asarray(class_sizes, dtype=float)
