@@ -46,6 +46,10 @@ class ZooEntry:
     reference : the paper / section the defaults come from.
     resolve : ``resolve(X, kwargs)`` fills data-dependent defaults (e.g. the paper's σ_a² rule) so the stored
         provenance holds the values actually used.
+    samplers : the samplers :func:`bnnzoo.sample` may run on this entry (``bnnzoo.inference.SAMPLERS``; "gibbs",
+        the exact blocked Gibbs sampler, for the linear fully-connected nets only).
+    reparams : the reparametrisations :func:`bnnzoo.sample` may use (``bnnzoo.inference.REPARAMS``, the
+        fully-connected nets: "readout", "data_space").
     """
 
     name: str
@@ -59,6 +63,8 @@ class ZooEntry:
     description: str
     reference: str = ""
     resolve: Callable[[Any, dict], dict] | None = None
+    samplers: tuple[str, ...] = ("nuts", "hmc", "chees", "snaper")
+    reparams: tuple[str, ...] = ()
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -145,4 +151,6 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
                          if _lazy else "") + _desc,
             reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
+            samplers=("nuts", "hmc", "chees", "snaper") + (("gibbs",) if _act == "linear" else ()),
+            reparams=("readout", "data_space"),
         ))
