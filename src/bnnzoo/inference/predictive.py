@@ -66,7 +66,7 @@ def log_likelihood(fn, entry, samples: dict, X, Y, kw: dict) -> np.ndarray:
         return -0.5 * r**2 - math.log(sd) - 0.5 * math.log(2 * math.pi)
     from numpyro.infer import log_likelihood as _loglik
 
-    names = _need_latents(fn, X, kw, samples, "log_likelihood=True")
+    names = _need_latents(fn, X, without_y(fn, kw, np.shape(Y)[1]), samples, "log_likelihood=True")
     ll = np.asarray(_loglik(fn, _flat(samples, names), X, Y, **kw)["y"])
     return ll.reshape((n_chain, n_draw) + np.shape(Y))
 
