@@ -178,7 +178,8 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         if entry is None or any(r not in offered for r in reparam):
             raise ValueError(f"reparam={list(reparam)} is not offered by "
                              + (f"zoo entry {entry.name!r} (it offers {list(offered)})" if entry is not None
-                                else "a plain NumPyro model (zoo entries declare theirs)"))
+                                else f"a plain NumPyro model; zoo entries declare theirs (the fully-connected "
+                                     f"nets: {list(REPARAMS)})"))
 
     if sampler == "gibbs":
         if kw.get("activation", "linear") != "linear":
