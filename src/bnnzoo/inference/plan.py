@@ -142,10 +142,11 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         raise ValueError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {matmul_precision!r}")
     if init not in ("prior", "uniform"):
         raise ValueError(f"init must be 'prior' (a draw from the prior) or 'uniform' (NumPyro's default), got {init!r}")
-    if step_size is not None and (isinstance(step_size, (bool, str)) or not isinstance(step_size, (int, float, np.number))
+    if step_size is not None and (isinstance(step_size, (bool, np.bool_))
+                                  or not isinstance(step_size, (int, float, np.number))
                                   or not (np.isfinite(step_size) and step_size > 0)):
         raise ValueError(f"step_size must be a number > 0 (or None: adapted), got {step_size!r}")
-    if target_accept is not None and (isinstance(target_accept, (bool, str))
+    if target_accept is not None and (isinstance(target_accept, (bool, np.bool_))
                                       or not isinstance(target_accept, (int, float, np.number))
                                       or not 0 < target_accept < 1):
         raise ValueError(f"target_accept must be a number in (0, 1) (or None), got {target_accept!r}")

@@ -214,7 +214,8 @@ def _check_trajectory_settled(sampler, warmup, engine_cfg):
     """Warn when ChEES / SNAPER's trajectory length was still growing as warm-up ended.
 
     The ratio of the trajectory length over the last 10 % of warm-up to the length kept for sampling
-    (:func:`bnnzoo.inference.chees.trajectory_growth`) is stored as ``run_config(idata)["engine"]["trajectory_growth"]``;
+    (:func:`bnnzoo.inference.chees.trajectory_growth`) is stored as
+    ``run_config(idata)["engine"]["trajectory_growth"]``;
     above :data:`TRAJECTORY_GROWTH_WARN` the tuning was still heading elsewhere (the kept length is then too short
     and the slow sites mix poorly) or the length drifts without settling, so a warning asks for a check of the slow
     sites' ESS.
@@ -273,7 +274,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         dims, ``num_warmup`` counts sweeps, chains one after the other in memory, no HMC settings or long-run
         options); "chees" (ChEES-HMC, :mod:`bnnzoo.inference.chees`: jittered HMC whose step size, trajectory length
         and diagonal mass are tuned across the chains during warm-up, then fixed; needs num_chains >= 2, runs
-        through the chunked driver); "snaper" (the same sampler with the trajectory length tuned on the leading
+        through the chunked driver; its readout weights can mix slowly: check their ESS before reading branches);
+        "snaper" (the same sampler with the trajectory length tuned on the leading
         principal component of the whitened posterior, its slowest direction).  The docs compare their speed.
     seed : int
         PRNG seed (>= 0).  The same seed gives the same draws with and without ``chunk_size`` / ``store`` and for
