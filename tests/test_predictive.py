@@ -134,13 +134,19 @@ def test_predict_bad_input():
 def test_every_entry_has_predictive_groups(name):
     """A few fixed-step HMC draws per entry: the predictive groups exist with named dims, and predict on the
     training inputs gives back the posterior's f."""
+    if name == "gdln_routing":
+        with pytest.raises(ValueError, match="pass spec= to predict"):
+            bnnzoo.predict(_run(name, num_warmup=0, num_samples=1, sampler="hmc", num_steps=1, step_size=1e-3)[1],
+                           TINY[name][0]().X)
     assert get_entry(name)                      # every tiny case is a registered entry
     task, idata = _run(name, num_warmup=0, num_samples=3, sampler="hmc", num_steps=2, step_size=1e-3,
                        posterior_predictive=True, prior_predictive=True)
     for g in ("posterior_predictive", "prior_predictive"):
         y = azcompat.get_group(idata, g)["y"]
         assert y.dims == ("chain", "draw", "point", "class") and y.shape == (2, 3) + task.Y.shape
-    out = bnnzoo.predict(idata, task.X)
+    # a non-default gated spec is stored in the provenance as its repr only, so predict is given it again
+    extra = {"spec": TINY[name][1]["spec"]} if "spec" in TINY[name][1] else {}
+    out = bnnzoo.predict(idata, task.X, **extra)
     np.testing.assert_allclose(azcompat.get_group(out, "predictions")["f"].values,
                                azcompat.get_group(idata, "posterior")["f"].values, rtol=1e-4, atol=1e-5)
 

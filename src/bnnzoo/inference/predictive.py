@@ -159,7 +159,7 @@ def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
     else:
         fn = model.model if hasattr(model, "model") else model
         entry = model if hasattr(model, "model") else None
-    kw = _stored_kwargs(entry, cfg["model_kwargs"])
+    kw = _stored_kwargs(entry, {k: v for k, v in cfg["model_kwargs"].items() if k not in model_kwargs})
     kw.update(model_kwargs)
     X_new = np.asarray(X_new)
     if X_new.ndim != 2 or not np.issubdtype(X_new.dtype, np.number) or not np.isfinite(X_new).all():
