@@ -130,11 +130,27 @@ def test_divergences_warn():
     (dict(sampler="mala"), "sampler"), (dict(sampler="hmc"), "num_steps"), (dict(width=-1), "width"),
     (dict(temperature=-1.0), "temperature"), (dict(chain_method="gpu"), "chain_method"),
     (dict(num_samples=5, thinning=10), "thinning"), (dict(step_size=0.0), "step_size"),
+    (dict(num_chains=True), "num_chains must be an integer"), (dict(num_warmup="10"), "num_warmup must be an integer"),
+    (dict(num_samples=5.0), "num_samples must be an integer"), (dict(seed=False), "seed must be an integer"),
+    (dict(seed="0"), "seed must be an integer"), (dict(thinning=True), "thinning must be an integer"),
+    (dict(record=3), "record must be a site name"), (dict(record=["z1", 2]), "record must be a site name"),
+    (dict(sampler="hmc", num_steps=True), "num_steps must be an integer"), (dict(step_size="0.1"), "step_size"),
+    (dict(log_likelihood="yes"), "log_likelihood must be True or False"),
 ])
 def test_bad_arguments_fail_before_compiling(kw, match):
     t = toy_task(P=5, N0=6)
     with pytest.raises(ValueError, match=match):
         bnnzoo.sample("relu", t, **dict(dict(num_warmup=1, num_samples=5, progress=False), **kw))
+
+
+def test_record_takes_a_string_or_a_list():
+    t = toy_task(P=5, N0=6)
+    for record in ("z1", ["z1"], ("z1",)):
+        idata = bnnzoo.sample("relu", t, record=record, sampler="hmc", num_steps=1, step_size=0.01, num_chains=1,
+                              num_warmup=0, num_samples=2, width=3, progress=False)
+        post = azcompat.get_group(idata, "posterior")
+        assert post["z1"].dims == ("chain", "draw", "neuron", "point")
+        assert bnnzoo.run_config(idata)["record"] == ["z1"]
 
 
 def test_custom_numpyro_model_dims_from_plates():

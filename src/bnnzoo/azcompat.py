@@ -17,7 +17,8 @@ with warnings.catch_warnings():
     import arviz as az
 
 __all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "get_attrs",
-           "to_netcdf", "from_netcdf", "plot_trace", "save_plot", "ess", "rhat", "is_idata"]
+           "to_netcdf", "from_netcdf", "plot_trace", "save_plot", "ess", "rhat", "is_idata", "plot_ppc", "loo_pit",
+           "plot_loo_pit"]
 
 AZ_VERSION: str = az.__version__
 AZ_MAJOR: int = int(AZ_VERSION.split(".")[0])
@@ -147,3 +148,43 @@ def rhat(idata, var_names=None) -> xr.Dataset:
     """Rank-normalised split R-hat per variable and coordinate."""
     out = _stat("rhat", idata, var_names)
     return out.to_dataset() if isinstance(out, xr.DataTree) else out
+
+
+def plot_ppc(idata, var_names: Iterable[str] = ("y",), group: str = "posterior", **kwargs):
+    """Posterior (``group="posterior"``) or prior (``"prior"``) predictive check of ``var_names`` against the
+    observed data: ``az.plot_ppc`` on 0.x, ``az.plot_ppc_dist`` on 1.x (which reads the ``posterior_predictive`` /
+    ``prior_predictive`` group).  Returns what ArviZ returns (axes on 0.x, a PlotCollection on 1.x); save it with
+    :func:`save_plot`."""
+    if group not in ("posterior", "prior"):
+        raise ValueError(f"group must be 'posterior' or 'prior', got {group!r}")
+    var_names = list(var_names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if AZ_MAJOR == 0:
+            return az.plot_ppc(idata, var_names=var_names, group=group, **kwargs)
+        return az.plot_ppc_dist(idata, var_names=var_names, group=f"{group}_predictive", **kwargs)
+
+
+def loo_pit(idata, var_name: str = "y"):
+    """LOO probability integral transform of each observation of ``var_name`` (needs the ``log_likelihood``,
+    ``posterior_predictive`` and ``observed_data`` groups): an ``xarray.DataArray`` with the observation's dims,
+    values in [0, 1] (uniform when the model is calibrated)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if AZ_MAJOR == 0:
+            out = az.loo_pit(idata, y=var_name)
+            if not isinstance(out, xr.DataArray):
+                obs = get_group(idata, "observed_data")[var_name]
+                out = xr.DataArray(out, dims=obs.dims, coords=obs.coords)
+            return out
+        out = az.loo_pit(idata, var_names=[var_name])
+        return out[var_name]
+
+
+def plot_loo_pit(idata, var_name: str = "y", **kwargs):
+    """The LOO-PIT plot of ``var_name`` (``az.plot_loo_pit`` on both lines; same groups as :func:`loo_pit`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if AZ_MAJOR == 0:
+            return az.plot_loo_pit(idata, y=var_name, **kwargs)
+        return az.plot_loo_pit(idata, var_names=[var_name], **kwargs)

@@ -39,7 +39,8 @@ COUPLED = textwrap.dedent("""
     import jax, numpy as np, bnnzoo
     from bnnzoo import azcompat
     from bnnzoo.inference.chees import ChEES
-    from bnnzoo.inference.engine import RunStore, run_chunked
+    from bnnzoo.inference.chunked import run_chunked
+    from bnnzoo.inference.store import RunStore
     warnings.simplefilter("ignore")
     t = bnnzoo.toy_task(P=6, N0=8, y_neg=0.5)
     out = {}

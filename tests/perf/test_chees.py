@@ -15,7 +15,8 @@ import pytest
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.inference.chees import ChEES, halton, trajectory_growth
-from bnnzoo.inference.engine import RunStore, run_chunked
+from bnnzoo.inference.chunked import run_chunked
+from bnnzoo.inference.store import RunStore
 from bnnzoo.inference.gibbs_linear import gibbs_linear
 from bnnzoo.tasks import toy_task
 from bnnzoo.testing import assert_mean_matches, mcse_mean

@@ -104,7 +104,7 @@ COUPLED_CHILD = textwrap.dedent("""
         raise SystemExit
     first = bnnzoo.sample("sigmoidal", t, store=store, **args)
     if pid == 1:    # as if process 1 had been killed before its last checkpoint: its state one block behind
-        from bnnzoo.inference.engine import RunStore
+        from bnnzoo.inference.store import RunStore
         s = RunStore(f"{store}/process_1")
         os.replace(s.previous_state_path, s.state_path)
         last = sorted(s.chunks.glob("draws_*.nc"))[-1]
@@ -179,7 +179,7 @@ def test_a_process_refusing_its_store_stops_them_all(tmp_path, sampler):
     """Only process 0's sub-folder already holds a run and resume is not asked: process 0 refuses it, and process 1,
     whose sub-folder is new, stops too, with a message naming process 0, instead of running on (NUTS: the whole
     run, then a collective timeout at the final gather, measured before the fix; SNAPER: into the shared program)."""
-    from bnnzoo.inference.engine import RunStore
+    from bnnzoo.inference.store import RunStore
 
     RunStore(tmp_path / "store" / "process_0").write_manifest({"complete": False})
     script = tmp_path / "child.py"

@@ -1,8 +1,17 @@
-"""Sampling: NUTS / HMC into ArviZ data (:func:`sample`), the chunked driver for long runs and many devices
-(:mod:`bnnzoo.inference.chunked`) with its checkpoint store (:mod:`bnnzoo.inference.store`), and exact samplers used
-as test oracles."""
+"""Sampling into ArviZ data.
 
+:func:`sample` (the public call, :mod:`.sampling`), :mod:`.plan` (arguments checked; chain method, engine and
+sharding decided once), :mod:`.convert` (draws into ArviZ groups, one table of sampler statistics, provenance),
+:mod:`.predictive` (log-likelihood, posterior / prior predictive, :func:`predict`), the chunked driver for long
+runs and many devices (:mod:`.chunked`) with its checkpoint store (:mod:`.store`), and the exact samplers used as
+test oracles.
+"""
+
+from .convert import run_config
+from .plan import REPARAMS, SAMPLERS, RunPlan, make_plan
+from .predictive import predict
+from .sampling import build_kernel, sample
 from .store import load_store
-from .sampling import REPARAMS, SAMPLERS, build_kernel, run_config, sample
 
-__all__ = ["sample", "run_config", "build_kernel", "SAMPLERS", "REPARAMS", "load_store"]
+__all__ = ["sample", "predict", "run_config", "build_kernel", "SAMPLERS", "REPARAMS", "RunPlan", "make_plan",
+           "load_store"]

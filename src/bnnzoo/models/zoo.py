@@ -105,6 +105,12 @@ class ZooEntry:
         ``prior_variances(X=None, **model_kwargs)`` gives the prior variance of every weight site ({site:
         variance}); ``X`` (the training inputs) is needed only where a variance depends on the data (attention's
         token dimension; an FCN's unresolved ``sigma_a2=None``).
+    samplers : tuple of str
+        The samplers :func:`bnnzoo.sample` may run on this entry (``bnnzoo.inference.SAMPLERS``; "gibbs", the exact
+        blocked Gibbs sampler, for the linear fully-connected nets only).
+    reparams : tuple of str
+        The reparametrisations :func:`bnnzoo.sample` may use (``bnnzoo.inference.REPARAMS``; the fully-connected
+        nets: "readout", "data_space").
     """
 
     name: str
@@ -124,6 +130,8 @@ class ZooEntry:
     forward: Callable | None = None
     likelihood_variance: Callable[[dict], float] | None = None
     prior_variances: Callable[..., dict[str, float]] | None = None
+    samplers: tuple[str, ...] = ("nuts", "hmc", "chees", "snaper")
+    reparams: tuple[str, ...] = ()
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -242,4 +250,6 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
                          "(GP limit)" if _lazy else _desc),
             reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); docs/theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
+            samplers=("nuts", "hmc", "chees", "snaper") + (("gibbs",) if _act == "linear" else ()),
+            reparams=("readout", "data_space"),
         ))

@@ -1,0 +1,161 @@
+"""Draws into ArviZ groups: named dims, the one table of sampler statistics, the run's provenance.
+
+Every sampler path of :func:`bnnzoo.sample` (NumPyro's ``MCMC``, the chunked driver, the exact Gibbs sampler) hands
+its draws here as ``{site: (chain, draw, ...)}`` arrays; :data:`SAMPLE_STATS` is the single table that says which
+sampler field becomes which ``sample_stats`` variable.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+from typing import Sequence
+
+import jax
+import numpy as np
+import numpyro
+import xarray as xr
+
+from .. import azcompat
+
+__all__ = ["SAMPLE_STATS", "EXTRA_FIELDS", "sample_stats", "dataset", "thinned_dataset", "warmup_datasets",
+           "gibbs_warmup_datasets", "infer_dims", "jsonable", "versions", "bnnzoo_version", "run_config"]
+
+# sample_stats name -> (NumPyro extra field / engine state field, conversion).  NumPyro's extra fields and the
+# chunked driver's state fields carry the same names (engine.STAT_FIELDS keys), so one table serves both.
+SAMPLE_STATS = {
+    "diverging": ("diverging", lambda x: np.asarray(x).astype(bool)),
+    "step_size": ("adapt_state.step_size", np.asarray),
+    "n_steps": ("num_steps", lambda x: np.asarray(x).astype(int)),
+    "tree_depth": ("num_steps", lambda x: np.floor(np.log2(np.maximum(np.asarray(x).astype(int), 1))).astype(int) + 1),
+    "energy": ("energy", np.asarray),
+    "acceptance_rate": ("accept_prob", np.asarray),
+    "lp": ("potential_energy", lambda x: -np.asarray(x)),
+}
+EXTRA_FIELDS = tuple(dict.fromkeys(src for src, _ in SAMPLE_STATS.values()))   # what NumPyro's MCMC must collect
+
+
+def sample_stats(fields: dict) -> dict:
+    """The ``sample_stats`` arrays from sampler fields named as NumPyro's extra fields (see :data:`SAMPLE_STATS`)."""
+    return {name: conv(fields[src]) for name, (src, conv) in SAMPLE_STATS.items()}
+
+
+def bnnzoo_version() -> str:
+    """The installed bnnzoo's version (package metadata; "unknown" when bnnzoo runs from a source tree)."""
+    try:
+        return importlib.metadata.version("bnnzoo")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def jsonable(v):
+    """``v`` with numpy scalars turned into Python numbers and anything else unknown into its repr."""
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return repr(v)
+
+
+def versions() -> dict:
+    """Versions of bnnzoo and the libraries it ran on, with the JAX backend and devices."""
+    return {"bnnzoo": bnnzoo_version(), "jax": jax.__version__, "numpyro": numpyro.__version__,
+            "arviz": azcompat.AZ_VERSION, "xarray": xr.__version__, "numpy": np.__version__,
+            "python": platform.python_version(), "jax_backend": jax.default_backend(),
+            "devices": ", ".join(str(d) for d in jax.devices())}
+
+
+def infer_dims(fn, X, Y, kw) -> dict[str, list[str]]:
+    """Dims of the sample sites of an arbitrary model from its plates (deterministic sites get none)."""
+    from numpyro import handlers
+
+    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(X, Y, **kw)
+    dims = {}
+    for name, site in tr.items():
+        if site["type"] != "sample":
+            continue
+        shape = np.shape(site["value"])
+        names = [f"{name}_dim_{i}" for i in range(len(shape))]
+        for frame in site["cond_indep_stack"]:
+            if -len(shape) <= frame.dim < 0:
+                names[len(shape) + frame.dim] = frame.name
+        dims[name] = names
+    return dims
+
+
+def dataset(arrays: dict, dims: dict, lead: Sequence[str], lead_coords: dict) -> xr.Dataset:
+    """A Dataset of ``arrays`` whose leading axes are ``lead`` and the rest named by ``dims[site]`` (the last
+    ones when fewer names than axes; ``<site>_dim_i`` for unnamed axes)."""
+    data_vars, coords = {}, dict(lead_coords)
+    for name, arr in arrays.items():
+        arr = np.asarray(arr)
+        d = list(dims.get(name, []))
+        extra = arr.ndim - len(lead)
+        if len(d) != extra:
+            d = d[-extra:] if len(d) > extra else [f"{name}_dim_{i}" for i in range(extra - len(d))] + d
+        full = list(lead) + d
+        data_vars[name] = (full, arr)
+        for dim, n in zip(full, arr.shape):
+            if dim not in coords:
+                coords[dim] = np.arange(n)
+    return xr.Dataset(data_vars, coords=coords)
+
+
+def thinned_dataset(res, site_dims) -> xr.Dataset:
+    """The ``posterior_thinned`` group: each site on its own kept draws (dim ``draw_<site>``)."""
+    data, coords = {}, {"chain": np.arange(next(iter(res.thinned.values())).shape[0])}
+    for k, arr in res.thinned.items():
+        d = list(site_dims.get(k, []))[-(arr.ndim - 2):] if arr.ndim > 2 else []
+        if len(d) != arr.ndim - 2:
+            d = [f"{k}_dim_{i}" for i in range(arr.ndim - 2)]
+        full = ["chain", f"draw_{k}"] + d
+        data[k] = (full, arr)
+        coords[f"draw_{k}"] = res.thinned_draws[k]
+        for dim, n in zip(full[2:], arr.shape[2:]):
+            coords.setdefault(dim, np.arange(n))
+    return xr.Dataset(data, coords=coords)
+
+
+def warmup_datasets(res, site_dims) -> dict:
+    """``warmup_posterior`` (the small sites) and ``warmup_sample_stats`` (with ``time``) of a chunked run."""
+    from .chunked import STAT_FIELDS
+
+    w = res.warmup
+    n_chain, n_step = w["num_steps"].shape
+    lead, coords = ("chain", "draw"), {"chain": np.arange(n_chain), "draw": np.arange(n_step)}
+    small = {k: v for k, v in w.items() if k not in STAT_FIELDS.values() and k != "time"}
+    fields = {src: w[name] for src, name in STAT_FIELDS.items()}
+    ss = dataset(sample_stats(fields), {}, lead, coords)
+    ss["time"] = (("draw",), w["time"])
+    return {"warmup_posterior": dataset(small, site_dims, lead, coords), "warmup_sample_stats": ss}
+
+
+def gibbs_warmup_datasets(info) -> dict:
+    """Warm-up trace of the Gibbs chains: MSE per sweep, and seconds since each chain's start (chains run one after
+    the other, so ``time`` is (chain, draw) here, not (draw,) as for the vectorised engine)."""
+    mse = np.asarray(info["warmup_mse"])
+    lead, coords = ("chain", "draw"), {"chain": np.arange(mse.shape[0]), "draw": np.arange(mse.shape[1])}
+    ss = xr.Dataset({"time": (lead, np.asarray(info["warmup_time"]))}, coords=coords)
+    return {"warmup_posterior": xr.Dataset({"mse": (lead, mse)}, coords=coords), "warmup_sample_stats": ss}
+
+
+def run_config(idata) -> dict:
+    """The full provenance of a run made by :func:`bnnzoo.sample` (model, its arguments, task, sampler, seed,
+    versions).
+
+    Raises
+    ------
+    ValueError
+        if ``idata`` was not made by :func:`bnnzoo.sample`.
+    """
+    attrs = azcompat.get_attrs(idata)
+    if "bnnzoo_config" not in attrs:
+        raise ValueError("this InferenceData was not made by bnnzoo.sample (no 'bnnzoo_config' attribute)")
+    return json.loads(attrs["bnnzoo_config"])

@@ -1,0 +1,240 @@
+"""The run plan of :func:`bnnzoo.sample`: its own arguments checked, and the chain method, the engine (NumPyro's
+``MCMC`` or the chunked driver) and the sharding decided once, before anything compiles.
+
+Why one place decides: the same seed must give the same draws whether a run is chunked or not.  The plain path and
+the chunked driver (:mod:`bnnzoo.inference.engine`) give identical draws for the same chain method, so both must
+pick the same one; this module is the only place that picks.
+
+Chain methods (the draws each gives for one seed):
+
+* ``"vectorized"``: all chains batched on one device.  NumPyro's ``MCMC`` and the chunked driver give the same draws
+  to the bit, with or without chunks.
+* ``"sharded"``: the chains split across the local devices, batched on each (the chunked driver).  ``"parallel"``
+  (one chain per device) is run as ``"sharded"``, so it gives the same draws with and without chunks.  On one device
+  it is ``"vectorized"``.
+* ``"sequential"``: NumPyro runs one chain after the other, unbatched (not with the chunked driver's options).
+
+Across chain methods the draws agree only up to float rounding: XLA compiles a product over one chain (a device
+holding a single chain, or a sequential chain) differently from one over a batch of chains, so the first draw
+agrees to the last float bit or so and the difference then grows with the chain's own dynamics (chaotic for
+nonlinear nets): float64 runs stay within about 1e-10 over short runs, float32 runs become different, equally valid
+chains after some tens of steps.  tests/test_reproducible.py pins both facts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+import numpy as np
+
+__all__ = ["RunPlan", "make_plan", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
+           "normalize_record", "CHEES_LIKE"]
+
+SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper")
+CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees.ChEES), two trajectory criteria
+REPARAMS = ("readout", "data_space")
+CHAIN_METHODS = ("auto", "vectorized", "parallel", "sequential", "sharded")
+MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
+
+
+def check_int(name: str, value, minimum: int) -> None:
+    """Raise ValueError unless ``value`` is an integer (not a bool, not a string) >= ``minimum``."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def normalize_record(record) -> tuple[str, ...]:
+    """``record`` as a tuple of site names: one name (``"z1"``) or a list/tuple of names.
+
+    Raises
+    ------
+    ValueError
+        if ``record`` is neither a string nor a sequence of non-empty strings.
+    """
+    if record is None:
+        return ()
+    if isinstance(record, str):
+        record = (record,)
+    if not isinstance(record, (list, tuple)) or not all(isinstance(r, str) and r for r in record):
+        raise ValueError(f"record must be a site name or a list of site names (e.g. 'z' or ['z1', 'z2']), "
+                         f"got {record!r}")
+    return tuple(record)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """How :func:`bnnzoo.sample` runs, decided once by :func:`make_plan`.
+
+    Attributes
+    ----------
+    chain_method : the resolved method: "vectorized", "sharded" or "sequential" (never "auto" or "parallel").
+    use_engine : True when the chunked driver (:mod:`bnnzoo.inference.engine`) runs the chains (or, for
+        ``sampler="gibbs"``, when the draws come with their test-set outputs as from the engine); False for
+        NumPyro's ``MCMC``.
+    n_devices : local devices seen by JAX.
+    n_processes : JAX processes (several after ``jax.distributed.initialize``).
+    local_chains : chains this process runs.
+    record : the sites to record beyond the defaults, as a tuple.
+    reparam : the reparametrisations, as a tuple.
+    """
+
+    chain_method: str
+    use_engine: bool
+    n_devices: int
+    n_processes: int
+    local_chains: int
+    record: tuple[str, ...]
+    reparam: tuple[str, ...]
+
+
+def _supported(entry, field: str, default: tuple) -> tuple:
+    return tuple(getattr(entry, field, default)) if entry is not None else default
+
+
+def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samples, thinning, seed, record,
+              chain_method: str, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init: str,
+              progress, log_likelihood, chunk_size, store, resume, exclude, site_thinning, reparam, warm_start,
+              matmul_precision, n_devices: int, n_processes: int) -> RunPlan:
+    """Check the arguments of :func:`bnnzoo.sample` (not the model's) and decide the chain method and engine.
+
+    ``entry`` is the zoo entry (None for a plain NumPyro model): its ``samplers`` and ``reparams`` say which
+    samplers and reparametrisations it supports.  ``kw`` are the resolved model keyword arguments.
+
+    Returns
+    -------
+    RunPlan
+
+    Raises
+    ------
+    ValueError
+        on any bad argument, with a one-line message naming it and its valid values.
+    """
+    check_int("num_chains", num_chains, 1)
+    check_int("num_warmup", num_warmup, 0)
+    check_int("num_samples", num_samples, 1)
+    check_int("thinning", thinning, 1)
+    check_int("seed", seed, 0)
+    if thinning > num_samples:
+        raise ValueError(f"thinning={thinning} exceeds num_samples={num_samples}: no draw would be kept")
+    for name, value in (("progress", progress), ("log_likelihood", log_likelihood), ("resume", resume),
+                        ("dense_mass", dense_mass)):
+        _check_bool(name, value)
+    record = normalize_record(record)
+    if not isinstance(sampler, str) or sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+    supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
+    if entry is None and sampler == "gibbs":
+        raise ValueError("sampler='gibbs' (exact blocked Gibbs) is for zoo entries that offer it (the linear "
+                         "fully-connected nets), not a plain NumPyro model")
+    if entry is not None and sampler not in supported:
+        hint = (" (exact blocked Gibbs: for the linear fully-connected nets only, e.g. 'deep_linear')"
+                if sampler == "gibbs" else "")
+        raise ValueError(f"sampler={sampler!r} is not offered by zoo entry {entry.name!r}{hint}; it supports "
+                         f"{list(supported)}")
+    if chain_method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}")
+    if matmul_precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {matmul_precision!r}")
+    if init not in ("prior", "uniform"):
+        raise ValueError(f"init must be 'prior' (a draw from the prior) or 'uniform' (NumPyro's default), got {init!r}")
+    if step_size is not None and (isinstance(step_size, (bool, np.bool_))
+                                  or not isinstance(step_size, (int, float, np.number))
+                                  or not (np.isfinite(step_size) and step_size > 0)):
+        raise ValueError(f"step_size must be a number > 0 (or None: adapted), got {step_size!r}")
+    if target_accept is not None and (isinstance(target_accept, (bool, np.bool_))
+                                      or not isinstance(target_accept, (int, float, np.number))
+                                      or not 0 < target_accept < 1):
+        raise ValueError(f"target_accept must be a number in (0, 1) (or None), got {target_accept!r}")
+    check_int("max_tree_depth", max_tree_depth, 1)
+    if sampler == "hmc":
+        if num_steps is None:
+            raise ValueError("sampler='hmc' needs num_steps (leapfrog steps per draw, an integer >= 1)")
+        check_int("num_steps", num_steps, 1)
+    elif num_steps is not None:
+        raise ValueError(f"num_steps applies to sampler='hmc' only, not sampler={sampler!r}")
+
+    # long-run options (the chunked driver)
+    if chunk_size is not None:
+        check_int("chunk_size", chunk_size, 1)
+    check_int("warm_start", warm_start, 0)
+    if resume and store is None:
+        raise ValueError("resume=True needs store= (the folder of the run to continue)")
+    if isinstance(exclude, str) or not isinstance(exclude, (list, tuple)):
+        raise ValueError(f"exclude must be a list of site names, got {exclude!r}")
+    if site_thinning is not None and not isinstance(site_thinning, dict):
+        raise ValueError(f"site_thinning must be a dict {{site: k}}, got {site_thinning!r}")
+    for k, e in (site_thinning or {}).items():
+        check_int(f"site_thinning[{k!r}]", e, 1)
+    reparam = () if reparam is None else (reparam,) if isinstance(reparam, str) else tuple(reparam)
+    bad = [r for r in reparam if r not in REPARAMS]
+    if bad:
+        raise ValueError(f"reparam entries must be among {REPARAMS}, got {bad}")
+    if reparam:
+        offered = _supported(entry, "reparams", ())
+        if entry is None or any(r not in offered for r in reparam):
+            raise ValueError(f"reparam={list(reparam)} is not offered by "
+                             + (f"zoo entry {entry.name!r} (it offers {list(offered)})" if entry is not None
+                                else f"a plain NumPyro model; zoo entries declare theirs (the fully-connected "
+                                     f"nets: {list(REPARAMS)})"))
+
+    if sampler == "gibbs":
+        if kw.get("activation", "linear") != "linear":
+            raise ValueError(f"sampler='gibbs' (exact blocked Gibbs) needs activation='linear', got "
+                             f"{kw.get('activation')!r}")
+        given = [n for n, v in (("chunk_size", chunk_size), ("store", store), ("resume", resume),
+                                ("site_thinning", site_thinning), ("reparam", reparam), ("warm_start", warm_start),
+                                ("step_size", step_size), ("dense_mass", dense_mass)) if v]
+        if given:
+            raise ValueError(f"sampler='gibbs' runs in memory without HMC settings; drop {given}")
+        return RunPlan("sequential", True, n_devices, n_processes, num_chains, record, ())
+    if sampler in CHEES_LIKE:
+        if num_chains < 2:
+            raise ValueError(f"sampler={sampler!r} tunes across chains: it needs num_chains >= 2 (4 or more advised)")
+        if chain_method == "sequential":
+            raise ValueError(f"sampler={sampler!r} advances all chains together (its tuning couples them): use "
+                             f"chain_method 'auto', 'vectorized' or 'sharded', not 'sequential'")
+
+    local = num_chains
+    if n_processes > 1:
+        from .distributed import check_sampler
+
+        check_sampler(sampler, num_chains, n_processes)
+        local = num_chains // n_processes
+    engine_options = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
+                          or warm_start)
+    method = chain_method
+    if method == "parallel":              # one chain per device: the sharded driver, so chunks do not change draws
+        method = "sharded" if n_devices > 1 else "vectorized"
+    elif method == "auto":
+        method = "sharded" if n_devices > 1 and local > 1 and local % n_devices == 0 else "vectorized"
+    if sampler in CHEES_LIKE and n_processes > 1:   # coupled chains: one program over all processes' devices
+        method = "sharded"
+    if method == "sharded":
+        coupled_multiprocess = sampler in CHEES_LIKE and n_processes > 1
+        if not coupled_multiprocess and local % n_devices:
+            raise ValueError(f"chain_method={chain_method!r} splits the chains across the {n_devices} local "
+                             f"devices: num_chains per process ({local}) must be a multiple of {n_devices}; use "
+                             f"chain_method='vectorized'")
+    if method == "sequential" and (engine_options or n_processes > 1):
+        raise ValueError("chain_method='sequential' is not available with chunk_size / store / exclude / "
+                         "site_thinning / reparam / warm_start or several processes; use 'vectorized'")
+    use_engine = bool(engine_options or method == "sharded" or sampler in CHEES_LIKE or n_processes > 1)
+    return RunPlan(method, use_engine, n_devices, n_processes, local, record, reparam)
+
+
+def engine_chunk_size(chunk_size, n_keep: int, store, site_thinning) -> int:
+    """Kept draws per chunk: ``chunk_size``, else all draws (100 with a store), rounded to a multiple of every
+    site-thinning factor."""
+    if chunk_size is not None:
+        return int(chunk_size)
+    size = min(n_keep, 100) if store is not None else n_keep
+    if site_thinning:
+        lcm = math.lcm(*[int(e) for e in site_thinning.values()])
+        size = max(lcm, size // lcm * lcm)
+    return max(size, 1)
+

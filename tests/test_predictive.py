@@ -1,0 +1,156 @@
+"""Predictive groups: posterior / prior predictive from ``bnnzoo.sample``, ``bnnzoo.predict`` on new inputs, and the
+ArviZ checks that read them (``plot_ppc`` / ``plot_ppc_dist``, LOO-PIT) on the installed ArviZ line (0.x or 1.x)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import bnnzoo
+from bnnzoo import azcompat
+from bnnzoo.models import get_entry, likelihood_variance
+from bnnzoo.tasks import attention_task, hermite_task, toy_task, xor_task
+from bnnzoo.tasks.gated_tasks import routing_spec, routing_task
+
+# Every zoo entry at a tiny size: (task, model keyword overrides).
+TINY = {
+    "deep_linear": (lambda: toy_task(P=6, N0=10, P_test=3), dict(width=4)),
+    "deep_linear_lazy": (lambda: toy_task(P=6, N0=10, P_test=3), dict(width=4)),
+    "sigmoidal": (lambda: toy_task(P=6, N0=10, P_test=3, y_neg=0.5), dict(width=4)),
+    "sigmoidal_lazy": (lambda: toy_task(P=6, N0=10, P_test=3, y_neg=0.5), dict(width=4)),
+    "relu": (lambda: toy_task(P=6, N0=10, P_test=3, y_neg=-0.5), dict(width=4)),
+    "relu_lazy": (lambda: toy_task(P=6, N0=10, P_test=3, y_neg=-0.5), dict(width=4)),
+    "three_layer_erf": (lambda: hermite_task(d=4, P=8, P_test=5), dict(width1=4, width2=3)),
+    "three_layer_erf_meanfield": (lambda: hermite_task(d=4, P=8, P_test=5), dict(width1=4, width2=3)),
+    "softmax_attention": (lambda: attention_task(L=2, d=3, P=8, P_test=5), dict(context_length=2, heads=1)),
+    "gdln_xor": (lambda: xor_task(hidden=4), dict()),
+    "gdln_routing": (lambda: routing_task(hidden=4), dict(spec=routing_spec(hidden=4))),
+}
+
+
+def _run(name, **kw):
+    make, over = TINY[name]
+    task = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = bnnzoo.sample(name, task, num_chains=2, num_warmup=kw.pop("num_warmup", 30),
+                              num_samples=kw.pop("num_samples", 40), seed=1, progress=False, **over, **kw)
+    return task, idata
+
+
+@pytest.fixture(scope="module")
+def linear_run():
+    return _run("deep_linear", num_warmup=100, num_samples=200, log_likelihood=True, posterior_predictive=True,
+                prior_predictive=True)
+
+
+def test_groups_and_named_dims(linear_run):
+    task, idata = linear_run
+    names = azcompat.group_names(idata)
+    for g in ("posterior_predictive", "prior_predictive", "prior", "log_likelihood", "observed_data"):
+        assert g in names, g
+    for g in ("posterior_predictive", "prior_predictive"):
+        y = azcompat.get_group(idata, g)["y"]
+        assert y.dims == ("chain", "draw", "point", "class") and y.shape == (2, 200, task.P, task.m)
+    prior = azcompat.get_group(idata, "prior")
+    assert prior["a"].dims == ("chain", "draw", "neuron", "class") and "W1" in prior and "y" not in prior
+
+
+def test_posterior_predictive_is_f_plus_likelihood_noise(linear_run):
+    """y - f at every draw is N(0, v) with v the model's likelihood variance T/N (closed form, not the sampler)."""
+    task, idata = linear_run
+    cfg = bnnzoo.run_config(idata)["model_kwargs"]
+    v = likelihood_variance(cfg["readout"], cfg["width"], cfg["temperature"])
+    r = (azcompat.get_group(idata, "posterior_predictive")["y"] - azcompat.get_group(idata, "posterior")["f"]).values
+    n = r.size                                    # 7200 independent noise draws
+    assert abs(r.mean()) < 4 * np.sqrt(v / n)
+    assert abs(r.var() / v - 1) < 4 * np.sqrt(2 / n)          # about 7 %
+
+
+def test_prior_draws_have_the_prior_variances(linear_run):
+    """W1 ~ N(0, sigma_w2), a ~ N(0, sigma_a2) entrywise, with the resolved sigma_a2 of the run's provenance; the
+    prior predictive y is f + noise of variance v."""
+    _, idata = linear_run
+    cfg = bnnzoo.run_config(idata)["model_kwargs"]
+    prior = azcompat.get_group(idata, "prior")
+    for site, var in (("W1", cfg.get("sigma_w2", 1.0)), ("a", cfg["sigma_a2"])):
+        x = prior[site].values
+        assert abs(x.var() / var - 1) < 5 * np.sqrt(2 / x.size), site
+    v = likelihood_variance(cfg["readout"], cfg["width"], cfg["temperature"])
+    r = (azcompat.get_group(idata, "prior_predictive")["y"] - prior["f"]).values
+    assert abs(r.var() / v - 1) < 4 * np.sqrt(2 / r.size)
+
+
+def test_predict_reproduces_the_sampled_outputs(linear_run):
+    """predict on the training inputs gives the posterior's own f, on the test inputs the sampled predictions."""
+    task, idata = linear_run
+    f_train = azcompat.get_group(idata, "posterior")["f"].values
+    f_test = azcompat.get_group(idata, "predictions")["f"].values
+    out = bnnzoo.predict(idata, task.X, seed=3)
+    pred = azcompat.get_group(out, "predictions")
+    assert pred["f"].dims == ("chain", "draw", "test_point", "class")
+    np.testing.assert_allclose(pred["f"].values, f_train, rtol=1e-4, atol=1e-5)
+    assert azcompat.get_group(out, "predictions_constant_data")["X_test"].shape == task.X.shape
+    out = bnnzoo.predict(idata, task.X_test, seed=3)
+    pred = azcompat.get_group(out, "predictions")
+    np.testing.assert_allclose(pred["f"].values, f_test, rtol=1e-4, atol=1e-5)
+    cfg = bnnzoo.run_config(idata)["model_kwargs"]
+    v = likelihood_variance(cfg["readout"], cfg["width"], cfg["temperature"])
+    r = (pred["y"] - pred["f"]).values
+    assert abs(r.var() / v - 1) < 4 * np.sqrt(2 / r.size)
+
+
+def test_arviz_ppc_and_loo_pit(linear_run, tmp_path):
+    _, idata = linear_run
+    for group in ("posterior", "prior"):
+        azcompat.save_plot(azcompat.plot_ppc(idata, group=group), tmp_path / f"ppc_{group}.png")
+        assert (tmp_path / f"ppc_{group}.png").stat().st_size > 0
+    pit = azcompat.loo_pit(idata)
+    assert pit.shape == (6, 3) and np.all((pit.values >= 0) & (pit.values <= 1))
+    azcompat.save_plot(azcompat.plot_loo_pit(idata), tmp_path / "loo_pit.png")
+
+
+def test_predictive_groups_survive_netcdf(linear_run, tmp_path):
+    _, idata = linear_run
+    back = azcompat.from_netcdf(azcompat.to_netcdf(idata, tmp_path / "r.nc"))
+    for g in ("posterior_predictive", "prior_predictive", "prior"):
+        assert g in azcompat.group_names(back)
+    out = bnnzoo.predict(back, np.zeros((2, 10)))
+    assert azcompat.get_group(out, "predictions")["y"].shape == (2, 200, 2, 3)
+
+
+def test_predict_bad_input():
+    _, idata = _run("deep_linear", num_warmup=0, num_samples=2, sampler="hmc", num_steps=1, step_size=0.01)
+    with pytest.raises(ValueError, match="X_new must be a finite 2-d"):
+        bnnzoo.predict(idata, np.zeros(4))
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        bnnzoo.predict(idata, np.zeros((2, 10)), seed="1")
+    with pytest.raises(ValueError, match="bool|True or False"):
+        bnnzoo.sample("deep_linear", toy_task(P=6, N0=10, P_test=3), posterior_predictive="yes", width=4)
+
+
+@pytest.mark.parametrize("name", ["three_layer_erf"] + [
+    pytest.param(n, marks=pytest.mark.slow) for n in sorted(TINY) if n != "three_layer_erf"])
+def test_every_entry_has_predictive_groups(name):
+    """A few fixed-step HMC draws per entry: the predictive groups exist with named dims, and predict on the
+    training inputs gives back the posterior's f."""
+    if name == "gdln_routing":
+        with pytest.raises(ValueError, match="pass spec= to predict"):
+            bnnzoo.predict(_run(name, num_warmup=0, num_samples=1, sampler="hmc", num_steps=1, step_size=1e-3)[1],
+                           TINY[name][0]().X)
+    assert get_entry(name)                      # every tiny case is a registered entry
+    task, idata = _run(name, num_warmup=0, num_samples=3, sampler="hmc", num_steps=2, step_size=1e-3,
+                       posterior_predictive=True, prior_predictive=True)
+    for g in ("posterior_predictive", "prior_predictive"):
+        y = azcompat.get_group(idata, g)["y"]
+        assert y.dims == ("chain", "draw", "point", "class") and y.shape == (2, 3) + task.Y.shape
+    # a non-default gated spec is stored in the provenance as its repr only, so predict is given it again
+    extra = {"spec": TINY[name][1]["spec"]} if "spec" in TINY[name][1] else {}
+    out = bnnzoo.predict(idata, task.X, **extra)
+    np.testing.assert_allclose(azcompat.get_group(out, "predictions")["f"].values,
+                               azcompat.get_group(idata, "posterior")["f"].values, rtol=1e-4, atol=1e-5)
+
+
+def test_registered_entries_all_covered():
+    shipped = {e.name for e in bnnzoo.list_entries() if e.model.__module__.startswith("bnnzoo.")}
+    assert set(TINY) == shipped
