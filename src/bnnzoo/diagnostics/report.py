@@ -11,6 +11,11 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
     diagnostics_kernels              :class:`~bnnzoo.diagnostics.kernels.KernelResult`
     diagnostics_theory               :class:`~bnnzoo.diagnostics.compare.TheoryComparison`
     diagnostics_order_parameters     per-draw scalar order parameters (chain, draw): see :func:`order_parameters`
+    diagnostics_health               :class:`~bnnzoo.diagnostics.health.SamplerHealth`
+
+**Sampler health first** (:mod:`bnnzoo.diagnostics.health`): a run whose sampler failed or that is too short gets
+"inconclusive: <reason>" for every verdict; a run still relaxing gets "relaxing: <evidence>" instead of "theory
+disagrees" and "inconclusive: ..." instead of "ergodicity broken".
 
 **Coding scheme** (data-driven, theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
 preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
@@ -35,6 +40,7 @@ from .branches import BranchResult, readout_branches
 from .codes import code_string, neural_codes
 from .compare import TheoryComparison, compare_with_theory
 from .ergodicity import ergodicity, neuron_features
+from .health import SamplerHealth, gate_verdicts, sampler_health
 from .kernels import KernelResult, cka, kernels_and_richness
 from .symmetry import permutation_symmetry
 
@@ -53,6 +59,7 @@ class DiagnosticReport(Record):
     numbers : the headline numbers behind the verdicts (flat dict, for JSON and tests).
     ergodicity, symmetry : {variable: result}.   codes : {"z<l>": CodeResult}.   branches : BranchResult.
     kernels : KernelResult or None.   theory : TheoryComparison or None.   timings : seconds per diagnostic.
+    health : SamplerHealth (can the run carry verdicts; the verdicts above are already gated by it) or None.
     """
 
     run: str
@@ -67,10 +74,14 @@ class DiagnosticReport(Record):
     kernels: KernelResult | None = None
     theory: TheoryComparison | None = None
     timings: dict = field(default_factory=dict)
+    health: SamplerHealth | None = None
 
     def summary(self) -> list[str]:
         lines = [self.run, f"coding scheme: {self.coding_scheme}",
                  "verdicts: " + ", ".join(f"{k} {v}" for k, v in self.verdicts.items())]
+        if self.health is not None:
+            lines.append("— sampler health")
+            lines += ["  " + ln for ln in self.health.summary()]
         for title, part in (("ergodicity", self.ergodicity), ("permutation symmetry", self.symmetry),
                             ("codes", self.codes)):
             if part:
@@ -108,7 +119,7 @@ class DiagnosticReport(Record):
             g[f"{GROUP_PREFIX}_symmetry_{v}"] = r.to_dataset()
         for v, r in self.codes.items():
             g[f"{GROUP_PREFIX}_codes_{v}"] = r.to_dataset()
-        for name in ("branches", "kernels", "theory"):
+        for name in ("branches", "kernels", "theory", "health"):
             r = getattr(self, name)
             if r is not None:
                 g[f"{GROUP_PREFIX}_{name}"] = r.to_dataset()
@@ -139,7 +150,7 @@ def load_report(idata) -> DiagnosticReport:
                             verdicts=head["verdicts"], numbers=head["numbers"], timings=head.get("timings", {}),
                             ergodicity=order(parts["ergodicity"]), symmetry=order(parts["symmetry"]),
                             codes=order(parts["codes"]), branches=parts.get("branches"),
-                            kernels=parts.get("kernels"), theory=parts.get("theory"))
+                            kernels=parts.get("kernels"), theory=parts.get("theory"), health=parts.get("health"))
 
 
 def order_parameters(idata, codes: dict | None = None) -> xr.Dataset:
@@ -257,6 +268,9 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
         verdicts["theory"] = ("agrees" if comp.all_within else "disagrees") if comp.agreements else "n/a"
         numbers["theory_agreements_within"] = int(sum(a.within for a in comp.agreements))
         numbers["theory_agreements"] = len(comp.agreements)
+    health = timed("health", sampler_health, idata)
+    verdicts = gate_verdicts(verdicts, health)
+    numbers["health"] = health.status
     scheme = _scheme(branches)
     cfg = rd.config
     cfg_small = {k: cfg.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
@@ -265,7 +279,8 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
     ops = timed("order_parameters", order_parameters, rd, codes) if can_store else None
     report = DiagnosticReport(run=_describe(rd), config=jsonable(cfg_small), coding_scheme=scheme,
                               verdicts=verdicts, numbers=jsonable(numbers), ergodicity=erg, symmetry=sym,
-                              codes=codes, branches=branches, kernels=kern, theory=comp, timings=dict(timings))
+                              codes=codes, branches=branches, kernels=kern, theory=comp, timings=dict(timings),
+                              health=health)
     if can_store:
         groups = report.groups()
         groups[f"{GROUP_PREFIX}_order_parameters"] = ops
