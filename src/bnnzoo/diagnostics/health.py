@@ -43,6 +43,12 @@ Thresholds (each with the reason for its value):
   short"; an observable that drifts or on which the chains disagree counts as relaxing instead).
 * ``MAX_RHAT = 1.1``: between-chain (or split) rank-normalised R̂ of an invariant observable above 1.1 means the chains
   disagree on it (Gelman et al.'s classical threshold; the stricter 1.01 needs far longer runs than bnnzoo's CI sizes).
+* ``POPULATION_SE_FACTOR = 3``: the N units of a chain are one sample of the single-unit marginal; when ergodicity is
+  broken (the physics being measured) that sample is frozen, so a unit average (``q_a[c]``, ``q_z<l>``) differs
+  between chains, and can creep within one, by about its population standard error std_units / √N even at
+  equilibrium.  R̂, drift and ESS of a unit average are therefore evidence only when its chain means (or a chain's
+  first tenth and last half) differ by more than 3 population standard errors; a relaxing outlier shows in
+  ``n_outliers``, which is always judged.
 * ``MAX_DRIFT_Z = 4``: the mean of an invariant observable over the last half of a chain differs from its mean over
   the first tenth by more than 4 standard errors (Geweke's 1992 test and windows, each window's standard error from
   its own ESS; the first tenth catches a transient from the starting point that a halves split averages away); 4
@@ -65,7 +71,7 @@ from ._record import Record
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
-           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z"]
+           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "POPULATION_SE_FACTOR", "population_se"]
 
 MIN_DRAWS = 100
 MIN_CHAINS = 1
@@ -76,10 +82,12 @@ MIN_MOVEMENT = 0.1
 MIN_ESS = 20.0
 MAX_RHAT = 1.1
 MAX_DRIFT_Z = 4.0
+POPULATION_SE_FACTOR = 3.0
 
 _THRESHOLDS = dict(min_draws=MIN_DRAWS, min_chains=MIN_CHAINS, max_divergence_rate=MAX_DIVERGENCE_RATE,
                    min_ebfmi=MIN_EBFMI, max_tree_saturation=MAX_TREE_SATURATION, min_movement=MIN_MOVEMENT,
-                   min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z)
+                   min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z,
+                   population_se_factor=POPULATION_SE_FACTOR)
 
 _PHYSICS_PREFIXES = ("ergodicity", "symmetry", "codes", "branches", "theory")
 
@@ -191,6 +199,36 @@ def invariant_observables(posterior: xr.Dataset, y: np.ndarray | None = None) ->
         fv = _lead(posterior["f"].values)
         out["f"] = fv.reshape(fv.shape[:2] + (-1,))
     return out
+
+
+def population_se(posterior: xr.Dataset) -> dict[str, float]:
+    """Population standard error of the unit averages among the invariant observables (``q_a[c]``, ``q_z<l>``):
+    std over the units of a unit's time-averaged contribution / √N, the largest over chains."""
+    out: dict[str, float] = {}
+    if "a" in posterior and "class" in posterior["a"].dims and posterior["a"].ndim == 4:
+        a = np.moveaxis(_lead(posterior["a"].values), posterior["a"].dims.index("class"), -1)
+        contrib = (a ** 2).mean(1)                                 # (C, N, m)
+        se = contrib.std(1, ddof=1) / math.sqrt(contrib.shape[1])  # (C, m)
+        for c in range(se.shape[-1]):
+            out[f"q_a[{c}]"] = float(se[:, c].max())
+    for name in sorted(posterior.data_vars):
+        if (name == "z" or (name.startswith("z") and name[1:].isdigit())) and posterior[name].ndim == 4:
+            zv = _lead(posterior[name].values)
+            contrib = (zv ** 2).mean(axis=(1, 3))                  # (C, N)
+            out["q_" + (name if name != "z" else "z1")] = float(
+                (contrib.std(1, ddof=1) / math.sqrt(contrib.shape[1])).max())
+    return out
+
+
+def _largest_change(x: np.ndarray) -> float:
+    """The largest difference an R̂ or drift test can have seen in x (chain, draw): between chain means, or between
+    a chain's first tenth and last half."""
+    C, D = x.shape
+    m = x.mean(1)
+    between = float(m.max() - m.min())
+    t = max(D // 10, 1)
+    drift = float(np.max(np.abs(x[:, D - D // 2:].mean(1) - x[:, :t].mean(1)))) if D >= 2 else 0.0
+    return max(between, drift)
 
 
 def _outlier_counts(a: np.ndarray) -> np.ndarray:
@@ -310,6 +348,7 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
     obs = invariant_observables(post, y) if observables is None else {k: np.asarray(v, float)
                                                                        for k, v in observables.items()}
+    pop_se = population_se(post) if observables is None else {}
     samp = cfg.get("sampler", {})
     sampler = str(samp.get("sampler", "")) if isinstance(samp, dict) else str(samp or "")
     st = _stats(ss, cfg)
@@ -334,6 +373,7 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     drift: dict[str, float] = {}
     relaxing: list[str] = []
     low_ess: list[str] = []
+    exempt: list[str] = []
     if D >= 4:
         for name, x in obs.items():
             x3 = x if x.ndim == 3 else x[..., None]
@@ -354,6 +394,10 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                 else:
                     rhat[name], ess[name] = float(r[0]), float(e[0])
                     drift[name] = _drift_z(x) if D >= 8 else float("nan")
+            tol = pop_se.get(name)
+            if tol is not None and _largest_change(x) <= POPULATION_SE_FACTOR * tol:
+                exempt.append(name)
+                continue                           # within the frozen population's own sampling error: not evidence
             unsettled = rhat[name] > MAX_RHAT or drift.get(name, 0.0) > MAX_DRIFT_Z
             if rhat[name] > MAX_RHAT:
                 relaxing.append(f"chains disagree on {name} (R̂ {rhat[name]:.2f} > {MAX_RHAT})" if C > 1 else
@@ -367,6 +411,9 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
         reasons.append(f"run too short: bulk ESS < {MIN_ESS:g} for " + ", ".join(low_ess))
     status = "failed" if reasons else ("relaxing" if relaxing else "equilibrated")
     used = ", ".join(k for k in rhat) or "none"
+    if exempt and status != "failed":
+        used += (f" ({', '.join(exempt)}: chains differ by less than {POPULATION_SE_FACTOR:g} population standard "
+                 f"errors, what a frozen population of units gives)")
     if status == "failed":
         evidence = "none: the sampler failed or the run is too short, so no verdict is drawn"
     elif C > 1:
