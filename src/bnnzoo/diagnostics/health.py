@@ -411,18 +411,17 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
         reasons.append(f"run too short: bulk ESS < {MIN_ESS:g} for " + ", ".join(low_ess))
     status = "failed" if reasons else ("relaxing" if relaxing else "equilibrated")
     used = ", ".join(k for k in rhat) or "none"
-    if exempt and status != "failed":
-        used += (f" ({', '.join(exempt)}: chains differ by less than {POPULATION_SE_FACTOR:g} population standard "
-                 f"errors, what a frozen population of units gives)")
+    note = (f"; {', '.join(exempt)}: chain means within {POPULATION_SE_FACTOR:g} population standard errors (what a "
+            f"frozen population of units gives), not counted" if exempt else "")
     if status == "failed":
         evidence = "none: the sampler failed or the run is too short, so no verdict is drawn"
     elif C > 1:
         evidence = (f"between-chain R̂ ≤ {MAX_RHAT} and bulk ESS ≥ {MIN_ESS:g} of the invariant observables ({used}), "
-                    f"no drift (Geweke)" if status == "equilibrated" else
+                    f"no drift (Geweke){note}" if status == "equilibrated" else
                     "invariant observables not yet at equilibrium: " + "; ".join(relaxing))
     else:
         evidence = (f"one chain: split R̂ ≤ {MAX_RHAT} between its halves and bulk ESS ≥ {MIN_ESS:g} of the "
-                    f"invariant observables ({used}); no between-chain check" if status == "equilibrated" else
+                    f"invariant observables ({used}){note}; no between-chain check" if status == "equilibrated" else
                     "invariant observables not yet at equilibrium: " + "; ".join(relaxing))
     return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence, sampler=sampler, n_chains=C, n_draws=D, rhat=rhat, ess=ess,
                          drift_z=drift, **st)
