@@ -89,8 +89,6 @@ _THRESHOLDS = dict(min_draws=MIN_DRAWS, min_chains=MIN_CHAINS, max_divergence_ra
                    min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z,
                    population_se_factor=POPULATION_SE_FACTOR)
 
-_PHYSICS_PREFIXES = ("ergodicity", "symmetry", "codes", "branches", "theory")
-
 
 @dataclass(frozen=True, repr=False)
 class SamplerHealth(Record):
@@ -416,15 +414,15 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     if status == "failed":
         evidence = "none: the sampler failed or the run is too short, so no verdict is drawn"
     elif C > 1:
-        evidence = (f"between-chain R̂ ≤ {MAX_RHAT} and bulk ESS ≥ {MIN_ESS:g} of the invariant observables ({used}), "
-                    f"no drift (Geweke){note}" if status == "equilibrated" else
+        evidence = (f"between-chain R̂ ≤ {MAX_RHAT} and bulk ESS ≥ {MIN_ESS:g} of the invariant observables "
+                    f"({used}), no drift (Geweke){note}" if status == "equilibrated" else
                     "invariant observables not yet at equilibrium: " + "; ".join(relaxing))
     else:
         evidence = (f"one chain: split R̂ ≤ {MAX_RHAT} between its halves and bulk ESS ≥ {MIN_ESS:g} of the "
                     f"invariant observables ({used}){note}; no between-chain check" if status == "equilibrated" else
                     "invariant observables not yet at equilibrium: " + "; ".join(relaxing))
-    return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence, sampler=sampler, n_chains=C, n_draws=D, rhat=rhat, ess=ess,
-                         drift_z=drift, **st)
+    return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence,
+                         sampler=sampler, n_chains=C, n_draws=D, rhat=rhat, ess=ess, drift_z=drift, **st)
 
 
 def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
@@ -455,8 +453,8 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
 def warn_if_unhealthy(idata, stacklevel: int = 3) -> SamplerHealth | None:
     """Warn (RuntimeWarning) when the chains of a finished run did not mix, relax or move (status "relaxing", or
     "failed" for a stuck sampler, low E-BFMI, saturated trees or too few effective draws); divergences are left to
-    the sampler's own warning, and a run shorter than ``MIN_DRAWS`` is not warned about (a deliberate short run).  Returns the :class:`SamplerHealth`, or None when it could not be judged
-    (a run without a posterior)."""
+    the sampler's own warning, and a run shorter than ``MIN_DRAWS`` is not warned about (a deliberate short run).
+    Returns the :class:`SamplerHealth`, or None when it could not be judged (a run without a posterior)."""
     try:
         h = sampler_health(idata)
     except (KeyError, ValueError):
