@@ -10,7 +10,8 @@ observables of the run, and returns a :class:`SamplerHealth` record with one of 
   ``"inconclusive: <reason>"``;
 * ``"relaxing"``: the sampler works but the run has not reached equilibrium (an order parameter or the outlier count
   drifts across the run, or the chains disagree on an invariant observable); :func:`gate_verdicts` turns "theory
-  disagrees" into ``"relaxing: <evidence>"`` and "ergodicity broken" into ``"inconclusive: ..."``;
+  disagrees" into ``"relaxing: <evidence>"``, and "ergodicity broken" into ``"inconclusive: ..."`` when the chains
+  disagree on an invariant observable (R̂);
 * ``"equilibrated"``: verdicts stand.  "Ergodicity broken" then means what the theory means: the invariant
   observables mixed (across chains, or across the halves of a single chain) while the units kept their identity;
   :attr:`SamplerHealth.evidence` says which of these checks were available.
@@ -111,6 +112,8 @@ class SamplerHealth(Record):
     ess : {observable: bulk ESS, all chains}.
     drift_z : {observable: largest |z| over chains of Geweke's last-half minus first-tenth mean}.
     thresholds : the thresholds used.
+    mixed : no counted invariant observable has R̂ above ``MAX_RHAT`` (between chains, or split for one chain): the
+        condition under which "ergodicity broken" stands in a relaxing run (a transient drift alone leaves it).
     """
 
     status: str
@@ -129,6 +132,7 @@ class SamplerHealth(Record):
     ess: dict = field(default_factory=dict)
     drift_z: dict = field(default_factory=dict)
     thresholds: dict = field(default_factory=lambda: dict(_THRESHOLDS))
+    mixed: bool = True
 
     @property
     def conclusive(self) -> bool:
@@ -372,6 +376,7 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     relaxing: list[str] = []
     low_ess: list[str] = []
     exempt: list[str] = []
+    mixed = True
     if D >= 4:
         for name, x in obs.items():
             x3 = x if x.ndim == 3 else x[..., None]
@@ -398,6 +403,7 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                 continue                           # within the frozen population's own sampling error: not evidence
             unsettled = rhat[name] > MAX_RHAT or drift.get(name, 0.0) > MAX_DRIFT_Z
             if rhat[name] > MAX_RHAT:
+                mixed = False
                 relaxing.append(f"chains disagree on {name} (R̂ {rhat[name]:.2f} > {MAX_RHAT})" if C > 1 else
                                 f"{name} differs between the halves of the chain (split R̂ {rhat[name]:.2f} > "
                                 f"{MAX_RHAT})")
@@ -422,7 +428,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                     f"invariant observables ({used}){note}; no between-chain check" if status == "equilibrated" else
                     "invariant observables not yet at equilibrium: " + "; ".join(relaxing))
     return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence,
-                         sampler=sampler, n_chains=C, n_draws=D, rhat=rhat, ess=ess, drift_z=drift, **st)
+                         sampler=sampler, n_chains=C, n_draws=D, rhat=rhat, ess=ess, drift_z=drift, mixed=mixed,
+                         **st)
 
 
 def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
@@ -431,7 +438,9 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     failed : every physics verdict (keys starting with ergodicity, symmetry, codes, branches, theory, and any other)
         becomes ``"inconclusive: <reasons>"``.
     relaxing : "theory disagrees" becomes ``"relaxing: <evidence>"``; "ergodicity broken" becomes
-        ``"inconclusive: relaxing: <evidence>"`` (broken ergodicity needs invariant observables that mixed).
+        ``"inconclusive: relaxing: <evidence>"`` when the invariant observables did not mix (``health.mixed`` false:
+        broken ergodicity means units that keep their identity while the invariant observables mix); a drift alone
+        (a transient from the start) leaves it.
     equilibrated : unchanged.
     """
     if health.status == "failed":
@@ -443,7 +452,7 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
         s = str(v)
         if k.startswith("theory") and s.startswith("disagrees"):
             out[k] = f"relaxing: {health.reason}"
-        elif k.startswith("ergodicity") and s.startswith("broken"):
+        elif k.startswith("ergodicity") and s.startswith("broken") and not health.mixed:
             out[k] = f"inconclusive: relaxing: {health.reason}"
         else:
             out[k] = v
