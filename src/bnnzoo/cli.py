@@ -466,9 +466,24 @@ def _trace_png(idata, path, var_names, coords=None):
     azcompat.save_plot(azcompat.plot_trace(idata, var_names=var_names, coords=coords), path)
 
 
-def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, seed=0, progress=True,
-             entries=("deep_linear", "sigmoidal", "relu")) -> dict:
-    """Sample the linear, sigmoidal and ReLU nets on the toy task and write NetCDF files and trace plots."""
+def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2000, samples=500, seed=0,
+             progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="snaper", warm_start=0) -> dict:
+    """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files and trace plots, and diagnose
+    them (``<out>/report/``; every verdict in ``<out>/demo_summary.json``).
+
+    Parameters
+    ----------
+    out : output folder.   width, P : N and P of the toy nets.   seed : the sampling seed.
+    chains, samples : chains and kept draws per chain.   sampler : "snaper" (default) or "nuts".
+    warmup : warm-up steps of the linear and sigmoidal nets.
+    relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
+        into one per class slowly (seed 1: 4 to 9 outliers per chain after 500 SNAPER warm-up steps, 3 after 2000).
+    entries : the zoo entries to run.   warm_start : Adam steps before warm-up (0: off).
+
+    Returns
+    -------
+    dict : per entry, the run's NetCDF path, sampling seconds, training MSE, divergences, coding scheme and verdicts.
+    """
     from . import azcompat
     from .inference import sample
     from .models import get_entry
@@ -479,10 +494,11 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, 
         entry = get_entry(name)
         task = entry.make_task(**dict(entry.task_defaults, P=P))
         t0 = time.time()
-        print(f"[demo] sampling {name}: N={width}, {task!r}, {chains} chains x ({warmup} warm-up + {samples} draws)",
+        n_warm = relu_warmup if name == "relu" else warmup
+        print(f"[demo] sampling {name}: N={width}, {task!r}, {chains} chains x ({n_warm} warm-up + {samples} draws)",
               flush=True)
-        idata = sample(entry, task, num_chains=chains, num_warmup=warmup, num_samples=samples, seed=seed,
-                       record=("z",), progress=progress, width=width)
+        idata = sample(entry, task, num_chains=chains, num_warmup=n_warm, num_samples=samples, seed=seed,
+                       record=("z",), progress=progress, width=width, sampler=sampler, warm_start=warm_start)
         dt = time.time() - t0
         nc = out / f"{name}.nc"
         azcompat.to_netcdf(idata, nc)
@@ -492,7 +508,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, 
         ss = azcompat.get_group(idata, "sample_stats")
         summary[name] = dict(netcdf=str(nc), seconds=round(dt, 1), mse=float(post["mse"].mean()),
                              target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
-                             mean_tree_depth=float(ss["tree_depth"].mean()))
+                             mean_tree_depth=float(ss["tree_depth"].mean()), warmup=n_warm)
         print(f"[demo] {name}: {dt:.0f} s, posterior-mean training MSE {summary[name]['mse']:.2e} "
               f"(target variance {summary[name]['target_variance']:.2e}), "
               f"{summary[name]['divergences']} divergences", flush=True)
@@ -510,10 +526,12 @@ def run_demo(out: Path, *, width=100, P=100, chains=2, warmup=500, samples=300, 
 
 
 def _cmd_demo(args) -> int:
-    out = Path(args.out)
+    out = _check_path(args.out, "--out", folder=True)
+    if out.is_dir() and any(out.iterdir()) and not args.overwrite:
+        raise ValueError(f"--out: {out} is not empty (a previous demo?); pass --overwrite to replace its files")
     _use_cpu_cores(args)
-    run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, samples=args.samples,
-             seed=args.seed, progress=not args.quiet)
+    run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_warmup=args.relu_warmup,
+             samples=args.samples, seed=args.seed, progress=not args.quiet, sampler=args.sampler)
     print(f"[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to {out}/")
     return 0
 
@@ -651,12 +669,17 @@ def build_parser() -> argparse.ArgumentParser:
     pd.add_argument("--out", default="bnnzoo_demo", help="output folder")
     pd.add_argument("--width", type=int, default=100, help="hidden width N")
     pd.add_argument("--P", type=int, default=100, help="number of training points")
-    pd.add_argument("--chains", type=int, default=2, help="number of chains")
-    pd.add_argument("--warmup", type=int, default=500,
-                    help="warm-up steps per chain (ReLU outliers can still be settling after 500)")
-    pd.add_argument("--samples", type=int, default=300, help="kept draws per chain")
+    pd.add_argument("--chains", type=int, default=4, help="chains (SNAPER tunes across them: >= 2, 4 advised)")
+    pd.add_argument("--warmup", type=int, default=500, help="warm-up steps per chain (linear and sigmoidal nets)")
+    pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=2000,
+                    help="warm-up steps per chain of the ReLU net (its outlier units merge slowly: one per class)")
+    pd.add_argument("--samples", type=int, default=500, help="kept draws per chain")
+    pd.add_argument("--sampler", choices=["snaper", "nuts"], default="snaper",
+                    help="snaper (default): ChEES-HMC tuned on the slowest direction, 4 chains reach equilibrium on "
+                    "all three nets; nuts: NumPyro's NUTS")
     pd.add_argument("--seed", type=int, default=0, help="sampler seed")
     pd.add_argument("--quiet", action="store_true", help="no progress bar")
+    pd.add_argument("--overwrite", action="store_true", help="write into a non-empty --out folder, replacing files")
     pd.set_defaults(func=_cmd_demo)
 
     pg = sub.add_parser("diagnose", help="diagnose a sampled run (ergodicity, branches, codes, symmetry, kernels, "

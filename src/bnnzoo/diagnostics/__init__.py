@@ -20,6 +20,7 @@ from .branches import BranchResult, OutlierResult, find_outliers, readout_branch
 from .codes import CodeResult, code_string, codes_per_layer, neural_codes
 from .compare import Agreement, TheoryComparison, compare_with_theory
 from .ergodicity import ErgodicityResult, ergodicity, ergodicity_breaking, rhat_neurons
+from .health import SamplerHealth, gate_verdicts, sampler_health
 from .kernels import KernelResult, cka, d_lr, kernels_and_richness, nc1, prior_kernels
 from .report import DiagnosticReport, diagnose, load_report, order_parameters
 from .symmetry import SymmetryResult, identity_correlation, permutation_symmetry, symmetry_of
@@ -34,5 +35,6 @@ __all__ = [
     "unit_trajectories", "UnitTrajectories", "unit_clusters", "ClusterResult", "representation_kernels",
     "kernels_and_richness", "KernelResult", "cka", "d_lr", "nc1", "prior_kernels",
     "compare_with_theory", "TheoryComparison", "Agreement",
+    "sampler_health", "gate_verdicts", "SamplerHealth",
     "run_data", "RunData", "Record",
 ]

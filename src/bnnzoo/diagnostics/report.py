@@ -18,6 +18,11 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
     diagnostics_kernels              :class:`~bnnzoo.diagnostics.kernels.KernelResult`
     diagnostics_theory               :class:`~bnnzoo.diagnostics.compare.TheoryComparison`
     diagnostics_order_parameters     per-draw scalar order parameters (chain, draw): see :func:`order_parameters`
+    diagnostics_health               :class:`~bnnzoo.diagnostics.health.SamplerHealth`
+
+**Sampler health first** (:mod:`bnnzoo.diagnostics.health`): a run whose sampler failed or that is too short gets
+"inconclusive: <reason>" for every verdict; a run still relaxing gets "relaxing: <evidence>" instead of "theory
+disagrees", and "inconclusive: ..." instead of "ergodicity broken" when its chains disagree on an invariant observable.
 
 **Coding scheme** (data-driven, theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
 preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
@@ -41,9 +46,10 @@ from .branches import BranchResult, readout_branches
 from .codes import code_string, neural_codes
 from .compare import TheoryComparison, compare_with_theory
 from .ergodicity import ergodicity, neuron_features
+from .health import SamplerHealth, gate_verdicts, sampler_health
 from .kernels import KernelResult, cka, kernels_and_richness
 from .symmetry import permutation_symmetry, symmetry_of
-from .units import ClusterResult, codes_of, representation_kernels, unit_clusters, unit_trajectories
+from .units import codes_of, representation_kernels, unit_clusters, unit_trajectories
 
 __all__ = ["DiagnosticReport", "diagnose", "load_report", "order_parameters", "GROUP_PREFIX"]
 
@@ -64,6 +70,7 @@ class DiagnosticReport(Record):
     family : "fcn" (readout, codes and branches of the fully-connected nets) or "units" (an entry diagnosed through
         its unit layers).   clusters : {unit layer: ClusterResult} ("units" only).
     observables : the entry's own observables (JSON values, e.g. alignment, specialists, pathway singular values).
+    health : SamplerHealth (can the run carry verdicts; the verdicts above are already gated by it) or None.
     """
 
     run: str
@@ -81,10 +88,14 @@ class DiagnosticReport(Record):
     family: str = "fcn"
     clusters: dict = field(default_factory=dict)
     observables: dict = field(default_factory=dict)
+    health: SamplerHealth | None = None
 
     def summary(self) -> list[str]:
         lines = [self.run, f"coding scheme: {self.coding_scheme}",
                  "verdicts: " + ", ".join(f"{k} {v}" for k, v in self.verdicts.items())]
+        if self.health is not None:
+            lines.append("— sampler health")
+            lines += ["  " + ln for ln in self.health.summary()]
         for title, part in (("ergodicity", self.ergodicity), ("permutation symmetry", self.symmetry),
                             ("codes", self.codes), ("unit clusters", self.clusters)):
             if part:
@@ -128,7 +139,7 @@ class DiagnosticReport(Record):
             g[f"{GROUP_PREFIX}_codes_{v}"] = r.to_dataset()
         for v, r in self.clusters.items():
             g[f"{GROUP_PREFIX}_clusters_{v}"] = r.to_dataset()
-        for name in ("branches", "kernels", "theory"):
+        for name in ("branches", "kernels", "theory", "health"):
             r = getattr(self, name)
             if r is not None:
                 g[f"{GROUP_PREFIX}_{name}"] = r.to_dataset()
@@ -174,7 +185,7 @@ def load_report(idata) -> DiagnosticReport:
                             codes=order(parts["codes"]), branches=parts.get("branches"),
                             kernels=parts.get("kernels"), theory=parts.get("theory"),
                             family=head.get("family", "fcn"), clusters=order(parts["clusters"]),
-                            observables=head.get("observables", {}))
+                            observables=head.get("observables", {}), health=parts.get("health"))
 
 
 def order_parameters(idata, codes: dict | None = None) -> xr.Dataset:
@@ -464,6 +475,9 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
     else:
         parts = _diagnose_units(run, entry, cfg, timed, theory, kernels)
     verdicts = _verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"])
+    health = timed("health", sampler_health, run)
+    verdicts = gate_verdicts(verdicts, health)
+    parts["numbers"]["health"] = health.status
     cfg = parts["config"]
     cfg_small = {k: cfg.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
                  if k in cfg}
@@ -474,7 +488,7 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
                               symmetry=parts["symmetry"], codes=parts["codes"], branches=parts["branches"],
                               kernels=parts["kernels"], theory=parts["theory"], timings=dict(timings),
                               family=parts.get("family", "fcn"), clusters=parts.get("clusters", {}),
-                              observables=jsonable(parts.get("observables", {})))
+                              observables=jsonable(parts.get("observables", {})), health=health)
     if can_store:
         groups = report.groups()
         groups[f"{GROUP_PREFIX}_order_parameters"] = ops

@@ -510,4 +510,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     if n_div:
         warnings.warn(f"{n_div} divergent transitions out of {n_chain * n_draw} draws: the posterior may be "
                       f"poorly explored; lower step_size or raise target_accept", RuntimeWarning, stacklevel=2)
-    return azcompat.make_idata(groups, attrs)
+    idata = azcompat.make_idata(groups, attrs)
+    from ..diagnostics.health import warn_if_unhealthy    # chains that did not mix or move: warn, never silent
+
+    warn_if_unhealthy(idata, stacklevel=3)
+    return idata
