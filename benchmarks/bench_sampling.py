@@ -183,7 +183,7 @@ def run_one(cfg: dict) -> dict:
         out[f"ess_{name}"] = m
         out[f"ess_min_{name}"] = mn
         out[f"ess_s_{name}"] = m / timing["sampling_s"]
-    # readout weights whose chains sit on different branches (theory.md §3: frozen readouts) have a bulk ESS of about
+    # readout weights whose chains sit on different branches (docs/theory.md §3: frozen readouts) have a bulk ESS of about
     # the number of chains whatever the sampler; the within-chain ESS measures how fast a sampler explores the branch
     # each chain is on
     bulk, rhat, within = readout_mixing(post["a"].values)
@@ -369,7 +369,7 @@ def _markdown(runs, memory, meta) -> str:
              "output f and the kernel K1 = zᵀz/N; **a within** the same for the readout weights with each chain's "
              "bulk ESS computed on its own and summed over the chains (how fast a sampler explores the branch each "
              "chain sits on); **a R̂>1.1** fraction of readout entries whose chains disagree (rank-normalised split "
-             "R̂ > 1.1: chains on different readout branches, theory.md §3; such an entry's bulk ESS is about the "
+             "R̂ > 1.1: chains on different readout branches, docs/theory.md §3; such an entry's bulk ESS is about the "
              "number of chains under any sampler); **×** the "
              "ratio to the baseline (for ro+data/par and snaper/par: to baseline/par, so the parallel gain is not "
              "counted twice); "

@@ -7,7 +7,7 @@ One run (the settings of bench_sampling's N = P = 100 rows), then per readout en
 rank-normalised split R̂, and the within-chain ESS (each chain's bulk ESS on its own, summed over the chains).
 The neurons are clustered into readout branches (``bnnzoo.diagnostics.readout_branches``, one unit per neuron and
 chain); a neuron whose units sit on one branch in every chain is "agreeing".  Chains start independently and
-neurons are exchangeable, so with frozen branches (theory.md §3) neuron i of one chain has no reason to share a
+neurons are exchangeable, so with frozen branches (docs/theory.md §3) neuron i of one chain has no reason to share a
 branch with neuron i of another: only the agreeing neurons can have a bulk ESS above a few per chain.
 
 Writes ``benchmarks/results/branch_ess_<activation>_<sampler>.md`` and ``.json``.

@@ -1,9 +1,9 @@
-"""Sample-complexity sweeps of the three-layer erf net (He₃ target) and the softmax attention head (theory.md §8).
+"""Sample-complexity sweeps of the three-layer erf net (He₃ target) and the softmax attention head (docs/theory.md §8).
 
 For each configuration the posterior is sampled by NUTS (``bnnzoo.sample``) and the alignment A_f = ⟨f, y⟩/⟨y, y⟩ of
 the posterior-mean predictor is measured on a fresh test set.  P* is read off as the P where A_f crosses a
 threshold (log-linear interpolation).  Reported scalings to check (Rubin, Davidovich & Ringel, arXiv 2512.04165, as
-summarised in theory.md §8 — unverified): three-layer P* ∝ d (curves collapse against P/d); attention P* ∝ √(L d³).
+summarised in docs/theory.md §8 — unverified): three-layer P* ∝ d (curves collapse against P/d); attention P* ∝ √(L d³).
 The NNGP (infinite-width, standard readout) kernel-regression alignment is computed next to the three-layer
 net as the no-feature-learning baseline (it needs P ∼ d³).
 
@@ -51,7 +51,7 @@ def _cached(cache: Path, cfg: dict, fn, cached_only: bool = False):
 
 # --------------------------------------------------------------------------------------------- NNGP baseline
 def _erf_kernel(S11, S22, S12):
-    """E[erf(u) erf(v)] for (u, v) Gaussian with covariances S (theory.md §6 with α = 1)."""
+    """E[erf(u) erf(v)] for (u, v) Gaussian with covariances S (docs/theory.md §6 with α = 1)."""
     return (2.0 / math.pi) * np.arcsin(2.0 * S12 / np.sqrt((1.0 + 2.0 * S11) * (1.0 + 2.0 * S22)))
 
 

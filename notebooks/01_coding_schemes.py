@@ -140,7 +140,7 @@ fig = bnnzoo.plots.plot_readout(runs["linear"], report=lin)
 # %% [markdown]
 # ## Sigmoidal network: redundant code
 #
-# **(b) Theory vs samples, sigmoidal net.** The single-neuron mean field (theory.md §5) predicts the branches of the
+# **(b) Theory vs samples, sigmoidal net.** The single-neuron mean field (docs/theory.md §5) predicts the branches of the
 # readout posterior: their codes, masses P_γ and centres (the mean of a within each basin). Sampled masses are the
 # fractions of units (neurons × chains) whose modal code is that code (binomial SE); sampled centres are the means
 # of the time-averaged readouts of the units that stay in their branch. U is compared as for the linear net.
@@ -166,7 +166,7 @@ fig = bnnzoo.plots.plot_readout(runs["sigmoid"], report=sig)
 # **(c) Outliers, and what the bulk theory says.** The outliers are units whose readout *and* preactivation scales
 # exceed N^{1/4} times the bulk's. The single-neuron mean field has no normalisable bulk solution for ReLU on this
 # task (the moment generating function of max(0, h) grows like e^{s²/2}): the theory itself says that the task is
-# carried by outliers outside the single-neuron picture, and gives no equations for them (theory.md §5). What we can
+# carried by outliers outside the single-neuron picture, and gives no equations for them (docs/theory.md §5). What we can
 # check on the bulk is that it is task-agnostic: its units are not class-selective (their class-mean
 # preactivations are within noise), its readouts stay of the order of the prior's σ_a² (not O(1) like the
 # outliers'), and, with the outliers removed, it is ergodic.

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Deeper networks: codes in every layer, and first-layer code switching (paper Figs. 3 and 5)
 #
-# **What the paper reports** (van Meegen & Sompolinsky 2025; theory.md §3):
+# **What the paper reports** (van Meegen & Sompolinsky 2025; docs/theory.md §3):
 #
 # * codes appear in all layers and **sharpen toward the feature layer**; the learned low-rank part of the kernel
 #   **grows across layers** (Fig. 3: three hidden layers, linear and sigmoidal N = P = 200, y+ = 1, y− = −½);

@@ -12,7 +12,7 @@
 # ---
 
 # %% [markdown]
-# # Sweeps of the sigmoidal toy net: temperature and y− (paper §§ on the redundant code; theory.md §1, §3, §5)
+# # Sweeps of the sigmoidal toy net: temperature and y− (paper §§ on the redundant code; docs/theory.md §1, §3, §5)
 #
 # **What the paper reports** (van Meegen & Sompolinsky 2025; one hidden layer, sigmoidal φ, toy task with classes
 # [1/2, 1/4, 1/4], N = P = 500):
@@ -20,14 +20,14 @@
 # * at y+ = 1, y− = 1/2 and small rescaled temperature T the feature layer uses a *redundant code*: codes 110, 011,
 #   101 and, on a small fraction of neurons, 111; the readout posterior splits into disconnected branches and each
 #   neuron stays in its branch (ergodicity broken);
-# * *above a critical temperature the redundant code disappears* (theory.md §1). The value of that temperature is
+# * *above a critical temperature the redundant code disappears* (docs/theory.md §1). The value of that temperature is
 #   not given in the material we have;
-# * *raising y− from 0.1 to 0.5 passes through four different coding schemes* (theory.md §3). Which four schemes is
+# * *raising y− from 0.1 to 0.5 passes through four different coding schemes* (docs/theory.md §3). Which four schemes is
 #   not listed in the material we have.
 #
 # **What this notebook measures**:
 #
-# 1. the single-neuron mean field (`bnnzoo.theory.single_neuron_meanfield`, theory.md §5, exact for N → ∞ at fixed P)
+# 1. the single-neuron mean field (`bnnzoo.theory.single_neuron_meanfield`, docs/theory.md §5, exact for N → ∞ at fixed P)
 #    at finite T on a T grid: the mass of every code, and the critical temperature T_c (by bisection) above which
 #    p(a) has a single branch, code 111 — the redundant code is gone;
 # 2. NUTS samples of the `sigmoidal` zoo entry at a few temperatures, diagnosed with `bnnzoo.diagnose`: the fraction of
@@ -37,7 +37,7 @@
 # A known result from earlier work that this notebook re-checks: at T → 0 (P = 100) the mean field gives codes
 # 011 / 101 / 110 for y− = 0.1 … 0.4 and adds 111 (≈ 4.7 %) only at y− = 0.5 — *not* four distinct schemes.
 #
-# Temperature convention (theory.md §1): T is the paper's rescaled temperature; the sampler's likelihood variance is
+# Temperature convention (docs/theory.md §1): T is the paper's rescaled temperature; the sampler's likelihood variance is
 # T/N per output entry, and the mean field uses the same T (F = Yᵀ − TΛ).
 
 # %% tags=["parameters"]

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Sample complexity: three-layer erf net and softmax attention (Rubin, Davidovich & Ringel)
 #
-# **What the paper reports** (Rubin, Davidovich & Ringel, arXiv 2512.04165, as summarised in theory.md §8; the
+# **What the paper reports** (Rubin, Davidovich & Ringel, arXiv 2512.04165, as summarised in docs/theory.md §8; the
 # exact equations were not available to us, so the architectures below are our documented choices):
 #
 # * A three-layer (two hidden layers) erf network learning the single-index target y = He₃(w*·x), x ∈ ℝᵈ Gaussian,
@@ -315,7 +315,7 @@ fig.savefig(OUT / "05_sample_complexity.png", dpi=100)
 # ratios 1.39 (A = 0.25) and 0.71 (A = 0.5) at CI size, and 0.66 / 0.78 in the stored larger sweep: **the √L growth
 # is not reproduced**; P\* barely depends on L here. The two chains can also disagree at L = 2 (0.38 vs 0.75 at
 # P = 128), a sign of a multimodal posterior at these short chains. Our attention architecture and target are our
-# own choice (the paper's equations were not available, theory.md §8), so this is a non-reproduction of the scaling
+# own choice (the paper's equations were not available, docs/theory.md §8), so this is a non-reproduction of the scaling
 # for this model, not a refutation of the paper.
 #
 # The d part of the law was measured outside CI (`python benchmarks/sample_complexity.py --which attention --L 4

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Gated deep linear networks: XoR, pathway spectra, the neural race and untrained pathways (Saxe et al.)
 #
-# **What the paper reports** (Saxe, Sodhani & Lewallen, "The neural race reduction", ICML 2022; theory.md §9):
+# **What the paper reports** (Saxe, Sodhani & Lewallen, "The neural race reduction", ICML 2022; docs/theory.md §9):
 #
 # 1. Gates that are part of the data let an otherwise *linear* network compute nonlinear functions, e.g. XoR.
 # 2. Learning reduces exactly to the dynamics of each *pathway* on its gated *effective dataset*

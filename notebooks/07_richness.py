@@ -16,13 +16,13 @@
 #
 # **What the papers report.**
 #
-# * Nam et al. (arXiv 2410.04264; theory.md §7) define the low-rank richness measure D_LR = 1 − CKA(T, T_MP) between
+# * Nam et al. (arXiv 2410.04264; docs/theory.md §7) define the low-rank richness measure D_LR = 1 − CKA(T, T_MP) between
 #   the feature kernel of the last hidden layer and the projector onto the learned outputs: 0 = richest (features
 #   collapsed onto the span of the outputs); an isotropic, lazy representation gives 1 − √(C/p). They report that it
 #   separates rich from lazy *training dynamics* independently of accuracy, that it contains neural collapse (NC1)
 #   as a special case, and that it tracks lazy-to-rich transitions. Their experiments are gradient-descent training
 #   of VGG/ResNets; they give no numbers for Bayesian posteriors, so there is no number of theirs to reproduce here.
-# * van Meegen & Sompolinsky (Fig. 1; theory.md §1, §6): in the lazy regime (readout 1/√N, σ_a² = 1) the feature
+# * van Meegen & Sompolinsky (Fig. 1; docs/theory.md §1, §6): in the lazy regime (readout 1/√N, σ_a² = 1) the feature
 #   layer stays the prior's random features — its kernel is the NNGP kernel (N → ∞) — while in the non-lazy regime
 #   (readout 1/N, σ_a² = 1/P, rescaled temperature T/N) the feature kernel acquires a pronounced task-learned
 #   low-rank structure. Raising T weakens the likelihood, so the non-lazy posterior should move back toward the prior.

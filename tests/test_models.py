@@ -15,7 +15,7 @@ ALPHA2 = math.pi / 4  # alpha^2 for the paper's sigmoid 1/2[1 + erf(alpha z)], a
 
 
 def second_moment(activation, q):
-    """E[phi(z)^2] for z ~ N(0, q): closed forms (theory.md §6), independent of the model code."""
+    """E[phi(z)^2] for z ~ N(0, q): closed forms (docs/theory.md §6), independent of the model code."""
     if activation == "linear":
         return q
     if activation == "relu":

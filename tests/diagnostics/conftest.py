@@ -6,7 +6,7 @@ needed, in parallel subprocesses (one per free CPU core, at most ``BNNZOO_TEST_W
 not the sum of all runs sets the wall time.  Set ``BNNZOO_TEST_CACHE=/some/dir`` to keep the NetCDF files between
 sessions (development); by default they go to a temporary folder.
 
-Settings (CI size, theory.md §3): toy task, N = P = 100, T = 0.01, NUTS with 200 draws after 200 warm-up steps;
+Settings (CI size, docs/theory.md §3): toy task, N = P = 100, T = 0.01, NUTS with 200 draws after 200 warm-up steps;
 the sigmoidal net uses 2 chains (200 units, so that binomial code masses have SE ≤ 0.033 against the 0.1
 tolerance), the others 1 chain.  The ReLU net gets 500 warm-up steps: with 200, seed 0 still carried two class-0
 outliers (readouts 5.5 and 4.8 at the start of sampling, 6.8 and 2.7 at the end — a metastable split state that

@@ -1,4 +1,4 @@
-"""Acceptance tests of the diagnostics on real NUTS runs (theory.md §3; issue 4), each on two seeds.
+"""Acceptance tests of the diagnostics on real NUTS runs (docs/theory.md §3; issue 4), each on two seeds.
 
 CI size: toy task, N = P = 100, T = 0.01, 200 warm-up + 200 draws (see conftest.py).  Every verdict is its own test.
 """

@@ -104,7 +104,7 @@ def test_gdln_xor_exact_pathway_theory(tmp_path):
                           **{**RUN, "num_samples": 60})
     rep = bnnzoo.diagnose(idata)
     assert {"ergodicity[ha]", "ergodicity[hb]", "symmetry[ha]", "codes[ha]", "codes[hb]"} <= set(rep.verdicts)
-    # a linear network: the hidden units are ergodic (theory.md §3)
+    # a linear network: the hidden units are ergodic (docs/theory.md §3)
     assert rep.verdicts["ergodicity[ha]"] == rep.verdicts["ergodicity[hb]"] == "ergodic"
     assert rep.verdicts["theory"] == "agrees"
     assert len(rep.theory.agreements) == 4  # U and E[f] for each of the two pathways

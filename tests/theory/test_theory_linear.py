@@ -81,7 +81,7 @@ def test_saddle_point_against_gibbs_m3(data, T, sa2, sw2, readout):
 
 
 def test_leading_order_departs_from_exact_by_twenty_percent():
-    """theory.md §4: at σ_a² = 1, P = 5 (orthogonal, y = ±1) U_exact = ½ + √(¼ + 5) = 2.79, U_paper = √5 = 2.24."""
+    """docs/theory.md §4: at σ_a² = 1, P = 5 (orthogonal, y = ±1) U_exact = ½ + √(¼ + 5) = 2.79, U_paper = √5 = 2.24."""
     task = toy_task(5, N0=8, ratios=(0.6, 0.4))
     X, Y = task.X, np.where(task.labels == 0, 1.0, -1.0)[:, None]
     exact0 = linear_saddle_point(X, Y, temperature=0.0, sigma_a2=1.0)

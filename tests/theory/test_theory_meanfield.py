@@ -2,7 +2,7 @@
 
 * activation moments (Gauss–Hermite / closed forms) vs a dense trapezoid rule in h;
 * linear φ: the mean field is Gaussian and must reproduce linear_saddle_point's U and F on the orthogonal task;
-* sigmoid, P = 40 (theory.md §5 check): the branches, masses and codes quoted there, and an importance-sampling
+* sigmoid, P = 40 (docs/theory.md §5 check): the branches, masses and codes quoted there, and an importance-sampling
   re-evaluation of the self-consistency equations with an independently tabulated M(s);
 * ReLU: the bulk equations lose normalisability at low T (outliers), reported in the result, not hidden.
 """
@@ -61,7 +61,7 @@ def test_linear_meanfield_reproduces_linear_theory(T):
 
 @pytest.fixture(scope="module")
 def sigmoid40():
-    """theory.md §5 check: P = 40, sigmoid, ratios [1/2, 1/4, 1/4], y+ = 1, y− = 1/2, σ_a² = 1/P, T → 0."""
+    """docs/theory.md §5 check: P = 40, sigmoid, ratios [1/2, 1/4, 1/4], y+ = 1, y− = 1/2, σ_a² = 1/P, T → 0."""
     task = toy_task(40, y_pos=1.0, y_neg=0.5)
     return task, single_neuron_meanfield(task, nonlinearity="sigmoid")
 
@@ -71,7 +71,7 @@ def test_sigmoid_P40_branches(sigmoid40):
     assert mf.status == "ok" and mf.sigma_a2 == pytest.approx(1 / 40)
     assert mf.residual < 1e-9 and mf.grid_change < 1e-6
     assert mf.branch_code == ("011", "101", "110", "111")
-    # theory.md quotes, in the units of a itself (no rescaling): masses 0.32 / 0.31 / 0.31 / 0.06
+    # docs/theory.md quotes, in the units of a itself (no rescaling): masses 0.32 / 0.31 / 0.31 / 0.06
     np.testing.assert_allclose(mf.branch_mass, [0.32, 0.31, 0.31, 0.06], atol=0.01)
     # modes (−0.4, 1.6, 1.6), (1.73, −0.4, 1.6), (1.73, 1.6, −0.4): we get (−0.415, 1.621, 1.621), ...
     quoted = np.array([[-0.4, 1.6, 1.6], [1.73, -0.4, 1.6], [1.73, 1.6, -0.4]])

@@ -133,7 +133,7 @@ def _two_edge_setup(width, seed=3):
 
 @pytest.mark.parametrize("width", [3, 12])
 def test_two_edge_pathway_matches_exact_linear_theory(width):
-    """Only pathway u1>u2 (two edges, width N) is open: it is the one-hidden-layer linear net of theory.md §4 on the
+    """Only pathway u1>u2 (two edges, width N) is open: it is the one-hidden-layer linear net of docs/theory.md §4 on the
     effective dataset (the 6 open examples) with u1 = W (standard 1/√N0, σ_w²), u2 = aᵀ (mean-field 1/N, σ_a²) and
     likelihood variance T/N.  E[aᵀa/N] and E[f] must equal the exact finite-N quadrature of theory.linear."""
     spec, task, xe, ye = _two_edge_setup(width)

@@ -38,7 +38,7 @@ def _erf_kernel(S11, S22, S12):
 
 
 def test_prior_matches_nngp_kernel():
-    """Prior covariance of f at three inputs vs the closed-form three-layer erf NNGP (theory.md §6), standard readout:
+    """Prior covariance of f at three inputs vs the closed-form three-layer erf NNGP (docs/theory.md §6), standard readout:
     K = σ_a² E[erf erf](σ₂² E[erf erf](σ₁² x·x'/d)).  Finite widths N1 = N2 = 128 bias it by O(1/N) ≈ 1 %; the
     Monte-Carlo error over 4000 prior draws is ≈ 2 %; tolerance 5 MC standard errors + 0.01."""
     rng = np.random.default_rng(0)

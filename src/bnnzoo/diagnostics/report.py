@@ -24,7 +24,7 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
 "inconclusive: <reason>" for every verdict; a run still relaxing gets "relaxing: <evidence>" instead of "theory
 disagrees", and "inconclusive: ..." instead of "ergodicity broken" when its chains disagree on an invariant observable.
 
-**Coding scheme** (data-driven, theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
+**Coding scheme** (data-driven, docs/theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
 preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
 ``analog`` (one Gaussian branch); ``n/a`` for entries diagnosed through their unit layers.
 """

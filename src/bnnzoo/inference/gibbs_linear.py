@@ -1,7 +1,7 @@
 """Exact blocked Gibbs sampler for the *linear* fully-connected network of any depth L ≥ 1 — the ground-truth oracle
 for the linear theory and for z-testing NUTS.
 
-Model (theory.md §1, :func:`bnnzoo.models.fcn.fcn` with linear φ; rows convention: ``X`` is (P, N0), ``Y`` (P, m))::
+Model (docs/theory.md §1, :func:`bnnzoo.models.fcn.fcn` with linear φ; rows convention: ``X`` is (P, N0), ``Y`` (P, m))::
 
     W_1 ~ N(0, σ_w²)  (N × N0),   W_l ~ N(0, σ_w²)  (N × N, l = 2..L),   a ~ N(0, σ_a²)  (N × m)
     z_0 = Xᵀ,   z_1 = W_1 z_0 / √N0,   z_l = W_l z_{l−1} / √N  (l = 2..L)     (N × P) preactivations
