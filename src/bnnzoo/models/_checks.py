@@ -89,6 +89,20 @@ def check_num_outputs(num_outputs, Y) -> None:
             raise ValueError(f"num_outputs={num_outputs} disagrees with Y, which has {Y.shape[1]} columns")
 
 
+def check_targets_and_test(X, Y, num_outputs, X_test):
+    """Check ``Y`` (P, m) against the P rows of the checked inputs ``X``, ``num_outputs`` against Y, and ``X_test``
+    (P_test, X's columns); the common part of every model's argument check."""
+    if Y is not None:
+        Y = check_data("Y", Y, f"(P, m) with P = {X.shape[0]} (rows of X)")
+        if Y.shape[0] != X.shape[0]:
+            raise ValueError(f"Y must have shape (P, m) with P = {X.shape[0]} (rows of X), got {Y.shape}")
+    check_num_outputs(num_outputs, Y)
+    if X_test is not None:
+        X_test = check_data("X_test", X_test, f"(P_test, {X.shape[1]})")
+        if X_test.shape[1] != X.shape[1]:
+            raise ValueError(f"X_test must have shape (P_test, {X.shape[1]}), got {X_test.shape}")
+
+
 def check_record(record, allowed_msg: str, ok) -> tuple[str, ...]:
     """``record`` as a tuple of names (a single string is one name); ``ok(name)`` says whether a name is known."""
     if isinstance(record, str):

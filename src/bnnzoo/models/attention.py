@@ -35,7 +35,8 @@ import numpyro.distributions as dist
 
 from ..tasks.attention_task import attention_task
 from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
-from ._checks import check_bool, check_data, check_int, check_num_outputs, check_positive, check_record, sqrt
+from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
+                      sqrt)
 
 __all__ = ["attention", "attention_dims", "check_attention_args", "attention_forward", "attention_prior_variances",
            "ATTENTION_READOUTS"]
@@ -69,15 +70,7 @@ def check_attention_args(X, Y=None, *, context_length, heads=2, key_dim=None, re
     check_int("context_length", context_length, 1)
     if X.shape[1] % context_length:
         raise ValueError(f"X has {X.shape[1]} columns, not a multiple of context_length={context_length}")
-    if Y is not None:
-        Y = check_data("Y", Y, f"(P, m) with P = {X.shape[0]}")
-        if Y.shape[0] != X.shape[0]:
-            raise ValueError(f"Y must have shape (P, m) with P = {X.shape[0]}, got {Y.shape}")
-    check_num_outputs(num_outputs, Y)
-    if X_test is not None:
-        X_test = check_data("X_test", X_test, f"(P_test, {X.shape[1]})")
-        if X_test.shape[1] != X.shape[1]:
-            raise ValueError(f"X_test must have shape (P_test, {X.shape[1]}), got {X_test.shape}")
+    check_targets_and_test(X, Y, num_outputs, X_test)
     check_int("heads", heads, 1)
     if key_dim is not None:
         if isinstance(key_dim, (bool, np.bool_)) or not isinstance(key_dim, (int, np.integer)) or key_dim < 1:

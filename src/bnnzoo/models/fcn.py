@@ -25,7 +25,8 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from ._checks import check_bool, check_data, check_int, check_num_outputs, check_positive, check_record, sqrt
+from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
+                      sqrt)
 from .activations import ACTIVATIONS, get_activation
 
 __all__ = ["fcn", "fcn_forward", "fcn_prior_variances", "default_sigma_a2", "likelihood_variance", "readout_scale",
@@ -87,15 +88,7 @@ def check_fcn_args(X, Y=None, *, width=None, depth=1, activation="linear", reado
         without ``num_outputs``.
     """
     X = check_data("X", X, "(P, N0)")
-    if Y is not None:
-        Y = check_data("Y", Y, f"(P, m) with P = {X.shape[0]} (rows of X)")
-        if Y.shape[0] != X.shape[0]:
-            raise ValueError(f"Y must have shape (P, m) with P = {X.shape[0]} (rows of X), got {Y.shape}")
-    check_num_outputs(num_outputs, Y)
-    if X_test is not None:
-        X_test = check_data("X_test", X_test, f"(P_test, {X.shape[1]})")
-        if X_test.shape[1] != X.shape[1]:
-            raise ValueError(f"X_test must have shape (P_test, {X.shape[1]}), got {X_test.shape}")
+    check_targets_and_test(X, Y, num_outputs, X_test)
     if width is None:
         raise ValueError("width is required: the width N of every hidden layer, an integer >= 1")
     check_int("width", width, 1)

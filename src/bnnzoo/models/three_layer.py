@@ -43,7 +43,8 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..tasks.hermite import hermite_task
-from ._checks import check_bool, check_data, check_int, check_num_outputs, check_positive, check_record, sqrt
+from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
+                      sqrt)
 from .activations import ACTIVATIONS
 from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
 
@@ -85,15 +86,7 @@ def check_three_layer_args(X, Y=None, *, width1=64, width2=64, activation="erf",
         expected, sizes, names, Y=None without ``num_outputs``).
     """
     X = check_data("X", X, "(P, d)")
-    if Y is not None:
-        Y = check_data("Y", Y, f"(P, m) with P = {X.shape[0]}")
-        if Y.shape[0] != X.shape[0]:
-            raise ValueError(f"Y must have shape (P, m) with P = {X.shape[0]}, got {Y.shape}")
-    check_num_outputs(num_outputs, Y)
-    if X_test is not None:
-        X_test = check_data("X_test", X_test, f"(P_test, {X.shape[1]})")
-        if X_test.shape[1] != X.shape[1]:
-            raise ValueError(f"X_test must have shape (P_test, {X.shape[1]}), got {X_test.shape}")
+    check_targets_and_test(X, Y, num_outputs, X_test)
     check_int("width1", width1, 1)
     check_int("width2", width2, 1)
     if not isinstance(activation, str):
