@@ -18,7 +18,7 @@ observables of the run, and returns a :class:`SamplerHealth` record with one of 
 
 Permutation-invariant observables (they do not change when the hidden units are relabelled, so every chain and every
 part of a chain must agree on them at equilibrium, even when ergodicity of the single units is broken):
-``mse`` (training error), ``q_a[c]`` = |a_c|²/N (readout norm per class), ``f`` (network outputs on the training
+``mse`` (training error), ``q_a[c] = |a_c|²/N`` (readout norm per class), ``f`` (network outputs on the training
 points; the median R̂ over points and classes is used), ``q_z<l>`` = mean of (zˡ)² (trace of layer l's kernel over P,
 when the preactivations were recorded) and ``n_outliers`` (readout outliers per draw, FCN readouts only).
 
