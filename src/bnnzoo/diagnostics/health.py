@@ -18,7 +18,7 @@ observables of the run, and returns a :class:`SamplerHealth` record with one of 
 
 Permutation-invariant observables (they do not change when the hidden units are relabelled, so every chain and every
 part of a chain must agree on them at equilibrium, even when ergodicity of the single units is broken):
-``mse`` (training error), ``q_a[c]`` = |a_c|²/N (readout norm per class), ``f`` (network outputs on the training
+``mse`` (training error), ``q_a[c] = |a_c|²/N`` (readout norm per class), ``f`` (network outputs on the training
 points; the median R̂ over points and classes is used), ``q_z<l>`` = mean of (zˡ)² (trace of layer l's kernel over P,
 when the preactivations were recorded) and ``n_outliers`` (readout outliers per draw, FCN readouts only).
 
@@ -110,7 +110,7 @@ class SamplerHealth(Record):
     movement_min : smallest over chains of sd(log density) / sd(kinetic energy) (NaN without energies).
     rhat : {observable: R̂} (between-chain when n_chains ≥ 2, else split R̂).
     ess : {observable: bulk ESS, all chains}.
-    drift_z : {observable: largest |z| over chains of Geweke's last-half minus first-tenth mean}.
+    drift_z : {observable: largest absolute z over chains of Geweke's last-half minus first-tenth mean}.
     thresholds : the thresholds used.
     mixed : no counted invariant observable has R̂ above ``MAX_RHAT`` (between chains, or split for one chain): the
         condition under which "ergodicity broken" stands in a relaxing run (a transient drift alone leaves it).
@@ -433,15 +433,25 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
 
 
 def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
-    """The verdicts a run with this ``health`` can carry (a new dict; ``verdicts`` is left alone).
+    """The verdicts a run with this ``health`` can carry.
 
-    failed : every physics verdict (keys starting with ergodicity, symmetry, codes, branches, theory, and any other)
-        becomes ``"inconclusive: <reasons>"``.
-    relaxing : "theory disagrees" becomes ``"relaxing: <evidence>"``; "ergodicity broken" becomes
-        ``"inconclusive: relaxing: <evidence>"`` when the invariant observables did not mix (``health.mixed`` false:
-        broken ergodicity means units that keep their identity while the invariant observables mix); a drift alone
-        (a transient from the start) leaves it.
-    equilibrated : unchanged.
+    Parameters
+    ----------
+    verdicts : dict
+        ``{verdict name: verdict}`` as :func:`bnnzoo.diagnose` builds them (keys such as ``"ergodicity[a]"``,
+        ``"symmetry[z1]"``, ``"codes[z1]"``, ``"theory"``); left unchanged.
+    health : SamplerHealth
+        The run's health, from :func:`sampler_health`.
+
+    Returns
+    -------
+    dict
+        A new dict with the same keys.  Status ``"failed"``: every verdict becomes ``"inconclusive: <reasons>"``.
+        Status ``"relaxing"``: ``"theory disagrees"`` becomes ``"relaxing: <evidence>"``, and ``"ergodicity
+        broken"`` becomes ``"inconclusive: relaxing: <evidence>"`` when the invariant observables did not mix
+        (``health.mixed`` false: broken ergodicity means units that keep their identity while the invariant
+        observables mix); a drift alone (a transient from the start) leaves it.  Status ``"equilibrated"``:
+        unchanged.
     """
     if health.status == "failed":
         return {k: f"inconclusive: {health.reason}" for k in verdicts}

@@ -60,17 +60,40 @@ GROUP_PREFIX = "diagnostics"
 class DiagnosticReport(Record):
     """Everything :func:`diagnose` found about a run.
 
-    run : short description (model, activation, depth, width, P, T, seed).   config : the run's provenance summary.
-    coding_scheme : "analog", "redundant" or "sparse" (module docstring).
-    verdicts : {"ergodicity[a]": "broken", "symmetry[z1]": "restored", "codes[z1]": "frozen", ...}.
-    numbers : the headline numbers behind the verdicts (flat dict, for JSON and tests).
-    ergodicity, symmetry : {variable or unit layer: result}.   codes : {"z<l>" or unit layer: CodeResult}.
-    branches : BranchResult (fully-connected nets).
-    kernels : KernelResult or None.   theory : TheoryComparison or None.   timings : seconds per diagnostic.
-    family : "fcn" (readout, codes and branches of the fully-connected nets) or "units" (an entry diagnosed through
-        its unit layers).   clusters : {unit layer: ClusterResult} ("units" only).
-    observables : the entry's own observables (JSON values, e.g. alignment, specialists, pathway singular values).
-    health : SamplerHealth (can the run carry verdicts; the verdicts above are already gated by it) or None.
+    Attributes
+    ----------
+    run : str
+        Short description (model, activation, depth, width, P, T, seed).
+    config : dict
+        The run's provenance summary.
+    coding_scheme : str
+        ``"analog"``, ``"redundant"`` or ``"sparse"`` (module docstring).
+    verdicts : dict
+        ``{"ergodicity[a]": "broken", "symmetry[z1]": "restored", "codes[z1]": "frozen", ...}``, already gated by
+        ``health`` (``"inconclusive: <reason>"``, ``"relaxing: <evidence>"``).
+    numbers : dict
+        The headline numbers behind the verdicts (flat dict, for JSON and tests).
+    ergodicity, symmetry : dict
+        ``{variable or unit layer: result}``.
+    codes : dict
+        ``{"z<l>" or unit layer: CodeResult}``.
+    branches : BranchResult or None
+        The readout branches (fully-connected nets).
+    kernels : KernelResult or None
+        Kernels, CKA, D_LR and NC1.
+    theory : TheoryComparison or None
+        The comparison with theory.
+    timings : dict
+        Seconds per diagnostic.
+    family : str
+        ``"fcn"`` (readout, codes and branches of the fully-connected nets) or ``"units"`` (an entry diagnosed
+        through its unit layers).
+    clusters : dict
+        ``{unit layer: ClusterResult}`` (``"units"`` only).
+    observables : dict
+        The entry's own observables (JSON values, e.g. alignment, specialists, pathway singular values).
+    health : SamplerHealth or None
+        Whether the run can carry verdicts (:func:`bnnzoo.diagnostics.health.sampler_health`).
     """
 
     run: str
@@ -445,16 +468,35 @@ def _diagnose_units(idata, entry, cfg: dict, timed, theory: bool, kernels: bool)
 
 def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = True,
              verbose: bool = False) -> DiagnosticReport:
-    """Run every diagnostic that applies to ``idata`` (a run from :func:`bnnzoo.sample`, or a path to its NetCDF
-    file) and return a :class:`DiagnosticReport` (module docstring: what runs for which entry).
+    """Run every diagnostic that applies to a run and return a :class:`DiagnosticReport`.
 
-    store : add the results to ``idata`` as ``diagnostics*`` groups (ignored for a path) — they survive
+    The sampler's health is judged first (:func:`bnnzoo.diagnostics.health.sampler_health`) and the verdicts are
+    gated by it (:func:`bnnzoo.diagnostics.health.gate_verdicts`); the module docstring says what runs for which
+    entry.
+
+    Parameters
+    ----------
+    idata : InferenceData, DataTree or path
+        A run from :func:`bnnzoo.sample`, or the path to its NetCDF file.
+    store : bool
+        Add the results to ``idata`` as ``diagnostics*`` groups (ignored for a path); they survive
         ``azcompat.to_netcdf`` and come back with :func:`load_report`.
-    theory : also compare with the analytic theories that apply (:func:`compare_with_theory` for the
-        fully-connected nets, the entry's own comparison otherwise).
-    kernels : also compute kernels, CKA, D_LR and NC1 (the costliest part on large P).
+    theory : bool
+        Also compare with the analytic theories that apply (:func:`compare_with_theory` for the fully-connected
+        nets, the entry's own comparison otherwise).
+    kernels : bool
+        Also compute kernels, CKA, D_LR and NC1 (the costliest part on large P).
+    verbose : bool
+        Report the time each diagnostic took.
 
-    Raises ValueError when the run lacks what the diagnostics read (constant/observed data, the posterior sites).
+    Returns
+    -------
+    DiagnosticReport
+
+    Raises
+    ------
+    ValueError
+        When the run lacks what the diagnostics read (constant/observed data, the posterior sites).
     """
     is_path = isinstance(idata, (str, os.PathLike))
     run = azcompat.from_netcdf(idata) if is_path else idata

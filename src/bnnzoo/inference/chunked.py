@@ -89,14 +89,22 @@ def plan_blocks(num_warmup: int, num_samples: int, thinning: int, chunk_size: in
 class ChunkedResult:
     """What :func:`run_chunked` collected (host NumPy arrays, chain axis first).
 
-    samples : site -> (chain, draw, ...) for the recorded sites.
-    stats : STAT_FIELDS name -> (chain, draw).
-    thinned : site -> (chain, draw_k, ...) for the sites in ``site_thinning``, with ``thinned_draws[site]`` their
-        kept-draw indices.
-    warmup : site / stat -> (chain, warm-up step) for the small sites and the stats, plus ``time`` (step,), the
-        wall-clock seconds since the start of the first block, interpolated inside a block by gradient evaluations.
-    timing : seconds for init, compilation (first call of each block shape), warm-up and sampling.
-    resumed_from_block : the block a resumed run started after (-1: a fresh run).
+    Attributes
+    ----------
+    samples : dict
+        site -> (chain, draw, ...) for the recorded sites.
+    stats : dict
+        STAT_FIELDS name -> (chain, draw).
+    thinned : dict
+        site -> (chain, draw_k, ...) for the sites in ``site_thinning``, with ``thinned_draws[site]`` their kept-draw
+        indices.
+    warmup : dict
+        site / stat -> (chain, warm-up step) for the small sites and the stats, plus ``time`` (step,), the wall-clock
+        seconds since the start of the first block, interpolated inside a block by gradient evaluations.
+    timing : dict
+        Seconds for init, compilation (first call of each block shape), warm-up and sampling.
+    resumed_from_block : int
+        The block a resumed run started after (-1: a fresh run).
     """
 
     samples: dict
@@ -262,19 +270,48 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
                 progress: bool = False, max_blocks: int | None = None, chain_offset: int = 0) -> ChunkedResult:
     """Run ``kernel`` block by block (see the module docstring).
 
-    make_post : ``make_post(kernel)`` (called after ``kernel.init``) returns ``post(z, chain_ids, draw_index) ->
-        {site: (chain, ...)}``, which turns the batched latent state into the recorded sites (deterministic sites
-        included); ``draw_index`` is -1 during warm-up.
-    init_keys : the key given to ``kernel.init`` (one key for one chain, ``num_chains`` keys otherwise).
-    max_blocks : stop after this many blocks of this call (for tests and benchmarks of interruption).
-    store : the run's folder (:class:`~bnnzoo.inference.store.RunStore`): every block is written there with a
+    Parameters
+    ----------
+    kernel : numpyro.infer.mcmc.MCMCKernel
+        The kernel to run (``kernel.init`` / ``kernel.sample``).
+    model_args, model_kwargs : tuple, dict
+        The model's arguments, passed to ``kernel.init``.
+    make_post : callable
+        ``make_post(kernel)`` (called after ``kernel.init``) returns a function
+        ``post(z, chain_ids, draw_index)`` that turns the batched latent state into ``{site: (chain, ...)}``, the
+        recorded sites (deterministic sites included); ``draw_index`` is -1 during warm-up.
+    init_keys : jax.Array
+        The key given to ``kernel.init`` (one key for one chain, ``num_chains`` keys otherwise).
+    num_chains, num_warmup, num_samples, thinning, chunk_size : int
+        Chains, warm-up steps, kept draws per chain, keep every k-th step, kept draws per chunk.
+    chain_method : str
+        ``"vectorized"`` or ``"sharded"`` (module docstring).
+    init_params : dict or None
+        Starting values of the latent sites (unconstrained), or None for the kernel's own initialisation.
+    exclude : sequence of str
+        Sites not to record.
+    site_thinning : mapping or None
+        ``{site: k}``: record these sites every k-th kept draw only (``thinned``).
+    store : RunStore or None
+        The run's folder (:class:`~bnnzoo.inference.store.RunStore`): every block is written there with a
         checkpoint after it; the store is locked (``fcntl.flock``) while this call runs.
-    resume : continue the run in ``store`` from its latest checkpoint that checks out (the previous one when the
-        latest is damaged); without it a store that holds a run is refused.
-    manifest : the run's configuration with its ``fingerprint`` (written to ``run.json``; a resume with another
+    resume : bool
+        Continue the run in ``store`` from its latest checkpoint that checks out (the previous one when the latest
+        is damaged); without it a store that holds a run is refused.
+    manifest : dict or None
+        The run's configuration with its ``fingerprint`` (written to ``run.json``; a resume with another
         fingerprint is refused, naming the settings that differ).
-    chain_offset : global index of this call's first chain (the chain ids ``post`` sees): a process running chains
+    progress : bool
+        Show a progress bar.
+    max_blocks : int or None
+        Stop after this many blocks of this call (for tests and benchmarks of interruption).
+    chain_offset : int
+        Global index of this call's first chain (the chain ids ``post`` sees): a process running chains
         ``chain_offset …`` of a multi-process run (:mod:`bnnzoo.inference.distributed`).
+
+    Returns
+    -------
+    ChunkedResult
 
     Raises
     ------
