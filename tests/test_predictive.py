@@ -100,6 +100,15 @@ def test_predict_reproduces_the_sampled_outputs(linear_run):
     assert abs(r.var() / v - 1) < 4 * np.sqrt(2 / r.size)
 
 
+def test_diagnose_after_predict():
+    """New inputs without targets: diagnose still runs, and says why the test-set GP comparison was skipped."""
+    task, idata = _run("deep_linear", num_warmup=50, num_samples=100)
+    bnnzoo.predict(idata, task.X_test[:2], seed=0)
+    rep = bnnzoo.diagnose(idata, kernels=False)
+    assert "no targets" in rep.theory.skipped["theory.gp.gp_posterior"]
+    assert "theory" in rep.verdicts
+
+
 def test_arviz_ppc_and_loo_pit(linear_run, tmp_path):
     _, idata = linear_run
     for group in ("posterior", "prior"):

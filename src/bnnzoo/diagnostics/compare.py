@@ -172,7 +172,7 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict):
             out.append(_matrix_agreement("f_train", name, rd.f, th.f_train, tol, note))
         if rd.f_test is not None and th.f_test is not None:
             out.append(_matrix_agreement("f_test", name, rd.f_test, th.f_test, tol, note,
-                                         scale=np.linalg.norm(rd.Y_test)))
+                                         scale=None if rd.Y_test is None else np.linalg.norm(rd.Y_test)))
     else:
         if rd.readout != "nonlazy":
             skipped["theory.linear.linear_leading_order"] = "non-lazy readout only"
@@ -294,6 +294,9 @@ def _outliers(rd: RunData, out: list, used: list, branches=None):
 def _gp(rd: RunData, out: list, used: list, skipped: dict):
     if rd.X_test is None or rd.f_test is None:
         skipped["theory.gp.gp_posterior"] = "the run has no test set"
+        return
+    if rd.Y_test is None:
+        skipped["theory.gp.gp_posterior"] = "the run's test inputs have no targets (e.g. added by bnnzoo.predict)"
         return
     from ..theory import gp as gpt
 
