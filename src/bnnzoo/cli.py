@@ -5,6 +5,11 @@ sites (``--record`` left out), and the keywords its model and task builder take,
 (routed by signature; ``model.NAME`` / ``task.NAME`` where both take the name).  A model keyword that the task
 records in ``task.meta`` under the same name (the attention context length, the gated network's graph) follows the
 task unless set explicitly.  Bad input ends in one line ``bnnzoo: error: ...`` and exit status 2, never a traceback.
+
+What a command is asked for (``list``, the ``diagnose`` report or its JSON) goes to stdout; progress and messages
+("wrote FILE") go through the ``bnnzoo`` logger to stderr: INFO and above by default, DEBUG with ``bnnzoo -v``,
+WARNING and above with ``bnnzoo -q`` (which also turns the progress bars off).  Progress is a bar when stderr is a
+terminal and one log line per tenth of the run otherwise.
 """
 
 from __future__ import annotations
@@ -13,11 +18,16 @@ import argparse
 import ast
 import inspect
 import json
+import logging
 import os
 import sys
 import time
 from pathlib import Path
 
+from . import _log
+
+
+_logger = logging.getLogger("bnnzoo.cli")   # not __name__: "__main__" under `python -m bnnzoo.cli`
 
 _SET_BY_CLI = frozenset({"X", "Y", "X_test", "num_outputs", "record"})
 """Model keywords the command sets itself (data from the task, ``--record``): not settable with ``--param``."""
@@ -443,17 +453,18 @@ def _cmd_sample(args) -> int:
     precision = None if args.matmul_precision == "jax" else args.matmul_precision
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
-                   seed=args.seed, thinning=args.thin, record=record, progress=not args.quiet,
+                   seed=args.seed, thinning=args.thin, record=record, progress=_progress(args),
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
                    step_size=args.step_size, **_long_run_options(args), **overrides)
     if args.distributed:
         import jax
 
         if jax.process_index() != 0:       # every process holds the whole run; one writes it
-            print(f"process {jax.process_index()} done ({time.time() - t0:.1f} s); process 0 writes {out}")
+            _logger.info("process %d done (%.1f s); process 0 writes %s", jax.process_index(), time.time() - t0,
+                         out)
             return 0
     _write_run(idata, out)
-    print(f"wrote {out} ({time.time() - t0:.1f} s; {task!r})")
+    _logger.info("wrote %s (%.1f s; %r)", out, time.time() - t0, task)
     return 0
 
 
@@ -495,8 +506,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2
         task = entry.make_task(**dict(entry.task_defaults, P=P))
         t0 = time.time()
         n_warm = relu_warmup if name == "relu" else warmup
-        print(f"[demo] sampling {name}: N={width}, {task!r}, {chains} chains x ({n_warm} warm-up + {samples} draws)",
-              flush=True)
+        _logger.info("[demo] sampling %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, width, task, chains,
+                     n_warm, samples)
         idata = sample(entry, task, num_chains=chains, num_warmup=n_warm, num_samples=samples, seed=seed,
                        record=("z",), progress=progress, width=width, sampler=sampler, warm_start=warm_start)
         dt = time.time() - t0
@@ -509,9 +520,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2
         summary[name] = dict(netcdf=str(nc), seconds=round(dt, 1), mse=float(post["mse"].mean()),
                              target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
                              mean_tree_depth=float(ss["tree_depth"].mean()), warmup=n_warm)
-        print(f"[demo] {name}: {dt:.0f} s, posterior-mean training MSE {summary[name]['mse']:.2e} "
-              f"(target variance {summary[name]['target_variance']:.2e}), "
-              f"{summary[name]['divergences']} divergences", flush=True)
+        _logger.info("[demo] %s: %.0f s, posterior-mean training MSE %.2e (target variance %.2e), %d divergences",
+                     name, dt, summary[name]["mse"], summary[name]["target_variance"], summary[name]["divergences"])
         runs[name] = idata
     # diagnostics report: figures + JSON per run in <out>/report/<name>/, all verdicts in <out>/report/summary.json
     from .plots import write_report
@@ -519,8 +529,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2
     for name, res in write_report(runs, out / "report").items():
         rep = res["report"]
         summary[name].update(coding_scheme=rep.coding_scheme, verdicts=rep.verdicts, report=str(out / "report" / name))
-        print(f"[demo] {name}: {rep.coding_scheme} code; " + ", ".join(f"{k} {v}" for k, v in rep.verdicts.items()),
-              flush=True)
+        _logger.info("[demo] %s: %s code; %s", name, rep.coding_scheme,
+                     ", ".join(f"{k} {v}" for k, v in rep.verdicts.items()))
     (out / "demo_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -531,8 +541,9 @@ def _cmd_demo(args) -> int:
         raise ValueError(f"--out: {out} is not empty (a previous demo?); pass --overwrite to replace its files")
     _use_cpu_cores(args)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_warmup=args.relu_warmup,
-             samples=args.samples, seed=args.seed, progress=not args.quiet, sampler=args.sampler)
-    print(f"[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to {out}/")
+             samples=args.samples, seed=args.seed, progress=_progress(args), sampler=args.sampler)
+    _logger.info("[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to %s/",
+                 out)
     return 0
 
 
@@ -598,6 +609,11 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = dict(formatter_class=_HelpFormatter)
     p = argparse.ArgumentParser(prog="bnnzoo", description="Sample and understand Bayesian neural networks.", **fmt)
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", dest="log_verbose", action="store_true",
+                      help="also print debug messages (on stderr; before the command: `bnnzoo -v sample ...`)")
+    loud.add_argument("-q", "--quiet", dest="log_quiet", action="store_true",
+                      help="print only warnings and errors, no progress (before the command)")
     sub = p.add_subparsers(dest="command", required=True)
 
     pl = sub.add_parser("list", help="list the zoo's models", **fmt)
@@ -701,6 +717,8 @@ def main(argv=None) -> int:
     failure (one line too; the environment variable BNNZOO_TRACEBACK=1 shows its traceback)."""
     args = build_parser().parse_args(argv)
     args.own_process = argv is None
+    level = logging.DEBUG if args.log_verbose else logging.WARNING if args.log_quiet else logging.INFO
+    handler = _log.cli_handler(level)
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
@@ -717,6 +735,13 @@ def main(argv=None) -> int:
         print(f"bnnzoo: error: {type(e).__name__}: {_one_line(e)} (run with BNNZOO_TRACEBACK=1 for the traceback)",
               file=sys.stderr)
         return 1
+    finally:
+        _log.remove_cli_handler(handler)
+
+
+def _progress(args) -> bool:
+    """Whether the command reports progress: not with its own ``--quiet`` nor with ``bnnzoo -q``."""
+    return not (args.quiet or args.log_quiet)
 
 
 def _one_line(e: BaseException) -> str:

@@ -32,6 +32,7 @@ preactivations of order √N), else ``redundant`` when the readout posterior has
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ from .symmetry import permutation_symmetry, symmetry_of
 from .units import codes_of, representation_kernels, unit_clusters, unit_trajectories
 
 __all__ = ["DiagnosticReport", "diagnose", "load_report", "order_parameters", "GROUP_PREFIX"]
+
+_logger = logging.getLogger(__name__)
 
 GROUP_PREFIX = "diagnostics"
 
@@ -507,7 +510,9 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
         out = fn(*a, **kw)
         timings[name] = time.perf_counter() - t0
         if verbose:
-            print(f"[diagnose] {name}: {timings[name]:.1f} s", flush=True)
+            _logger.info("[diagnose] %s: %.1f s", name, timings[name])
+        else:
+            _logger.debug("[diagnose] %s: %.1f s", name, timings[name])
         return out
 
     cfg = _run_config(run)

@@ -25,6 +25,7 @@ too is independent of how the run was cut into chunks and of interruptions.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ from .distributed import agree_to_start
 from .store import RunStore, StoreError, describe_differences, load_state, save_state
 
 __all__ = ["Block", "plan_blocks", "ChunkedResult", "run_chunked", "STAT_FIELDS"]
+
+_logger = logging.getLogger(__name__)
 
 # HMCState field -> sample_stats name used by bnnzoo.sample
 STAT_FIELDS = {"diverging": "diverging", "num_steps": "num_steps", "accept_prob": "accept_prob",
@@ -464,10 +467,10 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
 
     pbar = None
     if progress:
-        from tqdm.auto import tqdm
+        from .._log import Progress
 
-        pbar = tqdm(total=sum(b.steps for b in blocks), initial=sum(b.steps for b in blocks[:start]),
-                    unit="step", desc="sample")
+        pbar = Progress(sum(b.steps for b in blocks), initial=sum(b.steps for b in blocks[:start]), unit="step",
+                        desc="sample", logger=_logger)
     t_warm_origin = timing["warmup_s"]
     n_run = 0
     for block in blocks[start:]:

@@ -32,6 +32,7 @@ standard error.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -42,6 +43,8 @@ from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 from ..models.fcn import default_sigma_a2
 
 __all__ = ["GibbsLinearResult", "gibbs_linear", "gibbs_chains"]
+
+_logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -381,8 +384,8 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         warm_mse.append(g.warmup_mse)
         warm_time.append(g.warmup_time)
         if progress:
-            print(f"[gibbs] chain {c + 1}/{num_chains}: {n_sweeps} sweeps in {time.perf_counter() - t0:.1f} s",
-                  flush=True)
+            _logger.info("[gibbs] chain %d/%d: %d sweeps in %.1f s", c + 1, num_chains, n_sweeps,
+                         time.perf_counter() - t0)
         sites = {"a": g.a, "f": g.f, "q_a": np.mean(g.a**2, axis=-2),
                  "mse": np.mean((np.asarray(Y, float)[None] - g.f) ** 2, axis=(-2, -1))}
         for name in keep_W:

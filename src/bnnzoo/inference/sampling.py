@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import logging
 import time
 import warnings
 from datetime import datetime, timezone
@@ -35,9 +36,12 @@ from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, RunPlan, c
                    make_plan)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
+from .._log import interactive
 from .predictive import prior_groups
 
 __all__ = ["sample", "run_config", "build_kernel", "SAMPLERS", "REPARAMS", "MATMUL_PRECISIONS"]
+
+_logger = logging.getLogger(__name__)
 
 
 def _resolve_model(model) -> tuple[str, Callable, ZooEntry | None]:
@@ -284,7 +288,7 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     record : str or sequence of str
         Extra sites to record, e.g. "z" (or ("z",)) for the preactivations of every layer, "z1" for the first.
     progress : bool
-        Show a progress bar.
+        Report progress: a bar when stderr is a terminal, otherwise INFO lines on the ``bnnzoo`` logger.
     chain_method : str
         "auto": the chains split across the local devices ("sharded") when there are several and num_chains is a
         multiple of their number, otherwise batched on one device ("vectorized"); "vectorized"; "parallel" (run as
@@ -430,11 +434,20 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
                 if sampler in CHEES_LIKE:
                     _check_trajectory_settled(sampler, res.warmup, engine_cfg)
         else:
+            # NumPyro's bar redraws itself with carriage returns: drawn on a terminal only, else two log lines
+            bar = bool(progress) and interactive()
+            log_lines = bool(progress) and not bar
+            if log_lines:
+                _logger.info("sample: %s, %d chains x (%d warm-up + %d sampling steps) ...", sampler, num_chains,
+                             num_warmup, num_samples)
+            t_run = time.perf_counter()
             mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                        thinning=thinning, chain_method=chain_method, progress_bar=progress)
+                        thinning=thinning, chain_method=chain_method, progress_bar=bar)
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="There are not enough devices")
                 mcmc.run(key_run, X, Y, extra_fields=EXTRA_FIELDS, **kw)
+            if log_lines:
+                _logger.info("sample: done (%.1f s)", time.perf_counter() - t_run)
             samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
             fields = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
         n_chain, n_draw = next(iter(samples.values())).shape[:2]
