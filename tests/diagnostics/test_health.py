@@ -1,4 +1,4 @@
-"""Sampler health before physics (bnnzoo.diagnostics.health): injected sampler faults give "inconclusive", a run
+"""Sampler health before physics (bnnzoo.inference.health): injected sampler faults give "inconclusive", a run
 that did not mix makes ``sample`` warn, a healthy run keeps its verdicts, a drifting run is "relaxing".
 
 Tiny linear nets (N = 10, P = 10) so that every run takes seconds; the faults are made with the sampler's own
@@ -15,7 +15,7 @@ import xarray as xr
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.diagnostics import diagnose, load_report
-from bnnzoo.diagnostics.health import MAX_DRIFT_Z, MAX_RHAT, gate_verdicts, sampler_health
+from bnnzoo.inference.health import MAX_DRIFT_Z, MAX_RHAT, gate_verdicts, sampler_health
 
 TASK = dict(P=10, N0=12, y_neg=0.0)
 

@@ -12,7 +12,7 @@ import xarray as xr
 from bnnzoo.diagnostics import (RunData, cka, code_string, compare_with_theory, d_lr, ergodicity, find_outliers,
                                 identity_correlation, nc1, neural_codes, readout_branches, rhat_neurons)
 from bnnzoo.diagnostics._data import ess
-from bnnzoo.diagnostics._record import record_from_dataset
+from bnnzoo._record import record_from_dataset
 from bnnzoo.diagnostics.branches import cluster_bic
 from bnnzoo.diagnostics.codes import code_ids, code_memory
 from bnnzoo.diagnostics.ergodicity import ErgodicityResult

@@ -15,12 +15,12 @@ Every diagnostic returns a typed record (a frozen dataclass with a readable repr
 """
 
 from ._data import RunData, run_data
-from ._record import Record
+from .._record import Record
 from .branches import BranchResult, OutlierResult, find_outliers, readout_branches
 from .codes import CodeResult, code_string, codes_per_layer, neural_codes
 from .compare import Agreement, TheoryComparison, compare_with_theory
 from .ergodicity import ErgodicityResult, ergodicity, ergodicity_breaking, rhat_neurons
-from .health import SamplerHealth, gate_verdicts, sampler_health
+from ..inference.health import SamplerHealth, gate_verdicts, sampler_health
 from .kernels import KernelResult, cka, d_lr, kernels_and_richness, nc1, prior_kernels
 from .report import DiagnosticReport, diagnose, load_report, order_parameters
 from .symmetry import SymmetryResult, identity_correlation, permutation_symmetry, symmetry_of

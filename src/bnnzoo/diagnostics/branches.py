@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import run_data
-from ._record import Record, array_field
+from .._record import Record, array_field
 
 __all__ = ["BranchResult", "OutlierResult", "readout_branches", "find_outliers", "cluster_bic"]
 

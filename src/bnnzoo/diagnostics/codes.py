@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import RunData, class_means, run_data
-from ._record import Record, array_field
+from .._record import Record, array_field
 
 __all__ = ["CodeResult", "neural_codes", "codes_from_preactivations", "codes_per_layer",
            "code_ids", "code_string", "unit_modal_codes",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import RunData, mean_se, run_data
-from ._record import Record
+from .._record import Record
 
 __all__ = ["Agreement", "TheoryComparison", "compare_with_theory", "MASS_TOLERANCE"]
 

@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from ._data import RunData, ess, run_data
-from ._record import Record, array_field
+from .._record import Record, array_field
 
 __all__ = ["ErgodicityResult", "ergodicity", "ergodicity_breaking", "rhat_neurons", "ERGODIC_THRESHOLD"]
 

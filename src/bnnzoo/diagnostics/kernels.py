@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import RunData, mean_se, np_activation, run_data
-from ._record import Record, array_field
+from .._record import Record, array_field
 
 __all__ = ["KernelResult", "kernels_and_richness", "cka", "d_lr", "nc1", "prior_kernels", "hsic"]
 

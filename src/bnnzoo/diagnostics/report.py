@@ -18,9 +18,9 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
     diagnostics_kernels              :class:`~bnnzoo.diagnostics.kernels.KernelResult`
     diagnostics_theory               :class:`~bnnzoo.diagnostics.compare.TheoryComparison`
     diagnostics_order_parameters     per-draw scalar order parameters (chain, draw): see :func:`order_parameters`
-    diagnostics_health               :class:`~bnnzoo.diagnostics.health.SamplerHealth`
+    diagnostics_health               :class:`~bnnzoo.inference.health.SamplerHealth`
 
-**Sampler health first** (:mod:`bnnzoo.diagnostics.health`): a run whose sampler failed or that is too short gets
+**Sampler health first** (:mod:`bnnzoo.inference.health`): a run whose sampler failed or that is too short gets
 "inconclusive: <reason>" for every verdict; a run still relaxing gets "relaxing: <evidence>" instead of "theory
 disagrees", and "inconclusive: ..." instead of "ergodicity broken" when its chains disagree on an invariant observable.
 
@@ -42,12 +42,12 @@ import xarray as xr
 
 from .. import azcompat
 from ._data import RunData, run_data
-from ._record import Record, jsonable, record_from_dataset
+from .._record import Record, jsonable, record_from_dataset
 from .branches import BranchResult, readout_branches
 from .codes import code_string, neural_codes
 from .compare import TheoryComparison, compare_with_theory
 from .ergodicity import ergodicity, neuron_features
-from .health import SamplerHealth, gate_verdicts, sampler_health
+from ..inference.health import SamplerHealth, gate_verdicts, sampler_health
 from .kernels import KernelResult, cka, kernels_and_richness
 from .symmetry import permutation_symmetry, symmetry_of
 from .units import codes_of, representation_kernels, unit_clusters, unit_trajectories
@@ -96,7 +96,7 @@ class DiagnosticReport(Record):
     observables : dict
         The entry's own observables (JSON values, e.g. alignment, specialists, pathway singular values).
     health : SamplerHealth or None
-        Whether the run can carry verdicts (:func:`bnnzoo.diagnostics.health.sampler_health`).
+        Whether the run can carry verdicts (:func:`bnnzoo.inference.health.sampler_health`).
     """
 
     run: str
@@ -473,8 +473,8 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
              verbose: bool = False) -> DiagnosticReport:
     """Run every diagnostic that applies to a run and return a :class:`DiagnosticReport`.
 
-    The sampler's health is judged first (:func:`bnnzoo.diagnostics.health.sampler_health`) and the verdicts are
-    gated by it (:func:`bnnzoo.diagnostics.health.gate_verdicts`); the module docstring says what runs for which
+    The sampler's health is judged first (:func:`bnnzoo.inference.health.sampler_health`) and the verdicts are
+    gated by it (:func:`bnnzoo.inference.health.gate_verdicts`); the module docstring says what runs for which
     entry.
 
     Parameters

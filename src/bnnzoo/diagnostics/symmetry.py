@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import run_data
-from ._record import Record, array_field
+from .._record import Record, array_field
 from .codes import neural_codes
 from .ergodicity import neuron_features
 

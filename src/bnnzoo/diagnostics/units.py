@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import azcompat
 from ._data import class_means, mean_se
-from ._record import Record, array_field
+from .._record import Record, array_field
 
 __all__ = ["UnitTrajectories", "unit_trajectories", "ClusterResult", "unit_clusters", "representation_kernels",
            "MAX_POINTS"]

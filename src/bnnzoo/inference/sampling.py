@@ -524,7 +524,7 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         warnings.warn(f"{n_div} divergent transitions out of {n_chain * n_draw} draws: the posterior may be "
                       f"poorly explored; lower step_size or raise target_accept", RuntimeWarning, stacklevel=2)
     idata = azcompat.make_idata(groups, attrs)
-    from ..diagnostics.health import warn_if_unhealthy    # chains that did not mix or move: warn, never silent
+    from .health import warn_if_unhealthy    # chains that did not mix or move: warn, never silent
 
     warn_if_unhealthy(idata, stacklevel=3)
     return idata

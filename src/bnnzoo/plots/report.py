@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from .. import azcompat
-from ..diagnostics._record import jsonable
+from .._record import jsonable
 from ..diagnostics.report import diagnose
 from .figures import save_figures
 

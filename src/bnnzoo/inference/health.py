@@ -68,7 +68,7 @@ import numpy as np
 import xarray as xr
 
 from .. import azcompat
-from ._record import Record
+from .._record import Record
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
@@ -303,12 +303,11 @@ def _stats(ss: xr.Dataset | None, cfg: dict) -> dict:
 
 
 def _load(idata):
-    """(posterior, sample_stats or None, y or None, config) of a run, a NetCDF path or a RunData."""
-    from ._data import RunData
-
+    """(posterior, sample_stats or None, y or None, config) of a run, a NetCDF path or a RunData (read through its
+    attributes, so the sampler layer does not import the diagnostics)."""
     if isinstance(idata, (str, os.PathLike)):
         idata = azcompat.from_netcdf(idata)
-    if isinstance(idata, RunData):
+    if all(hasattr(idata, k) for k in ("a", "f", "recorded_z", "Y", "config")):
         data = {"a": (("chain", "draw", "neuron", "class"), idata.a)}
         if idata.f is not None:
             data["f"] = (("chain", "draw", "point", "class"), idata.f)
