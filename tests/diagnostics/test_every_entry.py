@@ -27,7 +27,7 @@ from bnnzoo.tasks.attention_task import attention_task
 from bnnzoo.tasks.gated_tasks import xor_spec, xor_task
 from bnnzoo.tasks.hermite import hermite_task
 
-RUN = dict(num_chains=2, num_warmup=40, num_samples=30, progress=False, seed=0, max_tree_depth=5)
+RUN = dict(num_chains=2, num_warmup=100, num_samples=100, progress=False, seed=0, max_tree_depth=7)
 
 
 def _roundtrip(idata, rep, tmp_path, figures=True):
@@ -101,7 +101,7 @@ def test_gdln_xor_exact_pathway_theory(tmp_path):
     spec = xor_spec(hidden)
     idata = bnnzoo.sample("gdln_xor", task, record=("h",), spec=spec, temperature=T,
                           target_accept=0.95,
-                          **{**RUN, "num_samples": 60})
+                          **RUN)
     rep = bnnzoo.diagnose(idata)
     assert {"ergodicity[ha]", "ergodicity[hb]", "symmetry[ha]", "codes[ha]", "codes[hb]"} <= set(rep.verdicts)
     # a linear network: the hidden units are ergodic (docs/theory.md §3)
