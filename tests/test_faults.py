@@ -40,22 +40,6 @@ def _task():
     return entry.make_task(**dict(entry.task_defaults, P=5, N0=8))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _compilation_cache(tmp_path_factory):
-    """Every resume compiles the same programs again: a persistent compilation cache makes that seconds."""
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache as cc
-
-    old = (jax.config.jax_compilation_cache_dir, jax.config.jax_persistent_cache_min_compile_time_secs)
-    jax.config.update("jax_compilation_cache_dir", str(tmp_path_factory.mktemp("jax_cache")))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    cc.reset_cache()
-    yield
-    jax.config.update("jax_compilation_cache_dir", old[0])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", old[1])
-    cc.reset_cache()
-
-
 def _draws(idata):
     post, ss = azcompat.get_group(idata, "posterior"), azcompat.get_group(idata, "sample_stats")
     return {"a": post["a"].values, "f": post["f"].values, "n_steps": ss["n_steps"].values,
