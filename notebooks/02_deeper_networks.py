@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -64,7 +66,7 @@ for net, (entry, y_neg, n, chains, warmup, draws) in RUNS.items():
     t0 = time.time()
     task = bnnzoo.toy_task(P=n, y_pos=1.0, y_neg=y_neg, seed=SEED)
     runs[net] = bnnzoo.sample(entry, task, depth=2, width=n, temperature=T, num_chains=chains, num_warmup=warmup,
-                              num_samples=draws, record=("z",), seed=SEED, progress=False)
+                              num_samples=draws, record=("z",), seed=SEED, progress=False, sampler="nuts")
     reports[net] = bnnzoo.diagnose(runs[net], store=False)
     seconds[net] = time.time() - t0
     print(f"{net:8s} L = 2, N = P = {n}, {chains} chain(s) × {draws} draws after {warmup} warm-up: "

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -138,7 +140,8 @@ print(f"mean-field critical temperature (P = {P}, y− = {Y_NEG}): T_c = {T_c:.4
 # %%
 def run(task, T):
     idata = bnnzoo.sample("sigmoidal", task, width=N, temperature=T, num_chains=CHAINS, num_warmup=WARMUP,
-                          num_samples=SAMPLES, seed=SEED, progress=False, record=("z",), reparam=("data_space",))
+                          num_samples=SAMPLES, seed=SEED, progress=False, record=("z",), reparam=("data_space",),
+                          sampler="nuts")
     rep = bnnzoo.diagnose(idata, kernels=False, theory=False, store=False)
     c = rep.codes["z1"]
     n = c.n_units

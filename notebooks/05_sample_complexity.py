@@ -69,7 +69,7 @@ else:
     # compiling the sampler (≈ 8 s of CPU per P) dominates at CI size: one chain for the three-layer net (its chains
     # agree to ±0.02 in the stored sweep), two for attention (whose chains can disagree)
     CHAINS_3L, CHAINS_ATT, WARMUP, SAMPLES, P_TEST = 1, 2, 100, 60, 500
-NUTS_KW = dict(num_warmup=WARMUP, num_samples=SAMPLES, seed=SEED, progress=False, max_tree_depth=8)
+NUTS_KW = dict(num_warmup=WARMUP, num_samples=SAMPLES, seed=SEED, progress=False, max_tree_depth=8, sampler="nuts")
 OUT = Path(os.environ.get("BNNZOO_NB_OUT", "figures"))
 OUT.mkdir(parents=True, exist_ok=True)
 

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -78,7 +80,7 @@ t0 = time.time()
 xspec = xor_spec(XOR_HIDDEN)
 xtask = xor_task(hidden=XOR_HIDDEN)
 xid = bnnzoo.sample("gdln_xor", xtask, spec=xspec, temperature=XOR_T, num_chains=CHAINS, num_warmup=XOR_DRAWS[0],
-                    num_samples=XOR_DRAWS[1], seed=SEED, progress=False)
+                    num_samples=XOR_DRAWS[1], seed=SEED, progress=False, sampler="nuts")
 f_xor = azcompat.get_group(xid, "predictions")["f"].values.mean(axis=(0, 1))[:, 0]
 print(f"XoR sampled in {time.time() - t0:.0f} s")
 for x, f, y in zip(xtask.X_test[:, :2], f_xor, xtask.Y_test[:, 0]):
@@ -148,7 +150,7 @@ print(f"XoR: max |GD − closed form| over both pathways and all times: {xor_gd_
 t0 = time.time()
 rspec, rtask = routing_spec(hidden=R_HIDDEN), routing_task(hidden=R_HIDDEN)
 rid = bnnzoo.sample("gdln_routing", rtask, spec=rspec, temperature=R_T, num_chains=CHAINS, num_warmup=R_DRAWS[0],
-                    num_samples=R_DRAWS[1], seed=SEED, progress=False)
+                    num_samples=R_DRAWS[1], seed=SEED, progress=False, sampler="nuts")
 ss = azcompat.get_group(rid, "sample_stats")
 print(f"routing (hidden = {R_HIDDEN}, T = {R_T}) sampled in {time.time() - t0:.0f} s; divergences "
       f"{int(ss['diverging'].values.sum())}, mean tree depth {float(ss['tree_depth'].values.mean()):.1f}")

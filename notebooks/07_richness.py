@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -83,7 +85,8 @@ tasks = {"sigmoid": bnnzoo.toy_task(P=P, y_pos=1.0, y_neg=0.5, seed=SEED),     #
 # %%
 def measure(entry, task, T):
     idata = bnnzoo.sample(entry, task, width=N, temperature=T, num_chains=CHAINS, num_warmup=WARMUP,
-                          num_samples=SAMPLES, seed=SEED, progress=False, record=("z",), reparam=("data_space",))
+                          num_samples=SAMPLES, seed=SEED, progress=False, record=("z",), reparam=("data_space",),
+                          sampler="nuts")
     k = kernels_and_richness(idata)
     rd = run_data(idata)
     feats, outs = rd.phi(rd.z(1)), rd.f                     # (chain, draw, neuron, point), (chain, draw, point, class)

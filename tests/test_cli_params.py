@@ -142,7 +142,7 @@ def test_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["sample", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for d in ("(default: 2)", "(default: 300)", "(default: nuts)", "(default: highest)"):
+    for d in ("(default: 2)", "(default: 300)", "(default: auto)", "(default: highest)"):
         assert d in text
     assert "(default: None)" not in text and "(default: False)" not in text
     assert "--param NAME=VALUE" in text

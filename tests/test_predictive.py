@@ -135,7 +135,8 @@ def test_predict_bad_input():
     with pytest.raises(ValueError, match="seed must be an integer"):
         bnnzoo.predict(idata, np.zeros((2, 10)), seed="1")
     with pytest.raises(ValueError, match="bool|True or False"):
-        bnnzoo.sample("deep_linear", toy_task(P=6, N0=10, P_test=3), posterior_predictive="yes", width=4)
+        bnnzoo.sample("deep_linear", toy_task(P=6, N0=10, P_test=3), posterior_predictive="yes", width=4,
+                      sampler="nuts")
 
 
 @pytest.mark.parametrize("name", ["three_layer_erf"] + [

@@ -19,7 +19,7 @@ import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.inference.plan import make_plan
 
-KW = dict(num_chains=2, num_warmup=20, num_samples=20, seed=5, width=4, progress=False)
+KW = dict(num_chains=2, num_warmup=20, num_samples=20, seed=5, width=4, progress=False, sampler="nuts")
 
 
 def _task():

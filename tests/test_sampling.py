@@ -21,7 +21,7 @@ from bnnzoo.tasks import toy_task  # noqa: E402
 def small_run():
     t = toy_task(P=12, N0=16, y_neg=0.5, P_test=3)
     idata = bnnzoo.sample("sigmoidal", t, num_chains=2, num_warmup=60, num_samples=40, seed=1, width=8,
-                          record=("z",), progress=False)
+                          record=("z",), progress=False, sampler="nuts")
     return t, idata
 
 
@@ -105,7 +105,7 @@ def test_plot_trace_with_coords(small_run, tmp_path):
 def test_same_seed_same_draws():
     t = toy_task(P=5, N0=6)
     runs = [bnnzoo.sample("deep_linear", t, num_chains=1, num_warmup=100, num_samples=10, seed=7, width=3,
-                          progress=False) for _ in range(2)]
+                          progress=False, sampler="nuts") for _ in range(2)]
     np.testing.assert_array_equal(*(azcompat.get_group(r, "posterior")["a"].values for r in runs))
 
 
@@ -165,7 +165,7 @@ def test_custom_numpyro_model_dims_from_plates():
     idata = bnnzoo.sample(linreg, t, num_chains=1, num_warmup=50, num_samples=50, progress=False, noise=0.5)
     assert azcompat.get_group(idata, "posterior")["w"].dims == ("chain", "draw", "feature")
     with pytest.raises(ValueError, match="no argument"):
-        bnnzoo.sample(linreg, t, num_warmup=1, num_samples=2, progress=False, width=3)
+        bnnzoo.sample(linreg, t, num_warmup=1, num_samples=2, progress=False, width=3, sampler="nuts")
 
 
 def test_cli_list_and_sample(tmp_path, capsys):
@@ -223,7 +223,7 @@ def test_matmul_precision_is_set_while_tracing_and_recorded():
 
     t = toy_task(P=4, N0=5, ratios=(0.5, 0.5))
     before = jax.config.jax_default_matmul_precision
-    idata = bnnzoo.sample(linreg, t, num_chains=1, num_warmup=5, num_samples=5, progress=False)
+    idata = bnnzoo.sample(linreg, t, num_chains=1, num_warmup=5, num_samples=5, progress=False, sampler="nuts")
     assert seen and set(seen) == {"highest"}
     assert bnnzoo.run_config(idata)["sampler"]["matmul_precision"] == "highest"
     assert jax.config.jax_default_matmul_precision == before          # restored afterwards
@@ -235,5 +235,35 @@ def test_matmul_precision_is_set_while_tracing_and_recorded():
     assert set(seen) == {"bfloat16"}
     seen.clear()
     with pytest.raises(ValueError, match="matmul_precision"):
-        bnnzoo.sample(linreg, t, num_samples=2, progress=False, matmul_precision="tf32")
+        bnnzoo.sample(linreg, t, num_samples=2, progress=False, matmul_precision="tf32", sampler="nuts")
     assert seen == []                                                   # refused before tracing
+
+
+def test_auto_sampler_rule():
+    """sampler="auto" (the default) picks SNAPER for >= 2 chains and NUTS where SNAPER cannot run or NUTS settings
+    are given; names pass through; num_steps with "auto" is refused."""
+    from bnnzoo.inference.plan import choose_sampler
+    from bnnzoo.models import get_entry
+
+    e = get_entry("relu")
+    assert choose_sampler("auto", e, num_chains=4) == "snaper"
+    assert choose_sampler("auto", None, num_chains=2) == "snaper"
+    assert choose_sampler("auto", e, num_chains=1) == "nuts"
+    assert choose_sampler("auto", e, num_chains=4, chain_method="sequential") == "nuts"
+    assert choose_sampler("auto", e, num_chains=4, dense_mass=True) == "nuts"
+    assert choose_sampler("auto", e, num_chains=4, max_tree_depth=7) == "nuts"
+    for name in ("nuts", "hmc", "chees", "gibbs"):
+        assert choose_sampler(name, e, num_chains=4) == name
+    with pytest.raises(ValueError, match="num_steps applies to sampler='hmc' only"):
+        choose_sampler("auto", e, num_chains=4, num_steps=3)
+
+
+def test_auto_sampler_recorded():
+    """The default run records the sampler "auto" picked and that "auto" was asked for."""
+    t = toy_task(P=6, N0=8, y_neg=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = bnnzoo.sample("sigmoidal", t, num_chains=2, num_warmup=10, num_samples=10, width=3, progress=False)
+    cfg = bnnzoo.run_config(idata)
+    assert cfg["sampler"]["sampler"] == "snaper" and cfg["sampler"]["sampler_requested"] == "auto"
+    assert azcompat.get_group(idata, "posterior").attrs["sampler"] == "snaper"

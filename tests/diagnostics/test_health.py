@@ -61,7 +61,7 @@ def test_chains_that_do_not_mix_make_sample_warn():
     """T = 1e-8: the readout norms q_a stay where each chain started (R̂ > 1.1); sample() says so."""
     with pytest.warns(RuntimeWarning, match="the chains did not mix"):
         idata = bnnzoo.sample("deep_linear", bnnzoo.toy_task(**TASK), progress=False, width=10, temperature=1e-8,
-                              num_chains=2, num_warmup=100, num_samples=120, max_tree_depth=6)
+                              num_chains=2, num_warmup=100, num_samples=120, max_tree_depth=6, sampler="nuts")
     h = sampler_health(idata)
     assert h.status == "failed"
     assert max(h.rhat[f"q_a[{c}]"] for c in range(3)) > MAX_RHAT, h

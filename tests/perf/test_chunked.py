@@ -126,8 +126,8 @@ def test_reparam_only_for_fcn_entries():
 
     with pytest.raises(ValueError, match="fully-connected"):
         bnnzoo.sample(model, toy_task(P=4, N0=5), num_samples=2, num_warmup=1, reparam=("readout",),
-                      progress=False)
+                      progress=False, sampler="nuts")
     # None means no reparametrisation, as () does
     idata = bnnzoo.sample(model, toy_task(P=4, N0=5), num_samples=2, num_warmup=1, reparam=None, num_chains=1,
-                          progress=False)
+                          progress=False, sampler="nuts")
     assert azcompat.get_group(idata, "posterior")["w"].shape == (1, 2)

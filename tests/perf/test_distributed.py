@@ -16,8 +16,9 @@ import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.inference.distributed import check_sampler
 
+# a and W1 drawn with keys folded from the global chain index
 ARGS = dict(width=4, num_chains=4, num_warmup=60, num_samples=40, seed=3, chunk_size=20, progress=False,
-            reparam=["readout", "data_space"])  # a and W1 drawn with keys folded from the global chain index
+            reparam=["readout", "data_space"], sampler="nuts")
 CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np

@@ -116,6 +116,6 @@ def test_alignment_rises_with_P(run_large_P):
 def test_context_length_validation():
     t = attention_task(L=3, d=4, P=5, P_test=0)
     with pytest.raises(ValueError, match="multiple of context_length"):
-        bnnzoo.sample("softmax_attention", t, context_length=5, num_warmup=1, num_samples=1)
+        bnnzoo.sample("softmax_attention", t, context_length=5, num_warmup=1, num_samples=1, sampler="nuts")
     with pytest.raises(ValueError, match="L >= 2"):
         attention_target(np.zeros((2, 1, 4)), *np.eye(4)[:3])

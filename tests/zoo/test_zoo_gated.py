@@ -49,7 +49,8 @@ def test_spec_validation_and_layout():
     with pytest.raises(ValueError, match="gates must be 0 or 1"):
         bad = t.X.copy()
         bad[0, 28] = 0.5
-        bnnzoo.sample("gdln_routing", type(t)(X=bad, Y=t.Y, labels=t.labels), num_warmup=1, num_samples=1)
+        bnnzoo.sample("gdln_routing", type(t)(X=bad, Y=t.Y, labels=t.labels), num_warmup=1, num_samples=1,
+                      sampler="nuts")
 
 
 def test_routing_effective_dataset_closed_form():
@@ -103,7 +104,7 @@ def test_one_edge_pathway_is_exactly_gaussian():
     task = single_pathway_task(spec, "w", x, y, active=active)
     T, s2 = 0.3, 0.7
     idata = bnnzoo.sample(gated, task, num_chains=2, num_warmup=400, num_samples=1500, seed=2, progress=False,
-                          dims=gated_dims(spec), spec=spec, temperature=T, sigma2=s2)
+                          dims=gated_dims(spec), spec=spec, temperature=T, sigma2=s2, sampler="nuts")
     post = azcompat.get_group(idata, "posterior")
     assert list(post["W_w"].dims) == ["chain", "draw", "out", "x"]
     c = 1.0 / math.sqrt(n_in)
@@ -167,7 +168,7 @@ def test_two_edge_pathway_matches_exact_linear_theory(width):
 @pytest.fixture(scope="module")
 def xor_idata():
     return bnnzoo.sample("gdln_xor", xor_task(hidden=3), num_chains=2, num_warmup=300, num_samples=300, seed=0,
-                         progress=False)
+                         progress=False, sampler="nuts")
 
 
 def test_xor_solved_and_trace_plot(xor_idata):
@@ -194,7 +195,7 @@ def test_routing_generalizes_to_untrained_pathways():
     spec = routing_spec(hidden=6)
     task = routing_task(hidden=6)
     idata = bnnzoo.sample("gdln_routing", task, spec=spec, temperature=0.1, num_chains=2, num_warmup=200,
-                          num_samples=200, seed=0, progress=False)
+                          num_samples=200, seed=0, progress=False, sampler="nuts")
     gen = pathway_generalization(idata)
     assert len(gen) == 21 and not any(g.trained for g in gen)
     assert max(g.mse / g.baseline for g in gen) < 0.1

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 import numpy as np
 
-__all__ = ["RunPlan", "make_plan", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
+__all__ = ["RunPlan", "make_plan", "choose_sampler", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
            "normalize_record", "CHEES_LIKE"]
 
 SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper")
@@ -92,6 +92,47 @@ class RunPlan:
     reparam: tuple[str, ...]
 
 
+def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = "auto", dense_mass: bool = False,
+                   num_steps=None, max_tree_depth=10) -> str:
+    """The sampler that ``sampler="auto"`` stands for on this run; any other name is returned unchanged.
+
+    The choice follows the performance benchmark (``benchmarks/results/merit_cpu.md``, indexed in
+    ``benchmarks/README.md``), which measures the effective sample size per second of the permutation-invariant
+    observables against NumPyro's NUTS on the same cores:
+
+    * one chain, ``chain_method="sequential"`` or ``dense_mass=True`` (SNAPER tunes across chains and keeps a
+      diagonal mass), or a ``max_tree_depth`` other than 10 (read as a NUTS setting; name sampler="snaper" to cap
+      its trajectories instead): "nuts";
+    * two or more chains: "snaper" (ChEES-HMC with the trajectory length tuned on the slowest direction).
+
+    Parameters
+    ----------
+    sampler : "auto" or a sampler name (``SAMPLERS``).
+    entry : the zoo entry (None for a plain NumPyro model); its ``samplers`` bound the choice.
+    num_chains, chain_method, dense_mass, max_tree_depth : the run's settings.
+    num_steps : leapfrog steps per draw; given with "auto" it is an error (only sampler="hmc" takes it).
+
+    Returns
+    -------
+    str : a name in ``SAMPLERS``.
+
+    Raises
+    ------
+    ValueError
+        if ``num_steps`` is given with ``sampler="auto"``.
+    """
+    if sampler != "auto":
+        return sampler
+    if num_steps is not None:
+        raise ValueError("num_steps applies to sampler='hmc' only: pass sampler='hmc' with it (sampler='auto' "
+                         "never picks fixed-length HMC)")
+    supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
+    nuts_only = dense_mass or chain_method == "sequential" or max_tree_depth != 10
+    if num_chains >= 2 and not nuts_only and "snaper" in supported:
+        return "snaper"
+    return "nuts"
+
+
 def _supported(entry, field: str, default: tuple) -> tuple:
     return tuple(getattr(entry, field, default)) if entry is not None else default
 
@@ -126,7 +167,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         _check_bool(name, value)
     record = normalize_record(record)
     if not isinstance(sampler, str) or sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+        raise ValueError(f"sampler must be 'auto' or one of {SAMPLERS}, got {sampler!r}")
     supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
     if entry is None and sampler == "gibbs":
         raise ValueError("sampler='gibbs' (exact blocked Gibbs) is for zoo entries that offer it (the linear "

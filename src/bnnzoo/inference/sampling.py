@@ -32,8 +32,8 @@ from ..models.zoo import ZooEntry, get_entry
 from ..tasks import Task
 from .convert import (EXTRA_FIELDS, dataset, gibbs_warmup_datasets, infer_dims, jsonable, run_config, sample_stats,
                       thinned_dataset, versions, warmup_datasets)
-from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, RunPlan, check_int, engine_chunk_size,
-                   make_plan)
+from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, RunPlan, check_int, choose_sampler,
+                   engine_chunk_size, make_plan)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
@@ -253,7 +253,7 @@ def _model_kwargs(name, fn, entry, task, model_kwargs, record) -> dict:
 
 
 def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num_samples: int = 500,
-           sampler: str = "nuts", seed: int = 0, thinning: int = 1, record: str | Sequence[str] = (),
+           sampler: str = "auto", seed: int = 0, thinning: int = 1, record: str | Sequence[str] = (),
            progress: bool = True, chain_method: str = "auto", step_size: float | None = None,
            num_steps: int | None = None, target_accept: float | None = None, max_tree_depth: int = 10,
            dense_mass: bool = False, init: str = "prior", log_likelihood: bool = False,
@@ -273,7 +273,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     num_chains, num_warmup, num_samples, thinning : int
         MCMC sizes (>= 1, >= 0, >= 1, >= 1); each chain keeps num_samples // thinning draws.
     sampler : str
-        One of the samplers the entry offers (``ZooEntry.samplers``): "nuts" (adaptive NUTS); "hmc" (fixed
+        "auto" (default): the fastest sampler the performance benchmark found for the run at hand
+        (:func:`bnnzoo.inference.plan.choose_sampler`: "snaper" for two or more chains; "nuts" for one chain, a
+        sequential chain method, a dense mass or a ``max_tree_depth`` other than 10); the run's attributes name
+        the sampler it picked.  Or one of the samplers the entry offers (``ZooEntry.samplers``): "nuts" (adaptive NUTS); "hmc" (fixed
         ``num_steps`` leapfrog steps, required; give ``step_size`` to fix the step too); "gibbs" (the exact blocked
         Gibbs sampler of the linear fully-connected nets, :mod:`bnnzoo.inference.gibbs_linear`: same sites and
         dims, ``num_warmup`` counts sweeps, chains one after the other in memory, no HMC settings or long-run
@@ -372,6 +375,12 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
 
     record = normalize_record(record)
     kw = _model_kwargs(name, fn, entry, task, model_kwargs, record)
+    requested = sampler
+    if isinstance(sampler, str) and isinstance(num_chains, (int, np.integer)):
+        sampler = choose_sampler(sampler, entry, num_chains=int(num_chains), chain_method=chain_method,
+                                 dense_mass=dense_mass is True, num_steps=num_steps, max_tree_depth=max_tree_depth)
+        if requested == "auto":
+            _logger.debug("sample: sampler 'auto' -> %r", sampler)
     plan = make_plan(entry, kw, sampler=sampler, num_chains=num_chains, num_warmup=num_warmup,
                      num_samples=num_samples, thinning=thinning, seed=seed, record=record, chain_method=chain_method,
                      step_size=step_size, num_steps=num_steps, target_accept=target_accept,
@@ -498,7 +507,7 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
                                "class": np.arange(task.m)})
 
     n_div = int(stats["diverging"].sum())
-    sampler_cfg = dict(sampler=sampler, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
+    sampler_cfg = dict(sampler=sampler, sampler_requested=requested, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                        thinning=thinning, chain_method=chain_method, step_size=step_size, num_steps=num_steps,
                        target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
                        init=init, matmul_precision=matmul_precision)
