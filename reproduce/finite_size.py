@@ -119,18 +119,29 @@ def analyse(summary: dict) -> dict:
     return out
 
 
+def rhat_text(h: dict, outliers: bool) -> str:
+    """R̂ of the training error, the outputs (median over entries), the outlier count and the largest q_a[c]."""
+    r = h["rhat"]
+    qa = [v for k, v in r.items() if k.startswith("q_a") and v is not None]
+    vals = [r.get("mse"), r.get("f")] + ([r.get("n_outliers")] if outliers else []) + [max(qa) if qa else None]
+    return " / ".join("—" if v is None else f"{v:.2f}" for v in vals)
+
+
 def markdown(summary: dict) -> str:
     a = summary["analysis"]
     lines = [C.header("Finite size: ReLU outliers and sigmoidal branch masses versus N", summary["provenance"]),
              "Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), one hidden layer, T = 0.01, P fixed; "
-             "written by `reproduce/finite_size.py` (stores summaries, not draws).  R̂: between-chain rank-normalised "
-             "R̂ of the permutation-invariant observables (largest shown; health says which ones failed).\n"]
+             "written by `reproduce/finite_size.py` (stores summaries, not draws).  R̂: between-chain "
+             "rank-normalised R̂ of the permutation-invariant observables: training error, network outputs (median "
+             "over entries), outlier count, readout norm per class q_a (largest); the health check discounts a q_a "
+             "whose chain means differ by less than 3 population standard errors (the frozen branch populations of "
+             "broken ergodicity).\n"]
     relu = summary["relu"]
     if relu:
         lines += ["## ReLU, y− = −1/2: outliers versus N\n",
                   "| N | P | warm-up + draws | outliers per chain | classes | outlier RMS \\|a\\| (mean ± s.e.) | "
-                  "bulk \\|a\\| | outlier RMS z | bulk z | health | max R̂ | R̂ n_outliers | seconds |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "bulk \\|a\\| | outlier RMS z | bulk z | health | R̂ mse / f / n_outliers / max q_a | seconds |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for e in relu:
             o, h = e["outliers"], e["health"]
             ra, rz = np.asarray(o["readout"]), np.asarray(o["preactivation"])
@@ -139,8 +150,7 @@ def markdown(summary: dict) -> str:
             lines.append(f"| {e['N']} | {e['P']} | {e['warmup']} + {e['samples']} | {o['per_chain']} | "
                          f"{o['classes']} | {C.fmt(ra.mean() if ra.size else None, sea)} | "
                          f"{C.fmt(o['bulk_readout'])} | {C.fmt(rz.mean() if rz.size else None, sez)} | "
-                         f"{C.fmt(o['bulk_preactivation'])} | {h['status']} | {C.fmt(h['max_rhat'])} | "
-                         f"{C.fmt(h['rhat'].get('n_outliers'))} | {e['seconds']} |")
+                         f"{C.fmt(o['bulk_preactivation'])} | {h['status']} | {rhat_text(h, True)} | {e['seconds']} |")
         for key in ("readout", "preactivation"):
             f = a.get(f"exponent_{key}")
             if f:
@@ -154,13 +164,14 @@ def markdown(summary: dict) -> str:
     if sig:
         codes = sorted(set().union(*[set(e["meanfield_mass"]) | set(e["codes"]["fraction"]) for e in sig]))
         lines += ["## Sigmoidal, y− = ½: fraction of units per code versus N, against the mean field (N → ∞)\n",
-                  "| N | " + " | ".join(codes) + " | TV distance to mean field | codes | health | max R̂ | seconds |",
+                  "| N | " + " | ".join(codes)
+                  + " | TV distance to mean field | codes | health | R̂ mse / f / max q_a | seconds |",
                   "|---|" + "---|" * len(codes) + "---|---|---|---|---|"]
         for e in sig:
             fr, se = e["codes"]["fraction"], e["codes"]["fraction_se"]
             lines.append(f"| {e['N']} | " + " | ".join(C.fmt(fr.get(c, 0.0), se.get(c)) for c in codes)
                          + f" | {C.fmt(e['tv_to_meanfield'])} | {e['codes']['verdict']} | {e['health']['status']} | "
-                         f"{C.fmt(e['health']['max_rhat'])} | {e['seconds']} |")
+                         f"{rhat_text(e['health'], False)} | {e['seconds']} |")
         mf = sig[0]["meanfield_mass"]
         lines.append("| mean field | " + " | ".join(C.fmt(mf.get(c, 0.0)) for c in codes) + " | 0 | | | | |")
         lines += ["", "Readout branches (BIC clustering of the units' time-averaged readouts, outliers removed):\n"]
@@ -174,18 +185,64 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def combine(args, argv) -> int:
+    """Merge finished entries of several result files (e.g. widths run in separate processes) into one result."""
+    import json
+
+    files = C.ResultFiles(args.out, args.name or f"finite_size_{args.size}", args.overwrite)
+    parts = []
+    for f in args.combine:
+        try:
+            parts.append(json.loads(Path(f).read_text()))
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--combine: cannot read {f} as a result file ({e})") from None
+        if not all(k in parts[-1] for k in ("provenance", "relu", "sigmoid")):
+            raise ValueError(f"--combine: {f} is not a finite_size.py result file")
+    summary = dict(provenance=dict(parts[0]["provenance"]), settings=parts[0].get("settings", {}), relu=[],
+                   sigmoid=[], combined_from=[dict(file=Path(f).name, command=p["provenance"]["command"],
+                                                   started=p["provenance"]["started"])
+                                              for f, p in zip(args.combine, parts)])
+    summary["provenance"]["command"] += "  (combined with " + "; ".join(
+        p["provenance"]["command"] for p in parts[1:]) + ")"
+    for kind in ("relu", "sigmoid"):
+        seen = {}
+        for p in parts:
+            for e in p[kind]:
+                seen.setdefault(e["N"], e)
+        summary[kind] = [seen[N] for N in sorted(seen)]
+    summary["analysis"] = analyse(summary)
+    files.write(summary, markdown(summary))
+    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    return 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = C.parser(PROG, __doc__.split("\n\n")[0])
     p.add_argument("--parts", default="relu,sigmoid", help="comma-separated: relu, sigmoid (default both)")
+    p.add_argument("--widths", default=None,
+                   help="comma-separated widths N replacing the size's lists of the parts run (e.g. 400)")
+    p.add_argument("--combine", nargs="+", default=None, metavar="JSON",
+                   help="no sampling: merge the entries of these result files of this script (the first file's "
+                        "entry wins for a width run twice) and write them as one result")
     args = p.parse_args(argv)
     C.check_args(args)
+    if args.combine:
+        return combine(args, argv)
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     bad = sorted(set(parts) - {"relu", "sigmoid"})
     if bad or not parts:
         raise ValueError(f"--parts must name relu and/or sigmoid, got {args.parts!r}")
     files = C.ResultFiles(args.out, args.name or f"finite_size_{args.size}", args.overwrite)
-    s = SETTINGS[args.size]
+    s = dict(SETTINGS[args.size])
+    if args.widths:
+        try:
+            widths = tuple(int(w) for w in args.widths.split(","))
+        except ValueError:
+            raise ValueError(f"--widths must be comma-separated integers, got {args.widths!r}") from None
+        if any(w < 2 for w in widths):
+            raise ValueError(f"--widths must be >= 2, got {args.widths!r}")
+        s.update({f"{k}_N": widths for k in ("relu", "sigmoid")})
     summary = dict(provenance=C.provenance(args, argv), settings=s, relu=[], sigmoid=[], analysis={})
     jobs = ([("sigmoid", N) for N in s["sigmoid_N"]] if "sigmoid" in parts else []) + \
            ([("relu", N) for N in s["relu_N"]] if "relu" in parts else [])

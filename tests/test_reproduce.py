@@ -133,3 +133,30 @@ def test_finite_size_ci(tmp_path):
         assert _tv(e["codes"]["fraction"], mf) <= 0.25
         assert e["meanfield_mass"] == pytest.approx(mf, abs=1e-6)
     assert math.isfinite(s["analysis"]["exponent_readout"]["slope"])
+
+
+def _relu_entry(N: int) -> dict:
+    a = [2.0 * N**0.5 * f for f in (0.9, 1.0, 1.1)]
+    return dict(N=N, P=100, N0=120, warmup=10, samples=10, seconds=1.0,
+                health=dict(status="equilibrated", rhat={"mse": 1.0, "f": 1.0, "n_outliers": 1.0, "q_a[0]": 1.0},
+                            max_rhat=1.0),
+                outliers=dict(per_chain=[3], classes=[0, 1, 2], one_per_class=True, bulk_readout=1.0,
+                              bulk_preactivation=1.0, readout=a, preactivation=a))
+
+
+def test_combine_merges_result_files_without_sampling(tmp_path):
+    prov = dict(command="python finite_size.py", size="cpu", seed=0, started="2026-01-01T00:00:00",
+                machine="test", versions=dict(python="3", jax="0", numpyro="0", bnnzoo="0"))
+    for name, Ns in (("a", (50, 100)), ("b", (100, 400))):
+        (tmp_path / f"{name}.json").write_text(json.dumps(dict(
+            provenance=dict(prov, command=f"run {name}"), settings={}, sigmoid=[],
+            relu=[_relu_entry(N) | dict(seconds=1.0 if name == "a" else 2.0) for N in Ns])))
+    r = _run("finite_size.py", "--size", "cpu", "--out", str(tmp_path), "--name", "both", "--combine",
+             str(tmp_path / "a.json"), str(tmp_path / "b.json"), timeout=300)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "both.json").read_text())
+    assert [e["N"] for e in s["relu"]] == [50, 100, 400]
+    assert s["relu"][1]["seconds"] == 1.0                          # the first file's entry wins
+    assert s["analysis"]["exponent_readout"]["slope"] == pytest.approx(0.5, abs=1e-9)
+    assert "run b" in s["provenance"]["command"]
+    assert "readout size: **0.5 ± " in (tmp_path / "both.md").read_text()
