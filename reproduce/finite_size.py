@@ -181,6 +181,11 @@ def markdown(summary: dict) -> str:
                      zip(b["codes"] or [""] * b["n_branches"], b["masses"], b["mass_se"])]
             lines.append(f"* N = {e['N']}: {b['n_branches']} branches: " + ", ".join(parts))
         lines.append("")
+    for kind in ("relu", "sigmoid"):
+        planned = summary.get("settings", {}).get(f"{kind}_N") or []
+        missing = sorted(set(planned) - {e["N"] for e in summary[kind]})
+        if missing:
+            lines.append(f"Widths of the {kind} part not finished in this result: {missing}.\n")
     lines.append(f"All entries equilibrated (sampler health): {a['all_equilibrated']}.\n")
     return "\n".join(lines)
 
@@ -202,8 +207,9 @@ def combine(args, argv) -> int:
                    sigmoid=[], combined_from=[dict(file=Path(f).name, command=p["provenance"]["command"],
                                                    started=p["provenance"]["started"])
                                               for f, p in zip(args.combine, parts)])
-    summary["provenance"]["command"] += "  (combined with " + "; ".join(
-        p["provenance"]["command"] for p in parts[1:]) + ")"
+    if len(parts) > 1:
+        summary["provenance"]["command"] += "  (combined with " + "; ".join(
+            p["provenance"]["command"] for p in parts[1:]) + ")"
     for kind in ("relu", "sigmoid"):
         seen = {}
         for p in parts:
