@@ -104,11 +104,16 @@ def analyse(summary: dict) -> dict:
     relu = summary["relu"]
     out = {}
     if relu:
-        Ns = [e["N"] for e in relu]
+        eq = [e for e in relu if e["health"]["status"] == "equilibrated"]
         for key in ("readout", "preactivation"):
-            f = fit_exponent(Ns, [e["outliers"][key] for e in relu])
-            f["z_vs_half"] = (f["slope"] - 0.5) / f["se"] if f["se"] and math.isfinite(f["se"]) else float("nan")
-            out[f"exponent_{key}"] = f
+            for suffix, entries in (("", relu), ("_equilibrated", eq)):
+                if suffix and len(eq) == len(relu):
+                    continue
+                f = fit_exponent([e["N"] for e in entries], [e["outliers"][key] for e in entries])
+                f["z_vs_half"] = ((f["slope"] - 0.5) / f["se"] if f["se"] and math.isfinite(f["se"])
+                                  else float("nan"))
+                f["widths"] = [e["N"] for e in entries]
+                out[f"exponent_{key}{suffix}"] = f
         out["outliers_per_chain"] = {e["N"]: e["outliers"]["per_chain"] for e in relu}
         out["one_per_class_all_N"] = all(e["outliers"]["one_per_class"] for e in relu)
         out["at_least_m_minus_1"] = all(min(e["outliers"]["per_chain"]) >= M - 1 for e in relu)
@@ -152,11 +157,12 @@ def markdown(summary: dict) -> str:
                          f"{C.fmt(o['bulk_readout'])} | {C.fmt(rz.mean() if rz.size else None, sez)} | "
                          f"{C.fmt(o['bulk_preactivation'])} | {h['status']} | {rhat_text(h, True)} | {e['seconds']} |")
         for key in ("readout", "preactivation"):
-            f = a.get(f"exponent_{key}")
-            if f:
-                lines.append(f"\nFitted exponent of the outliers' {key} size: **{C.fmt(f['slope'], f['se'])}** "
-                             f"(theory ½; z = {C.fmt(f['z_vs_half'])}; {f['n_points']} widths, χ²/dof "
-                             f"{C.fmt(f['chi2_dof'])}).")
+            for suffix, what in (("", "all widths"), ("_equilibrated", "equilibrated widths only")):
+                f = a.get(f"exponent_{key}{suffix}")
+                if f:
+                    lines.append(f"\nFitted exponent of the outliers' {key} size ({what}, N = "
+                                 f"{', '.join(map(str, f.get('widths', [])))}): **{C.fmt(f['slope'], f['se'])}** "
+                                 f"(theory ½; z = {C.fmt(f['z_vs_half'])}; χ²/dof {C.fmt(f['chi2_dof'])}).")
         lines.append(f"\nOutlier count: at least m − 1 = {M - 1} in every chain at every N: "
                      f"{a['at_least_m_minus_1']}; exactly one per class in every chain at every N: "
                      f"{a['one_per_class_all_N']}.\n")

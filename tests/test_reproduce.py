@@ -159,4 +159,4 @@ def test_combine_merges_result_files_without_sampling(tmp_path):
     assert s["relu"][1]["seconds"] == 1.0                          # the first file's entry wins
     assert s["analysis"]["exponent_readout"]["slope"] == pytest.approx(0.5, abs=1e-9)
     assert "run b" in s["provenance"]["command"]
-    assert "readout size: **0.5 ± " in (tmp_path / "both.md").read_text()
+    assert "readout size (all widths, N = 50, 100, 400): **0.5 ± " in (tmp_path / "both.md").read_text()
