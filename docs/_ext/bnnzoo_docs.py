@@ -3,6 +3,7 @@
 * ``docs/gallery/*.ipynb``: copies of ``notebooks/*.ipynb`` (stored without outputs; myst-nb executes them).
 * ``docs/bench_results/``: ``benchmarks/README.md``'s index of current results, with each result file it links
   rendered as its own page (``index.md`` is included by ``docs/benchmarks.md``).
+* ``docs/repro_results/``: copies of ``reproduce/results/*.md`` (the reproduction page links and lists them).
 
 Both folders are build products (ignored by git); a file is rewritten only when its content changed, so an
 incremental build does not re-execute unchanged notebooks.
@@ -80,6 +81,19 @@ def render_benchmarks(root: Path, docs: Path) -> None:
             old.unlink()
 
 
+def copy_reproduce_results(root: Path, docs: Path) -> None:
+    """Copy every ``reproduce/results/*.md`` into ``docs/repro_results/`` and drop copies whose source is gone."""
+    src = sorted((root / "reproduce" / "results").glob("*.md"))
+    dest = docs / "repro_results"
+    dest.mkdir(exist_ok=True)
+    for f in src:
+        _write(dest / f.name, f.read_text(encoding="utf-8"))
+    names = {f.name for f in src}
+    for old in dest.glob("*.md"):
+        if old.name not in names:
+            old.unlink()
+
+
 class LenientDocstrings(logging.Filter):
     """Drop docutils messages raised while parsing the docstrings of the modules in ``lenient_modules``.
 
@@ -132,6 +146,7 @@ def _on_builder_inited(app) -> None:
     root = docs.parent
     copy_notebooks(root, docs)
     render_benchmarks(root, docs)
+    copy_reproduce_results(root, docs)
 
 
 def setup(app):

@@ -1,0 +1,229 @@
+"""Shared helpers of the reproduction scripts: the command line, sampling a net on the toy task, the summaries that
+are stored instead of the draws, and the result files (JSON + markdown in ``reproduce/results/``).
+
+Every script samples with SNAPER (ChEES-HMC with the trajectory length tuned on the slowest direction, as
+``bnnzoo demo`` does), ``num_chains`` chains vectorised on one device, each started from its own prior draw.  The
+draws are streamed in chunks (``chunk_size``); the first-layer weights are not recorded and the preactivations are
+recorded on every ``thin_z``-th kept draw only, so that a paper-size run fits one GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SIZES = ("ci", "cpu", "paper")
+CHAINS = 4
+
+
+def log(msg: str) -> None:
+    """Progress line on stderr."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The command line every script shares: --size, --out, --name, --seed, --overwrite, --progress."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--size", choices=SIZES, default="cpu",
+                   help="ci: seconds to a minute per net (tests); cpu: what a 2-core CPU runs in about half an "
+                        "hour; paper: the paper's sizes (needs a GPU)")
+    p.add_argument("--out", default=str(RESULTS), help="folder of the result files (default: reproduce/results)")
+    p.add_argument("--name", default=None, help="stem of the result files (default: <script>_<size>)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (>= 0)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing result files")
+    p.add_argument("--progress", action="store_true", help="the sampler's own progress lines as well")
+    return p
+
+
+class ResultFiles:
+    """The JSON and markdown files of one script run; refuses to replace existing files unless ``overwrite``."""
+
+    def __init__(self, out: str | Path, stem: str, overwrite: bool):
+        out = Path(out)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out: {out} is a file, not a folder")
+        self.json = out / f"{stem}.json"
+        self.md = out / f"{stem}.md"
+        existing = [str(p) for p in (self.json, self.md) if p.exists()]
+        if existing and not overwrite:
+            raise ValueError(f"--overwrite: {', '.join(existing)} exist(s); pass --overwrite to replace")
+        self.out = out
+
+    def write(self, summary: dict, markdown: str) -> None:
+        """Write both files (called after every finished entry, so a stopped run keeps what it finished)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.json.write_text(json.dumps(jsonable(summary), indent=1, allow_nan=False) + "\n")
+        self.md.write_text(markdown)
+
+
+def check_args(args) -> None:
+    """Reject bad common arguments before anything compiles."""
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    if args.name is not None and (not args.name or "/" in args.name):
+        raise ValueError(f"--name must be a plain file stem, got {args.name!r}")
+
+
+def provenance(args, argv) -> dict:
+    """Command, machine, versions and start time of a script run."""
+    import jax
+    import numpyro
+
+    import bnnzoo
+
+    dev = jax.devices()[0]
+    return dict(command="python " + " ".join([sys.argv[0]] + list(argv)), size=args.size, seed=args.seed,
+                started=datetime.datetime.now().isoformat(timespec="seconds"),
+                machine=f"{platform.machine()}, {jax.device_count()} × {dev.device_kind} ({dev.platform})",
+                versions=dict(python=platform.python_version(), jax=jax.__version__, numpyro=numpyro.__version__,
+                              bnnzoo=bnnzoo.__version__))
+
+
+def run_main(prog: str, main, argv=None) -> int:
+    """Run ``main(argv)``; a bad argument or existing result becomes a one-line ``prog: error: ...`` (exit 2)."""
+    try:
+        return int(main(argv) or 0)
+    except (ValueError, FileNotFoundError, NotADirectoryError, PermissionError) as e:
+        print(f"{prog}: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: error: interrupted", file=sys.stderr)
+        return 130
+
+
+def jsonable(x):
+    """Plain JSON types; NaN and infinities become None."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return jsonable(x.tolist())
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    return x
+
+
+# ------------------------------------------------------------------------------------------------------ sampling
+def sample_toy(entry_name: str, *, N: int, P: int, y_neg: float, warmup: int, samples: int, seed: int,
+               thin_z: int = 1, chunk: int = 100, N0: int | None = None, chains: int = CHAINS,
+               progress: bool = False):
+    """Sample zoo entry ``entry_name`` (one hidden layer) of width N on the toy task with P points, N0 = P + 20
+    inputs (unless given) and targets 1 / ``y_neg``; SNAPER, ``chains`` vectorised chains from prior draws.
+
+    Returns (run, task, seconds).  The first-layer weights are not recorded; the preactivations z1 (chain, draw,
+    neuron, point) are recorded on every ``thin_z``-th kept draw (``thin_z`` must divide ``chunk``).
+    """
+    import bnnzoo
+
+    entry = bnnzoo.get_entry(entry_name)
+    task = entry.make_task(**dict(entry.task_defaults, P=P, N0=N0 if N0 is not None else P + 20, y_neg=y_neg))
+    chunk = min(chunk, samples)
+    kw = dict(site_thinning={"z1": thin_z}) if thin_z > 1 else {}
+    t0 = time.time()
+    run = bnnzoo.sample(entry, task, num_chains=chains, num_warmup=warmup, num_samples=samples, seed=seed,
+                        sampler="snaper", record=("z",), exclude=("W1",), chunk_size=chunk, progress=progress,
+                        width=N, **kw)
+    return run, task, time.time() - t0
+
+
+def run_data_of(run):
+    """:class:`bnnzoo.diagnostics._data.RunData` of a run, with the (possibly thinned) first-layer preactivations."""
+    from bnnzoo import azcompat
+    from bnnzoo.diagnostics._data import run_data
+
+    rd = run_data(run)
+    if 1 not in rd.recorded_z:
+        th = azcompat.get_group(run, "posterior_thinned")
+        rd = dataclasses.replace(rd, recorded_z={1: np.asarray(th["z1"].values, float)})
+    return rd
+
+
+def health_summary(run) -> dict:
+    """Sampler health (status, reason, R̂ and ESS of the permutation-invariant observables, divergences)."""
+    from bnnzoo.inference.health import sampler_health
+
+    h = sampler_health(run)
+    return dict(status=h.status, reason=h.reason, evidence=h.evidence, rhat=dict(h.rhat), ess=dict(h.ess),
+                drift_z=dict(h.drift_z), divergences=h.divergences, n_chains=h.n_chains, n_draws=h.n_draws,
+                max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")]))
+
+
+def code_summary(rd) -> dict:
+    """Modal feature-layer code of every unit (all chains): fraction of units per code with its binomial standard
+    error, per-chain fractions, and whether the codes are frozen (code memory, switching rate)."""
+    from bnnzoo.diagnostics.codes import code_string, neural_codes
+
+    cr = neural_codes(rd, 1)
+    modal = np.vectorize(lambda k: code_string(int(k), rd.m))(np.asarray(cr.modal))  # (chain, neuron)
+    n = modal.size
+    frac, se, per_chain = {}, {}, {}
+    for c in sorted(set(modal.ravel().tolist())):
+        p = float(np.mean(modal == c))
+        frac[c] = p
+        se[c] = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+        per_chain[c] = [float(np.mean(modal[k] == c)) for k in range(modal.shape[0])]
+    return dict(fraction=frac, fraction_se=se, per_chain=per_chain, verdict=cr.verdict,
+                code_memory=cr.code_memory, switching_rate=cr.switching_rate,
+                switching_rate_se=cr.switching_rate_se, n_units=n)
+
+
+def outlier_summary(rd) -> dict:
+    """ReLU outliers (:func:`bnnzoo.diagnostics.branches.find_outliers`): count per chain, classes, and the RMS
+    readout norm and preactivation of every outlier and of the bulk (medians)."""
+    from bnnzoo.diagnostics.branches import find_outliers
+
+    o = find_outliers(rd.a, rd.z(1))
+    flag = o.is_outlier.astype(bool)
+    return dict(n_outliers=o.n_outliers, per_chain=list(o.per_chain), classes=list(o.classes),
+                one_per_class=o.one_per_class, n_readout=o.n_readout, n_preactivation=o.n_preactivation,
+                threshold_factor=o.threshold_factor, bulk_readout=o.bulk_readout,
+                bulk_preactivation=o.bulk_preactivation, readout=o.readout_scale[flag].tolist(),
+                preactivation=o.preact_scale[flag].tolist())
+
+
+def branch_summary(rd) -> dict:
+    """Readout branches by BIC (:func:`bnnzoo.diagnostics.branches.readout_branches`): masses, centres, codes."""
+    from bnnzoo.diagnostics.branches import readout_branches
+
+    b = readout_branches(rd)
+    return dict(n_branches=b.n_branches, masses=b.masses.tolist(), mass_se=b.mass_se.tolist(),
+                centres=b.centres.tolist(), codes=list(b.codes), silhouette=b.silhouette)
+
+
+def readout_U(rd) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean of U = aᵀa/N (class, class) and its Monte Carlo standard error (ESS-based)."""
+    from bnnzoo.diagnostics._data import mean_se
+
+    per_draw = np.einsum("cdnr,cdns->cdrs", rd.a, rd.a, optimize=True) / rd.width
+    return mean_se(per_draw)
+
+
+def fmt(v, se=None, digits: int = 3) -> str:
+    """``v ± se`` for tables ("—" for a missing value)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    s = f"{v:.{digits}g}"
+    return s if se is None else f"{s} ± {se:.2g}"
+
+
+def header(title: str, prov: dict) -> str:
+    """Markdown head of a result file: what was run, where, with which versions."""
+    v = prov["versions"]
+    return (f"# {title}\n\nCommand: `{prov['command']}` (size `{prov['size']}`, seed {prov['seed']}), started "
+            f"{prov['started']}.  Machine: {prov['machine']}.  Python {v['python']}, jax {v['jax']}, numpyro "
+            f"{v['numpyro']}, bnnzoo {v['bnnzoo']}.  Sampler: SNAPER, {CHAINS} chains from prior draws, vectorised.\n")
