@@ -246,7 +246,8 @@ def mnist_subset_task(classes: Sequence[int] = (0, 1, 2), P: int = 100, P_test: 
     ``normalize="image"`` (default, the paper's): every image, training or test, is scaled on its own to
     xᵀx/N0 = 1 (pixels stay non-negative, no training statistics enter).  ``normalize="dataset"``: the convention of
     :func:`digits_task` (:func:`classification_task`): centred on the training mean and scaled by one factor so that
-    the mean of xᵀx/N0 over the training set is 1; centring makes the training kernel XXᵀ/N0 singular (rank P − 1).
+    the mean of xᵀx/N0 over the training set is 1; centring makes the training kernel XXᵀ/N0 singular
+    (rank P − 1).
     Both give a mean of xᵀx/N0 = 1 over the training set.  ``meta`` records the image indices of both sets
     (``train_index``, ``test_index``).
 
