@@ -29,7 +29,8 @@ Three parts, each writing its own summary file under ``--out`` (default ``reprod
     fraction q of its neurons frozen on branch γ has
         log Z(q)/N = min_λ [(T/2) Σ P_c|λ_c|² − Σ P_c λ_cᵀ y_c + q log z_γ + (1 − q) log z_rest] + H(q),
     H the binary entropy; the unconstrained solution is the maximum over q (q = the branch mass).  Both are
-    reported: Δf_B = f_B − f and the equilibrium law of q, P(q) ∝ exp(−N Δf(q)).
+    reported: Δf_B = f_B − f and the equilibrium law of q, P(q) ∝ exp(−N Δf(q)) (basins fixed at the unconstrained
+    solution; the mean field's own law, no finite-N correction).
 
 ``samples`` (``ym_sweep.samples.json``)
     The ``sigmoidal`` zoo net, N = P, SNAPER, 4 chains from prior draws, at y− = 0.1 … 0.5 and T = 0.01: the library's
@@ -37,9 +38,10 @@ Three parts, each writing its own summary file under ``--out`` (default ``reprod
     per chain (mean ± standard error across chains) next to the mean-field masses at the same P and T.
 
 ``lockin`` (``ym_sweep.lockin.json``)
-    y− = 0.1: chains started from the prior, from a warm start onto the solution space (Adam on the potential), with
-    a long warm-up, and at a second N; the fraction of neurons on code 100 per chain along the run (warm-up
-    included), against the equilibrium law of that fraction from the mean field.
+    y− = 0.1: chains started from the prior (the ``samples`` run of the same size, reused when present), with a short
+    and a long warm-up, from a warm start onto the solution space (Adam on the potential from the prior draw), and at
+    a second N; the fraction of neurons on code 100 per chain and along the kept draws (the library keeps no
+    per-neuron warm-up draws), against the mean field's law of that fraction (from the ``meanfield`` part).
 
 Sizes: ``--size ci`` (seconds; tiny nets, few draws, a coarse y− grid: for the test only) and ``--size cpu``.  Only
 summaries are written (no draws).  An existing summary is not overwritten unless ``--overwrite``.
@@ -62,7 +64,7 @@ from scipy import special
 
 CODES = ("011", "101", "110", "111", "100", "010", "001", "000")
 SIZES = {
-    "ci": dict(mf=((40, 0.01),), y_grid=(0.1, 0.5), n_random=2, n_grid=21, n_grid_checks=21, partial=(), law_N=(), n_q=0,
+    "ci": dict(mf=((40, 0.01),), y_grid=(0.5,), n_random=1, n_grid=21, n_grid_checks=21, partial=(), law_N=(), n_q=0,
                N=12, chains=2, warmup=30, samples=20, y_samples=(0.1, 0.5),
                lock_runs=dict(warm_start=dict(warm_start=20), long_warmup=dict(num_warmup=60)), N2=16),
     "cpu": dict(mf=((60, 0.01), (100, 0.0)), y_grid=(0.1, 0.2, 0.3, 0.4, 0.5),
@@ -421,8 +423,9 @@ def partial_schemes(P, y_neg, T, n_grid=57):
 
 def fraction_law(P, y_neg, T, code, qs, N, n_grid=57):
     """Δf(q) = f(q) − f for a population with a fraction q of its neurons frozen on branch ``code`` (the rest free
-    among the other branches), and the equilibrium law of q at N neurons, P(q) ∝ exp(−N Δf(q)) (normalised on
-    ``qs``).  Returns a dict with q, Δf, the law's mean and standard deviation and P(q ≥ q_obs) helpers."""
+    among the other branches): the equilibrium law of q at N neurons is P(q) ∝ exp(−N Δf(q)).  Returns a dict with
+    q, Δf, the branch mass and KL(q ‖ mass), the value Δf would take if λ did not respond (Δf ≥ KL: the λ saddle
+    is a minimum, so letting λ respond can only raise it)."""
     masks, r, (lo, hi, n) = branch_masks(P, y_neg, T, n_grid)
     if code not in masks:
         return dict(P=P, y_neg=y_neg, T=T, code=code, error=f"no branch with code {code} in the mean field")
@@ -436,14 +439,10 @@ def fraction_law(P, y_neg, T, code, qs, N, n_grid=57):
         H = -(special.xlogy(q, q) + special.xlogy(1 - q, 1 - q))
         lam, Smin, _ = _mix_minimise([a_in, a_out], [q, 1 - q], lam)
         df.append(-(Smin + H) - f0)
-    df = np.array(df)
-    logw = -N * df
-    pw = np.exp(logw - special.logsumexp(logw))
-    mean = float(pw @ qs)
-    sd = float(np.sqrt(pw @ (np.asarray(qs) - mean) ** 2))
     mass = float(_mass_per_code(r.branch_code, r.branch_mass).get(code, 0.0))
-    return dict(P=P, y_neg=y_neg, T=T, code=code, N=N, q=list(map(float, qs)), delta_f=df.tolist(), mf_mass=mass,
-                law_mean=mean, law_sd=sd)
+    kl = [float(special.xlogy(q, q / mass) + special.xlogy(1 - q, (1 - q) / (1 - mass))) for q in qs]
+    return dict(P=P, y_neg=y_neg, T=T, code=code, N=N, q=list(map(float, qs)), delta_f=list(map(float, df)),
+                mf_mass=mass, kl_fixed_lambda=kl)
 
 
 def run_meanfield(cfg, log, save):
@@ -576,7 +575,7 @@ def render(out_dir: Path) -> str:
     if "meanfield" in parts:
         mf = parts["meanfield"]
         L += ["## 1. Mean field: every self-consistent solution along y−", "",
-              f"Size `{meta['meanfield'].get('size')}`, {meta['meanfield'].get('wall_s', '?')} s. "
+              f"Size `{meta['meanfield'].get('size')}`{', ' + meta['meanfield']['note'] if meta['meanfield'].get('note') else ''}. "
               "Free energy per neuron f = −S(λ*) in nats (up to a constant common to all solutions at one y−, T, P).",
               ""]
         c = mf["checks"]
@@ -596,10 +595,20 @@ def render(out_dir: Path) -> str:
         L += [""]
         n_multi = sum(len(p["solutions"]) > 1 for p in mf["sweeps"])
         L += [f"Points with more than one distinct solution: {n_multi} of {len(mf['sweeps'])}.", ""]
+        for P, T in sorted({(p["P"], p["T"]) for p in mf["sweeps"]}):
+            seq = []
+            for p in sorted((p for p in mf["sweeps"] if (p["P"], p["T"]) == (P, T)), key=lambda p: p["y_neg"]):
+                for s in p["solutions"]:
+                    sch = _scheme(s["mass_by_code"], 1e-3)
+                    if not seq or seq[-1] != sch:
+                        seq.append(sch)
+            L.append(f"- P = {P}, T = {T}: {len(seq)} distinct schemes along y− (mass ≥ 1e-3): {' → '.join(seq)}")
+        L += [""]
         if mf.get("changes"):
-            L += ["Scheme changes (bisection on the presence of a branch of mass ≥ 1e-3):", ""]
-            L += [f"- P = {ch['P']}, T = {ch['T']}: {ch['from']} → {ch['to']} at y− = {ch['y_neg']:.4f} ± "
-                  f"{ch['err']:.4f}" for ch in mf["changes"]]
+            L += ["Where the schemes change (library solver, bisection in y− on the mass of the branch crossing 1e-3):",
+                  ""]
+            L += [f"- P = {ch['P']}, T = {ch['T']}: branch {ch['code']} at y− = {ch['y_neg']:.3f} ± {ch['err']:.3f} "
+                  f"(mass {ch['mass_lo']:.2g} → {ch['mass_hi']:.2g} across the bracket)" for ch in mf["changes"]]
             L += [""]
         if mf.get("partial"):
             L += ["Populations frozen in a subset of the branches (T = 0.01): Δf = f_B − f per neuron "
@@ -627,14 +636,15 @@ def render(out_dir: Path) -> str:
     if "lockin" in parts:
         lk = parts["lockin"]
         L += ["## 3. The code-100 excess at y− = 0.1", "",
-              "Mean-field law of the fraction q of neurons on code 100 at N neurons, P(q) ∝ exp(−N Δf(q)):", ""]
+              "Mean-field cost of a fraction q of the neurons frozen on code 100 (nats per neuron; the equilibrium law "
+              "of q at N neurons is P(q) ∝ exp(−N Δf(q))):", ""]
         for law in parts.get("meanfield", {}).get("law", []):
             if "error" in law:
                 L.append(f"- N = P = {law['P']}: {law['error']}")
                 continue
-            qs, df = np.array(law["q"]), np.array(law["delta_f"])
-            L.append(f"- N = P = {law['P']}: branch mass {law['mf_mass']:.4f}; law mean {law['law_mean']:.4f}, sd "
-                     f"{law['law_sd']:.4f}; N Δf at q = 0.16: {law['N'] * np.interp(0.16, qs, df):.1f} nats")
+            L.append(f"- N = P = {law['P']} (T = {law['T']}): branch mass {law['mf_mass']:.4f}; "
+                     + ", ".join(f"q = {q:.3f}: Δf = {d:.3f}, N Δf = {law['N'] * d:.0f}"
+                                 for q, d in zip(law["q"], law["delta_f"])))
         L += ["", "| start | N | warm-up | health | code 100 per chain | code-100 fraction per chain along the draws "
               "(10 windows) | switches/draw |", "|---|---|---|---|---|---|---|"]
         for r in lk["runs"]:
@@ -645,8 +655,16 @@ def render(out_dir: Path) -> str:
             L.append(f"| {r['start']}{opt} | {r['N']} | {r['warmup']} | {r['health']} | {per} | {traj} | "
                      f"{r['code_switches_per_draw']:.4f} |")
         L += [""]
-    if parts.get("conclusions"):
-        pass
+        runs = {r["start"]: r for r in lk["runs"]}
+        if "prior" in runs and "long_warmup" in runs:
+            a = np.array(runs["prior"]["fraction_per_chain"].get("100", [0.0]))
+            b = np.array(runs["long_warmup"]["fraction_per_chain"].get("100", [0.0]))
+            n_units = runs["prior"]["N"]
+            L += [f"Same seed, warm-up {runs['prior']['warmup']} vs {runs['long_warmup']['warmup']}: code-100 neurons "
+                  f"per chain {np.rint(a * n_units).astype(int).tolist()} vs {np.rint(b * n_units).astype(int).tolist()}"
+                  f" (of {n_units}). Under the prior the class means of a neuron's preactivations are independent and "
+                  f"symmetric about 0 (orthogonal inputs), so every one of the 8 codes starts on exactly 1/8 of the "
+                  f"neurons in expectation.", ""]
     return "\n".join(L) + "\n"
 
 
