@@ -331,7 +331,8 @@ def free_energy_checks(P=40, y_neg=0.5, T=0.01, seed=0, n_grid=41):
     lam_lin = rng.normal(0, 0.5, size=(3, 3, 3))
     top = np.linalg.eigvalsh(sa2 * np.einsum("c,kcm,kcn->kmn", sizes.astype(float), lam_lin, lam_lin))[:, -1]
     lam_lin *= np.sqrt(np.minimum(1.0, 0.5 / top))[:, None, None]  # keep p(a) normalisable and inside the box
-    lin = Action(Y, sizes, sa2, 0.0, -1.2, 1.2, int(1.5 * n_grid), nonlinearity="linear")
+    half = 8.0 * np.sqrt(2 * sa2)  # 8 standard deviations of the tilted Gaussian (variance ≤ 2 σ_a²)
+    lin = Action(Y, sizes, sa2, 0.0, -half, half, int(1.5 * n_grid), nonlinearity="linear")
     lp, _, _ = lin._lp(lam_lin)
     logz_grid = special.logsumexp(lp, axis=1)
     Mq = np.einsum("c,kcm,kcn->kmn", sizes.astype(float), lam_lin, lam_lin)
