@@ -81,7 +81,7 @@ rows = {}
 for name, act, gp_name in [("deep_linear", "linear", "linear"), ("sigmoidal", "sigmoid", "sigmoid"),
                            ("relu", "relu", "relu")]:
     idata = bnnzoo.sample(name, task, width=N, temperature=T, num_chains=CHAINS, num_warmup=WARMUP,
-                          num_samples=SAMPLES, seed=SEED, progress=False)
+                          num_samples=SAMPLES, seed=SEED, progress=False, sampler="nuts")
     f = azcompat.get_group(idata, "predictions")["f"].values            # (chain, draw, test_point, class)
     f = f.reshape((-1,) + f.shape[2:])
     f_mean, f_var = f.mean(0), f.var(0).sum(-1)                          # mean predictor, variance per point
