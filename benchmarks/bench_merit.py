@@ -192,6 +192,7 @@ def _run_mams(entry, task, model_kw, cfg):
     total = time.perf_counter() - t0
     timing = dict(init_s=init_s, compile_s=compile_s, warmup_s=warmup_s, sampling_s=sampling_s, total_s=total,
                   step_size_mean=float(jnp.mean(params.step_size)),
+                  step_size_per_chain=[float(v) for v in np.asarray(params.step_size).ravel()],
                   mean_integration_steps=float(jnp.mean(params.L / params.step_size)))
     z_one = jax.tree.map(lambda a: a[0], z0)
     return idata, timing, n_steps.sum(1) * MAMS_GRADS_PER_STEP, potential, z_one
