@@ -70,7 +70,6 @@ QUICK = {"three_layer": (dict(d=8, P=16, P_test=16), dict(width1=8, width2=8)),
 MAX_K_ENTRIES = 2000
 MAMS_TARGET_ACCEPT = 0.9           # BlackJAX's documented target for adjusted MCLMC
 MAMS_GRADS_PER_STEP = 2            # isokinetic McLachlan: two gradient evaluations per integration step
-OBS_COLS = ("mse", "q_a", "f", "f_min", "K", "n_outliers")
 
 
 # ----------------------------------------------------------------------------------------------- one run (child)
