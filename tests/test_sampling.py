@@ -247,6 +247,11 @@ def test_auto_sampler_rule():
 
     e = get_entry("relu")
     assert choose_sampler("auto", e, num_chains=4) == "snaper"
+    assert choose_sampler("auto", get_entry("softmax_attention"), num_chains=4) == "chees"
+    assert choose_sampler("auto", get_entry("softmax_attention"), num_chains=1) == "nuts"
+    from bnnzoo.models import list_entries
+    for entry in list_entries():
+        assert entry.auto_sampler in entry.samplers, entry.name
     assert choose_sampler("auto", None, num_chains=2) == "snaper"
     assert choose_sampler("auto", e, num_chains=1) == "nuts"
     assert choose_sampler("auto", e, num_chains=4, chain_method="sequential") == "nuts"

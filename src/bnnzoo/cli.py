@@ -644,7 +644,8 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--samples", type=int, default=300, help="kept draws per chain")
     ps.add_argument("--thin", type=int, default=1, help="keep every k-th draw")
     ps.add_argument("--sampler", choices=["auto", "nuts", "hmc", "gibbs", "chees", "snaper"], default="auto",
-                    help="auto (default): the benchmark's fastest for the run (snaper for >= 2 chains, else nuts); "
+                    help="auto (default): the benchmark's fastest for the run (>= 2 chains: snaper, chees on "
+                    "softmax_attention; one chain: nuts); "
                     "nuts: NumPyro's NUTS; hmc: fixed --num-steps leapfrog steps per draw; gibbs: the exact blocked Gibbs sampler, "
                     "linear nets only; chees: ChEES-HMC, every chain the same number of leapfrog steps, tuned across "
                     "chains (>= 2 chains); snaper: the same sampler with the trajectory length tuned on the slowest "

@@ -103,7 +103,9 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
     * one chain, ``chain_method="sequential"`` or ``dense_mass=True`` (SNAPER tunes across chains and keeps a
       diagonal mass), or a ``max_tree_depth`` other than 10 (read as a NUTS setting; name sampler="snaper" to cap
       its trajectories instead): "nuts";
-    * two or more chains: "snaper" (ChEES-HMC with the trajectory length tuned on the slowest direction).
+    * two or more chains: the entry's ``auto_sampler`` — "snaper" (ChEES-HMC with the trajectory length tuned on
+      the slowest direction) on every entry but the softmax attention head, where "chees" mixes the readout norm
+      faster — and "snaper" for a plain NumPyro model.
 
     Parameters
     ----------
@@ -128,8 +130,9 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
                          "never picks fixed-length HMC)")
     supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
     nuts_only = dense_mass or chain_method == "sequential" or max_tree_depth != 10
-    if num_chains >= 2 and not nuts_only and "snaper" in supported:
-        return "snaper"
+    preferred = getattr(entry, "auto_sampler", "snaper") if entry is not None else "snaper"
+    if num_chains >= 2 and not nuts_only and preferred in supported:
+        return preferred
     return "nuts"
 
 

@@ -274,9 +274,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         MCMC sizes (>= 1, >= 0, >= 1, >= 1); each chain keeps num_samples // thinning draws.
     sampler : str
         "auto" (default): the fastest sampler the performance benchmark found for the run at hand
-        (:func:`bnnzoo.inference.plan.choose_sampler`: "snaper" for two or more chains; "nuts" for one chain, a
-        sequential chain method, a dense mass or a ``max_tree_depth`` other than 10); the run's attributes name
-        the sampler it picked.  Or one of the samplers the entry offers (``ZooEntry.samplers``): "nuts" (adaptive NUTS); "hmc" (fixed
+        (:func:`bnnzoo.inference.plan.choose_sampler`: for two or more chains the entry's ``auto_sampler``,
+        "snaper" on every entry but the attention head's "chees"; "nuts" for one chain, a sequential chain method,
+        a dense mass or a ``max_tree_depth`` other than 10); the run's attributes name the sampler it picked.  Or
+        one of the samplers the entry offers (``ZooEntry.samplers``): "nuts" (adaptive NUTS); "hmc" (fixed
         ``num_steps`` leapfrog steps, required; give ``step_size`` to fix the step too); "gibbs" (the exact blocked
         Gibbs sampler of the linear fully-connected nets, :mod:`bnnzoo.inference.gibbs_linear`: same sites and
         dims, ``num_warmup`` counts sweeps, chains one after the other in memory, no HMC settings or long-run

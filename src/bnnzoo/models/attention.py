@@ -328,4 +328,5 @@ register(ZooEntry(
     record=("attn",),
     forward=_forward,
     likelihood_variance=_likelihood_variance,
+    auto_sampler="chees",          # SNAPER's tuned trajectory mixes the readout norm q_a slowly here
 ))

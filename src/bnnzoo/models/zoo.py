@@ -111,6 +111,9 @@ class ZooEntry:
     reparams : tuple of str
         The reparametrisations :func:`bnnzoo.sample` may use (``bnnzoo.inference.REPARAMS``; the fully-connected
         nets: "readout", "data_space").
+    auto_sampler : str
+        The sampler ``sampler="auto"`` runs on this entry with two or more chains: the one the performance
+        benchmark (``benchmarks/results/merit_cpu.md``) found fastest on it; one of ``samplers``.
     """
 
     name: str
@@ -132,6 +135,7 @@ class ZooEntry:
     prior_variances: Callable[..., dict[str, float]] | None = None
     samplers: tuple[str, ...] = ("nuts", "hmc", "chees", "snaper")
     reparams: tuple[str, ...] = ()
+    auto_sampler: str = "snaper"
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
