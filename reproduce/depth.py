@@ -54,10 +54,10 @@ NETS = {
 SETTINGS = {
     "ci": dict(P={"sig3": 20, "relu3": 20, "lin3": 20, "sig2": 20, "sig2_sa": 20, "sig2_N": 20, "sig2_T": 20,
                   "sig1": 20},
-               warmup={k: 150 for k in NETS}, samples=100, thin_z=1, nets=("sig3", "relu3", "lin3", "sig2")),
+               warmup={k: 150 for k in NETS}, samples=100, thin_z=2, nets=("sig3", "relu3", "lin3", "sig2")),
     "cpu": dict(P={"sig3": 50, "relu3": 50, "lin3": 50, "sig2": 100, "sig2_sa": 100, "sig2_N": 100, "sig2_T": 100,
                    "sig1": 100},
-                warmup={"sig3": 1000, "relu3": 1500, "lin3": 500, "sig2": 1000, "sig2_sa": 1000, "sig2_N": 1000,
+                warmup={"sig3": 2000, "relu3": 2000, "lin3": 500, "sig2": 1000, "sig2_sa": 1000, "sig2_N": 1000,
                         "sig2_T": 1000, "sig1": 500},
                 samples=400, thin_z=2, nets=("sig3", "relu3", "sig2", "sig1")),
     "paper": dict(P={"sig3": 200, "relu3": 100, "lin3": 200, "sig2": 500, "sig2_sa": 500, "sig2_N": 500,
@@ -104,7 +104,8 @@ def run_data_all_layers(run):
         return rd
     th = azcompat.get_group(run, "posterior_thinned")
     z = {l: np.asarray(th[f"z{l}"].values, float) for l in range(1, rd.depth + 1)}
-    idx = np.asarray(th["draw"].values, int)
+    dim = th["z1"].dims[1]  # the thinned draw coordinate: indices of the kept draws that z was recorded on
+    idx = np.asarray(th[dim].values, int)
     return dataclasses.replace(rd, recorded_z=z, a=rd.a[:, idx], f=None if rd.f is None else rd.f[:, idx],
                                _cache={})
 
