@@ -169,6 +169,20 @@ def sharpening(rd) -> dict:
                 d_lr=k.d_lr.tolist(), d_lr_se=k.d_lr_se.tolist())
 
 
+def rhat_q_z(rd) -> dict:
+    """Between-chain rank-normalised R̂ of every layer's mean squared preactivation q_z<l> (chain, draw), from the
+    recorded (possibly thinned) preactivations; the sampler health sees q_z<l> only when z is not thinned."""
+    import xarray as xr
+
+    from bnnzoo import azcompat
+
+    out = {}
+    for l in range(1, rd.depth + 1):
+        q = np.mean(rd.z(l) ** 2, axis=(2, 3))
+        out[f"q_z{l}"] = float(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), q)}))["x"].values)
+    return out
+
+
 def net_entry(net: str, s: dict, args) -> dict:
     run, task, N, P, st, dt = sample_net(net, s, args)
     health = C.health_summary(run)
@@ -176,7 +190,7 @@ def net_entry(net: str, s: dict, args) -> dict:
     d = NETS[net]
     e = dict(net=net, entry=d["entry"], depth=d["depth"], N=N, P=P, N0=P + 20, y_neg=d["y_neg"],
              sigma_a2_rule=d["sa"], warmup=s["warmup"][net], samples=s["samples"], thin_z=s["thin_z"],
-             seconds=round(dt, 1), health=health, **st,
+             seconds=round(dt, 1), health=health, rhat_q_z=rhat_q_z(rd), **st,
              layers=[layer_codes(rd, l) for l in range(1, d["depth"] + 1)], sharpening=sharpening(rd))
     if d["entry"] == "deep_linear":
         from bnnzoo.theory.deep_linear import deep_linear_zero_temperature
@@ -201,7 +215,7 @@ def _codes_text(lc: dict, k: int = 6, key: str = "fraction") -> str:
                                                       else "") for c in top) or "—"
 
 
-def _drift_text(lc: dict, k: int = 4) -> str:
+def _drift_text(lc: dict, k: int = 6) -> str:
     a, b = lc["per_draw_first_fifth"], lc["per_draw_last_fifth"]
     top = sorted(b, key=lambda c: -b[c])[:k]
     return ", ".join(f"{c} {a.get(c, 0.0):.2f} → {b[c]:.2f}" for c in top)
@@ -212,8 +226,11 @@ def markdown(summary: dict) -> str:
                       summary["provenance"]),
              "Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), N0 = P + 20; written by "
              "`reproduce/depth.py` (stores summaries, not draws).  Codes: modal code of each unit (neuron of one "
-             "chain) over the selective units of the layer, fraction ± binomial s.e. and the standard deviation of "
-             "the per-chain fractions; switches per unit per draw; code memory μ (1 = every unit keeps its code "
+             "chain) over its draws; fraction of all units of the layer per code ± binomial s.e. and the standard "
+             "deviation of the per-chain fractions, and the same over the selective units (class means 3 s.d. "
+             "above those of a task-agnostic unit); the per-draw fraction per code averaged over the first and the "
+             "last fifth of the draws (a scheme relaxing after warm-up drifts between them; for switching units it "
+             "is the population scheme, which the modal codes do not show); switches per unit per draw; code memory μ (1 = every unit keeps its code "
              "half a run later, 0 = codes redrawn from the population scheme; frozen when μ > 0.5).  Sharpening: "
              "‖K − K_GP‖/‖K‖ (learned part of the posterior feature kernel against the NNGP prior kernel), "
              "CKA(K, YYᵀ), NC1.  R̂: between-chain rank-normalised R̂ of the permutation-invariant observables.\n",
@@ -232,17 +249,21 @@ def markdown(summary: dict) -> str:
         lines += ["", f"## {e['net']}: L = {e['depth']} {e['entry']}, N = {e['N']}, P = {e['P']}, y− = {e['y_neg']}, "
                       f"σ_a² = {C.fmt(e['sigma_a2'])}, T = {C.fmt(e['temperature'])}\n",
                   f"Health: {e['health']['status']} ({e['health'].get('reason') or 'no objection'}); R̂: "
-                  + ", ".join(f"{k} {C.fmt(v)}" for k, v in e["health"]["rhat"].items()) + ".\n",
+                  + ", ".join(f"{k} {C.fmt(v)}" for k, v in e["health"]["rhat"].items())
+                  + ("; from the thinned preactivations: " + ", ".join(f"{k} {C.fmt(v)}" for k, v in
+                                                                       e["rhat_q_z"].items())
+                     if "rhat_q_z" in e else "") + ".\n",
                   "| layer | codes ≥ 1 % / ≥ 5 % | fraction of all units per code (largest 6) | selective units: "
                   "fraction per code | per-draw fraction, first → last fifth | switches per unit per draw | "
-                  "code memory μ | verdict | ‖K − K_GP‖/‖K‖ | CKA(K, YYᵀ) | NC1 |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "code memory μ | verdict | scheme drift (noise level) | ‖K − K_GP‖/‖K‖ | CKA(K, YYᵀ) | NC1 |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for i, lc in enumerate(e["layers"]):
             lines.append(f"| {lc['layer']} | {lc['n_codes_1pct']} / {lc['n_codes_5pct']} | {_codes_text(lc)} | "
                          f"{lc['n_selective']}/{lc['n_units']}: {_codes_text(lc, 4, 'selective_fraction')} | "
                          f"{_drift_text(lc)} | "
                          f"{C.fmt(lc['switching_rate'], lc['switching_rate_se'])} | {C.fmt(lc['code_memory'])} | "
-                         f"{lc['verdict']} | {C.fmt(sh['learned_fraction'][i])} | "
+                         f"{lc['verdict']} | {C.fmt(lc['scheme_drift'])} ({C.fmt(lc['scheme_drift_null'])}) | "
+                         f"{C.fmt(sh['learned_fraction'][i])} | "
                          f"{C.fmt(sh['target_cka'][i], sh['target_cka_se'][i], 4)} | "
                          f"{C.fmt(sh['nc1'][i], sh['nc1_se'][i])} |")
         if "U" in e:

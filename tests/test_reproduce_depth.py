@@ -2,7 +2,8 @@
 
 * Codes: every layer's codes are among the 2^m = 8 binary patterns over the m = 3 classes, and the fractions of the
   units per code sum to 1 in every layer (over all units, and over the selective ones when there are any).
-* Health: computed from 4 chains, with the R̂ of every layer's mean squared preactivation q_z<l>.
+* Health: computed from 4 chains; the R̂ of every layer's mean squared preactivation q_z<l> is reported (from the
+  thinned preactivations: the ci size thins them by 2, as the larger sizes do).
 * The three-hidden-layer linear net (y− = 0, N = P = 20): the readout second moment U = aᵀa/N against the N → ∞,
   T → 0 theory of the deep linear net (``bnnzoo.theory.deep_linear``) within 5/N (finite-width correction, as for the
   one-layer net in tests/test_reproduce.py) plus 3 Monte Carlo standard errors, i.e. ≈ 0.3.  At this setting the
@@ -45,7 +46,8 @@ def _check_layers(e: dict) -> None:
         assert sum(lc["per_draw_first_fifth"].values()) == pytest.approx(1.0, abs=1e-9)
     h = e["health"]
     assert h["n_chains"] == 4 and h["status"] in ("equilibrated", "relaxing", "failed")
-    assert all(f"q_z{l}" in h["rhat"] for l in range(1, e["depth"] + 1)), h["rhat"]
+    assert sorted(e["rhat_q_z"]) == [f"q_z{l}" for l in range(1, e["depth"] + 1)]
+    assert all(np.isfinite(v) and v > 0.9 for v in e["rhat_q_z"].values()), e["rhat_q_z"]
     sh = e["sharpening"]
     assert all(len(sh[k]) == e["depth"] for k in ("learned_fraction", "target_cka", "nc1"))
     assert all(0.0 <= x <= 1.0 + 1e-9 for x in sh["target_cka"])
