@@ -211,8 +211,11 @@ def _codes_text(lc: dict, k: int = 6, key: str = "fraction") -> str:
     fr, se = lc[key], lc[key + "_se"]
     sd = lc["fraction_chain_sd"] if key == "fraction" else {}
     top = sorted(fr, key=lambda c: -fr[c])[:k]
-    return ", ".join(f"{c} {fr[c]:.2f} ± {se[c]:.2f}" + (f" (chains sd {sd[c]:.2f})" if sd.get(c, math.nan) == sd.get(c)
-                                                      else "") for c in top) or "—"
+    parts = []
+    for c in top:
+        v = sd.get(c, math.nan)
+        parts.append(f"{c} {fr[c]:.2f} ± {se[c]:.2f}" + (f" (chains sd {v:.2f})" if math.isfinite(v) else ""))
+    return ", ".join(parts) or "—"
 
 
 def _drift_text(lc: dict, k: int = 6) -> str:
@@ -230,8 +233,9 @@ def markdown(summary: dict) -> str:
              "deviation of the per-chain fractions, and the same over the selective units (class means 3 s.d. "
              "above those of a task-agnostic unit); the per-draw fraction per code averaged over the first and the "
              "last fifth of the draws (a scheme relaxing after warm-up drifts between them; for switching units it "
-             "is the population scheme, which the modal codes do not show); switches per unit per draw; code memory μ (1 = every unit keeps its code "
-             "half a run later, 0 = codes redrawn from the population scheme; frozen when μ > 0.5).  Sharpening: "
+             "is the population scheme, which the modal codes do not show); switches per unit per draw; code "
+             "memory μ (1 = every unit keeps its code half a run later, 0 = codes redrawn from the population "
+             "scheme; frozen when μ > 0.5).  Sharpening: "
              "‖K − K_GP‖/‖K‖ (learned part of the posterior feature kernel against the NNGP prior kernel), "
              "CKA(K, YYᵀ), NC1.  R̂: between-chain rank-normalised R̂ of the permutation-invariant observables.\n",
              "| net | L | φ | N | P | y− | σ_a² | T | warm-up + draws | health | max R̂ (which) | seconds |",
@@ -246,8 +250,8 @@ def markdown(summary: dict) -> str:
                      f"{e['seconds']} |")
     for e in summary["nets"]:
         sh = e["sharpening"]
-        lines += ["", f"## {e['net']}: L = {e['depth']} {e['entry']}, N = {e['N']}, P = {e['P']}, y− = {e['y_neg']}, "
-                      f"σ_a² = {C.fmt(e['sigma_a2'])}, T = {C.fmt(e['temperature'])}\n",
+        lines += ["", f"## {e['net']}: L = {e['depth']} {e['entry']}, N = {e['N']}, P = {e['P']}, "
+                      f"y− = {e['y_neg']}, σ_a² = {C.fmt(e['sigma_a2'])}, T = {C.fmt(e['temperature'])}\n",
                   f"Health: {e['health']['status']} ({e['health'].get('reason') or 'no objection'}); R̂: "
                   + ", ".join(f"{k} {C.fmt(v)}" for k, v in e["health"]["rhat"].items())
                   + ("; from the thinned preactivations: " + ", ".join(f"{k} {C.fmt(v)}" for k, v in
@@ -255,7 +259,8 @@ def markdown(summary: dict) -> str:
                      if "rhat_q_z" in e else "") + ".\n",
                   "| layer | codes ≥ 1 % / ≥ 5 % | fraction of all units per code (largest 6) | selective units: "
                   "fraction per code | per-draw fraction, first → last fifth | switches per unit per draw | "
-                  "code memory μ | verdict | scheme drift (noise level) | ‖K − K_GP‖/‖K‖ | CKA(K, YYᵀ) | NC1 |",
+                  "code memory μ | verdict | scheme drift (noise level) | ‖K − K_GP‖/‖K‖ | CKA(K, YYᵀ) | "
+                  "NC1 |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for i, lc in enumerate(e["layers"]):
             lines.append(f"| {lc['layer']} | {lc['n_codes_1pct']} / {lc['n_codes_5pct']} | {_codes_text(lc)} | "
