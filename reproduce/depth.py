@@ -13,13 +13,14 @@ Nets (``--nets``, comma-separated):
   at half the width (N = P/2); ``sig2_T``: the same as ``sig2`` at half the temperature; ``sig1``: the one-hidden-
   layer net at the ``sig2`` setting (the reference scheme of the feature layer).
 
-For every hidden layer l: the fraction of units on each code (modal code of a unit over its draws, over the
-selective units; ``bnnzoo.diagnostics.codes``) with its binomial standard error and its spread across the 4
-chains, the code switches per unit per draw, the code memory μ (1 frozen, 0 codes redrawn) and the verdict
-(frozen / switching), and the sharpening measures of ``bnnzoo.diagnostics.kernels``: the learned part of the kernel
-‖K − K_GP‖/‖K‖, CKA(K, YYᵀ) and NC1.  Every net records the sampler health and the R̂ across chains of the
-permutation-invariant observables (training error, readout norm per class, outputs, mean squared preactivation of
-every layer q_z<l>), so that frozen codes are told from an unequilibrated run.
+For every hidden layer l: the fraction of units on each code (modal code of a unit over its draws;
+``bnnzoo.diagnostics.codes``) over all units and over the selective ones, with its binomial standard error and its
+spread across the 4 chains; the per-draw fraction per code in the first and the last fifth of the draws; the code
+switches per unit per draw, the code memory μ (1 frozen, 0 codes redrawn) and the verdict (frozen / switching); and
+the sharpening measures of ``bnnzoo.diagnostics.kernels``: the learned part of the kernel ‖K − K_GP‖/‖K‖,
+CKA(K, YYᵀ) and NC1.  Every net records the sampler health (R̂ across chains of the training error, the readout norm
+per class, the outputs and the outlier count) and the R̂ of every layer's mean squared preactivation q_z<l>, so that
+frozen codes are told from an unequilibrated run.
 
 Run: ``python reproduce/depth.py --size ci|cpu|paper [--nets sig3,relu3,sig2] [--overwrite]``.
 """
