@@ -1,0 +1,315 @@
+"""Depth (theory page §3, "Deeper nets"; Figs. 3 and 5): codes in every hidden layer of two- and three-hidden-layer
+nets on the toy task, switching in the lower layers, sharpening toward the feature layer, and the feature-layer
+scheme of the two-hidden-layer sigmoidal net.
+
+Nets (``--nets``, comma-separated):
+
+* ``sig3``: three hidden layers, sigmoidal, y− = −½ (Fig. 3); ``relu3``: the same with ReLU (Fig. 3, N = P = 100 in
+  the paper); ``lin3``: three hidden layers with a linear φ at y− = 0, whose readout second moment U is compared
+  with the N → ∞, T → 0 theory of the deep linear net (``bnnzoo.theory.deep_linear.deep_linear_zero_temperature``;
+  at y− = −½ every target row sums to zero, Yᵀ K0⁻¹ Y is singular and that theory does not apply);
+* ``sig2``: two hidden layers, sigmoidal, y− = ½ (Fig. 5), σ_a² = 1/P (the sigmoidal rule, any depth);
+  ``sig2_sa``: the same with σ_a² = P^{-1/2} (the linear/ReLU rule at depth 2); ``sig2_N``: the same as ``sig2``
+  at half the width (N = P/2); ``sig2_T``: the same as ``sig2`` at half the temperature; ``sig1``: the one-hidden-
+  layer net at the ``sig2`` setting (the reference scheme of the feature layer).
+
+For every hidden layer l: the fraction of units on each code (modal code of a unit over its draws;
+``bnnzoo.diagnostics.codes``) over all units and over the selective ones, with its binomial standard error and its
+spread across the 4 chains; the per-draw fraction per code in the first and the last fifth of the draws; the code
+switches per unit per draw, the code memory μ (1 frozen, 0 codes redrawn) and the verdict (frozen / switching); and
+the sharpening measures of ``bnnzoo.diagnostics.kernels``: the learned part of the kernel ‖K − K_GP‖/‖K‖,
+CKA(K, YYᵀ) and NC1.  Every net records the sampler health (R̂ across chains of the training error, the readout norm
+per class, the outputs and the outlier count) and the R̂ of every layer's mean squared preactivation q_z<l>, so that
+frozen codes are told from an unequilibrated run.
+
+Run: ``python reproduce/depth.py --size ci|cpu|paper [--nets sig3,relu3,sig2] [--overwrite]``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+PROG = "depth.py"
+T0 = 0.01
+# net -> zoo entry, depth, y−, σ_a² rule ("paper": the zoo's default; "sqrtP": P^{-1/2}), width factor N/P,
+# temperature factor
+NETS = {
+    "sig3": dict(entry="sigmoidal", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
+    "relu3": dict(entry="relu", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
+    "lin3": dict(entry="deep_linear", depth=3, y_neg=0.0, sa="paper", nf=1.0, tf=1.0),
+    "sig2": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=1.0, tf=1.0),
+    "sig2_sa": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="sqrtP", nf=1.0, tf=1.0),
+    "sig2_N": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=0.5, tf=1.0),
+    "sig2_T": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=1.0, tf=0.5),
+    "sig1": dict(entry="sigmoidal", depth=1, y_neg=0.5, sa="paper", nf=1.0, tf=1.0),
+}
+# per size: P per net (N = nf · P), warm-up per net, kept draws, z thinning, default nets
+SETTINGS = {
+    "ci": dict(P={"sig3": 20, "relu3": 20, "lin3": 20, "sig2": 20, "sig2_sa": 20, "sig2_N": 20, "sig2_T": 20,
+                  "sig1": 20},
+               warmup={k: 150 for k in NETS}, samples=100, thin_z=2, nets=("sig3", "relu3", "lin3", "sig2")),
+    "cpu": dict(P={"sig3": 50, "relu3": 50, "lin3": 50, "sig2": 100, "sig2_sa": 100, "sig2_N": 100, "sig2_T": 100,
+                   "sig1": 100},
+                warmup={"sig3": 2000, "relu3": 2000, "lin3": 500, "sig2": 1000, "sig2_sa": 1000, "sig2_N": 1000,
+                        "sig2_T": 1000, "sig1": 500},
+                samples=400, thin_z=2, nets=("sig3", "relu3", "sig2", "sig1")),
+    "paper": dict(P={"sig3": 200, "relu3": 100, "lin3": 200, "sig2": 500, "sig2_sa": 500, "sig2_N": 500,
+                     "sig2_T": 500, "sig1": 500},
+                  warmup={"sig3": 2000, "relu3": 3000, "lin3": 1000, "sig2": 2000, "sig2_sa": 2000, "sig2_N": 2000,
+                          "sig2_T": 2000, "sig1": 1000},
+                  samples=500, thin_z=5, nets=("sig3", "relu3", "lin3", "sig2", "sig1")),
+}
+
+
+def sample_net(net: str, s: dict, args):
+    """Sample one net of :data:`NETS` at the size ``s``; returns (run, task, N, P, settings, seconds)."""
+    import bnnzoo
+    from bnnzoo.models.fcn import default_sigma_a2
+
+    d = NETS[net]
+    P = s["P"][net]
+    N = max(int(round(d["nf"] * P)), 2)
+    entry = bnnzoo.get_entry(d["entry"])
+    task = entry.make_task(**dict(entry.task_defaults, P=P, N0=P + 20, y_neg=d["y_neg"]))
+    act = entry.defaults["activation"]
+    sa2 = default_sigma_a2(act, "nonlazy", P, d["depth"]) if d["sa"] == "paper" else P ** -0.5
+    T = T0 * d["tf"]
+    thin = s["thin_z"]
+    kw = dict(site_thinning={f"z{l}": thin for l in range(1, d["depth"] + 1)}) if thin > 1 else {}
+    t0 = time.time()
+    run = bnnzoo.sample(entry, task, num_chains=C.CHAINS, num_warmup=s["warmup"][net], num_samples=s["samples"],
+                        seed=args.seed, sampler="snaper", record=("z",), exclude=("W1",),
+                        chunk_size=min(100, s["samples"]), progress=args.progress, width=N, depth=d["depth"],
+                        sigma_a2=sa2, temperature=T, **kw)
+    return run, task, N, P, dict(sigma_a2=sa2, temperature=T), time.time() - t0
+
+
+def run_data_all_layers(run):
+    """:class:`~bnnzoo.diagnostics._data.RunData` of a run whose preactivations may be thinned: every layer's z from
+    ``posterior_thinned`` when it is there, and the readout and outputs restricted to the same draws."""
+    import dataclasses
+
+    from bnnzoo import azcompat
+    from bnnzoo.diagnostics._data import run_data
+
+    rd = run_data(run)
+    if len(rd.recorded_z) == rd.depth:
+        return rd
+    th = azcompat.get_group(run, "posterior_thinned")
+    z = {l: np.asarray(th[f"z{l}"].values, float) for l in range(1, rd.depth + 1)}
+    dim = th["z1"].dims[1]  # the thinned draw coordinate: indices of the kept draws that z was recorded on
+    idx = np.asarray(th[dim].values, int)
+    return dataclasses.replace(rd, recorded_z=z, a=rd.a[:, idx], f=None if rd.f is None else rd.f[:, idx],
+                               _cache={})
+
+
+def _fractions(modal: np.ndarray, mask: np.ndarray) -> tuple[dict, dict, dict, dict]:
+    """Fraction of the units in ``mask`` (chain, neuron) per modal code string, its binomial s.e., the per-chain
+    fractions and their standard deviation over chains."""
+    n = int(mask.sum())
+    frac, se, chain_sd, per_chain = {}, {}, {}, {}
+    if n == 0:
+        return frac, se, chain_sd, per_chain
+    for c in sorted(set(modal[mask].tolist())):
+        p = float(np.mean(modal[mask] == c))
+        frac[c] = p
+        se[c] = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+        pc = [float(np.mean(modal[k][mask[k]] == c)) if mask[k].any() else float("nan")
+              for k in range(modal.shape[0])]
+        per_chain[c] = pc
+        chain_sd[c] = float(np.nanstd(pc, ddof=1)) if np.sum(np.isfinite(pc)) > 1 else float("nan")
+    return frac, se, chain_sd, per_chain
+
+
+def layer_codes(rd, layer: int) -> dict:
+    """Codes of one layer (``bnnzoo.diagnostics.codes.neural_codes``).
+
+    Fractions of units per modal code over all units of the layer (``fraction``, binomial s.e., the per-chain
+    fractions and their spread) and over its selective units only (``selective_fraction``; a unit is selective when
+    its class means stand 3 standard deviations above those of a task-agnostic unit); switches per unit per draw,
+    code memory μ and the verdict (over the selective units, or all units when none is selective); the per-draw
+    fraction per code averaged over the first and the last fifth of the draws (a scheme still relaxing after
+    warm-up drifts between them); the number of codes held by at least 1 % and 5 % of the units.
+    """
+    from bnnzoo.diagnostics.codes import code_string, neural_codes
+
+    cr = neural_codes(rd, layer)
+    modal = np.vectorize(lambda k: code_string(int(k), rd.m))(np.asarray(cr.modal))
+    sel = np.asarray(cr.selective, bool)
+    frac, se, chain_sd, per_chain = _fractions(modal, np.ones_like(sel))
+    sfrac, sse, _, _ = _fractions(modal, sel)
+    ids = np.asarray(cr.ids)  # (chain, draw, unit)
+    k5 = max(ids.shape[1] // 5, 1)
+    early = {code_string(k, rd.m): float(np.mean(ids[:, :k5] == k)) for k in range(1 << rd.m)}
+    late = {code_string(k, rd.m): float(np.mean(ids[:, -k5:] == k)) for k in range(1 << rd.m)}
+    return dict(layer=layer, fraction=frac, fraction_se=se, fraction_chain_sd=chain_sd, per_chain=per_chain,
+                selective_fraction=sfrac, selective_fraction_se=sse,
+                n_units=cr.n_units, n_selective=cr.n_selective, switching_rate=cr.switching_rate,
+                switching_rate_se=cr.switching_rate_se, code_memory=cr.code_memory, turnover=cr.turnover,
+                verdict=cr.verdict, scheme_drift=cr.scheme_drift, scheme_drift_null=cr.scheme_drift_null,
+                per_draw_first_fifth={c: v for c, v in early.items() if v > 0 or late[c] > 0},
+                per_draw_last_fifth={c: v for c, v in late.items() if v > 0 or early[c] > 0},
+                n_codes_1pct=sum(v >= 0.01 for v in frac.values()), n_codes_5pct=sum(v >= 0.05 for v in frac.values()))
+
+
+def sharpening(rd) -> dict:
+    """Per layer: learned part of the kernel ‖K − K_GP‖/‖K‖, CKA(K, YYᵀ) with s.e., NC1 with s.e."""
+    from bnnzoo.diagnostics.kernels import kernels_and_richness
+
+    k = kernels_and_richness(rd)
+    return dict(learned_fraction=k.learned_fraction.tolist(), target_cka=k.target_cka.tolist(),
+                target_cka_se=k.target_cka_se.tolist(), nc1=k.nc1.tolist(), nc1_se=k.nc1_se.tolist(),
+                d_lr=k.d_lr.tolist(), d_lr_se=k.d_lr_se.tolist())
+
+
+def rhat_q_z(rd) -> dict:
+    """Between-chain rank-normalised R̂ of every layer's mean squared preactivation q_z<l> (chain, draw), from the
+    recorded (possibly thinned) preactivations; the sampler health sees q_z<l> only when z is not thinned."""
+    import xarray as xr
+
+    from bnnzoo import azcompat
+
+    out = {}
+    for l in range(1, rd.depth + 1):
+        q = np.mean(rd.z(l) ** 2, axis=(2, 3))
+        out[f"q_z{l}"] = float(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), q)}))["x"].values)
+    return out
+
+
+def net_entry(net: str, s: dict, args) -> dict:
+    run, task, N, P, st, dt = sample_net(net, s, args)
+    health = C.health_summary(run)
+    rd = run_data_all_layers(run)
+    d = NETS[net]
+    e = dict(net=net, entry=d["entry"], depth=d["depth"], N=N, P=P, N0=P + 20, y_neg=d["y_neg"],
+             sigma_a2_rule=d["sa"], warmup=s["warmup"][net], samples=s["samples"], thin_z=s["thin_z"],
+             seconds=round(dt, 1), health=health, rhat_q_z=rhat_q_z(rd), **st,
+             layers=[layer_codes(rd, l) for l in range(1, d["depth"] + 1)], sharpening=sharpening(rd))
+    if d["entry"] == "deep_linear":
+        from bnnzoo.theory.deep_linear import deep_linear_zero_temperature
+
+        U, se = C.readout_U(rd)
+        th = deep_linear_zero_temperature(task.X, task.Y, depth=d["depth"], sigma_a2=st["sigma_a2"])
+        nrm = float(np.linalg.norm(th.U))
+        e.update(U=U.tolist(), U_se=se.tolist(), U_theory=th.U.tolist(),
+                 U_relative_error=float(np.linalg.norm(U - th.U) / nrm),
+                 U_relative_error_se=float(np.sqrt(np.sum(se ** 2)) / nrm),
+                 K_relative_error=[float(np.linalg.norm(np.einsum("cdnp,cdnq->pq", rd.z(l), rd.z(l), optimize=True)
+                                                        / (rd.z(l).shape[0] * rd.z(l).shape[1] * N) - th.K[l - 1])
+                                         / np.linalg.norm(th.K[l - 1])) for l in range(1, d["depth"] + 1)])
+    return e
+
+
+def _codes_text(lc: dict, k: int = 6, key: str = "fraction") -> str:
+    fr, se = lc[key], lc[key + "_se"]
+    sd = lc["fraction_chain_sd"] if key == "fraction" else {}
+    top = sorted(fr, key=lambda c: -fr[c])[:k]
+    parts = []
+    for c in top:
+        v = sd.get(c, math.nan)
+        parts.append(f"{c} {fr[c]:.2f} ± {se[c]:.2f}" + (f" (chains sd {v:.2f})" if math.isfinite(v) else ""))
+    return ", ".join(parts) or "—"
+
+
+def _drift_text(lc: dict, k: int = 6) -> str:
+    a, b = lc["per_draw_first_fifth"], lc["per_draw_last_fifth"]
+    top = sorted(b, key=lambda c: -b[c])[:k]
+    return ", ".join(f"{c} {a.get(c, 0.0):.2f} → {b[c]:.2f}" for c in top)
+
+
+def markdown(summary: dict) -> str:
+    lines = [C.header("Depth: codes per layer, switching and sharpening in two- and three-hidden-layer nets",
+                      summary["provenance"]),
+             "Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), N0 = P + 20; written by "
+             "`reproduce/depth.py` (stores summaries, not draws).  Codes: modal code of each unit (neuron of one "
+             "chain) over its draws; fraction of all units of the layer per code ± binomial s.e. and the standard "
+             "deviation of the per-chain fractions, and the same over the selective units (class means 3 s.d. "
+             "above those of a task-agnostic unit); the per-draw fraction per code averaged over the first and the "
+             "last fifth of the draws (a scheme relaxing after warm-up drifts between them; for switching units it "
+             "is the population scheme, which the modal codes do not show); switches per unit per draw; code "
+             "memory μ (1 = every unit keeps its code half a run later, 0 = codes redrawn from the population "
+             "scheme; frozen when μ > 0.5).  Sharpening: "
+             "‖K − K_GP‖/‖K‖ (learned part of the posterior feature kernel against the NNGP prior kernel), "
+             "CKA(K, YYᵀ), NC1.  R̂: between-chain rank-normalised R̂ of the permutation-invariant observables.\n",
+             "| net | L | φ | N | P | y− | σ_a² | T | warm-up + draws | health | max R̂ (which) | seconds |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for e in summary["nets"]:
+        h = e["health"]
+        r = {k: v for k, v in h["rhat"].items() if v is not None and math.isfinite(v)}
+        worst = max(r, key=r.get) if r else "—"
+        lines.append(f"| {e['net']} | {e['depth']} | {e['entry']} | {e['N']} | {e['P']} | {e['y_neg']} | "
+                     f"{C.fmt(e['sigma_a2'])} ({e['sigma_a2_rule']}) | {C.fmt(e['temperature'])} | "
+                     f"{e['warmup']} + {e['samples']} | {h['status']} | {C.fmt(h['max_rhat'])} ({worst}) | "
+                     f"{e['seconds']} |")
+    for e in summary["nets"]:
+        sh = e["sharpening"]
+        lines += ["", f"## {e['net']}: L = {e['depth']} {e['entry']}, N = {e['N']}, P = {e['P']}, "
+                      f"y− = {e['y_neg']}, σ_a² = {C.fmt(e['sigma_a2'])}, T = {C.fmt(e['temperature'])}\n",
+                  f"Health: {e['health']['status']} ({e['health'].get('reason') or 'no objection'}); R̂: "
+                  + ", ".join(f"{k} {C.fmt(v)}" for k, v in e["health"]["rhat"].items())
+                  + ("; from the thinned preactivations: " + ", ".join(f"{k} {C.fmt(v)}" for k, v in
+                                                                       e["rhat_q_z"].items())
+                     if "rhat_q_z" in e else "") + ".\n",
+                  "| layer | codes ≥ 1 % / ≥ 5 % | fraction of all units per code (largest 6) | selective units: "
+                  "fraction per code | per-draw fraction, first → last fifth | switches per unit per draw | "
+                  "code memory μ | verdict | scheme drift (noise level) | ‖K − K_GP‖/‖K‖ | CKA(K, YYᵀ) | "
+                  "NC1 |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for i, lc in enumerate(e["layers"]):
+            lines.append(f"| {lc['layer']} | {lc['n_codes_1pct']} / {lc['n_codes_5pct']} | {_codes_text(lc)} | "
+                         f"{lc['n_selective']}/{lc['n_units']}: {_codes_text(lc, 4, 'selective_fraction')} | "
+                         f"{_drift_text(lc)} | "
+                         f"{C.fmt(lc['switching_rate'], lc['switching_rate_se'])} | {C.fmt(lc['code_memory'])} | "
+                         f"{lc['verdict']} | {C.fmt(lc['scheme_drift'])} ({C.fmt(lc['scheme_drift_null'])}) | "
+                         f"{C.fmt(sh['learned_fraction'][i])} | "
+                         f"{C.fmt(sh['target_cka'][i], sh['target_cka_se'][i], 4)} | "
+                         f"{C.fmt(sh['nc1'][i], sh['nc1_se'][i])} |")
+        if "U" in e:
+            lines.append(f"\nReadout second moment U = aᵀa/N against the deep linear theory (N → ∞, T → 0): "
+                         f"relative Frobenius error {C.fmt(e['U_relative_error'], e['U_relative_error_se'])}; "
+                         "layer kernels ⟨zᵀz⟩/N against the theory's K_l: relative errors "
+                         + ", ".join(C.fmt(x) for x in e["K_relative_error"]) + ".")
+    planned = summary.get("planned", [])
+    missing = [n for n in planned if n not in {e["net"] for e in summary["nets"]}]
+    if missing:
+        lines.append(f"\nNets not finished in this result: {', '.join(missing)}.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = C.parser(PROG, __doc__.split("\n\n")[0])
+    p.add_argument("--nets", default=None,
+                   help=f"comma-separated, some of {', '.join(NETS)} (default: the size's list; ci: "
+                        f"{','.join(SETTINGS['ci']['nets'])}; cpu: {','.join(SETTINGS['cpu']['nets'])})")
+    args = p.parse_args(argv)
+    C.check_args(args)
+    s = SETTINGS[args.size]
+    nets = [x.strip() for x in args.nets.split(",") if x.strip()] if args.nets is not None else list(s["nets"])
+    bad = sorted(set(nets) - set(NETS))
+    if bad or not nets:
+        raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
+    files = C.ResultFiles(args.out, args.name or f"depth_{args.size}", args.overwrite)
+    summary = dict(provenance=C.provenance(args, argv), settings=s, planned=nets, nets=[])
+    for i, net in enumerate(nets):
+        d = NETS[net]
+        C.log(f"{PROG}: [{i + 1}/{len(nets)}] {net}: L = {d['depth']} {d['entry']}, P = {s['P'][net]}")
+        e = net_entry(net, s, args)
+        summary["nets"].append(e)
+        files.write(summary, markdown(summary))
+        C.log(f"{PROG}: {net} done in {e['seconds']} s: health {e['health']['status']}, codes per layer "
+              + "; ".join(_codes_text(lc, 3) for lc in e["layers"]))
+    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.run_main(PROG, main))
