@@ -162,7 +162,11 @@ def net_entry(net: str, s: dict, args) -> dict:
 
 def _codes_cell(c: dict) -> str:
     fr, se = c["fraction"], c["fraction_se"]
-    return ", ".join(f"{k} {C.fmt(fr[k], se[k], 2)}" for k in sorted(fr, key=lambda k: -fr[k]))
+    cell = ", ".join(f"{k} {C.fmt(fr[k], se[k], 2)}" for k in sorted(fr, key=lambda k: -fr[k]))
+    sel = c["selective_scheme"]
+    n_sel = sum(c["selective_per_chain"])
+    return cell + f"; selective units {n_sel}" + (
+        " (" + ", ".join(f"{k} {v}" for k, v in sorted(sel.items(), key=lambda kv: -kv[1])) + ")" if n_sel else "")
 
 
 def _outliers_cell(o: dict) -> str:
