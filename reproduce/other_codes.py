@@ -15,8 +15,10 @@ Two parts (``--parts``):
   toy task one per class), outlier |a| and preactivation against the bulk (ReLU: ratio of order √N), how many units
   are class-selective (a task-agnostic bulk leaves only the outliers selective), health.
 
-Sizes: ``ci`` N = P = 16; ``cpu`` N = P = 60; ``paper`` N = P = 500 (the paper's Fig. 1 and Fig. 2 sizes).
-Run: ``python reproduce/other_codes.py --size ci|cpu|paper [--parts binary,sparse] [--nets ...] [--overwrite]``.
+Sizes: ``ci`` N = P = 16; ``cpu`` N = P = 60; ``paper`` N = P = 500 (the paper's Fig. 1 and Fig. 2 sizes);
+``--width`` sets another N = P with the size's warm-up and draws.
+Run: ``python reproduce/other_codes.py --size ci|cpu|paper [--parts binary,sparse] [--nets ...] [--width N]
+[--overwrite]``.
 """
 
 from __future__ import annotations
@@ -172,7 +174,7 @@ def _codes_cell(c: dict) -> str:
 def _outliers_cell(o: dict) -> str:
     if not o["n_outliers"]:
         return f"none (largest readout {C.fmt(o['max_readout_ratio'], None, 2)}× bulk)"
-    return (f"per chain {o['per_chain']}, per chain × class {o['per_chain_class']}; |a| "
+    return (f"per chain {o['per_chain']}, per chain × class {o['per_chain_class']}; \\|a\\| "
             f"{C.fmt(o['readout_ratio'], None, 2)}×, z {C.fmt(o['preactivation_ratio'], None, 2)}× bulk "
             f"(√N = {C.fmt(o['sqrt_N'], None, 2)})")
 
@@ -213,7 +215,7 @@ def markdown(summary: dict) -> str:
     if sparse:
         lines += ["## Sparse codes: softplus and ReLU² on the toy task (y− = −½)\n",
                   "| net | N = P | warm-up + draws | health | max R̂ (invariant obs.) | scheme | outliers per chain "
-                  "| per chain × class | one per class | outlier/bulk |a| | outlier/bulk z | selective units per chain "
+                  "| per chain × class | one per class | outlier/bulk \\|a\\| | outlier/bulk z | selective units per chain "
                   "| seconds |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for e in sparse:
             h, o = e["health"], e["outliers"]
@@ -225,7 +227,7 @@ def markdown(summary: dict) -> str:
         lines.append("")
     for e in summary["nets"]:
         h = e["health"]
-        lines.append(f"- {e['net']}: health {h['status']} ({h['reason'] or 'no reason given'}); R̂ "
+        lines.append(f"- {e['net']}: health {h['status']}" + (f" ({h['reason']})" if h["reason"] else "") + "; R̂ "
                      + ", ".join(f"{k} {C.fmt(v)}" for k, v in h["rhat"].items()))
     return "\n".join(lines) + "\n"
 
@@ -236,8 +238,12 @@ def main(argv=None) -> int:
     p.add_argument("--parts", default="binary,sparse", help="comma-separated: binary, sparse (default both)")
     p.add_argument("--nets", default=None,
                    help=f"comma-separated subset of {', '.join(NETS)} (default: every net of --parts)")
+    p.add_argument("--width", type=int, default=None,
+                   help="N = P of every net instead of the size's (>= 8; the --size keeps its warm-up and draws)")
     args = p.parse_args(argv)
     C.check_args(args)
+    if args.width is not None and args.width < 8:
+        raise ValueError(f"--width must be an integer >= 8, got {args.width}")
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     if not parts or set(parts) - set(PARTS):
         raise ValueError(f"--parts must name some of {', '.join(PARTS)}, got {args.parts!r}")
@@ -250,7 +256,7 @@ def main(argv=None) -> int:
             raise ValueError(f"--nets must name some of {', '.join(allowed)} (the nets of --parts), "
                              f"got {args.nets!r}")
     files = C.ResultFiles(args.out, args.name or f"other_codes_{args.size}", args.overwrite)
-    s = SETTINGS[args.size]
+    s = dict(SETTINGS[args.size], **({"N": args.width} if args.width is not None else {}))
     summary = dict(provenance=C.provenance(args, argv), settings=s, nets=[])
     for i, net in enumerate(nets):
         C.log(f"{PROG}: [{i + 1}/{len(nets)}] {net} ({part_of(net)}), N = P = {s['N']}")

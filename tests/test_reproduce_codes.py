@@ -44,6 +44,7 @@ def _load():
     (["--parts", "binary", "--nets", "softplus"], ["--nets", "linear, sigmoidal, relu"]),
     (["--nets", "tanh"], ["--nets", "relu2"]),
     (["--seed", "-1"], ["--seed", ">= 0"]),
+    (["--width", "4"], ["--width", ">= 8"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), *args, timeout=300)
