@@ -47,6 +47,7 @@ SETTINGS = {
 
 
 def part_of(net: str) -> str:
+    """``"binary"`` or ``"sparse"``: the part a net belongs to."""
     return "binary" if net in PARTS["binary"] else "sparse"
 
 
@@ -120,6 +121,8 @@ def outliers(rd, n_cls: int) -> dict:
 
 
 def net_entry(net: str, s: dict, args) -> dict:
+    """Sample ``net`` with the settings ``s`` and return its summary (JSON values): health, coding scheme (the
+    rule of :mod:`bnnzoo.diagnostics.report`), ergodicity, codes, branches, outliers and the theory comparison."""
     from bnnzoo.diagnostics.branches import readout_branches
     from bnnzoo.diagnostics.ergodicity import ergodicity
     from bnnzoo.diagnostics.report import _scheme
