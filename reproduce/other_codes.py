@@ -1,0 +1,276 @@
+"""The binary task of the paper's Fig. 1 and the sparse codes of softplus and ReLU² (theory page §1–§3).
+
+Two parts (``--parts``):
+
+* ``binary`` (Fig. 1): one hidden layer, m = 1 output, targets y = ±1 on two classes of half the points each, N0 = P
+  + 10; a linear, a sigmoidal and a ReLU net.  For each: the coding scheme as :func:`bnnzoo.diagnose` names it
+  (``sparse`` when every chain has outlier neurons, else ``redundant`` when the readout posterior has two or more
+  branches, else ``analog``), the fraction of units per code (codes over the two classes: ``"10"`` = active on the
+  y = +1 class only), the readout branches (BIC) and outliers, readout ergodicity, sampler health with the R̂ of the
+  permutation-invariant observables.  Theory computed here: the linear readout second moment U against the exact
+  saddle point (``bnnzoo.theory.linear.linear_saddle_point``, N → ∞); the sigmoidal code fractions against the
+  single-neuron mean-field branch masses (``bnnzoo.theory.meanfield.single_neuron_meanfield``).
+* ``sparse``: softplus log(1 + eᶻ) and max(0, z)² nets on the toy task with the ReLU targets (classes ½, ¼, ¼,
+  y+ / y− = 1 / −½, m = 3, N0 = P + 20): outliers per chain and per class (theory for ReLU: at least m − 1, on the
+  toy task one per class), outlier |a| and preactivation against the bulk (ReLU: ratio of order √N), how many units
+  are class-selective (a task-agnostic bulk leaves only the outliers selective), health.
+
+Sizes: ``ci`` N = P = 16; ``cpu`` N = P = 60; ``paper`` N = P = 500 (the paper's Fig. 1 and Fig. 2 sizes);
+``--width`` sets another N = P with the size's warm-up and draws.
+Run: ``python reproduce/other_codes.py --size ci|cpu|paper [--parts binary,sparse] [--nets ...] [--width N]
+[--overwrite]``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+PROG = "other_codes.py"
+PARTS = {"binary": ("linear", "sigmoidal", "relu"), "sparse": ("softplus", "relu2")}
+NETS = PARTS["binary"] + PARTS["sparse"]
+ENTRY = {"linear": "deep_linear", "sigmoidal": "sigmoidal", "relu": "relu", "softplus": "relu", "relu2": "relu"}
+ACTIVATION = {"linear": "linear", "sigmoidal": "sigmoid", "relu": "relu", "softplus": "softplus", "relu2": "relu2"}
+SPARSE_LIKE = ("relu", "softplus", "relu2")  # unbounded nets: longer warm-up (the outliers form slowly)
+SETTINGS = {
+    "ci": dict(N=16, warmup=150, warmup_sparse=200, samples=100, thin_z=1),
+    "cpu": dict(N=60, warmup=400, warmup_sparse=800, samples=300, thin_z=1),
+    "paper": dict(N=500, warmup=1000, warmup_sparse=3000, samples=500, thin_z=5),
+}
+
+
+def part_of(net: str) -> str:
+    """``"binary"`` or ``"sparse"``: the part a net belongs to."""
+    return "binary" if net in PARTS["binary"] else "sparse"
+
+
+def make_task(net: str, P: int):
+    """The binary task (m = 1, ±1, N0 = P + 10) or the toy task with the ReLU targets (N0 = P + 20)."""
+    from bnnzoo.tasks import binary_toy_task, toy_task
+
+    if part_of(net) == "binary":
+        return binary_toy_task(P=P, N0=P + 10)
+    return toy_task(P=P, N0=P + 20, y_pos=1.0, y_neg=-0.5)
+
+
+def sample_net(net: str, task, N: int, warmup: int, samples: int, seed: int, thin_z: int, progress: bool):
+    """SNAPER, 4 vectorised chains from prior draws, draws streamed in chunks of 100, W1 not recorded."""
+    import bnnzoo
+
+    chunk = min(100, samples)
+    kw = dict(site_thinning={"z1": thin_z}) if thin_z > 1 else {}
+    t0 = time.time()
+    run = bnnzoo.sample(ENTRY[net], task, num_chains=C.CHAINS, num_warmup=warmup, num_samples=samples, seed=seed,
+                        sampler="snaper", record=("z",), exclude=("W1",), chunk_size=chunk, progress=progress,
+                        width=N, activation=ACTIVATION[net], **kw)
+    return run, time.time() - t0
+
+
+def class_codes(rd) -> tuple[dict, np.ndarray]:
+    """Codes over the task's classes (not its outputs: the binary task has m = 1 output and two classes):
+    :func:`bnnzoo.diagnostics.codes.codes_from_preactivations` on the feature layer; fractions of all units per
+    modal code with binomial standard errors, per chain, and the selective units (all units for the fraction)."""
+    from bnnzoo.diagnostics.codes import code_string, codes_from_preactivations
+
+    n_cls = int(np.max(rd.labels)) + 1
+    cr = codes_from_preactivations(rd.z(1), rd.labels, n_cls, layer=1, activation=rd.activation, phi=rd.phi,
+                                   analog=rd.activation == "linear")
+    modal = np.vectorize(lambda k: code_string(int(k), n_cls))(np.asarray(cr.modal))  # (chain, neuron)
+    n = modal.size
+    frac, se, per_chain = {}, {}, {}
+    for c in sorted(set(modal.ravel().tolist())):
+        p = float(np.mean(modal == c))
+        frac[c], se[c] = p, math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+        per_chain[c] = [float(np.mean(modal[k] == c)) for k in range(modal.shape[0])]
+    sel = np.asarray(cr.selective, bool)
+    return dict(fraction=frac, fraction_se=se, per_chain=per_chain, verdict=cr.verdict, kind=cr.kind,
+                code_memory=cr.code_memory, switching_rate=cr.switching_rate, n_units=n,
+                selective_per_chain=sel.sum(1).tolist(), selective_scheme=dict(cr.scheme)), modal
+
+
+def outliers(rd, n_cls: int) -> dict:
+    """:func:`bnnzoo.diagnostics.branches.find_outliers` with counts per chain and class.  The class of an outlier
+    is its largest readout component (m ≥ 2) or, with one output, the sign of its readout (+ → the y = +1 class 0,
+    − → the y = −1 class 1)."""
+    from bnnzoo.diagnostics.branches import find_outliers
+
+    o = find_outliers(rd.a, rd.z(1))
+    flag = o.is_outlier.astype(bool)
+    if rd.m == 1:
+        cls = np.where(np.asarray(o.outlier_readout)[:, 0] > 0, 0, 1)
+    else:
+        cls = np.asarray(o.outlier_class)
+    chains = np.asarray(o.outlier_chain)
+    per_class = [[int(np.sum((chains == c) & (cls == k))) for k in range(n_cls)] for c in range(rd.n_chains)]
+    r_ratio = float(np.median(o.readout_scale[flag]) / o.bulk_readout) if flag.any() else float("nan")
+    z_ratio = float(np.median(o.preact_scale[flag]) / o.bulk_preactivation) if flag.any() else float("nan")
+    return dict(n_outliers=o.n_outliers, per_chain=list(o.per_chain), per_chain_class=per_class,
+                one_per_class=all(all(v == 1 for v in row) for row in per_class),
+                n_readout=o.n_readout, n_preactivation=o.n_preactivation, threshold_factor=o.threshold_factor,
+                bulk_readout=o.bulk_readout, bulk_preactivation=o.bulk_preactivation,
+                readout=o.readout_scale[flag].tolist(), preactivation=o.preact_scale[flag].tolist(),
+                readout_ratio=r_ratio, preactivation_ratio=z_ratio,
+                max_readout_ratio=float(np.max(o.readout_scale) / o.bulk_readout), sqrt_N=math.sqrt(rd.width))
+
+
+def net_entry(net: str, s: dict, args) -> dict:
+    """Sample ``net`` with the settings ``s`` and return its summary (JSON values): health, coding scheme (the
+    rule of :mod:`bnnzoo.diagnostics.report`), ergodicity, codes, branches, outliers and the theory comparison."""
+    from bnnzoo.diagnostics.branches import readout_branches
+    from bnnzoo.diagnostics.ergodicity import ergodicity
+    from bnnzoo.diagnostics.report import _scheme
+
+    N = s["N"]
+    warmup = s["warmup_sparse"] if net in SPARSE_LIKE else s["warmup"]
+    task = make_task(net, N)
+    run, dt = sample_net(net, task, N, warmup, s["samples"], args.seed, s["thin_z"], args.progress)
+    rd = C.run_data_of(run)
+    n_cls = int(np.max(rd.labels)) + 1
+    codes, modal = class_codes(rd)
+    b = readout_branches(rd, codes=modal)
+    erg = ergodicity(rd.a, "a", n_boot=50)
+    e = dict(net=net, part=part_of(net), activation=ACTIVATION[net], N=N, P=N, N0=task.X.shape[1], m=rd.m,
+             classes=n_cls, y=sorted(set(np.asarray(task.Y).ravel().tolist()), reverse=True), warmup=warmup,
+             samples=s["samples"], seconds=round(dt, 1), sigma_a2=rd.sigma_a2, temperature=rd.temperature,
+             health=C.health_summary(run), coding_scheme=_scheme(b),
+             ergodicity=dict(ratio=erg.ratio, ratio_se=erg.ratio_se, verdict=erg.verdict), codes=codes,
+             branches=dict(n_branches=b.n_branches, masses=b.masses.tolist(), mass_se=b.mass_se.tolist(),
+                           centres=b.centres.tolist(), codes=list(b.codes), silhouette=b.silhouette),
+             outliers=outliers(rd, n_cls))
+    if net == "linear":
+        from bnnzoo.theory.linear import linear_saddle_point
+
+        U, se = C.readout_U(rd)
+        th = linear_saddle_point(task.X, task.Y, temperature=rd.temperature, sigma_a2=rd.sigma_a2)
+        nrm = float(np.linalg.norm(th.U))
+        e.update(U=U.tolist(), U_se=se.tolist(), U_theory=np.asarray(th.U).tolist(),
+                 U_relative_error=float(np.linalg.norm(U - th.U) / nrm),
+                 U_relative_error_se=float(np.sqrt(np.sum(se ** 2)) / nrm))
+    elif net == "sigmoidal":
+        from bnnzoo.theory.meanfield import single_neuron_meanfield
+
+        th = single_neuron_meanfield(task.X, task.Y, labels=task.labels, nonlinearity="sigmoid",
+                                     temperature=rd.temperature, sigma_a2=rd.sigma_a2)
+        mf = {str(c): float(p) for c, p in zip(th.branch_code, th.branch_mass)}
+        fr = codes["fraction"]
+        e.update(meanfield_mass=mf, meanfield_status=th.status,
+                 tv_to_meanfield=0.5 * sum(abs(fr.get(c, 0.0) - mf.get(c, 0.0)) for c in set(mf) | set(fr)))
+    return e
+
+
+def _codes_cell(c: dict) -> str:
+    fr, se = c["fraction"], c["fraction_se"]
+    cell = ", ".join(f"{k} {C.fmt(fr[k], se[k], 2)}" for k in sorted(fr, key=lambda k: -fr[k]))
+    sel = c["selective_scheme"]
+    n_sel = sum(c["selective_per_chain"])
+    return cell + f"; selective units {n_sel}" + (
+        " (" + ", ".join(f"{k} {v}" for k, v in sorted(sel.items(), key=lambda kv: -kv[1])) + ")" if n_sel else "")
+
+
+def _outliers_cell(o: dict) -> str:
+    if not o["n_outliers"]:
+        return f"none (largest readout {C.fmt(o['max_readout_ratio'], None, 2)}× bulk)"
+    return (f"per chain {o['per_chain']}, per chain × class {o['per_chain_class']}; \\|a\\| "
+            f"{C.fmt(o['readout_ratio'], None, 2)}×, z {C.fmt(o['preactivation_ratio'], None, 2)}× bulk "
+            f"(√N = {C.fmt(o['sqrt_N'], None, 2)})")
+
+
+def markdown(summary: dict) -> str:
+    lines = [C.header("Other codes: the binary task (Fig. 1) and sparse codes of softplus and ReLU²",
+                      summary["provenance"]),
+             "One hidden layer, N = P, T = 0.01, non-lazy readout; written by `reproduce/other_codes.py` (stores "
+             "summaries, not draws).  Binary task: m = 1, y = ±1, two classes of P/2 points, N0 = P + 10; codes "
+             "are over the two classes (`10` = active on the y = +1 class only).  Sparse part: toy task, classes "
+             "½, ¼, ¼, y+ / y− = 1 / −½, N0 = P + 20.  Coding scheme as `bnnzoo.diagnose` names it; outliers by "
+             "`find_outliers` (readout and preactivation both above N^{1/4} × the bulk median); the class of a "
+             "binary-task outlier is the sign of its readout.\n"]
+    binary = [e for e in summary["nets"] if e["part"] == "binary"]
+    sparse = [e for e in summary["nets"] if e["part"] == "sparse"]
+    if binary:
+        lines += ["## Binary task (Fig. 1)\n",
+                  "| net | N = P | warm-up + draws | health | max R̂ (invariant obs.) | scheme | readout ergodicity "
+                  "| codes (fraction of units) | code memory | readout branches (masses) | outliers | theory check | "
+                  "seconds |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for e in binary:
+            h, er, c, b = e["health"], e["ergodicity"], e["codes"], e["branches"]
+            if e["net"] == "linear":
+                th = (f"U = {C.fmt(e['U'][0][0])} vs exact {C.fmt(e['U_theory'][0][0])} (rel. error "
+                      f"{C.fmt(e['U_relative_error'], e['U_relative_error_se'])})")
+            elif e["net"] == "sigmoidal":
+                th = ("mean field " + ", ".join(f"{k} {C.fmt(p, None, 2)}" for k, p in e["meanfield_mass"].items())
+                      + f"; TV {C.fmt(e['tv_to_meanfield'], None, 2)}")
+            else:
+                th = "—"
+            br = f"{b['n_branches']}: " + ", ".join(
+                f"{C.fmt(m_, None, 2)} at a = {C.fmt(ct[0], None, 2)}" for m_, ct in zip(b["masses"], b["centres"]))
+            lines.append(f"| {e['net']} | {e['N']} | {e['warmup']} + {e['samples']} | {h['status']} | "
+                         f"{C.fmt(h['max_rhat'])} | {e['coding_scheme']} | {C.fmt(er['ratio'], er['ratio_se'], 2)} "
+                         f"({er['verdict']}) | {_codes_cell(c)} | {C.fmt(c['code_memory'], None, 2)} "
+                         f"({c['verdict']}) | {br} | {_outliers_cell(e['outliers'])} | {th} | {e['seconds']} |")
+        lines.append("")
+    if sparse:
+        lines += ["## Sparse codes: softplus and ReLU² on the toy task (y− = −½)\n",
+                  "| net | N = P | warm-up + draws | health | max R̂ (invariant obs.) | scheme | outliers per chain "
+                  "| per chain × class | one per class | outlier/bulk \\|a\\| | outlier/bulk z | selective units per chain "
+                  "| seconds |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for e in sparse:
+            h, o = e["health"], e["outliers"]
+            lines.append(f"| {e['net']} | {e['N']} | {e['warmup']} + {e['samples']} | {h['status']} | "
+                         f"{C.fmt(h['max_rhat'])} | {e['coding_scheme']} | {o['per_chain']} | "
+                         f"{o['per_chain_class']} | {o['one_per_class']} | {C.fmt(o['readout_ratio'], None, 2)} | "
+                         f"{C.fmt(o['preactivation_ratio'], None, 2)} (√N = {C.fmt(o['sqrt_N'], None, 2)}) | "
+                         f"{e['codes']['selective_per_chain']} | {e['seconds']} |")
+        lines.append("")
+    for e in summary["nets"]:
+        h = e["health"]
+        lines.append(f"- {e['net']}: health {h['status']}" + (f" ({h['reason']})" if h["reason"] else "") + "; R̂ "
+                     + ", ".join(f"{k} {C.fmt(v)}" for k, v in h["rhat"].items()))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = C.parser(PROG, __doc__.split("\n\n")[0])
+    p.add_argument("--parts", default="binary,sparse", help="comma-separated: binary, sparse (default both)")
+    p.add_argument("--nets", default=None,
+                   help=f"comma-separated subset of {', '.join(NETS)} (default: every net of --parts)")
+    p.add_argument("--width", type=int, default=None,
+                   help="N = P of every net instead of the size's (>= 8; the --size keeps its warm-up and draws)")
+    args = p.parse_args(argv)
+    C.check_args(args)
+    if args.width is not None and args.width < 8:
+        raise ValueError(f"--width must be an integer >= 8, got {args.width}")
+    parts = [x.strip() for x in args.parts.split(",") if x.strip()]
+    if not parts or set(parts) - set(PARTS):
+        raise ValueError(f"--parts must name some of {', '.join(PARTS)}, got {args.parts!r}")
+    allowed = [n for p_ in PARTS for n in PARTS[p_] if p_ in parts]
+    if args.nets is None:
+        nets = allowed
+    else:
+        nets = [x.strip() for x in args.nets.split(",") if x.strip()]
+        if not nets or set(nets) - set(allowed):
+            raise ValueError(f"--nets must name some of {', '.join(allowed)} (the nets of --parts), "
+                             f"got {args.nets!r}")
+    files = C.ResultFiles(args.out, args.name or f"other_codes_{args.size}", args.overwrite)
+    s = dict(SETTINGS[args.size], **({"N": args.width} if args.width is not None else {}))
+    summary = dict(provenance=C.provenance(args, argv), settings=s, nets=[])
+    for i, net in enumerate(nets):
+        C.log(f"{PROG}: [{i + 1}/{len(nets)}] {net} ({part_of(net)}), N = P = {s['N']}")
+        e = net_entry(net, s, args)
+        summary["nets"].append(e)
+        files.write(summary, markdown(summary))
+        C.log(f"{PROG}: {net} done in {e['seconds']} s: health {e['health']['status']}, scheme "
+              f"{e['coding_scheme']}")
+    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.run_main(PROG, main))
