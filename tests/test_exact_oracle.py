@@ -30,7 +30,7 @@ def test_nuts_matches_exact_gibbs(name):
     make, kw = SETTINGS[name]
     task = make()
     idata = bnnzoo.sample("deep_linear", task, num_chains=2, num_warmup=500, num_samples=1500, seed=3,
-                          record=("z1",), progress=False, **kw)
+                          record=("z1",), progress=False, sampler="nuts", **kw)
     post = azcompat.get_group(idata, "posterior")
     N = kw["width"]
     z = post["z1"].values                                     # (chain, draw, neuron, point)

@@ -48,7 +48,7 @@ def test_nuts_matches_exact_deep_gibbs(name):
     task = make()
     L, N = kw["depth"], kw["width"]
     idata = bnnzoo.sample("deep_linear", task, num_chains=2, num_warmup=500, num_samples=1500, seed=3,
-                          record=("z",), progress=False, **kw)
+                          record=("z",), progress=False, sampler="nuts", **kw)
     post = azcompat.get_group(idata, "posterior")
     a = post["a"].values                                      # (chain, draw, neuron, class)
     nuts = {"f": post["f"].values, "U": np.einsum("cdnk,cdnl->cdkl", a, a) / N}

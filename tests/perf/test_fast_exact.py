@@ -100,7 +100,8 @@ def _fast_vs_gibbs(reparam, num_samples):
     task = toy_task(P=6, N0=8, y_neg=0.0)
     kw = dict(width=6, temperature=0.05)
     idata = bnnzoo.sample("deep_linear", task, num_chains=2, num_warmup=300, num_samples=num_samples, seed=3,
-                          record=("z1",), progress=False, reparam=reparam, **kw)
+                          record=("z1",), progress=False, reparam=reparam, sampler="nuts",
+                          **kw)
     post = azcompat.get_group(idata, "posterior")
     z, a = post["z1"].values, post["a"].values
     fast = {"f": post["f"].values, "K1": np.einsum("cdnp,cdnq->cdpq", z, z) / 6,
@@ -132,7 +133,8 @@ def test_fast_matches_baseline_nuts_nonlinear(entry, y_neg):
     """Readout integrated out + data-space first layer against plain weight-space NUTS, at a temperature where the
     baseline mixes (T = 0.3, N = 4, P = 6)."""
     task = toy_task(P=6, N0=8, y_neg=y_neg)
-    kw = dict(width=4, temperature=0.3, num_chains=4, num_warmup=500, record=("z1",), progress=False)
+    kw = dict(width=4, temperature=0.3, num_chains=4, num_warmup=500, record=("z1",), progress=False,
+              sampler="nuts")
     base = bnnzoo.sample(entry, task, num_samples=3000, seed=5, **kw)
     fast = bnnzoo.sample(entry, task, num_samples=1500, seed=6, reparam=("readout", "data_space"), **kw)
 
