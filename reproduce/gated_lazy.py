@@ -24,7 +24,7 @@ Two parts (``--parts``):
   at the start (a random map's expected relative error, 1 + H² s⁶/⟨y²⟩) and the final training loss.
 
 Run: ``python reproduce/gated_lazy.py --size ci|cpu|paper [--parts bayes,gd] [--sigma2 1,10,100,1000]
-[--overwrite]``.
+[--warmup N] [--samples N] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -232,14 +232,21 @@ def main(argv=None) -> int:
     p.add_argument("--parts", default="bayes,gd", help="comma-separated, some of bayes, gd (default both)")
     p.add_argument("--sigma2", default=None,
                    help="comma-separated prior variances (default per size: ci 1,1000; cpu and paper 1,10,100,1000)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps of the Bayesian runs (default per size)")
+    p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
     args = p.parse_args(argv)
     C.check_args(args)
+    for name in ("warmup", "samples"):
+        v = getattr(args, name)
+        if v is not None and v < (1 if name == "samples" else 0):
+            raise ValueError(f"--{name} must be >= {1 if name == 'samples' else 0}, got {v}")
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     if not parts or set(parts) - set(PARTS):
         raise ValueError(f"--parts must name some of {', '.join(PARTS)}, got {args.parts!r}")
     s = dict(SETTINGS[args.size])
     if args.sigma2 is not None:
         s["sigma2"] = _floats(args.sigma2, "--sigma2")
+    s.update({k: getattr(args, k) for k in ("warmup", "samples") if getattr(args, k) is not None})
     files = C.ResultFiles(args.out, args.name or f"gated_lazy_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=s, parts=parts, bayes=[], gd=[])
     if "gd" in parts:
