@@ -12,8 +12,11 @@ Two parts (``--parts``):
   prior variance σ² of every edge swept over ``--sigma2``.  The prior variance plays the role of the initialisation
   scale: a prior draw's end-to-end map has entries of variance (σ²)³/4 (three edges, one-hot inputs), so at σ² = 1
   the data's map (singular values up to 13.6) lies far outside the prior's typical maps and the prior acts as a
-  weight decay pulling the posterior onto small-norm solutions (rich); for σ² ≫ 1 the prior no longer binds and the
-  weights may stay at the size of their prior draws (lazy).  ``sampler="auto"``, 4 chains from prior draws.
+  weight decay pulling the posterior onto small-norm solutions (rich); for σ² ≫ 1 the prior no longer binds, and the
+  question tested is whether the posterior then keeps weights of the size of their prior draws, with untrained maps
+  left at random (lazy).  ``sampler="auto"``, 4 chains from prior draws: a chain starts at the large weights of a
+  prior draw, so at large σ² the training error and the R̂ of the health check tell an equilibrated posterior from
+  chains still relaxing from their start.
   Measured per σ²: the relative error of the trained pathways' posterior-mean maps against the least-squares map;
   on the untrained pathways the error of the posterior-mean predictor and the mean error of single draws, each
   relative to the error of predicting 0 (as notebook 06 measures it), next to the expected relative error of a
