@@ -10,7 +10,7 @@ scales, prior variance σ²) at 1 + (σ²)³/(4⟨y²⟩).
   10⁻³ of the least-squares map (zero-shot generalization), from s = 1 they end above 10 % of their random start and
   above 1 (worse than predicting 0) while the trained pathways are fitted to 10⁻³ (lazy: zero-shot fails).
 * Bayesian net (slow): at σ² = 1 single posterior draws err on the untrained pathways by less than 5 % of a prior
-  draw's error (≈ 1.03), the trained maps are fitted to 10 % and the run is equilibrated.  At σ² = 1000 the ci
+  draw's error (≈ 1.03), the trained maps are fitted to 10 % and the 4 chains agree (R̂ < 1.1).  At σ² = 1000 the ci
   warm-up (100 steps from prior draws, whose maps are ≈ 10³ times too large) is far too short: the draws still err
   by more than 1 on the untrained pathways and the health check must say the run is not at equilibrium (that error
   is the sampler's relaxation, not the posterior's; at the cpu size a longer warm-up shows the difference).
@@ -91,6 +91,6 @@ def test_bayesian_small_prior_generalizes_large_prior_fails(tmp_path):
     assert small["sigma2"] == 1.0 and large["sigma2"] >= 100.0
     assert small["trained_map_error"] < 0.1, small
     assert small["untrained_error_draws"] < 0.05 * small["prior_draw_error"], small
-    assert small["health"]["status"] == "equilibrated", small["health"]
+    assert small["health"]["max_rhat"] < 1.1, small["health"]                 # the 4 chains agree
     assert large["untrained_error_draws"] > 1.0, large
     assert large["health"]["status"] != "equilibrated", large["health"]
