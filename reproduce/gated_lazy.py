@@ -194,14 +194,16 @@ def markdown(summary: dict) -> str:
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for e in summary["bayes"]:
             h = e["health"]
+            per_chain = ", ".join(C.fmt(x, digits=2) for x in e["train_mse_per_chain"])
+            status = h["status"] + (f": {h['reason']}" if h["reason"] else "")
             lines.append(
                 f"| {C.fmt(e['sigma2'])} | {e['hidden']} | {C.fmt(e['temperature'])} | {e['warmup']} + "
-                f"{e['samples']} | {C.fmt(e['train_mse'])} ({', '.join(C.fmt(x, digits=2) for x in e['train_mse_per_chain'])}) | "
+                f"{e['samples']} | {C.fmt(e['train_mse'])} ({per_chain}) | "
                 f"{C.fmt(e['trained_map_error'])} / {C.fmt(e['trained_map_error_draws'])} | "
                 f"{C.fmt(e['untrained_error_mean'])} ({C.fmt(e['untrained_error_mean_max'])}) | "
                 f"{C.fmt(e['untrained_error_draws'])} ({C.fmt(e['untrained_error_draws_max'])}) | "
                 f"{', '.join(C.fmt(x, digits=2) for x in e['untrained_map_error_per_chain'])} | "
-                f"{C.fmt(e['prior_draw_error'])} | {h['status']}{(': ' + h['reason']) if h['reason'] else ''} | {C.fmt(h['max_rhat'])} | {h['divergences']} | "
+                f"{C.fmt(e['prior_draw_error'])} | {status} | {C.fmt(h['max_rhat'])} | {h['divergences']} | "
                 f"{e['seconds']} |")
     if summary["gd"]:
         lines += ["", "## Gradient descent from i.i.d. N(0, s²) edge maps (bnnzoo.theory.dynamics)\n",
