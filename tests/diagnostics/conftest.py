@@ -48,7 +48,7 @@ task = bnnzoo.toy_task(P=spec["P"], y_neg=spec["y_neg"], P_test=spec["P_test"], 
 t0, c0 = time.time(), time.process_time()
 idata = bnnzoo.sample(spec["entry"], task, num_chains=spec["chains"], num_warmup=spec["warmup"],
                       num_samples=spec["samples"], record=("z",), progress=False, seed=spec["seed"],
-                      depth=spec["depth"], width=spec["N"], temperature=spec["T"])
+                      depth=spec["depth"], width=spec["N"], temperature=spec["T"], sampler="nuts")
 azcompat.to_netcdf(idata, spec["out"] + ".tmp")
 print(json.dumps({"seconds": time.time() - t0, "cpu_seconds": time.process_time() - c0}))
 """
