@@ -213,6 +213,19 @@ def readout_U(rd) -> tuple[np.ndarray, np.ndarray]:
     return mean_se(per_draw)
 
 
+def linear_U_check(rd, task) -> dict:
+    """The sampled readout second moment U of a one-hidden-layer linear net against the exact saddle point
+    (``bnnzoo.theory.linear.linear_saddle_point``): U, its standard error, the theory and the relative error."""
+    from bnnzoo.theory.linear import linear_saddle_point
+
+    U, se = readout_U(rd)
+    th = linear_saddle_point(task.X, task.Y, temperature=rd.temperature, sigma_a2=rd.sigma_a2)
+    nrm = float(np.linalg.norm(th.U))
+    return dict(U=U.tolist(), U_se=se.tolist(), U_theory=np.asarray(th.U).tolist(),
+                U_relative_error=float(np.linalg.norm(U - th.U) / nrm),
+                U_relative_error_se=float(np.sqrt(np.sum(se ** 2)) / nrm))
+
+
 def fmt(v, se=None, digits: int = 3) -> str:
     """``v ± se`` for tables ("—" for a missing value)."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):

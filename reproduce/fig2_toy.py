@@ -57,14 +57,7 @@ def net_entry(net: str, s: dict, args) -> dict:
              seconds=round(dt, 1), sigma_a2=rd.sigma_a2, temperature=rd.temperature,
              health=C.health_summary(run), ergodicity=ergodicity_ratio(rd), codes=C.code_summary(rd))
     if net == "linear":
-        from bnnzoo.theory.linear import linear_saddle_point
-
-        U, se = C.readout_U(rd)
-        th = linear_saddle_point(task.X, task.Y, temperature=rd.temperature, sigma_a2=rd.sigma_a2)
-        nrm = float(np.linalg.norm(th.U))
-        e.update(U=U.tolist(), U_se=se.tolist(), U_theory=np.asarray(th.U).tolist(),
-                 U_relative_error=float(np.linalg.norm(U - th.U) / nrm),
-                 U_relative_error_se=float(np.sqrt(np.sum(se ** 2)) / nrm))
+        e.update(C.linear_U_check(rd, task))
     elif net == "sigmoidal":
         from bnnzoo.theory.meanfield import single_neuron_meanfield
 
