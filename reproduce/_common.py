@@ -121,9 +121,10 @@ def jsonable(x):
 # ------------------------------------------------------------------------------------------------------ sampling
 def sample_toy(entry_name: str, *, N: int, P: int, y_neg: float, warmup: int, samples: int, seed: int,
                thin_z: int = 1, chunk: int = 100, N0: int | None = None, chains: int = CHAINS,
-               progress: bool = False):
+               progress: bool = False, **model_kwargs):
     """Sample zoo entry ``entry_name`` (one hidden layer) of width N on the toy task with P points, N0 = P + 20
     inputs (unless given) and targets 1 / ``y_neg``; SNAPER, ``chains`` vectorised chains from prior draws.
+    ``model_kwargs`` (temperature, readout, sigma_a2, ...) go to the model.
 
     Returns (run, task, seconds).  The first-layer weights are not recorded; the preactivations z1 (chain, draw,
     neuron, point) are recorded on every ``thin_z``-th kept draw (``thin_z`` must divide ``chunk``).
@@ -137,7 +138,7 @@ def sample_toy(entry_name: str, *, N: int, P: int, y_neg: float, warmup: int, sa
     t0 = time.time()
     run = bnnzoo.sample(entry, task, num_chains=chains, num_warmup=warmup, num_samples=samples, seed=seed,
                         sampler="snaper", record=("z",), exclude=("W1",), chunk_size=chunk, progress=progress,
-                        width=N, **kw)
+                        width=N, **kw, **model_kwargs)
     return run, task, time.time() - t0
 
 
