@@ -129,12 +129,13 @@ def kernel_dlr(K: np.ndarray, Y: np.ndarray) -> float:
     return float(1.0 - np.trace(Q.T @ Kc @ Q) / (np.linalg.norm(Kc) * math.sqrt(r)))
 
 
-def crossover(gammas, values) -> dict:
+def crossover(gammas, values, ends: tuple[float, float] | None = None) -> dict:
     """γ where ``values`` (ordered by γ) first cross the half-way level between the two ends, by linear
     interpolation, and the γ range between the quarter and three-quarter levels (the transition's width).
+    The ends are the first and last value unless ``ends`` = (value at the first γ, value at the last γ) is given.
     None where a level is not crossed (or the two ends are equal)."""
     g, v = np.asarray(gammas, float), np.asarray(values, float)
-    lo, hi = v[0], v[-1]
+    lo, hi = (v[0], v[-1]) if ends is None else (float(ends[0]), float(ends[1]))
 
     def level(frac):
         if not (np.all(np.isfinite(v)) and hi != lo):
@@ -214,14 +215,18 @@ def references(net: str, N: int, seed: int) -> dict:
 
 # ------------------------------------------------------------------------------------------------- reporting
 def summarise(summary: dict) -> None:
-    """Crossover γ* per (net, N) from the finished entries (needs both ends)."""
+    """Crossover γ* per (net, N) from the finished entries (needs both ends): half-way between the measured ends,
+    and half-way between the theory ends at N → ∞ (the NNGP kernel's D_LR at γ = ½, 0 at γ = 1)."""
     cross = []
     for net in summary["settings"]["nets"]:
         for N in summary["settings"]["widths"]:
             es = sorted((e for e in summary["entries"] if e["net"] == net and e["N"] == N), key=lambda e: e["gamma"])
             if len(es) >= 3 and es[0]["gamma"] == min(summary["settings"]["gammas"]) \
                     and es[-1]["gamma"] == max(summary["settings"]["gammas"]):
-                cross.append(dict(net=net, N=N, **crossover([e["gamma"] for e in es], [e["d_lr"] for e in es])))
+                gs, vs = [e["gamma"] for e in es], [e["d_lr"] for e in es]
+                th = crossover(gs, vs, ends=(summary["references"][f"{net}_{N}"]["nngp"], 0.0))
+                cross.append(dict(net=net, N=N, **crossover(gs, vs), gamma_half_theory_ends=th["gamma_half"],
+                                  width_theory_ends=th["width"]))
     summary["crossover"] = cross
 
 
@@ -291,11 +296,15 @@ def markdown(summary: dict) -> str:
     if summary.get("crossover"):
         lines += ["## Crossover\n",
                   "γ* where D_LR is half-way between its values at the two ends (linear interpolation); the width is "
-                  "the γ range from the quarter to the three-quarter level.\n",
-                  "| net | N | D_LR half-way level | γ* | γ at ¼ | γ at ¾ | width |", "|---|---|---|---|---|---|---|"]
+                  "the γ range from the quarter to the three-quarter level.  The last two columns use the theory's "
+                  "ends instead (N → ∞: the NNGP kernel's D_LR at γ = ½, 0 at γ = 1), which do not move with the "
+                  "finite-N lazy end.\n",
+                  "| net | N | D_LR half-way level | γ* | γ at ¼ | γ at ¾ | width | γ* (theory ends) | width (theory "
+                  "ends) |", "|---|---|---|---|---|---|---|---|---|"]
         for c in summary["crossover"]:
             lines.append(f"| {c['net']} | {c['N']} | {C.fmt(c['level_half'])} | {C.fmt(c['gamma_half'])} | "
-                         f"{C.fmt(c['gamma_quarter'])} | {C.fmt(c['gamma_three_quarter'])} | {C.fmt(c['width'])} |")
+                         f"{C.fmt(c['gamma_quarter'])} | {C.fmt(c['gamma_three_quarter'])} | {C.fmt(c['width'])} | "
+                         f"{C.fmt(c.get('gamma_half_theory_ends'))} | {C.fmt(c.get('width_theory_ends'))} |")
         lines.append("")
     lines += ["## Verdict\n", verdict(summary)]
     return "\n".join(lines) + "\n"

@@ -97,6 +97,8 @@ def test_crossover_interpolates():
     assert c["gamma_three_quarter"] == pytest.approx(0.7 + 0.1 / 3)
     assert c["width"] == pytest.approx(0.7 + 0.1 / 3 - 0.625)
     assert R.crossover([0.5, 1.0], [0.5, 0.5])["gamma_half"] is None
+    assert R.crossover([0.5, 0.6, 0.7, 0.8], [0.8, 0.7, 0.3, 0.0], ends=(1.0, 0.0))["gamma_half"] == pytest.approx(
+        0.65)                                              # level 0.5, between γ = 0.6 (0.7) and 0.7 (0.3)
 
 
 @pytest.mark.parametrize("args,words", [
