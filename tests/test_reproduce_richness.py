@@ -4,11 +4,11 @@ refusal, and a ``--size ci`` run checked against references computed here.
 * Equivalence (exact): at γ = 1 the family written through the lazy readout (σ_a² = σ_a0²/N, temperature T/N) and
   the non-lazy model (σ_a0², T) give the same outputs for readouts mapped as b = √N a (to float32 rounding, relative
   1e-5), and log joint densities that differ by the constant ½ N m log N, the Jacobian of that map (absolute 1e-2 on
-  log densities of size ~10³, float32); at γ = ½ the family's keywords are the lazy model's defaults.
+  log densities of size ~10⁴, float32); at γ = ½ the family's keywords are the lazy model's defaults.
 * Lazy references (fast): D_LR of the closed-form NNGP kernel on orthogonal inputs is 1 − √(r/(P−1)) (to 1e-9);
   random prior features approach it at large width (within 0.01 at N = 100 P).
-* ``--size ci`` (marked slow: it samples two nets of 4 chains; sigmoidal net, N = P = 12, γ = ½ and 1, 4 chains): at the rich end D_LR lies within 0.05 of D_LR of
-  the targets themselves (features collapsed onto the outputs with the targets' own anisotropy, a closed form of
+* ``--size ci`` (marked slow: it samples two nets; sigmoidal, N = P = 12, γ = ½ and 1, 4 chains): at the rich end
+  D_LR lies within 0.05 of D_LR of the targets themselves (features collapsed onto the outputs with the targets' own anisotropy, a closed form of
   the targets; theory §7: ≈ 0) and NC1 < 0.05; at the lazy end the posterior feature kernel keeps CKA > 0.85 with the
   closed-form NNGP prior kernel (lazy features are the prior's) and D_LR exceeds the rich end's by more than 0.2.
 """
