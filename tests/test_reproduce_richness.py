@@ -8,9 +8,10 @@ refusal, and a ``--size ci`` run checked against references computed here.
 * Lazy references (fast): D_LR of the closed-form NNGP kernel on orthogonal inputs is 1 − √(r/(P−1)) (to 1e-9);
   random prior features approach it at large width (within 0.01 at N = 100 P).
 * ``--size ci`` (marked slow: it samples two nets; sigmoidal, N = P = 12, γ = ½ and 1, 4 chains): at the rich end
-  D_LR lies within 0.05 of D_LR of the targets themselves (features collapsed onto the outputs with the targets' own anisotropy, a closed form of
-  the targets; theory §7: ≈ 0) and NC1 < 0.05; at the lazy end the posterior feature kernel keeps CKA > 0.85 with the
-  closed-form NNGP prior kernel (lazy features are the prior's) and D_LR exceeds the rich end's by more than 0.2.
+  D_LR lies within 0.05 of D_LR of the targets themselves (features collapsed onto the outputs with the targets' own
+  anisotropy, a closed form of the targets; theory §7: ≈ 0) and NC1 < 0.05; at the lazy end the posterior feature
+  kernel keeps CKA > 0.85 with the closed-form NNGP prior kernel (lazy features are the prior's) and D_LR exceeds the
+  rich end's by more than 0.2.
 """
 
 from __future__ import annotations
