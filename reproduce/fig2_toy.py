@@ -8,6 +8,17 @@
 * ReLU (1 / −½): outlier count per chain (theory: at least m − 1, on the toy task one per class) and the outliers'
   readout and preactivation sizes against the bulk (theory: ratio of order √N).
 
+The codes in detail, per chain with the standard error over the 4 chains:
+
+* Linear: the distribution of the class-mean strengths |z̄_i(t)| (quantiles, bimodality coefficient, largest gap
+  between units) against the same numbers of the exact N → ∞ theory (analog code: a continuum, no gap); the
+  identity correlation between run halves (permutation symmetry restored by the dynamics: ≈ 0).
+* Sigmoidal: per code, the within-class spread of a unit's preactivations and activations (over draws and points)
+  relative to the between-class variance of its class means, against the single-neuron mean field.
+* ReLU: the bulk (units that are not outliers): class-selective fraction, readout ergodicity, E[a²]/σ_a², E[z²] and
+  the class-mean power against a task-agnostic unit's; the outliers: count and identity in each fifth of the run,
+  code memory, readout fluctuation (frozen).
+
 Every net records the sampler health and the R̂ across chains of its permutation-invariant observables.
 
 Sizes: ``ci`` N = P = 20; ``cpu`` N = P = 100; ``paper`` the paper's Fig. 2, N = P = 500 (linear 200), N0 = N + 20.
