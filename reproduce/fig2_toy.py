@@ -386,7 +386,7 @@ def details_markdown(summary: dict) -> list[str]:
                       "| quantity | sampled | theory (N → ∞) |", "|---|---|---|",
                       f"| quantiles {q} % | " + ", ".join(f(v, se) for v, se in zip(st["sampled"], st["sampled_se"]))
                       + " | " + ", ".join(f(v) for v in st["theory"]) + " |",
-                      f"| E\|z̄\|² | {f(st['mean_square'], st['mean_square_se'])} | {f(st['mean_square_theory'])} |",
+                      f"| E\\|z̄\\|² | {f(st['mean_square'], st['mean_square_se'])} | {f(st['mean_square_theory'])} |",
                       f"| Kolmogorov–Smirnov distance, sampled vs theory distribution | {f(st['ks_to_theory'])} | 0 |",
                       f"| bimodality coefficient (1/3 normal, 5/9 uniform, above: two modes) | {f(st['bimodality'])} "
                       f"| {f(st['bimodality_theory'])} |",
@@ -427,7 +427,7 @@ def details_markdown(summary: dict) -> list[str]:
                       f"| bulk readout ergodicity ratio | {f(b['ergodicity'], b['ergodicity_se'])} | 1 (ergodic) |",
                       f"| bulk E[a²]/σ_a² | {f(b['a2_over_prior'], b['a2_over_prior_se'])} | 1 (prior) |",
                       f"| bulk E[z²] | {f(b['z2'], b['z2_se'])} | 1 (prior, xᵀx/N0) |",
-                      f"| bulk class-mean power E\|z̄\|² / (E[z²] Σ_c 1/P_c) | "
+                      f"| bulk class-mean power E\\|z̄\\|² / (E[z²] Σ_c 1/P_c) | "
                       f"{f(b['class_power_over_null'], b['class_power_over_null_se'])} | 1 (no class structure) |",
                       f"| outliers per chain in each fifth of the run | "
                       f"{'; '.join(str(r) for r in pe['per_segment'])} | constant |",
