@@ -60,6 +60,7 @@ def ergodicity_ratio(rd) -> dict:
 
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+STEADY = 0.9  # a unit at its modal code on at least this fraction of the draws is "steady"
 
 
 def _chain_mean_se(per_chain) -> tuple[float, float]:
@@ -157,11 +158,16 @@ def fluctuation_summary(rd) -> dict:
     variance over a class's points of their time averages, averaged over the classes.  Reported per code (median
     over the units with that modal code, then mean ± s.e. over chains): the ratio (v_t + v_p) / v_b of the
     within-class spread to the class structure, the temporal share v_t / (v_t + v_p), and the variance share of
-    the class structure v_b / (v_b + v_t + v_p).
+    the class structure v_b / (v_b + v_t + v_p); the median persistence (fraction of draws at the modal code) of the
+    code's units, and each ratio's median over the *steady* units alone (persistence ≥ ``STEADY``, all chains
+    pooled), which leaves out units that hop between codes.
     """
-    from bnnzoo.diagnostics.codes import unit_modal_codes
+    from bnnzoo.diagnostics.codes import code_ids, code_string
 
-    modal = unit_modal_codes(rd, 1)  # (C, N)
+    ids = code_ids(rd.class_means(1))  # (C, D, N)
+    counts = np.stack([(ids == k).sum(1) for k in range(1 << rd.m)], -1)  # (C, N, code)
+    modal = np.vectorize(lambda k: code_string(int(k), rd.m))(counts.argmax(-1))  # (C, N)
+    persistence = counts.max(-1) / ids.shape[1]  # fraction of draws at the modal code
     labels = np.asarray(rd.labels, int)
     w = np.bincount(labels, minlength=rd.m) / labels.size
     out = {}
@@ -177,11 +183,14 @@ def fluctuation_summary(rd) -> dict:
         per_code = {}
         for code in sorted(set(modal.ravel().tolist())):
             mask = modal == code
-            e = dict(n_units=int(mask.sum()))
+            steady = mask & (persistence >= STEADY)
+            e = dict(n_units=int(mask.sum()), persistence=float(np.median(persistence[mask])),
+                     n_steady=int(steady.sum()))
             for name, r in ratios.items():
                 pc = [float(np.median(r[c][mask[c]])) if mask[c].any() else None for c in range(modal.shape[0])]
                 e[name], e[name + "_se"] = _chain_mean_se(pc)
                 e[name + "_per_chain"] = pc
+                e[name + "_steady"] = float(np.median(r[steady])) if steady.any() else float("nan")
             per_code[code] = e
         allr = {}
         for name, r in ratios.items():
@@ -402,14 +411,17 @@ def details_markdown(summary: dict) -> list[str]:
                       "modal code, median over its units, then mean ± s.e. over chains; mean field: the tilted "
                       "law of h on each class over the readout density of that code (docs/theory.md §5); "
                       f"{ident}.", "",
-                      "| code | units | z: (v_t + v_p)/v_b | mean field | z: v_b/(v_b + v_t + v_p) | mean field | "
-                      "φ(z): (v_t + v_p)/v_b | mean field | temporal share v_t/(v_t + v_p) of z |",
-                      "|---|---|---|---|---|---|---|---|---|"]
+                      "| code | units | persistence (median) | z: (v_t + v_p)/v_b | steady units (persistence ≥ "
+                      f"{STEADY}) | mean field | z: v_b/(v_b + v_t + v_p) | mean field | φ(z): (v_t + v_p)/v_b | "
+                      "mean field | temporal share v_t/(v_t + v_p) of z |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|"]
             for code, z in fl["z"]["per_code"].items():
                 ph = fl["phi"]["per_code"][code]
                 tz, tp = ft.get("z", {}).get(code, {}), ft.get("phi", {}).get(code, {})
-                lines.append(f"| {code} | {z['n_units']} | {f(z['within_over_between'], z['within_over_between_se'])}"
-                             f" | {f(tz.get('within_over_between'))} | {f(z['class_share'], z['class_share_se'])} | "
+                lines.append(f"| {code} | {z['n_units']} | {f(z.get('persistence'))} | "
+                             f"{f(z['within_over_between'], z['within_over_between_se'])} | "
+                             f"{f(z.get('within_over_between_steady'))} ({z.get('n_steady', '—')} units) | "
+                             f"{f(tz.get('within_over_between'))} | {f(z['class_share'], z['class_share_se'])} | "
                              f"{f(tz.get('class_share'))} | "
                              f"{f(ph['within_over_between'], ph['within_over_between_se'])} | "
                              f"{f(tp.get('within_over_between'))} | "
