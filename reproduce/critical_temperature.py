@@ -53,7 +53,7 @@ CODES = ("011", "101", "110", "111")
 # per size: widths N = P, temperatures, warm-up, kept draws, z thinning, mean-field grid points per readout
 # coordinate (None: the solver's default, 57) and bisection tolerance
 SETTINGS = {
-    "ci": dict(N=(16,), T=(0.02, 0.25), warmup=150, samples=100, thin_z=1, n_grid=33, bisect_tol=4e-3),
+    "ci": dict(N=(16,), T=(0.02, 0.25), warmup=150, samples=100, thin_z=1, n_grid=25, bisect_tol=8e-3),
     "cpu": dict(N=(30, 60, 100), T=(0.01, 0.03, 0.045, 0.055, 0.065, 0.08, 0.12), warmup=300, samples=200, thin_z=2,
                 n_grid=None, bisect_tol=5e-4),
     "paper": dict(N=(50, 100, 200, 500), T=(0.01, 0.02, 0.03, 0.04, 0.05, 0.055, 0.06, 0.065, 0.07, 0.08, 0.1, 0.15),
