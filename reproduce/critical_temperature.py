@@ -94,18 +94,39 @@ def is_redundant(masses: dict) -> bool:
     return redundant_mass(masses) > MIN_MASS
 
 
+def ascend(r, start) -> dict:
+    """Exact gradient ascent of log p(a) (no grid: Gauss–Hermite log M and its derivative m1) under the λ of mean-field
+    result ``r``, from ``start``: the local maximum reached and its code (bit c: λ_cᵀa > 0, i.e. mean activation on
+    class c above the prior's ½)."""
+    from scipy import optimize
+
+    from bnnzoo.theory.meanfield import activation_moments
+
+    lam, sizes, sa2 = r.lam, r.class_sizes, r.sigma_a2
+
+    def neg_logp(a):  # −log p(a) = |a|²/(2σ_a²) − Σ_c P_c log M(λ_cᵀa), and its gradient
+        lM, m1, _ = activation_moments(lam @ a, "sigmoid", r.sigma_w2)
+        return 0.5 * a @ a / sa2 - sizes @ lM, a / sa2 - (sizes * m1) @ lam
+
+    end = optimize.minimize(neg_logp, np.asarray(start, float), jac=True, method="BFGS", options={"gtol": 1e-10}).x
+    return dict(start=list(map(float, start)), end=list(map(float, end)),
+                code="".join("1" if v > 0 else "0" for v in lam @ end))
+
+
 def critical_temperature(P: int, temps, *, n_grid=None, tol: float = 5e-4) -> dict:
     """Mean-field T_c of the toy task with P points: the curve at ``temps`` (ascending), then bisection.
 
-    Returns {T_c, T_c_err, lo, hi, steps, curve: [{T, masses, redundant_mass}], lo_masses, hi_masses, seconds}.
-    ``lo`` is the highest temperature found with a coding branch other than 111, ``hi`` the lowest without one
-    (``hi − lo <= tol``).  Raises ValueError when the grid does not bracket T_c.
+    Returns {T_c, T_c_err, lo, hi, steps, curve: [{T, masses, redundant_mass}], lo_masses, hi_masses, hi_check,
+    seconds}.  ``lo`` is the highest temperature found with a coding branch other than 111, ``hi`` the lowest without
+    one (``hi − lo <= tol``).  ``hi_check``: a grid-free confirmation at ``hi`` — exact gradient ascent of log p(a)
+    under the λ of ``hi``, started at every non-111 mode of ``lo``, and whether every ascent ends on code 111
+    (``confirmed``).  Raises ValueError when the grid does not bracket T_c.
     """
     t0 = time.time()
-    curve, lam, lams = [], None, {}
+    curve, lam, res = [], None, {}
     for T in temps:
-        r = meanfield(P, T, n_grid=n_grid, lam0=lam)
-        lam = lams[T] = r.lam
+        r = res[T] = meanfield(P, T, n_grid=n_grid, lam0=lam)
+        lam = r.lam
         ms = mass_per_code(r)
         curve.append(dict(T=T, masses=ms, redundant_mass=redundant_mass(ms)))
     red = [c["T"] for c in curve if is_redundant(c["masses"])]
@@ -116,18 +137,22 @@ def critical_temperature(P: int, temps, *, n_grid=None, tol: float = 5e-4) -> di
     lo, hi = max(red), min(above)
     lo_ms = next(c["masses"] for c in curve if c["T"] == lo)
     hi_ms = next(c["masses"] for c in curve if c["T"] == hi)
-    lam_lo, steps = lams[lo], 0
+    r_lo, r_hi, steps = res[lo], res[hi], 0
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
-        r = meanfield(P, mid, n_grid=n_grid, lam0=lam_lo)
+        r = meanfield(P, mid, n_grid=n_grid, lam0=r_lo.lam)
         ms = mass_per_code(r)
         steps += 1
         if is_redundant(ms):
-            lo, lam_lo, lo_ms = mid, r.lam, ms
+            lo, r_lo, lo_ms = mid, r, ms
         else:
-            hi, hi_ms = mid, ms
+            hi, r_hi, hi_ms = mid, r, ms
+    ascents = [ascend(r_hi, a) for a, c in zip(r_lo.branch_mode, r_lo.branch_code) if c != "111"]
+    hi_check = dict(ascents=ascents, confirmed=bool(ascents) and all(x["code"] == "111" for x in ascents))
     return dict(P=P, T_c=0.5 * (lo + hi), T_c_err=0.5 * (hi - lo), lo=lo, hi=hi, steps=steps, tol=tol,
-                n_grid=n_grid, lo_masses=lo_ms, hi_masses=hi_ms, curve=curve, seconds=round(time.time() - t0, 1))
+                n_grid=n_grid, lo_masses=lo_ms, hi_masses=hi_ms, lo_modes=dict(zip(r_lo.branch_code,
+                                                                                   r_lo.branch_mode.tolist())),
+                hi_check=hi_check, curve=curve, seconds=round(time.time() - t0, 1))
 
 
 # ------------------------------------------------------------------------------------------------------ crossings
@@ -256,14 +281,17 @@ def markdown(summary: dict) -> str:
     mf = summary["meanfield"]
     if mf:
         lines += ["## Mean field (N → ∞ at fixed P)\n",
-                  "| P | T_c | bisection bracket | steps | codes just below T_c | codes just above T_c | seconds |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| P | T_c | bisection bracket | steps | codes just below T_c | codes just above T_c | exact ascent "
+                  "from the non-111 modes below, at the upper end | seconds |",
+                  "|---|---|---|---|---|---|---|---|"]
         for P in sorted(mf, key=int):
             m = mf[P]
             def codes(ms):
                 return ", ".join(f"{k} {v:.3f}" for k, v in sorted(ms.items()))
             lines.append(f"| {P} | {m['T_c']:.4f} ± {m['T_c_err']:.4f} | [{m['lo']:.4f}, {m['hi']:.4f}] | "
-                         f"{m['steps']} | {codes(m['lo_masses'])} | {codes(m['hi_masses'])} | {m['seconds']} |")
+                         f"{m['steps']} | {codes(m['lo_masses'])} | {codes(m['hi_masses'])} | "
+                         + ", ".join(x["code"] for x in m["hi_check"]["ascents"])
+                         + f" ({'confirmed' if m['hi_check']['confirmed'] else 'NOT confirmed'}) | {m['seconds']} |")
         lines.append("")
     a = summary["analysis"]
     if a:

@@ -4,7 +4,8 @@ of it, and (slow) the sampled ``--size ci`` run against the mean field.
 
 Tolerances.  Mean field: the solutions at the two ends of the script's bisection bracket, solved here from scratch
 (the solver's own continuation from high T, not the script's path), must have a coding branch other than 111 with
-mass > 10⁻³ below and no branch but 111 above; the bracket must be narrower than the size's tolerance.  Samples
+mass > 10⁻³ below and no branch but 111 above; the bracket must be narrower than the size's tolerance, and the
+script's exact (grid-free) ascent from the vanished modes must end on code 111.  Samples
 (N = P = 16, 4 chains): far above T_c (T = 0.25 ≈ 5 T_c) every unit's modal code is 111 (mean field: one branch,
 111; allowed: at most 5 % of the units off 111) and the readout is ergodic (ergodicity ratio > 0.9; 1 = every unit
 explores the whole marginal); below T_c (T = 0.02) the fraction of units off 111 is within 0.15 of the mean-field mass
@@ -98,6 +99,8 @@ def _check_meanfield(ct, summary):
         above = ct.mass_per_code(ct.meanfield(int(P), m["hi"], n_grid=s["n_grid"]))
         assert ct.redundant_mass(below) > 1e-3, below          # a coding branch other than 111 below T_c
         assert set(above) == {"111"} and above["111"] == pytest.approx(1.0, abs=1e-3), above   # none above
+        # the script's own grid-free check: exact ascent from the vanished modes ends on 111 at the upper end
+        assert m["hi_check"]["confirmed"] and len(m["hi_check"]["ascents"]) >= 1
         # the grid of the size brackets it and the curve is redundant at its lowest temperature
         assert m["curve"][0]["redundant_mass"] > 0.5
 
