@@ -31,7 +31,7 @@ Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), targets y+ = 1, y−
   code, so R also falls where the units stop being frozen: T_½ and T_erg are read together.
 
 Run: ``python reproduce/critical_temperature.py --size ci|cpu|paper [--widths 30,60] [--temperatures ...]
-[--overwrite]``.
+[--warmup W] [--samples S] [--parts meanfield,samples] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -355,6 +355,9 @@ def main(argv=None) -> int:
     p.add_argument("--temperatures", default=None,
                    help="comma-separated temperatures T > 0 replacing the size's grid (must bracket the mean-field "
                         "T_c, about 0.06-0.07)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps per chain replacing the size's (>= 10)")
+    p.add_argument("--samples", type=int, default=None,
+                   help="kept draws per chain replacing the size's (>= 10, a multiple of the size's z thinning)")
     p.add_argument("--parts", default="meanfield,samples",
                    help="comma-separated: meanfield, samples (default both; samples need the mean field)")
     args = p.parse_args(argv)
@@ -367,6 +370,15 @@ def main(argv=None) -> int:
         s["N"] = _floats(args.widths, "--widths", 7, integer=True)
     if args.temperatures:
         s["T"] = _floats(args.temperatures, "--temperatures", 0.0)
+    if args.warmup is not None:
+        if args.warmup < 10:
+            raise ValueError(f"--warmup must be >= 10, got {args.warmup}")
+        s["warmup"] = args.warmup
+    if args.samples is not None:
+        if args.samples < 10 or args.samples % s["thin_z"] or (args.samples > 100 and 100 % s["thin_z"]):
+            raise ValueError(f"--samples must be >= 10 and a multiple of {s['thin_z']} (the z thinning of size "
+                             f"{args.size}), got {args.samples}")
+        s["samples"] = args.samples
     if len(s["T"]) < 2:
         raise ValueError(f"--temperatures needs at least 2 values to bracket T_c, got {args.temperatures!r}")
     files = C.ResultFiles(args.out, args.name or f"critical_temperature_{args.size}", args.overwrite)

@@ -49,6 +49,8 @@ def _load():
     (["--widths", "20,x"], ["--widths", "integers"]),
     (["--temperatures", "0.01,-0.1"], ["--temperatures", "> 0"]),
     (["--temperatures", "0.05"], ["--temperatures", "at least 2"]),
+    (["--warmup", "5"], ["--warmup", ">= 10"]),
+    (["--samples", "5"], ["--samples", ">= 10"]),
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--name", "a/b"], ["--name", "plain file stem"]),
 ])
