@@ -28,7 +28,9 @@ Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), targets y+ = 1, y−
   interpolated distance between the temperatures where R crosses 80 % and 20 % of its low-T value (the transition
   sharpens with N when it shrinks), and T_erg is where the readout ergodicity ratio rises through ½ (below it the
   units are frozen in their branches).  A unit that switches between branches takes its most visited code as modal
-  code, so R also falls where the units stop being frozen: T_½ and T_erg are read together.
+  code, so R also falls where the units stop being frozen: T_½ and T_erg are read together, and both depend on the
+  length of the run (a unit that switches once in a thousand draws looks frozen in a run of two hundred;
+  ``--warmup`` and ``--samples`` change it).
 
 Run: ``python reproduce/critical_temperature.py --size ci|cpu|paper [--widths 30,60] [--temperatures ...]
 [--warmup W] [--samples S] [--parts meanfield,samples] [--overwrite]``.
