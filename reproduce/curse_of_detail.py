@@ -55,22 +55,25 @@ PARTS = ("three_layer", "specialists", "two_layer")
 LEVELS = (0.25, 0.5)
 # per size.  three_layer / two_layer: d values, P/d grid, width(s), seeds; specialists: d, P/d and the N1 sweep
 # (N2 = width); two_layer: its own d, P/d, width and the N sweep at (spec_d, spec_p_over_d); nngp_p_over_d: the
-# (cheap) NNGP grid; sampler sizes and test points.
+# (cheap) NNGP grid; max_p_over_d: a P* sweep whose A_f stays below 0.25 on the grid is extended by doubling P up to
+# this P/d; sampler sizes and test points.
 SETTINGS = {
     "ci": dict(d=(4, 6), p_over_d=(4, 16), width=8, n_seeds=1,
                spec_d=4, spec_p_over_d=16, spec_widths=(8, 16), spec_seeds=1,
-               two_d=(4,), two_p_over_d=(16,), two_width=8, two_spec_widths=(8, 16), two_seeds=1,
-               nngp_p_over_d=(2, 4, 8, 16, 32, 64), kappa=0.05, warmup=40, samples=20, P_test=200),
+               two_d=(4,), two_p_over_d=(16,), two_width=8, two_spec_widths=(8,), two_seeds=1,
+               nngp_p_over_d=(2, 4, 8, 16, 32, 64), max_p_over_d=16, kappa=0.05, warmup=40, samples=20, P_test=200),
     "cpu": dict(d=(6, 8, 12, 16), p_over_d=(4, 12), width=32, n_seeds=3,
                 spec_d=8, spec_p_over_d=12, spec_widths=(16, 32, 64, 128), spec_seeds=2,
                 two_d=(6, 8, 12, 16), two_p_over_d=(4, 12), two_width=32, two_spec_widths=(16, 32, 64, 128),
                 two_seeds=1,
-                nngp_p_over_d=(2, 4, 8, 16, 32, 64, 128, 256), kappa=0.05, warmup=150, samples=100, P_test=500),
+                nngp_p_over_d=(2, 4, 8, 16, 32, 64, 128, 256), max_p_over_d=24, kappa=0.05, warmup=150,
+                samples=100, P_test=500),
     "paper": dict(d=(16, 24, 32, 48, 64), p_over_d=(2, 4, 8, 16, 32), width=128, n_seeds=5,
                   spec_d=32, spec_p_over_d=16, spec_widths=(32, 64, 128, 256, 512), spec_seeds=5,
                   two_d=(16, 24, 32, 48, 64), two_p_over_d=(2, 4, 8, 16, 32), two_width=128,
                   two_spec_widths=(32, 64, 128, 256, 512), two_seeds=5,
-                  nngp_p_over_d=(2, 4, 8, 16, 32, 64, 128), kappa=0.05, warmup=1000, samples=500, P_test=2000),
+                  nngp_p_over_d=(2, 4, 8, 16, 32, 64, 128), max_p_over_d=64, kappa=0.05, warmup=1000,
+                  samples=500, P_test=2000),
 }
 THEORY = dict(three_layer_slope=1.0, nngp_slope=3.0, three_layer_spec_exponent=1 / 3, two_layer_spec_exponent=0.5,
               two_layer_slope=1.0)
@@ -156,10 +159,18 @@ def cached_entry(cache: Path, cfg: dict, progress: bool = False) -> tuple[dict, 
     return res, False
 
 
-def nngp_curve(model: str, d: int, seed: int, s: dict) -> dict:
-    """NNGP A_f on the P/d grid ``nngp_p_over_d`` (P ≤ NNGP_MAX_P) and its P* per level."""
+def nngp_curve(model: str, d: int, seed: int, s: dict, cache: Path | None = None) -> dict:
+    """NNGP A_f on the P/d grid ``nngp_p_over_d`` (P ≤ NNGP_MAX_P) and its P* per level (cached under ``cache``)."""
     P = [int(round(r * d)) for r in s["nngp_p_over_d"] if r * d <= NNGP_MAX_P]
-    A = [nngp_alignment(_task(d, p, s["P_test"], seed), model, s["kappa"]) for p in P]
+    cfg = dict(model=model, d=d, seed=seed, P=P, P_test=s["P_test"], kappa=s["kappa"])
+    path = None if cache is None else cache / f"nngp_{_key(cfg)}.json"
+    if path is not None and path.exists():
+        A = json.loads(path.read_text())["A"]
+    else:
+        A = [nngp_alignment(_task(d, p, s["P_test"], seed), model, s["kappa"]) for p in P]
+        if path is not None:
+            cache.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(dict(config=cfg, A=A)))
     return dict(d=d, seed=seed, P=P, A=A, P_star={str(lv): crossing(P, A, lv) for lv in LEVELS})
 
 
@@ -379,6 +390,21 @@ def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
     return out
 
 
+def _extension(part: str, cfg: dict, runs: list[dict], s: dict) -> dict | None:
+    """The next P of a P* sweep (P doubled) when ``cfg`` was the largest P of its (d, seed) on the grid and A_f has
+    not reached the lowest level there, up to P/d = ``max_p_over_d``; else None."""
+    if part not in ("three_layer", "two_layer"):
+        return None
+    grid = s["p_over_d"] if part == "three_layer" else s["two_p_over_d"]
+    same = [r for r in runs if r["config"]["d"] == cfg["d"] and r["config"]["seed"] == cfg["seed"]]
+    if cfg["P"] < int(round(max(grid) * cfg["d"])) or any(r["A"] >= LEVELS[0] for r in same):
+        return None
+    P = 2 * max(r["config"]["P"] for r in same)
+    if P > s["max_p_over_d"] * cfg["d"]:
+        return None
+    return dict(cfg, P=P)
+
+
 def _summarise(summary: dict, s: dict) -> None:
     if summary["three_layer"]:
         summary["three_layer_summary"] = pstar_summary(summary["three_layer"], summary["nngp"]["three_layer"])
@@ -423,16 +449,24 @@ def main(argv=None) -> int:
                       ("two_layer", s["two_d"] if "two_layer" in args.part else ())):
         for seed in (seeds if model == "three_layer" else seeds[:s["two_seeds"]]):
             for d in ds:
-                summary["nngp"][model].append(nngp_curve(model, d, seed, s))
+                C.log(f"{PROG}: NNGP alignment curve, {model}, d={d}, seed={seed}")
+                summary["nngp"][model].append(nngp_curve(model, d, seed, s, cache))
     todo = plan(args.part, s, seeds)
-    for i, (part, cfg) in enumerate(todo):
-        C.log(f"{PROG}: [{i + 1}/{len(todo)}] {part} d={cfg['d']} P={cfg['P']} N1={cfg['N1']} seed={cfg['seed']}")
+    done = 0
+    while todo:
+        part, cfg = todo.pop(0)
+        done += 1
+        C.log(f"{PROG}: [{done}/{done + len(todo)}] {part} d={cfg['d']} P={cfg['P']} N1={cfg['N1']} "
+              f"seed={cfg['seed']}")
         res, was_cached = cached_entry(cache, cfg, args.progress)
         summary[part].append(res)
         _summarise(summary, s)
         files.write(summary, markdown(summary))
         C.log(f"{PROG}: A_f {res['A']:.3f} (NNGP {res['A_nngp']:.3f}), specialists {res['specialists']:.2f}, "
               f"health {res['health']['status']}" + (" (cached)" if was_cached else f", {res['seconds']} s"))
+        nxt = _extension(part, cfg, summary[part], s)
+        if nxt is not None:
+            todo.insert(0, (part, nxt))
     C.log(f"{PROG}: wrote {files.json} and {files.md}")
     return 0
 
