@@ -295,8 +295,9 @@ def _pstar_md(ps: dict, nngp: list[dict], theory_slope: float) -> list[str]:
             cells += [C.fmt(v["mean"], v["se"]), C.fmt(v["over_d"], v["se_over_d"]), f"{v['n']}/{v['n_seeds']}"]
         ng = [C.fmt(c["P_star"]["0.25"], digits=4) for c in nngp if c["d"] == d]
         lines.append(f"| {d} | " + " | ".join(cells) + f" | {' / '.join(ng)} |")
-    lines += ["", "Log–log slope of P* in d (per seed; mean ± s.e. over seeds; pooled: one fit through every (seed, d)):",
-              "", "| level | per seed | mean ± s.e. | pooled | NNGP per seed | NNGP mean ± s.e. | theory (BNN / NNGP) |",
+    lines += ["", "Log–log slope of P* in d (per seed; mean ± s.e. over seeds; pooled: one fit through every "
+              "(seed, d)):", "",
+              "| level | per seed | mean ± s.e. | pooled | NNGP per seed | NNGP mean ± s.e. | theory (BNN / NNGP) |",
               "|---|---|---|---|---|---|---|"]
     for lv in LEVELS:
         s, n = ps["slope"][str(lv)], ps["nngp_slope"][str(lv)]
@@ -322,7 +323,8 @@ def _width_md(ws: dict, label: str, law: str) -> list[str]:
                      f"{r['per_theory_law']:.3f} | {C.fmt(r['A'], r['A_se'])} | {C.fmt(r['A_nngp'], r['A_nngp_se'])} | "
                      f"{q}{C.fmt(r['q_star'], r['q_star_se'])} |")
     e = ws["exponent"]
-    lines += ["", f"Exponent of the specialist count in {label}: per seed {' / '.join(C.fmt(v) for v in e['per_seed'])}, "
+    per_seed = " / ".join(C.fmt(v) for v in e["per_seed"])
+    lines += ["", f"Exponent of the specialist count in {label}: per seed {per_seed}, "
               f"mean ± s.e. {C.fmt(e['mean'], e['se'])}, fit of the seed means {C.fmt(e['of_seed_means'])}; theory "
               f"{e['theory']:.3g}."]
     return lines
@@ -350,9 +352,7 @@ def markdown(summary: dict) -> str:
         lines += _runs_table(summary["specialists"]) + [""]
     if summary.get("two_layer"):
         lines += [f"## Two-layer net (φ = ½ + ½ erf(√π z/2), lazy readout), N = {s['two_width']}: P* vs d", ""]
-        lines += _runs_table([r for r in summary["two_layer"] if r["config"]["N1"] == s["two_width"]
-                              and r["config"]["d"] in s["two_d"]
-                              and round(r["config"]["P"] / r["config"]["d"], 6) in [float(x) for x in s["two_p_over_d"]]])
+        lines += _runs_table(summary["two_layer"])
         if summary.get("two_layer_summary"):
             lines += _pstar_md(summary["two_layer_summary"], summary["nngp"]["two_layer"], 1)
         lines.append("")
