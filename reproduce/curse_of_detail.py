@@ -56,7 +56,7 @@ LEVELS = (0.25, 0.5)
 # per size.  three_layer / two_layer: d values, P/d grid, width(s), seeds; specialists: d, P/d and the N1 sweep
 # (N2 = width); two_layer: its own d, P/d, width and the N sweep at (spec_d, spec_p_over_d); nngp_p_over_d: the
 # (cheap) NNGP grid; max_p_over_d: a P* sweep whose A_f stays below 0.25 on the grid is extended by doubling P up to
-# this P/d; sampler sizes and test points.
+# this P/d (one whose A_f is above 0.25 at the smallest P by halving P, down to P/d = 1); sampler sizes, test points.
 SETTINGS = {
     "ci": dict(d=(4, 6), p_over_d=(4, 16), width=8, n_seeds=1,
                spec_d=4, spec_p_over_d=16, spec_widths=(8, 16), spec_seeds=1,
@@ -203,8 +203,9 @@ def pstar_summary(runs: list[dict], nngp: list[dict]) -> dict:
     for lv in LEVELS:
         for (seed, d), rs in by.items():
             rs = sorted(rs, key=lambda r: r["config"]["P"])
+            # None when A_f never reaches the level on the grid, or is above it already at the smallest P
             pstar.setdefault(str(lv), {}).setdefault(str(seed), {})[str(d)] = crossing(
-                [r["config"]["P"] for r in rs], [r["A"] for r in rs], lv)
+                [r["config"]["P"] for r in rs], [r["A"] for r in rs], lv) if rs[0]["A"] < lv else None
     out = dict(seeds=seeds, d=ds, P_star=pstar, per_d={}, slope={}, nngp_slope={}, collapse={})
     for lv in LEVELS:
         L = str(lv)
@@ -285,7 +286,8 @@ def _runs_table(runs) -> list[str]:
 
 
 def _pstar_md(ps: dict, nngp: list[dict], theory_slope: float) -> list[str]:
-    lines = ["", "P* per d (mean ± s.e. over seeds; n = seeds whose A_f crossed the level on the grid):", "",
+    lines = ["", "P* per d (mean ± s.e. over seeds; n = seeds whose A_f crossed the level within the P range run):",
+             "",
              "| d | " + " | ".join(f"P*(A={lv}) | P*/d | n" for lv in LEVELS) + " | NNGP P*(A=0.25), per seed |",
              "|---|" + "---|---|---|" * len(LEVELS) + "---|"]
     for d in ps["d"]:
@@ -391,18 +393,21 @@ def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
 
 
 def _extension(part: str, cfg: dict, runs: list[dict], s: dict) -> dict | None:
-    """The next P of a P* sweep (P doubled) when ``cfg`` was the largest P of its (d, seed) on the grid and A_f has
-    not reached the lowest level there, up to P/d = ``max_p_over_d``; else None."""
+    """The next run of a P* sweep once its (d, seed) has every grid P: P doubled while A_f < 0.25 at every P (up to
+    P/d = ``max_p_over_d``), P halved while A_f ≥ 0.25 already at the smallest P (down to P/d = 1); else None."""
     if part not in ("three_layer", "two_layer"):
         return None
     grid = s["p_over_d"] if part == "three_layer" else s["two_p_over_d"]
-    same = [r for r in runs if r["config"]["d"] == cfg["d"] and r["config"]["seed"] == cfg["seed"]]
-    if cfg["P"] < int(round(max(grid) * cfg["d"])) or any(r["A"] >= LEVELS[0] for r in same):
+    d = cfg["d"]
+    same = [r for r in runs if r["config"]["d"] == d and r["config"]["seed"] == cfg["seed"]]
+    if {int(round(x * d)) for x in grid} - {r["config"]["P"] for r in same}:
         return None
-    P = 2 * max(r["config"]["P"] for r in same)
-    if P > s["max_p_over_d"] * cfg["d"]:
-        return None
-    return dict(cfg, P=P)
+    if not any(r["A"] >= LEVELS[0] for r in same):
+        P = 2 * max(r["config"]["P"] for r in same)
+        return dict(cfg, P=P) if P <= s["max_p_over_d"] * d else None
+    low = min(same, key=lambda r: r["config"]["P"])
+    P = low["config"]["P"] // 2
+    return dict(cfg, P=P) if low["A"] >= LEVELS[0] and P >= d else None
 
 
 def _summarise(summary: dict, s: dict) -> None:

@@ -139,17 +139,19 @@ def test_width_exponent_on_synthetic_counts():
 
 
 def test_sweep_extension():
-    """A P* sweep is extended (P doubled) only from the grid's largest P, while A_f < 0.25, up to max_p_over_d."""
+    """Once a (d, seed) has its grid: P doubled while A_f < 0.25 everywhere (up to max_p_over_d), halved while
+    A_f ≥ 0.25 at the smallest P (down to P/d = 1); nothing before the grid is complete or for other parts."""
     mod = _load()
-    s = dict(mod.SETTINGS["cpu"])
+    s = dict(mod.SETTINGS["cpu"], p_over_d=(4, 12), max_p_over_d=24)
     cfg = dict(model="three_layer", d=8, P=96, N1=32, seed=0)
-    low = [dict(A=0.1, config=dict(cfg, P=32)), dict(A=0.2, config=cfg)]
-    assert mod._extension("three_layer", cfg, low, s)["P"] == 192
-    assert mod._extension("three_layer", dict(cfg, P=32), low[:1], s) is None  # not the largest grid P
-    assert mod._extension("three_layer", cfg, low + [dict(A=0.3, config=dict(cfg, P=192))], s) is None
-    big = dict(cfg, P=192)
-    assert mod._extension("three_layer", big, low + [dict(A=0.2, config=big)], s) is None  # P/d = 48 > 24
-    assert mod._extension("specialists", cfg, low, s) is None
+    r = lambda P, A: dict(A=A, config=dict(cfg, P=P))  # noqa: E731
+    assert mod._extension("three_layer", cfg, [r(96, 0.2)], s) is None  # P = 32 not run yet
+    assert mod._extension("three_layer", cfg, [r(32, 0.1), r(96, 0.2)], s)["P"] == 192
+    assert mod._extension("three_layer", cfg, [r(32, 0.1), r(96, 0.2), r(192, 0.2)], s) is None  # P/d 48 > 24
+    assert mod._extension("three_layer", cfg, [r(32, 0.1), r(96, 0.3)], s) is None  # crossed in range
+    assert mod._extension("three_layer", cfg, [r(32, 0.3), r(96, 0.5)], s)["P"] == 16
+    assert mod._extension("three_layer", cfg, [r(8, 0.3), r(16, 0.3), r(32, 0.3), r(96, 0.5)], s) is None  # P < d
+    assert mod._extension("specialists", cfg, [r(32, 0.1), r(96, 0.2)], s) is None
 
 
 def _check_common(summary, part):
