@@ -1,0 +1,488 @@
+"""Curse of detail, fully-connected part (theory page §8; Rubin, Davidovich & Ringel): the sample complexity P* of
+erf nets learning the single-index target He₃(w*·x) on Gaussian inputs x ∈ ℝᵈ, and the first-layer specialists.
+
+Three parts (``--part``):
+
+* ``three_layer``: the three-layer erf net (zoo entry ``three_layer_erf``: f = aᵀ erf(W² erf(W¹x/√d)/√N1)/√N2,
+  standard readout, likelihood variance κ, unit prior variances) at N1 = N2, swept over d and P/d, several seeds
+  (a seed draws w*, the data and the chains' starts).  Per run: the alignment A_f = ⟨f̄, y⟩/⟨y, y⟩ of the
+  posterior-mean predictor on a fresh test set, and next to it the NNGP (N1, N2 → ∞) posterior mean's
+  (``bnnzoo.theory.gp.gp_posterior``, erf, depth 2, the same κ).  P*(A) per seed and d is where A_f crosses A
+  (log-linear interpolation between grid points, ``crossing`` of ``benchmarks/sample_complexity.py``); the log–log
+  slope of P* in d is fitted per seed and reported as mean ± s.e. over seeds (theory: 1, against 3 for the kernel).
+  The collapse against P/d: the spread across d of the seed-mean A_f at each P/d, next to its s.e. over seeds.  The
+  NNGP's own P* is read off a denser and longer P grid (it costs one linear solve per P).
+* ``specialists``: the same net at fixed d and P (near/above P*) with N1 swept (N2 fixed): the number of first-layer
+  units whose overlap W¹_j·w* exceeds 3 NNGP standard deviations (``first_layer_overlaps``; chance count
+  N1 · 0.0027), its exponent in N1 (theory: the count ∝ (N1/d)^{1/3}, exponent ⅓), and for the pattern of C5
+  (specialisation–magnetisation → GP–specialisation as N1 grows) the BNN's A_f against the NNGP's and the second
+  layer's magnetisation q3 = ⟨corr(h²_k, He₃)²⟩_k and q1 = ⟨corr(h²_k, w*·x)²⟩_k (``second_layer_overlaps``).
+* ``two_layer``: one hidden layer.  The zoo has no erf activation for the one-hidden-layer net; we use the zoo entry
+  ``sigmoidal_lazy``: f = aᵀφ(W x/√d)/√N, standard (lazy) readout, likelihood variance T = κ, prior variances 1,
+  with φ(z) = ½ + ½ erf(√π z/2).  This is an erf net up to an affine map: the constant ½ adds a feature (a readout
+  bias) orthogonal to He₃, the factor √π/2 rescales the first-layer prior variance to π/4 (so the specialist
+  threshold, 3 NNGP standard deviations of W_j·w* ~ N(0, 1), is still 3), the factor ½ scales the readout.  P* vs
+  d over seeds as for the three-layer net (NNGP: the sigmoid kernel, depth 1), and specialists vs N at fixed d and
+  P (theory: count ∝ √(N/d), exponent ½).
+
+Sizes (``--size``, table ``SETTINGS``): ``ci`` N1 = N2 = 8, d ∈ {4, 6}, 40 warm-up + 20 draws, one seed (run by
+``tests/test_reproduce_curse.py``); ``cpu`` N1 = N2 = 32, d ∈ {6, 8, 12, 16}, P/d ∈ {4, 8, 12}, 150 + 100 draws,
+three seeds for the three-layer sweep (``--n-seeds 3`` for the others too), widths 16 … 128 at d = 8, P = 96;
+``paper`` d up to 64, N1 = N2 = 128, widths up to 512, 1000 + 500 draws, five seeds, for one GPU — our choice of a
+proportional-limit sweep (the theory page does not give the paper's sizes).  A P* sweep whose A_f does not cross
+0.25 on its grid is extended by doubling P (up to ``max_p_over_d``), or by halving P when A_f is above 0.25 already
+at the smallest P.
+
+Every run: SNAPER, 4 chains from prior draws, vectorised; the sampler health (status, R̂ of the training error,
+readout norm and outputs across chains) is stored and shown next to the physics.  Errors are standard errors over
+seeds unless a column says "over chains".  Every finished run is cached as JSON under ``--cache`` (a stopped sweep
+resumes) and the result files are rewritten after every run.
+
+Run: ``python reproduce/curse_of_detail.py --size ci|cpu|paper [--part three_layer specialists two_layer]
+[--n-seeds K] [--cache DIR] [--overwrite]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+PROG = "curse_of_detail.py"
+PARTS = ("three_layer", "specialists", "two_layer")
+LEVELS = (0.25, 0.5)
+# per size.  three_layer / two_layer: d values, P/d grid, width(s), seeds; specialists: d, P/d and the N1 sweep
+# (N2 = width); two_layer: its own d, P/d, width and the N sweep at (spec_d, spec_p_over_d); nngp_p_over_d: the
+# (cheap) NNGP grid; max_p_over_d: a P* sweep whose A_f stays below 0.25 on the grid is extended by doubling P up to
+# this P/d (one whose A_f is above 0.25 at the smallest P by halving P, down to P/d = 1); sampler sizes, test points.
+SETTINGS = {
+    "ci": dict(d=(4, 6), p_over_d=(4, 16), width=8, n_seeds=1,
+               spec_d=4, spec_p_over_d=16, spec_widths=(8, 16), spec_seeds=1,
+               two_d=(4,), two_p_over_d=(16,), two_width=8, two_spec_widths=(8,), two_seeds=1,
+               nngp_p_over_d=(2, 4, 8, 16, 32, 64), max_p_over_d=16, kappa=0.05, warmup=40, samples=20, P_test=200),
+    "cpu": dict(d=(6, 8, 12, 16), p_over_d=(4, 8, 12), width=32, n_seeds=3,
+                spec_d=8, spec_p_over_d=12, spec_widths=(16, 32, 64, 128), spec_seeds=2,
+                two_d=(6, 8, 12, 16), two_p_over_d=(4, 8, 12), two_width=32, two_spec_widths=(16, 32, 64, 128),
+                two_seeds=1,
+                nngp_p_over_d=(2, 4, 8, 16, 32, 64, 128, 256), max_p_over_d=24, kappa=0.05, warmup=150,
+                samples=100, P_test=500),
+    "paper": dict(d=(16, 24, 32, 48, 64), p_over_d=(2, 4, 8, 16, 32), width=128, n_seeds=5,
+                  spec_d=32, spec_p_over_d=16, spec_widths=(32, 64, 128, 256, 512), spec_seeds=5,
+                  two_d=(16, 24, 32, 48, 64), two_p_over_d=(2, 4, 8, 16, 32), two_width=128,
+                  two_spec_widths=(32, 64, 128, 256, 512), two_seeds=5,
+                  nngp_p_over_d=(2, 4, 8, 16, 32, 64, 128), max_p_over_d=64, kappa=0.05, warmup=1000,
+                  samples=500, P_test=2000),
+}
+THEORY = dict(three_layer_slope=1.0, nngp_slope=3.0, three_layer_spec_exponent=1 / 3, two_layer_spec_exponent=0.5,
+              two_layer_slope=1.0)
+NNGP_MAX_P = 4096
+
+
+def _bench():
+    """``benchmarks/sample_complexity.py`` as a module (its ``crossing``)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "sample_complexity.py"
+    spec = importlib.util.spec_from_file_location("_sample_complexity", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def crossing(P, A, level):
+    """P where A first crosses ``level`` (log-linear interpolation; ``benchmarks/sample_complexity.py``); None when
+    it does not within the grid."""
+    return _bench().crossing(P, A, level)
+
+
+# ------------------------------------------------------------------------------------------------------ one run
+def nngp_alignment(task, model: str, kappa: float) -> float:
+    """A_f of the NNGP posterior mean (N → ∞ of the run's net, standard readout, likelihood variance κ) on the task's
+    test set: erf kernel of depth 2 for the three-layer net, the sigmoid kernel of depth 1 for the two-layer net."""
+    from bnnzoo.diagnostics.alignment import alignment_from_arrays
+    from bnnzoo.theory.gp import gp_posterior
+
+    nl, depth = ("erf", 2) if model == "three_layer" else ("sigmoid", 1)
+    gp = gp_posterior(task.X, task.Y, task.X_test, nonlinearity=nl, depth=depth, temperature=kappa, sigma_a2=1.0)
+    return alignment_from_arrays(gp.mean, task.Y_test).mean_predictor
+
+
+def _task(d, P, P_test, seed):
+    from bnnzoo.tasks.hermite import hermite_task
+
+    return hermite_task(d=d, P=P, P_test=P_test, seed=seed)
+
+
+def run_entry(cfg: dict, progress: bool = False) -> dict:
+    """Sample one configuration and return its summary (alignment, NNGP alignment, specialists, q3/q1, health)."""
+    import bnnzoo
+    from bnnzoo.diagnostics.alignment import alignment, first_layer_overlaps, second_layer_overlaps
+
+    task = _task(cfg["d"], cfg["P"], cfg["P_test"], cfg["seed"])
+    common = dict(num_chains=C.CHAINS, num_warmup=cfg["warmup"], num_samples=cfg["samples"], seed=cfg["seed"],
+                  sampler="snaper", progress=progress)
+    t0 = time.time()
+    if cfg["model"] == "three_layer":
+        run = bnnzoo.sample("three_layer_erf", task, width1=cfg["N1"], width2=cfg["N2"], kappa=cfg["kappa"],
+                            **common)
+    else:
+        run = bnnzoo.sample("sigmoidal_lazy", task, width=cfg["N1"], temperature=cfg["kappa"], sigma_a2=1.0,
+                            **common)
+    wall = time.time() - t0
+    A = alignment(run)
+    w = task.meta["w_star"]
+    ov = first_layer_overlaps(run, w, sigma_w1=1.0)
+    spec_chain = ov.n_specialists.mean(axis=1)
+    out = dict(A=A.mean_predictor, A_sd=A.sd, A_chains=A.chain_means.tolist(), rel_error=A.rel_error,
+               A_nngp=nngp_alignment(task, cfg["model"], cfg["kappa"]),
+               specialists=ov.mean_specialists, specialists_chains=spec_chain.tolist(),
+               specialists_chance=ov.chance, q_star=ov.q_star, health=C.health_summary(run), seconds=round(wall, 1))
+    if cfg["model"] == "three_layer":
+        s2 = second_layer_overlaps(run, w, max_test=500)
+        out.update(q3=s2.q3, q1=s2.q1, max_r3=s2.max_r3)
+    return out
+
+
+def _key(cfg: dict) -> str:
+    return hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cached_entry(cache: Path, cfg: dict, progress: bool = False) -> tuple[dict, bool]:
+    """(summary, was_cached): the cached summary of ``cfg`` or a new run, cached."""
+    path = cache / f"{cfg['model']}_{_key(cfg)}.json"
+    if path.exists():
+        return json.loads(path.read_text()), True
+    res = run_entry(cfg, progress)
+    res["config"] = cfg
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(C.jsonable(res), indent=1, allow_nan=False))
+    return res, False
+
+
+def nngp_curve(model: str, d: int, seed: int, s: dict, cache: Path | None = None) -> dict:
+    """NNGP A_f on the P/d grid ``nngp_p_over_d`` (P ≤ NNGP_MAX_P) and its P* per level (cached under ``cache``)."""
+    P = [int(round(r * d)) for r in s["nngp_p_over_d"] if r * d <= NNGP_MAX_P]
+    cfg = dict(model=model, d=d, seed=seed, P=P, P_test=s["P_test"], kappa=s["kappa"])
+    path = None if cache is None else cache / f"nngp_{_key(cfg)}.json"
+    if path is not None and path.exists():
+        A = json.loads(path.read_text())["A"]
+    else:
+        A = [nngp_alignment(_task(d, p, s["P_test"], seed), model, s["kappa"]) for p in P]
+        if path is not None:
+            cache.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(dict(config=cfg, A=A)))
+    return dict(d=d, seed=seed, P=P, A=A, P_star={str(lv): crossing(P, A, lv) for lv in LEVELS})
+
+
+# ------------------------------------------------------------------------------------------------------ summaries
+def _mean_se(x):
+    x = [v for v in x if v is not None]
+    if not x:
+        return None, None
+    m = float(np.mean(x))
+    return m, (float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else None)
+
+
+def _slope(x, y):
+    """Least-squares slope of log y on log x (None with fewer than 2 points)."""
+    pts = [(a, b) for a, b in zip(x, y) if b is not None and b > 0]
+    if len(pts) < 2:
+        return None
+    return float(np.polyfit(np.log([a for a, _ in pts]), np.log([b for _, b in pts]), 1)[0])
+
+
+def pstar_summary(runs: list[dict], nngp: list[dict]) -> dict:
+    """P* per seed and d, its mean ± s.e. over seeds, per-seed log–log slopes in d, the collapse against P/d."""
+    by = {}
+    for r in runs:
+        c = r["config"]
+        by.setdefault((c["seed"], c["d"]), []).append(r)
+    seeds = sorted({k[0] for k in by})
+    ds = sorted({k[1] for k in by})
+    pstar = {}  # level -> seed -> d -> P*
+    for lv in LEVELS:
+        for (seed, d), rs in by.items():
+            rs = sorted(rs, key=lambda r: r["config"]["P"])
+            # None when A_f never reaches the level on the grid, or is above it already at the smallest P
+            pstar.setdefault(str(lv), {}).setdefault(str(seed), {})[str(d)] = crossing(
+                [r["config"]["P"] for r in rs], [r["A"] for r in rs], lv) if rs[0]["A"] < lv else None
+    out = dict(seeds=seeds, d=ds, P_star=pstar, per_d={}, slope={}, nngp_slope={}, collapse={})
+    for lv in LEVELS:
+        L = str(lv)
+        per_d = {}
+        for d in ds:
+            vals = [pstar[L][str(s)].get(str(d)) for s in seeds if str(d) in pstar[L][str(s)]]
+            m, se = _mean_se(vals)
+            per_d[str(d)] = dict(mean=m, se=se, n=sum(v is not None for v in vals), n_seeds=len(vals),
+                                 over_d=(m / d if m is not None else None), se_over_d=(se / d if se else None))
+        out["per_d"][L] = per_d
+        slopes = [_slope(ds, [pstar[L][str(s)].get(str(d)) for d in ds]) for s in seeds]
+        m, se = _mean_se(slopes)
+        pooled = _slope([d for s in seeds for d in ds], [pstar[L][str(s)].get(str(d)) for s in seeds for d in ds])
+        out["slope"][L] = dict(per_seed=slopes, mean=m, se=se, pooled=pooled)
+        ns = [_slope([c["d"] for c in nngp if c["seed"] == s], [c["P_star"][L] for c in nngp if c["seed"] == s])
+              for s in sorted({c["seed"] for c in nngp})]
+        m, se = _mean_se(ns)
+        out["nngp_slope"][L] = dict(per_seed=ns, mean=m, se=se)
+    # collapse: A at fixed P/d across d (seed means), against the s.e. over seeds
+    grid = {}
+    for r in runs:
+        c = r["config"]
+        grid.setdefault(round(c["P"] / c["d"], 6), {}).setdefault(c["d"], []).append(r["A"])
+    for r_, byd in sorted(grid.items()):
+        cells = {str(d): dict(zip(("mean", "se"), _mean_se(v))) for d, v in sorted(byd.items())}
+        means = [v["mean"] for v in cells.values()]
+        ses = [v["se"] for v in cells.values() if v["se"] is not None]
+        out["collapse"][str(r_)] = dict(per_d=cells, spread=float(max(means) - min(means)),
+                                        sd_across_d=float(np.std(means, ddof=1)) if len(means) > 1 else None,
+                                        mean_se=float(np.mean(ses)) if ses else None)
+    return out
+
+
+def width_summary(runs: list[dict], theory_exponent: float) -> dict:
+    """Specialists, A_f (BNN, NNGP), q3, q1 per width (mean ± s.e. over seeds) and the exponent of the count in N."""
+    byN = {}
+    for r in runs:
+        byN.setdefault(r["config"]["N1"], []).append(r)
+    rows = {}
+    for N, rs in sorted(byN.items()):
+        row = dict(n_seeds=len(rs), chance=rs[0]["specialists_chance"])
+        for k in ("specialists", "A", "A_nngp", "q3", "q1", "q_star"):
+            if all(k in r for r in rs):
+                row[k], row[k + "_se"] = _mean_se([r[k] for r in rs])
+        d = rs[0]["config"]["d"]
+        row["per_theory_law"] = row["specialists"] / (N / d) ** theory_exponent
+        rows[str(N)] = row
+    seeds = sorted({r["config"]["seed"] for r in runs})
+    per_seed = []
+    for s in seeds:
+        pts = sorted((r["config"]["N1"], r["specialists"]) for r in runs if r["config"]["seed"] == s)
+        per_seed.append(_slope([p[0] for p in pts], [p[1] for p in pts]))
+    m, se = _mean_se(per_seed)
+    Ns = sorted(byN)
+    pooled = _slope(Ns, [rows[str(N)]["specialists"] for N in Ns])
+    return dict(rows=rows, exponent=dict(per_seed=per_seed, mean=m, se=se, of_seed_means=pooled,
+                                         theory=theory_exponent))
+
+
+# ------------------------------------------------------------------------------------------------------ markdown
+def _health(r) -> str:
+    h = r["health"]
+    return f"{h['status']} ({C.fmt(h['max_rhat'], digits=3)})"
+
+
+def _runs_table(runs) -> list[str]:
+    has_q = any("q3" in r for r in runs)
+    lines = ["| d | P | P/d | seed | N1 | A_f (BNN) | chain means | A_f (NNGP) | specialists (chance) | "
+             + ("q3 | q1 | " if has_q else "") + "health (max R̂) | s |",
+             "|" + "---|" * (13 if has_q else 11)]
+    for r in sorted(runs, key=lambda r: (r["config"]["d"], r["config"]["P"], r["config"]["N1"], r["config"]["seed"])):
+        c = r["config"]
+        q = f"{r['q3']:.3f} | {r['q1']:.3f} | " if has_q else ""
+        lines.append(f"| {c['d']} | {c['P']} | {c['P'] / c['d']:.3g} | {c['seed']} | {c['N1']} | {r['A']:.3f} | "
+                     f"{' / '.join(f'{a:.2f}' for a in r['A_chains'])} | {r['A_nngp']:.3f} | "
+                     f"{r['specialists']:.2f} ({r['specialists_chance']:.2f}) | {q}{_health(r)} | {r['seconds']} |")
+    return lines
+
+
+def _pstar_md(ps: dict, nngp: list[dict], theory_slope: float) -> list[str]:
+    lines = ["", "P* per d (mean ± s.e. over seeds; n = seeds whose A_f crossed the level within the P range run):",
+             "",
+             "| d | " + " | ".join(f"P*(A={lv}) | P*/d | n" for lv in LEVELS) + " | NNGP P*(A=0.25), per seed |",
+             "|---|" + "---|---|---|" * len(LEVELS) + "---|"]
+    for d in ps["d"]:
+        cells = []
+        for lv in LEVELS:
+            v = ps["per_d"][str(lv)][str(d)]
+            cells += [C.fmt(v["mean"], v["se"]), C.fmt(v["over_d"], v["se_over_d"]), f"{v['n']}/{v['n_seeds']}"]
+        ng = [C.fmt(c["P_star"]["0.25"], digits=4) for c in nngp if c["d"] == d]
+        lines.append(f"| {d} | " + " | ".join(cells) + f" | {' / '.join(ng)} |")
+    lines += ["", "Log–log slope of P* in d (per seed; mean ± s.e. over seeds; pooled: one fit through every "
+              "(seed, d)):", "",
+              "| level | per seed | mean ± s.e. | pooled | NNGP per seed | NNGP mean ± s.e. | theory (BNN / NNGP) |",
+              "|---|---|---|---|---|---|---|"]
+    for lv in LEVELS:
+        s, n = ps["slope"][str(lv)], ps["nngp_slope"][str(lv)]
+        lines.append(f"| A = {lv} | {' / '.join(C.fmt(v) for v in s['per_seed'])} | {C.fmt(s['mean'], s['se'])} | "
+                     f"{C.fmt(s['pooled'])} | {' / '.join(C.fmt(v) for v in n['per_seed'])} | "
+                     f"{C.fmt(n['mean'], n['se'])} | {theory_slope:g} / 3 |")
+    lines += ["", "Collapse against P/d: A_f (BNN) per d (mean ± s.e. over seeds), its spread (max − min) across d "
+              "and the mean s.e.:", "", "| P/d | A_f per d | spread across d | mean s.e. |", "|---|---|---|---|"]
+    for r_, v in ps["collapse"].items():
+        cells = ", ".join(f"d={d}: {C.fmt(c['mean'], c['se'])}" for d, c in v["per_d"].items())
+        lines.append(f"| {float(r_):g} | {cells} | {v['spread']:.3f} | {C.fmt(v['mean_se'])} |")
+    return lines
+
+
+def _width_md(ws: dict, label: str, law: str) -> list[str]:
+    rows = ws["rows"]
+    has_q = any("q3" in r for r in rows.values())
+    lines = [f"| {label} | seeds | specialists | chance | specialists / {law} | A_f (BNN) | A_f (NNGP) | "
+             + ("q3 | q1 | " if has_q else "") + "⟨m²⟩ |", "|" + "---|" * (10 if has_q else 8)]
+    for N, r in rows.items():
+        q = (f"{C.fmt(r['q3'], r['q3_se'])} | {C.fmt(r['q1'], r['q1_se'])} | ") if has_q else ""
+        lines.append(f"| {N} | {r['n_seeds']} | {C.fmt(r['specialists'], r['specialists_se'])} | {r['chance']:.2f} | "
+                     f"{r['per_theory_law']:.3f} | {C.fmt(r['A'], r['A_se'])} | {C.fmt(r['A_nngp'], r['A_nngp_se'])} | "
+                     f"{q}{C.fmt(r['q_star'], r['q_star_se'])} |")
+    e = ws["exponent"]
+    per_seed = " / ".join(C.fmt(v) for v in e["per_seed"])
+    lines += ["", f"Exponent of the specialist count in {label}: per seed {per_seed}, "
+              f"mean ± s.e. {C.fmt(e['mean'], e['se'])}, fit of the seed means {C.fmt(e['of_seed_means'])}; theory "
+              f"{e['theory']:.3g}."]
+    return lines
+
+
+def markdown(summary: dict) -> str:
+    s = summary["settings"]
+    lines = [C.header("Curse of detail, fully-connected nets (theory page §8)", summary["provenance"]),
+             f"Target He₃(w*·x), x ~ N(0, I_d); κ = {s['kappa']}; {C.CHAINS} chains × ({s['warmup']} warm-up + "
+             f"{s['samples']} draws); A_f on {s['P_test']} test points; seeds {', '.join(map(str, summary['seeds']))} "
+             "(a seed draws w*, the data and the chains' starts).  Errors: s.e. over seeds.  Health: the sampler "
+             "status with the largest R̂ across chains of the training error, readout norm and outputs.  "
+             "Specialists: first-layer units with \\|W¹_j·w*\\| > 3 (3 NNGP s.d.), posterior mean count per net; "
+             "chance: N1 · 0.0027.", ""]
+    if summary.get("three_layer"):
+        lines += [f"## Three-layer erf net, N1 = N2 = {s['width']}: P* vs d", ""] + _runs_table(summary["three_layer"])
+        if summary.get("three_layer_summary"):
+            lines += _pstar_md(summary["three_layer_summary"], summary["nngp"]["three_layer"], 1)
+        lines.append("")
+    if summary.get("specialists"):
+        lines += [f"## Three-layer erf net: specialists vs N1 (d = {s['spec_d']}, P = {s['spec_p_over_d']} d, "
+                  f"N2 = {s['width']})", ""]
+        if summary.get("specialists_summary"):
+            lines += _width_md(summary["specialists_summary"], "N1", "(N1/d)^(1/3)") + [""]
+        lines += _runs_table(summary["specialists"]) + [""]
+    if summary.get("two_layer"):
+        lines += [f"## Two-layer net (φ = ½ + ½ erf(√π z/2), lazy readout), N = {s['two_width']}: P* vs d", ""]
+        lines += _runs_table(summary["two_layer"])
+        if summary.get("two_layer_summary"):
+            lines += _pstar_md(summary["two_layer_summary"], summary["nngp"]["two_layer"], 1)
+        lines.append("")
+    if summary.get("two_layer_widths"):
+        lines += [f"## Two-layer net: specialists vs N (d = {s['spec_d']}, P = {s['spec_p_over_d']} d)", ""]
+        if summary.get("two_layer_widths_summary"):
+            lines += _width_md(summary["two_layer_widths_summary"], "N", "(N/d)^(1/2)") + [""]
+        lines += _runs_table(summary["two_layer_widths"]) + [""]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------------ driver
+def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
+    """(part, config) of every run, part by part in the order of ``parts``, seed by seed within a part (the
+    specialists use the first ``spec_seeds`` seeds, the two-layer net the first ``two_seeds``)."""
+    base = dict(kappa=s["kappa"], warmup=s["warmup"], samples=s["samples"], P_test=s["P_test"])
+    out = []
+    for part in parts:
+        if part == "three_layer":
+            out += [("three_layer", dict(base, model="three_layer", d=d, P=int(round(r * d)), N1=s["width"],
+                                         N2=s["width"], seed=seed))
+                    for seed in seeds for d in s["d"] for r in s["p_over_d"]]
+        elif part == "specialists":
+            P = int(round(s["spec_p_over_d"] * s["spec_d"]))
+            out += [("specialists", dict(base, model="three_layer", d=s["spec_d"], P=P, N1=N1, N2=s["width"],
+                                         seed=seed))
+                    for seed in seeds[:s["spec_seeds"]] for N1 in s["spec_widths"]]
+        else:
+            P = int(round(s["spec_p_over_d"] * s["spec_d"]))
+            for seed in seeds[:s["two_seeds"]]:
+                out += [("two_layer", dict(base, model="two_layer", d=d, P=int(round(r * d)), N1=s["two_width"],
+                                           N2=None, seed=seed)) for d in s["two_d"] for r in s["two_p_over_d"]]
+                out += [("two_layer_widths", dict(base, model="two_layer", d=s["spec_d"], P=P, N1=N, N2=None,
+                                                  seed=seed)) for N in s["two_spec_widths"]]
+    return out
+
+
+def _extension(part: str, cfg: dict, runs: list[dict], s: dict) -> dict | None:
+    """The next run of a P* sweep once its (d, seed) has every grid P: P doubled while A_f < 0.25 at every P (up to
+    P/d = ``max_p_over_d``), P halved while A_f ≥ 0.25 already at the smallest P (down to P/d = 1); else None."""
+    if part not in ("three_layer", "two_layer"):
+        return None
+    grid = s["p_over_d"] if part == "three_layer" else s["two_p_over_d"]
+    d = cfg["d"]
+    same = [r for r in runs if r["config"]["d"] == d and r["config"]["seed"] == cfg["seed"]]
+    if {int(round(x * d)) for x in grid} - {r["config"]["P"] for r in same}:
+        return None
+    if not any(r["A"] >= LEVELS[0] for r in same):
+        P = 2 * max(r["config"]["P"] for r in same)
+        return dict(cfg, P=P) if P <= s["max_p_over_d"] * d else None
+    low = min(same, key=lambda r: r["config"]["P"])
+    P = low["config"]["P"] // 2
+    return dict(cfg, P=P) if low["A"] >= LEVELS[0] and P >= d else None
+
+
+def _summarise(summary: dict, s: dict) -> None:
+    if summary["three_layer"]:
+        summary["three_layer_summary"] = pstar_summary(summary["three_layer"], summary["nngp"]["three_layer"])
+    if summary["specialists"]:
+        summary["specialists_summary"] = width_summary(summary["specialists"], THEORY["three_layer_spec_exponent"])
+    if summary["two_layer"]:
+        summary["two_layer_summary"] = pstar_summary(summary["two_layer"], summary["nngp"]["two_layer"])
+    if summary["two_layer_widths"]:
+        summary["two_layer_widths_summary"] = width_summary(summary["two_layer_widths"],
+                                                            THEORY["two_layer_spec_exponent"])
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = C.parser(PROG, __doc__.split("\n\n")[0])
+    p.add_argument("--part", nargs="+", default=list(PARTS), metavar="PART",
+                   help=f"some of {', '.join(PARTS)} (default all)")
+    p.add_argument("--n-seeds", type=int, default=None,
+                   help="number of seeds --seed, --seed + 1, ... of every part (default per size: ci 1; cpu 3 for "
+                        "the three-layer P* sweep, 2 for the specialists, 1 for the two-layer net; paper 5)")
+    p.add_argument("--cache", default=os.environ.get("BNNZOO_CACHE_CURSE", "/tmp/zoo_cache/curse_of_detail"),
+                   help="folder of the per-run cache (a stopped sweep resumes from it)")
+    args = p.parse_args(argv)
+    C.check_args(args)
+    bad = [x for x in args.part if x not in PARTS]
+    if bad or not args.part:
+        raise ValueError(f"--part must name some of {', '.join(PARTS)}, got {' '.join(args.part)!r}")
+    if args.n_seeds is not None and args.n_seeds < 1:
+        raise ValueError(f"--n-seeds must be >= 1, got {args.n_seeds}")
+    cache = Path(args.cache)
+    if cache.exists() and not cache.is_dir():
+        raise ValueError(f"--cache: {cache} is a file, not a folder")
+    s = dict(SETTINGS[args.size])
+    if args.n_seeds is not None:
+        s.update(n_seeds=args.n_seeds, spec_seeds=args.n_seeds, two_seeds=args.n_seeds)
+    seeds = list(range(args.seed, args.seed + s["n_seeds"]))
+    files = C.ResultFiles(args.out, args.name or f"curse_of_detail_{args.size}", args.overwrite)
+    summary = dict(provenance=C.provenance(args, argv), settings=s, parts=args.part, seeds=seeds, theory=THEORY,
+                   three_layer=[], specialists=[], two_layer=[], two_layer_widths=[],
+                   nngp=dict(three_layer=[], two_layer=[]))
+    for model, ds in (("three_layer", s["d"] if "three_layer" in args.part else ()),
+                      ("two_layer", s["two_d"] if "two_layer" in args.part else ())):
+        for seed in (seeds if model == "three_layer" else seeds[:s["two_seeds"]]):
+            for d in ds:
+                C.log(f"{PROG}: NNGP alignment curve, {model}, d={d}, seed={seed}")
+                summary["nngp"][model].append(nngp_curve(model, d, seed, s, cache))
+    todo = plan(args.part, s, seeds)
+    done = 0
+    while todo:
+        part, cfg = todo.pop(0)
+        done += 1
+        C.log(f"{PROG}: [{done}/{done + len(todo)}] {part} d={cfg['d']} P={cfg['P']} N1={cfg['N1']} "
+              f"seed={cfg['seed']}")
+        res, was_cached = cached_entry(cache, cfg, args.progress)
+        summary[part].append(res)
+        _summarise(summary, s)
+        files.write(summary, markdown(summary))
+        C.log(f"{PROG}: A_f {res['A']:.3f} (NNGP {res['A_nngp']:.3f}), specialists {res['specialists']:.2f}, "
+              f"health {res['health']['status']}" + (" (cached)" if was_cached else f", {res['seconds']} s"))
+        nxt = _extension(part, cfg, summary[part], s)
+        if nxt is not None:
+            todo.insert(0, (part, nxt))
+    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.run_main(PROG, main))
