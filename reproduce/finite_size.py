@@ -234,6 +234,8 @@ def main(argv=None) -> int:
     p.add_argument("--parts", default="relu,sigmoid", help="comma-separated: relu, sigmoid (default both)")
     p.add_argument("--widths", default=None,
                    help="comma-separated widths N replacing the size's lists of the parts run (e.g. 400)")
+    p.add_argument("--relu-warmup", type=int, default=None,
+                   help="warm-up steps of the ReLU runs, replacing the size's (e.g. a longer one for the largest N)")
     p.add_argument("--combine", nargs="+", default=None, metavar="JSON",
                    help="no sampling: merge the entries of these result files of this script (the first file's "
                         "entry wins for a width run twice) and write them as one result")
@@ -255,6 +257,10 @@ def main(argv=None) -> int:
         if any(w < 2 for w in widths):
             raise ValueError(f"--widths must be >= 2, got {args.widths!r}")
         s.update({f"{k}_N": widths for k in ("relu", "sigmoid")})
+    if args.relu_warmup is not None:
+        if args.relu_warmup < 1:
+            raise ValueError(f"--relu-warmup must be >= 1, got {args.relu_warmup}")
+        s["relu_warmup"] = args.relu_warmup
     summary = dict(provenance=C.provenance(args, argv), settings=s, relu=[], sigmoid=[], analysis={})
     jobs = ([("sigmoid", N) for N in s["sigmoid_N"]] if "sigmoid" in parts else []) + \
            ([("relu", N) for N in s["relu_N"]] if "relu" in parts else [])
