@@ -1,0 +1,428 @@
+"""Softmax attention: how the context length L enters the sample complexity P* (theory page §8; Rubin, Davidovich &
+Ringel report P* ∝ √(L d³)), and which architectural choice sets the exponent of L.
+
+Model (zoo entry ``softmax_attention``, module ``bnnzoo.models.attention``): query = first token, H = 2 heads,
+key dimension d_h = d, standard readout c = 1/√(H d_h), prior N(0, σ²/d) on Q, K, V::
+
+    s_hℓ = β q_h·k_hℓ / √d_h,    α_hℓ = softmax_ℓ(s_hℓ),    f = c Σ_h a_hᵀ Σ_ℓ α_hℓ v_hℓ
+
+Target (``bnnzoo.tasks.attention_task``): y = q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄) / √(L − 1), E[y²] = 1, q = w_q·x_1,
+k_ℓ = w_k·x_ℓ, v_ℓ = w_v·x_ℓ with orthonormal teacher directions.
+
+First-order analysis (expansion of the softmax in the scores).  α_ℓ(s) = (1/L)(1 + s_ℓ − s̄) + O(s²), so two heads
+with opposite scores ±u q k_ℓ (u = β g_q g_k/√d_h: Q_h = ±g_q e₁w_qᵀ, K_h = g_k e₁w_kᵀ), common values
+V_h = g_v e₁w_vᵀ and readouts a_h = ±g_a e₁ give::
+
+    f = (2 c g_a g_v u / L) · q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄) · (1 + O(u²))
+
+(α(s) − α(−s) is odd in s: the error is relative O(u²)).  Matching the target needs the weight product::
+
+    G = g_q g_k g_v g_a = L √d_h / (2 c β √(L − 1)) = L d_h / (√2 β √(L − 1))        (H = 2, standard readout)
+
+Three choices set how L enters G, all through one factor at first order:
+
+* the softmax's own 1/L (uniform attention weights) multiplies the learnable cubic part: G ∝ L/√(L − 1) ≈ √L;
+* the target normalisation 1/√(L − 1) (E[y²] = 1; the sum over the context has L − 1 independent terms) divides it:
+  with a mean over the context (1/(L − 1)) instead, G would not grow with L but E[y²] would fall as 1/L against a
+  fixed ridge κ;
+* the score scale β divides it: β fixed (the model's default, β = 1) leaves G ∝ √L; β ∝ √L makes G independent of
+  L; β ∝ L makes G ∝ 1/√L.  Moving the softmax's 1/L (e.g. an unnormalised or 1/√L-normalised attention sum) is the
+  same as rescaling β at first order, and the readout normalisation (c = 1/√(H d_h) or 1/(H d_h)) does not involve L.
+
+Under the prior the cubic part of f has variance ∝ β²/L and the token-mean (uniform attention) part ∝ 1/L.  The data
+do not depend on β: at a given seed and L both variants see the same contexts.  So if P* ∝ G^γ · D(L), with D(L)
+whatever the data contribute (e.g. the L − 1 key-value products per context), then the difference of the log-log
+slopes of P* in L between β = 1 and β = √L is Δ = γ/2 exactly, and the prediction is *the larger β grows with L,
+the smaller the exponent*.  If γ ≈ 1 and D(L) saturates, β fixed gives P* ∝ √L.
+
+The script measures, for the variants ``fixed`` (β = 1) and ``sqrtL`` (β = √L) (``L``, β = L, is available):
+per (variant, seed, L) the alignment A_f of the posterior-mean predictor on a test set for a ladder of P (doubling)
+searched from a start point until A_f crosses 0.25 (start: the previous seed's P* of the same variant and L), P*(0.25)
+by log-linear interpolation between the bracketing points, the log-log slope of P* in L per seed, its mean ± standard
+error over seeds, and Δ = slope(fixed) − slope(sqrtL) with its standard error over seeds.  It also checks the
+first-order formula numerically: f of the hand-built teacher weights through ``attention_forward`` against the target,
+whose relative error must fall by 4 when u halves, and records G per variant and L.  Every sampled entry: 4 chains
+from prior draws (sampler "auto" = ChEES for this entry), the sampler health (status, R̂ of the training error, the
+readout norm and the outputs) stored and shown next to A_f.
+
+Run: ``python reproduce/attention_context.py --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
+[--seeds 0,1,2] [--resume] [--overwrite]``.  ``--resume`` continues a stopped run from its JSON file (same
+settings), skipping the entries it already holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+PROG = "attention_context.py"
+LEVEL = 0.25
+HEADS = 2
+VARIANTS = {"fixed": "β = 1", "sqrtL": "β = √L", "L": "β = L"}
+# per size: token dimension d, context lengths, seeds, variants, the P ladder, the start P, the most evaluations per
+# curve, warm-up and kept draws, test contexts, ridge κ
+SETTINGS = {
+    "ci": dict(d=4, L=(2, 3), seeds=(0,), variants=("fixed",), ladder=(16,), start=16, max_evals=1,
+               warmup=30, samples=20, P_test=100, kappa=0.05),
+    "cpu": dict(d=4, L=(2, 4, 8, 16), seeds=(0, 1, 2), variants=("fixed", "sqrtL"),
+                ladder=(8, 16, 32, 64, 128, 256), start=32, max_evals=3, warmup=250, samples=100, P_test=500,
+                kappa=0.05),
+    "paper": dict(d=8, L=(2, 4, 8, 16, 32), seeds=(0, 1, 2, 3, 4), variants=("fixed", "sqrtL", "L"),
+                  ladder=(16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512, 724, 1024), start=64, max_evals=6,
+                  warmup=1000, samples=500, P_test=2000, kappa=0.05),
+}
+
+
+def score_scale(variant: str, L: int) -> float:
+    """β of a variant at context length L."""
+    return {"fixed": 1.0, "sqrtL": math.sqrt(L), "L": float(L)}[variant]
+
+
+def readout_c(d_h: int, heads: int = HEADS) -> float:
+    """Standard readout prefactor c = 1/√(H d_h)."""
+    return 1.0 / math.sqrt(heads * d_h)
+
+
+def required_product(L: int, beta: float, d_h: int, heads: int = HEADS) -> float:
+    """G = g_q g_k g_v g_a = L √d_h / (2 c β √(L − 1)): the weight product of the two-head teacher whose first-order
+    output is the target (module docstring)."""
+    return L * math.sqrt(d_h) / (2.0 * readout_c(d_h, heads) * beta * math.sqrt(L - 1))
+
+
+def teacher_params(w_q, w_k, w_v, *, L: int, beta: float, u: float) -> dict:
+    """Two-head teacher weights (H = 2, d_h = d, m = 1) with score amplitude u whose first-order output is the target.
+
+    Head 1 has scores +u q k_ℓ and readout +g_a, head 2 scores −u q k_ℓ and readout −g_a; g_q = g_k = √(u √d_h/β),
+    g_v = g_a = √(G/(g_q g_k)) with G from :func:`required_product`.  Returns {"Q", "K", "V": (2, d, d), "a":
+    (2, d, 1)}.
+    """
+    d = len(w_q)
+    gqk = math.sqrt(u * math.sqrt(d) / beta)
+    gva = math.sqrt(required_product(L, beta, d) / gqk**2)
+    e1 = np.zeros(d)
+    e1[0] = 1.0
+    Q1 = gqk * np.outer(e1, w_q)
+    K1 = gqk * np.outer(e1, w_k)
+    V1 = gva * np.outer(e1, w_v)
+    a1 = gva * e1[:, None]
+    return dict(Q=np.stack([Q1, -Q1]), K=np.stack([K1, K1]), V=np.stack([V1, V1]), a=np.stack([a1, -a1]))
+
+
+def first_order_check(variant: str, L: int, d: int, seed: int = 0, n: int = 2000, u: float = 0.1) -> dict:
+    """f of the teacher weights (:func:`teacher_params`) through ``attention_forward`` against the target, at score
+    amplitudes u and u/2: relative errors ‖f − y‖/‖y‖ (each O(u²)), their ratio (4 to leading order), and the
+    alignment A_f of the teacher and of the exact target with the target (1 for the target)."""
+    from bnnzoo.diagnostics.alignment import alignment_from_arrays
+    from bnnzoo.models.attention import attention_forward
+    from bnnzoo.tasks.attention_task import attention_task
+
+    task = attention_task(L=L, d=d, P=n, P_test=0, seed=seed)
+    w = [np.asarray(task.meta[k]) for k in ("w_q", "w_k", "w_v")]
+    beta = score_scale(variant, L)
+    y = task.Y[:, 0]
+    errs, A = [], []
+    for uu in (u, u / 2):
+        p = teacher_params(*w, L=L, beta=beta, u=uu)
+        f = np.asarray(attention_forward(task.X, p, context_length=L, score_scale=beta, xp=np))[:, 0]
+        errs.append(float(np.linalg.norm(f - y) / np.linalg.norm(y)))
+        A.append(alignment_from_arrays(f, y[:, None]).mean_predictor)
+    return dict(variant=variant, L=L, beta=beta, G=required_product(L, beta, d), u=u, rel_error=errs[0],
+                rel_error_half=errs[1], ratio=errs[0] / errs[1], A_teacher=A[0],
+                A_target=alignment_from_arrays(y, y[:, None]).mean_predictor)
+
+
+def crossing(P, A, level: float = LEVEL):
+    """(P*, flag): P where A first reaches ``level`` going up in P (log-linear interpolation); flag "" inside the
+    range, "<" when A ≥ level already at the smallest P (P* ≤ that P, returned), ">" when A never reaches it
+    (P* > the largest P, returned)."""
+    order = np.argsort(P)
+    P, A = np.asarray(P, float)[order], np.asarray(A, float)[order]
+    if A[0] >= level:
+        return float(P[0]), "<"
+    for i in range(1, len(P)):
+        if A[i - 1] < level <= A[i]:
+            x0, x1 = math.log(P[i - 1]), math.log(P[i])
+            return float(math.exp(x0 + (level - A[i - 1]) * (x1 - x0) / (A[i] - A[i - 1]))), ""
+    return float(P[-1]), ">"
+
+
+def next_P(evaluated: dict, ladder, level: float = LEVEL):
+    """The next ladder point of a bracket search, or None when the crossing is bracketed or the ladder ends.
+
+    ``evaluated`` maps P to A_f.  Below every evaluated point all A < level: go up; all A ≥ level: go down."""
+    Ps = sorted(evaluated)
+    A = [evaluated[p] for p in Ps]
+    if any(a < level for a in A) and any(a >= level for a in A):
+        return None
+    i = ladder.index(Ps[-1]) + 1 if all(a < level for a in A) else ladder.index(Ps[0]) - 1
+    return ladder[i] if 0 <= i < len(ladder) else None
+
+
+def start_P(ladder, prev: float | None, start: int) -> int:
+    """The ladder point nearest (in log) to the previous seed's P*, or ``start``."""
+    if prev is None:
+        return start
+    return min(ladder, key=lambda p: abs(math.log(p) - math.log(prev)))
+
+
+def entry(variant: str, L: int, seed: int, P: int, s: dict, progress: bool = False) -> dict:
+    """Sample the attention head at one (variant, L, seed, P): A_f on the test set and the sampler health."""
+    import bnnzoo
+    from bnnzoo.diagnostics.alignment import alignment
+    from bnnzoo.tasks.attention_task import attention_task
+
+    beta = score_scale(variant, L)
+    task = attention_task(L=L, d=s["d"], P=P, P_test=s["P_test"], seed=seed)
+    t0 = time.time()
+    run = bnnzoo.sample("softmax_attention", task, num_chains=C.CHAINS, num_warmup=s["warmup"],
+                        num_samples=s["samples"], seed=seed, sampler="auto", progress=progress,
+                        context_length=L, heads=HEADS, kappa=s["kappa"], score_scale=beta)
+    secs = time.time() - t0
+    A = alignment(run)
+    cm = np.asarray(A.chain_means, float)
+    return dict(variant=variant, L=L, seed=seed, P=P, beta=beta, A=A.mean_predictor, A_sd=A.sd,
+                A_chains=cm.tolist(), A_se_chains=float(cm.std(ddof=1) / math.sqrt(len(cm))),
+                rel_error=A.rel_error, seconds=round(secs, 1), health=C.health_summary(run))
+
+
+def _slope(L, Pstar):
+    """Least-squares slope of log P* on log L and its standard error (None with < 2 or < 3 points)."""
+    x, y = np.log(np.asarray(L, float)), np.log(np.asarray(Pstar, float))
+    if len(x) < 2:
+        return None, None
+    b, a = np.polyfit(x, y, 1)
+    if len(x) < 3:
+        return float(b), None
+    res = y - (a + b * x)
+    se = math.sqrt(float(res @ res) / (len(x) - 2) / float(((x - x.mean()) ** 2).sum()))
+    return float(b), se
+
+
+def _mean_se(v):
+    v = [x for x in v if x is not None]
+    if not v:
+        return None, None, 0
+    return float(np.mean(v)), (float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else None), len(v)
+
+
+def analyse(summary: dict) -> dict:
+    """P* per (variant, seed, L), slopes per seed, their mean ± s.e. over seeds, and Δ between variants."""
+    s = summary["settings"]
+    curves = {}
+    for e in summary["entries"]:
+        curves.setdefault((e["variant"], e["seed"], e["L"]), {})[e["P"]] = e["A"]
+    pstar = {}
+    for (v, seed, L), ev in curves.items():
+        p, flag = crossing(list(ev), list(ev.values()))
+        pstar.setdefault(v, {}).setdefault(seed, {})[L] = dict(P_star=p, flag=flag)
+    out = {}
+    for v in s["variants"]:
+        per_seed = {}
+        for seed, byL in sorted(pstar.get(v, {}).items()):
+            Ls = [L for L in sorted(byL) if byL[L]["flag"] == ""]
+            b, se = _slope(Ls, [byL[L]["P_star"] for L in Ls])
+            per_seed[seed] = dict(slope=b, slope_fit_se=se, L_used=Ls)
+        m, se, n = _mean_se([r["slope"] for r in per_seed.values()])
+        byL = {}
+        for L in s["L"]:
+            logs = [math.log(pstar[v][sd][L]["P_star"]) for sd in pstar.get(v, {})
+                    if L in pstar[v][sd] and pstar[v][sd][L]["flag"] == ""]
+            lm, lse, ln = _mean_se(logs)
+            byL[L] = dict(log_P_star=lm, log_P_star_se=lse, n_seeds=ln,
+                          P_star_geo=math.exp(lm) if lm is not None else None)
+        out[v] = dict(P_star=pstar.get(v, {}), per_seed=per_seed, slope_mean=m, slope_se=se, n_seeds=n,
+                      by_L=byL)
+    delta = None
+    if "fixed" in out and "sqrtL" in out:
+        d = [out["fixed"]["per_seed"][sd]["slope"] - out["sqrtL"]["per_seed"][sd]["slope"]
+             for sd in out["fixed"]["per_seed"] if sd in out["sqrtL"]["per_seed"]
+             and out["fixed"]["per_seed"][sd]["slope"] is not None and out["sqrtL"]["per_seed"][sd]["slope"] is not None]
+        m, se, n = _mean_se(d)
+        delta = dict(mean=m, se=se, n_seeds=n, per_seed=d)
+    return dict(variants=out, delta_fixed_minus_sqrtL=delta)
+
+
+def verdict(summary: dict) -> str:
+    a = summary["analysis"]
+    parts = []
+    for v, r in a["variants"].items():
+        if r["slope_mean"] is None:
+            parts.append(f"{v} ({VARIANTS[v]}): no slope (fewer than two crossings per seed)")
+            continue
+        parts.append(f"{v} ({VARIANTS[v]}): slope of P* in L = {C.fmt(r['slope_mean'], r['slope_se'])} "
+                     f"(mean ± s.e. over {r['n_seeds']} seeds)")
+    txt = "Measured: " + "; ".join(parts) + " (theory: +0.5)."
+    dl = a["delta_fixed_minus_sqrtL"]
+    if dl and dl["mean"] is not None:
+        txt += (f"  Δ = slope(β = 1) − slope(β = √L) = {C.fmt(dl['mean'], dl['se'])} over {dl['n_seeds']} seeds: "
+                f"if P* ∝ G^γ D(L), γ = 2Δ = {C.fmt(2 * dl['mean'], 2 * dl['se'] if dl['se'] else None)}.")
+        fx = a["variants"].get("fixed", {})
+        if fx.get("slope_mean") is not None and dl["mean"] > 0:
+            b = (fx["slope_mean"] - 0.5) / (2 * dl["mean"])
+            txt += (f"  A score scale β ∝ L^b with b = (slope(β = 1) − ½)/γ = {C.fmt(b)} would give P* ∝ √L in "
+                    "this model (extrapolated from the two variants).")
+    health = [e["health"]["status"] for e in summary["entries"]]
+    txt += (f"  Sampler health of the {len(health)} entries: "
+            + ", ".join(f"{health.count(h)} {h}" for h in sorted(set(health))) + ".")
+    return txt
+
+
+def markdown(summary: dict) -> str:
+    s, prov = summary["settings"], summary["provenance"]
+    lines = [C.header("Softmax attention: the context length L and the sample complexity P*", prov).replace(
+        "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)"), ""]
+    lines.append(f"Token dimension d = {s['d']} (the d³ part of the claim is not the target here; L is), H = {HEADS} "
+                 f"heads, key dimension d_h = d, standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior "
+                 f"σ² = σ_a² = 1; {s['warmup']} warm-up + {s['samples']} draws per chain; {s['P_test']} test "
+                 f"contexts; P ladder {', '.join(map(str, s['ladder']))} searched per curve (at most "
+                 f"{s['max_evals']} values) until A_f crosses {LEVEL}.\n")
+    lines += ["## The architectural choices and the first-order analysis\n",
+              "Model: s_hℓ = β q_h·k_hℓ/√d_h, α_hℓ = softmax_ℓ(s_hℓ), f = c Σ_h a_hᵀ Σ_ℓ α_hℓ v_hℓ.  Target: "
+              "y = q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄)/√(L − 1) (E[y²] = 1).  To first order in the scores "
+              "(α_ℓ = (1/L)(1 + s_ℓ − s̄) + O(s²)) two heads with opposite scores ±u q k_ℓ realise "
+              "f = (2 c g_a g_v u/L) q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄) (1 + O(u²)); matching the target needs the weight "
+              "product G = g_q g_k g_v g_a = L √d_h/(2 c β √(L − 1)).  The softmax's 1/L and the target's "
+              "1/√(L − 1) leave G ∝ √L at a fixed score scale β; β ∝ √L removes the L dependence; moving the "
+              "1/L (an unnormalised or 1/√L-normalised attention sum) is a rescaling of β at first order; the "
+              "readout normalisation c does not involve L.  The data are the same for every β, so if "
+              "P* ∝ G^γ D(L), the slope difference Δ = slope(β = 1) − slope(β = √L) is γ/2: the faster β grows "
+              "with L, the smaller the exponent.\n",
+              "Check of the formula with hand-built teacher weights through `attention_forward` (2000 contexts): "
+              "relative error ‖f − y‖/‖y‖ at score amplitude u and u/2 (their ratio → 4 as u → 0), alignment of "
+              "the teacher and of the exact target (1).\n",
+              "| variant | L | β | G | rel. error at u | at u/2 | ratio | A_f teacher | A_f target |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for c in summary["first_order"]:
+        lines.append(f"| {c['variant']} | {c['L']} | {C.fmt(c['beta'])} | {C.fmt(c['G'])} | {C.fmt(c['rel_error'])} "
+                     f"(u = {c['u']}) | {C.fmt(c['rel_error_half'])} | {C.fmt(c['ratio'])} | "
+                     f"{C.fmt(c['A_teacher'], digits=4)} | {C.fmt(c['A_target'], digits=4)} |")
+    lines += ["", "## Sampled entries\n",
+              "A_f of the posterior-mean predictor; ± the standard error over the 4 chains' means.\n",
+              "| variant | L | seed | P | A_f | chain means | health | max R̂ | divergences | s |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for e in sorted(summary["entries"], key=lambda e: (e["variant"], e["L"], e["seed"], e["P"])):
+        h = e["health"]
+        lines.append(f"| {e['variant']} | {e['L']} | {e['seed']} | {e['P']} | {C.fmt(e['A'], e['A_se_chains'])} | "
+                     f"{' / '.join(f'{a:.2f}' for a in e['A_chains'])} | {h['status']} | {C.fmt(h['max_rhat'])} | "
+                     f"{h['divergences']} | {e['seconds']} |")
+    a = summary.get("analysis")
+    if a:
+        lines += ["", f"## P*(A_f = {LEVEL}) and its exponent in L\n",
+                  "P* per seed (\"<P\": already crossed at the smallest P tried; \">P\": not crossed at the largest; "
+                  "both left out of the fits); geometric mean over seeds with the standard error of log P*; the "
+                  "log–log slope per seed (least squares over the L with a crossing) and its mean ± standard error "
+                  "over seeds.\n",
+                  "| variant | L | β | G (first order) | P* per seed | geometric mean P* | s.e. of log P* |",
+                  "|---|---|---|---|---|---|---|"]
+        for v, r in a["variants"].items():
+            for L in s["L"]:
+                cells = []
+                for sd in sorted(r["P_star"], key=int):
+                    ps = r["P_star"][sd].get(L) or r["P_star"][sd].get(str(L))
+                    if ps:
+                        cells.append(f"{ps['flag']}{ps['P_star']:.1f}")
+                bl = r["by_L"].get(L) or r["by_L"].get(str(L))
+                lines.append(f"| {v} | {L} | {C.fmt(score_scale(v, L))} | "
+                             f"{C.fmt(required_product(L, score_scale(v, L), s['d']))} | {' / '.join(cells) or '—'} | "
+                             f"{C.fmt(bl['P_star_geo'])} | {C.fmt(bl['log_P_star_se'])} |")
+        lines += ["", "| variant | slope per seed | mean ± s.e. over seeds |", "|---|---|---|"]
+        for v, r in a["variants"].items():
+            per = ", ".join(f"seed {sd}: {C.fmt(x['slope'])} (L {', '.join(map(str, x['L_used']))})"
+                            for sd, x in r["per_seed"].items())
+            lines.append(f"| {v} ({VARIANTS[v]}) | {per or '—'} | {C.fmt(r['slope_mean'], r['slope_se'])} |")
+        lines += ["", "## Verdict\n", verdict(summary)]
+    return "\n".join(lines) + "\n"
+
+
+def _ints(text: str, name: str, lo: int) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        vals = ()
+    if not vals or min(vals) < lo or len(set(vals)) != len(vals):
+        raise ValueError(f"{name} must be distinct comma-separated integers >= {lo}, got {text!r}")
+    return vals
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = C.parser(PROG, __doc__.split("\n\n")[0])
+    p.add_argument("--variants", default=None,
+                   help=f"comma-separated, some of {', '.join(VARIANTS)} (default per size: ci fixed; cpu "
+                        "fixed,sqrtL; paper all)")
+    p.add_argument("--L", default=None, help="comma-separated context lengths >= 2 (default per size)")
+    p.add_argument("--seeds", default=None, help="comma-separated task and sampling seeds >= 0 (default per size)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default per size)")
+    p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
+    p.add_argument("--resume", action="store_true", help="continue a stopped run from its JSON file")
+    args = p.parse_args(argv)
+    C.check_args(args)
+    s = dict(SETTINGS[args.size])
+    if args.variants is not None:
+        vs = tuple(x.strip() for x in args.variants.split(",") if x.strip())
+        if not vs or set(vs) - set(VARIANTS) or len(set(vs)) != len(vs):
+            raise ValueError(f"--variants must name some of {', '.join(VARIANTS)}, got {args.variants!r}")
+        s["variants"] = vs
+    if args.L is not None:
+        s["L"] = _ints(args.L, "--L", 2)
+    if args.seeds is not None:
+        s["seeds"] = _ints(args.seeds, "--seeds", 0)
+    for name, lo in (("warmup", 0), ("samples", 1)):
+        v = getattr(args, name)
+        if v is not None:
+            if v < lo:
+                raise ValueError(f"--{name} must be >= {lo}, got {v}")
+            s[name] = v
+    stem = args.name or f"attention_context_{args.size}"
+    old = None
+    if args.resume:
+        js = Path(args.out) / f"{stem}.json"
+        if not js.exists():
+            raise ValueError(f"--resume: {js} does not exist")
+        old = json.loads(js.read_text())
+        if json.loads(json.dumps(C.jsonable(s))) != old.get("settings"):
+            raise ValueError(f"--resume: the settings of {js} differ from this run's; rerun with the same options")
+    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
+    summary = dict(provenance=C.provenance(args, argv), settings=s,
+                   first_order=[first_order_check(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
+                   entries=list(old["entries"]) if old else [])
+    done = {(e["variant"], e["L"], e["seed"], e["P"]): e for e in summary["entries"]}
+    ladder = list(s["ladder"])
+    summary["analysis"] = analyse(summary)
+    files.write(summary, markdown(summary))
+    prev = {}
+    for seed in s["seeds"]:
+        for v in s["variants"]:
+            for L in s["L"]:
+                ev = {P: e["A"] for (vv, LL, sd, P), e in done.items() if (vv, LL, sd) == (v, L, seed)}
+                P = start_P(ladder, prev.get((v, L)), s["start"]) if not ev else next_P(ev, ladder)
+                while P is not None and len(ev) < s["max_evals"]:
+                    C.log(f"{PROG}: {v} (β = {score_scale(v, L):.3g}), L = {L}, seed {seed}, P = {P}")
+                    e = entry(v, L, seed, P, s, args.progress)
+                    summary["entries"].append(e)
+                    done[(v, L, seed, P)] = e
+                    ev[P] = e["A"]
+                    summary["analysis"] = analyse(summary)
+                    files.write(summary, markdown(summary))
+                    C.log(f"{PROG}: A_f = {e['A']:.3f} ({e['seconds']} s, {e['health']['status']})")
+                    P = next_P(ev, ladder)
+                if ev:
+                    pst, flag = crossing(list(ev), list(ev.values()))
+                    if flag == "":
+                        prev[(v, L)] = pst
+    summary["analysis"] = analyse(summary)
+    files.write(summary, markdown(summary))
+    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.run_main(PROG, main))
