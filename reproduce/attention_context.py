@@ -29,7 +29,9 @@ Three choices set how L enters G, all through one factor at first order:
   L; β ∝ L makes G ∝ 1/√L.  Moving the softmax's 1/L (e.g. an unnormalised or 1/√L-normalised attention sum) is the
   same as rescaling β at first order, and the readout normalisation (c = 1/√(H d_h) or 1/(H d_h)) does not involve L.
 
-Under the prior the cubic part of f has variance ∝ β²/L and the token-mean (uniform attention) part ∝ 1/L.  The data
+Under the prior the scores are O(β), not small: the prior's attention is not in the first-order regime.  Its
+token-mean (uniform attention) part c Σ_h a_hᵀ V_h x̄ has variance E|x̄|²/d = 1/L exactly, while the rest, f − f(β → 0),
+does not fall with L at β = 1 and grows with L at β = √L (the script estimates both from prior draws).  The data
 do not depend on β: at a given seed and L both variants see the same contexts.  So if P* ∝ G^γ · D(L), with D(L)
 whatever the data contribute (e.g. the L − 1 key-value products per context), then the difference of the log-log
 slopes of P* in L between β = 1 and β = √L is Δ = γ/2 exactly, and the prediction is *the larger β grows with L,
@@ -137,6 +139,23 @@ def first_order_check(variant: str, L: int, d: int, seed: int = 0, n: int = 2000
     return dict(variant=variant, L=L, beta=beta, G=required_product(L, beta, d), u=u, rel_error=errs[0],
                 rel_error_half=errs[1], ratio=errs[0] / errs[1], A_teacher=A[0],
                 A_target=alignment_from_arrays(y, y[:, None]).mean_predictor)
+
+
+def prior_parts(variant: str, L: int, d: int, seed: int = 0, n: int = 400, draws: int = 300) -> dict:
+    """Variance of f under the prior (σ² = σ_a² = 1, H = 2, d_h = d, m = 1) split into the token-mean part f(β → 0)
+    = c Σ_h a_hᵀ V_h x̄ (expected variance E|x̄|²/d = 1/L) and the rest f(β) − f(β → 0); Monte Carlo over ``draws``
+    prior draws and ``n`` Gaussian contexts."""
+    from bnnzoo.models.attention import attention_forward
+
+    rng = np.random.default_rng(seed)
+    beta = score_scale(variant, L)
+    tok = rng.standard_normal((n, L, d))
+    Q, K, V = (rng.standard_normal((draws, HEADS, d, d)) / math.sqrt(d) for _ in range(3))
+    a = rng.standard_normal((draws, HEADS, d, 1))
+    f = attention_forward(tok, Q, K, V, a, score_scale=beta, xp=np)[0]
+    f0 = attention_forward(tok, Q, K, V, a, score_scale=1e-12, xp=np)[0]
+    return dict(variant=variant, L=L, beta=beta, var_mean_part=float(np.mean(f0**2)), var_mean_part_theory=1.0 / L,
+                var_rest=float(np.mean((f - f0) ** 2)), var_total=float(np.mean(f**2)))
 
 
 def crossing(P, A, level: float = LEVEL):
@@ -304,6 +323,14 @@ def markdown(summary: dict) -> str:
         lines.append(f"| {c['variant']} | {c['L']} | {C.fmt(c['beta'])} | {C.fmt(c['G'])} | {C.fmt(c['rel_error'])} "
                      f"(u = {c['u']}) | {C.fmt(c['rel_error_half'])} | {C.fmt(c['ratio'])} | "
                      f"{C.fmt(c['A_teacher'], digits=4)} | {C.fmt(c['A_target'], digits=4)} |")
+    if summary.get("prior_parts"):
+        lines += ["", "Under the prior (σ² = σ_a² = 1, 300 draws × 400 contexts): second moment of f split into the "
+                  "token-mean part f(β → 0) (exactly 1/L in expectation) and the rest f(β) − f(β → 0).  The prior's "
+                  "scores are O(β), so its attention is not in the first-order regime.\n",
+                  "| variant | L | β | token-mean part | 1/L | rest | total |", "|---|---|---|---|---|---|---|"]
+        for q in summary["prior_parts"]:
+            lines.append(f"| {q['variant']} | {q['L']} | {C.fmt(q['beta'])} | {C.fmt(q['var_mean_part'])} | "
+                         f"{C.fmt(q['var_mean_part_theory'])} | {C.fmt(q['var_rest'])} | {C.fmt(q['var_total'])} |")
     lines += ["", "## Sampled entries\n",
               "A_f of the posterior-mean predictor; ± the standard error over the 4 chains' means.\n",
               "| variant | L | seed | P | A_f | chain means | health | max R̂ | divergences | s |",
@@ -391,8 +418,12 @@ def main(argv=None) -> int:
         if json.loads(json.dumps(C.jsonable(s))) != old.get("settings"):
             raise ValueError(f"--resume: the settings of {js} differ from this run's; rerun with the same options")
     files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
-    summary = dict(provenance=C.provenance(args, argv), settings=s,
+    prov = C.provenance(args, argv)
+    if old:                    # keep the original command and start; note the resumption
+        prov = dict(old["provenance"], resumed=prov["started"], resume_command=prov["command"])
+    summary = dict(provenance=prov, settings=s,
                    first_order=[first_order_check(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
+                   prior_parts=[prior_parts(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    entries=list(old["entries"]) if old else [])
     done = {(e["variant"], e["L"], e["seed"], e["P"]): e for e in summary["entries"]}
     ladder = list(s["ladder"])

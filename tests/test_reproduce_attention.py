@@ -7,6 +7,7 @@
   (below 3 % at u = 0.1, and falling by 4 ± 0.6 when u halves), the teacher's alignment is within 3 % of 1, the exact
   target's is 1 to 10⁻¹², and the weight product G = L √d_h/(2cβ√(L − 1)) is the closed form for both variants
   (β = 1, β = √L) — numpy only, seconds.
+* Under the prior the token-mean (uniform attention) part of f has second moment 1/L (Monte Carlo, 20 %).
 * The P* bracket search and the log-linear crossing on hand-made curves (exact values).
 * ``--size ci`` (slow: one 4-chain sampling run per context length, over a minute on a loaded 2-core machine): the
   result files exist, every entry has 4 chain means and a health status, A_f of a net at P = 16 (far below P* ≈ 30
@@ -85,6 +86,16 @@ def test_first_order_formula_matches_the_model(variant, L):
     assert c["ratio"] == pytest.approx(4.0, abs=0.6), c      # the error is O(u²)
     assert c["A_teacher"] == pytest.approx(1.0, abs=0.03), c
     assert c["A_target"] == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("L", [2, 8])
+def test_prior_token_mean_part_is_one_over_L(L):
+    # f(β → 0) = c Σ_h a_hᵀ V_h x̄ has E[f²] = E|x̄|²/d = 1/L (σ² = σ_a² = 1); 20 % is about 4 Monte Carlo s.e.
+    m = _module()
+    q = m.prior_parts("fixed", L, 4)
+    assert q["var_mean_part_theory"] == 1.0 / L
+    assert q["var_mean_part"] == pytest.approx(1.0 / L, rel=0.2), q
+    assert q["var_rest"] > 0.0 and q["var_total"] > q["var_mean_part"]
 
 
 def test_crossing_and_bracket_search():
