@@ -48,7 +48,8 @@ from prior draws (sampler "auto" = ChEES for this entry), the sampler health (st
 readout norm and the outputs) stored and shown next to A_f.
 
 Run: ``python reproduce/attention_context.py --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
-[--seeds 0,1,2] [--resume] [--overwrite]``.  ``--resume`` continues a stopped run from its JSON file (same
+[--seeds 0,1,2] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and contexts); an
+entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
 settings), skipping the entries it already holds.
 """
 
@@ -192,8 +193,9 @@ def start_P(ladder, prev: float | None, start: int) -> int:
     return min(ladder, key=lambda p: abs(math.log(p) - math.log(prev)))
 
 
-def entry(variant: str, L: int, seed: int, P: int, s: dict, progress: bool = False) -> dict:
-    """Sample the attention head at one (variant, L, seed, P): A_f on the test set and the sampler health."""
+def entry(variant: str, L: int, seed: int, P: int, s: dict, progress: bool = False, seed_offset: int = 0) -> dict:
+    """Sample the attention head at one (variant, L, seed, P): A_f on the test set and the sampler health.  ``seed``
+    draws the task (teacher, contexts); the sampler's seed is ``seed + seed_offset``."""
     import bnnzoo
     from bnnzoo.diagnostics.alignment import alignment
     from bnnzoo.tasks.attention_task import attention_task
@@ -202,7 +204,7 @@ def entry(variant: str, L: int, seed: int, P: int, s: dict, progress: bool = Fal
     task = attention_task(L=L, d=s["d"], P=P, P_test=s["P_test"], seed=seed)
     t0 = time.time()
     run = bnnzoo.sample("softmax_attention", task, num_chains=C.CHAINS, num_warmup=s["warmup"],
-                        num_samples=s["samples"], seed=seed, sampler="auto", progress=progress,
+                        num_samples=s["samples"], seed=seed + seed_offset, sampler="auto", progress=progress,
                         context_length=L, heads=HEADS, kappa=s["kappa"], score_scale=beta)
     secs = time.time() - t0
     A = alignment(run)
@@ -386,7 +388,8 @@ def main(argv=None) -> int:
                    help=f"comma-separated, some of {', '.join(VARIANTS)} (default per size: ci fixed; cpu "
                         "fixed,sqrtL; paper all)")
     p.add_argument("--L", default=None, help="comma-separated context lengths >= 2 (default per size)")
-    p.add_argument("--seeds", default=None, help="comma-separated task and sampling seeds >= 0 (default per size)")
+    p.add_argument("--seeds", default=None, help="comma-separated task seeds >= 0 (default per size); the sampler's "
+                                                  "seed of an entry is its task seed + --seed")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default per size)")
     p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
     p.add_argument("--resume", action="store_true", help="continue a stopped run from its JSON file")
@@ -437,7 +440,7 @@ def main(argv=None) -> int:
                 P = start_P(ladder, prev.get((v, L)), s["start"]) if not ev else next_P(ev, ladder)
                 while P is not None and len(ev) < s["max_evals"]:
                     C.log(f"{PROG}: {v} (β = {score_scale(v, L):.3g}), L = {L}, seed {seed}, P = {P}")
-                    e = entry(v, L, seed, P, s, args.progress)
+                    e = entry(v, L, seed, P, s, args.progress, args.seed)
                     summary["entries"].append(e)
                     done[(v, L, seed, P)] = e
                     ev[P] = e["A"]
