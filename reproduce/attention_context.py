@@ -50,7 +50,9 @@ readout norm and the outputs) stored and shown next to A_f.
 Run: ``python reproduce/attention_context.py --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
 [--seeds 0,1,2] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and contexts); an
 entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
-settings), skipping the entries it already holds.
+settings), skipping the entries it already holds.  On a loaded CPU the compilations take much of an entry's time;
+set ``JAX_COMPILATION_CACHE_DIR`` (the cpu run here did) so that entries of the same P and L (other seeds, other β)
+reuse them.
 """
 
 from __future__ import annotations
@@ -420,6 +422,9 @@ def main(argv=None) -> int:
         old = json.loads(js.read_text())
         if json.loads(json.dumps(C.jsonable(s))) != old.get("settings"):
             raise ValueError(f"--resume: the settings of {js} differ from this run's; rerun with the same options")
+        if old.get("provenance", {}).get("seed") != args.seed:
+            raise ValueError(f"--resume: {js} was run with --seed {old.get('provenance', {}).get('seed')}, not "
+                             f"{args.seed}")
     files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
     prov = C.provenance(args, argv)
     if old:                    # keep the original command and start; note the resumption
