@@ -265,9 +265,9 @@ def analyse(summary: dict) -> dict:
                       by_L=byL)
     delta = None
     if "fixed" in out and "sqrtL" in out:
-        d = [out["fixed"]["per_seed"][sd]["slope"] - out["sqrtL"]["per_seed"][sd]["slope"]
-             for sd in out["fixed"]["per_seed"] if sd in out["sqrtL"]["per_seed"]
-             and out["fixed"]["per_seed"][sd]["slope"] is not None and out["sqrtL"]["per_seed"][sd]["slope"] is not None]
+        fx, sq = out["fixed"]["per_seed"], out["sqrtL"]["per_seed"]
+        d = [fx[sd]["slope"] - sq[sd]["slope"] for sd in fx
+             if sd in sq and fx[sd]["slope"] is not None and sq[sd]["slope"] is not None]
         m, se, n = _mean_se(d)
         delta = dict(mean=m, se=se, n_seeds=n, per_seed=d)
     return dict(variants=out, delta_fixed_minus_sqrtL=delta)
@@ -291,7 +291,8 @@ def verdict(summary: dict) -> str:
         if fx.get("slope_mean") is not None and dl["mean"] > 0:
             b = (fx["slope_mean"] - 0.5) / (2 * dl["mean"])
             txt += (f"  A score scale β ∝ L^b with b = (slope(β = 1) − ½)/γ = {C.fmt(b)} would give P* ∝ √L in "
-                    "this model (extrapolated from the two variants).")
+                    "this model (an extrapolation from the two variants that assumes β acts only through G; β also "
+                    "sharpens the prior's attention).")
     health = [e["health"]["status"] for e in summary["entries"]]
     txt += (f"  Sampler health of the {len(health)} entries: "
             + ", ".join(f"{health.count(h)} {h}" for h in sorted(set(health))) + ".")
@@ -395,6 +396,8 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default per size)")
     p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
     p.add_argument("--resume", action="store_true", help="continue a stopped run from its JSON file")
+    p.add_argument("--tabulate", action="store_true",
+                   help="rewrite the result files from the entries of the existing JSON file, sampling nothing")
     args = p.parse_args(argv)
     C.check_args(args)
     s = dict(SETTINGS[args.size])
@@ -415,17 +418,18 @@ def main(argv=None) -> int:
             s[name] = v
     stem = args.name or f"attention_context_{args.size}"
     old = None
-    if args.resume:
+    if args.resume or args.tabulate:
         js = Path(args.out) / f"{stem}.json"
         if not js.exists():
-            raise ValueError(f"--resume: {js} does not exist")
+            raise ValueError(f"--resume/--tabulate: {js} does not exist")
         old = json.loads(js.read_text())
         if json.loads(json.dumps(C.jsonable(s))) != old.get("settings"):
-            raise ValueError(f"--resume: the settings of {js} differ from this run's; rerun with the same options")
+            raise ValueError(f"--resume/--tabulate: the settings of {js} differ from this run's; use the same "
+                             "options")
         if old.get("provenance", {}).get("seed") != args.seed:
-            raise ValueError(f"--resume: {js} was run with --seed {old.get('provenance', {}).get('seed')}, not "
-                             f"{args.seed}")
-    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
+            raise ValueError(f"--resume/--tabulate: {js} was run with --seed "
+                             f"{old.get('provenance', {}).get('seed')}, not {args.seed}")
+    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume or args.tabulate)
     prov = C.provenance(args, argv)
     if old:                    # keep the original command and start; note the resumption
         prov = dict(old["provenance"], resumed=prov["started"], resume_command=prov["command"])
@@ -438,7 +442,7 @@ def main(argv=None) -> int:
     summary["analysis"] = analyse(summary)
     files.write(summary, markdown(summary))
     prev = {}
-    for seed in s["seeds"]:
+    for seed in (() if args.tabulate else s["seeds"]):
         for v in s["variants"]:
             for L in s["L"]:
                 ev = {P: e["A"] for (vv, LL, sd, P), e in done.items() if (vv, LL, sd) == (v, L, seed)}

@@ -54,6 +54,7 @@ def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     (["--samples", "0"], ["--samples", ">= 1"]),
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--resume"], ["--resume", "does not exist"]),
+    (["--tabulate"], ["--tabulate", "does not exist"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), *args, timeout=300)
