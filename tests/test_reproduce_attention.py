@@ -135,3 +135,28 @@ def test_ci_run(tmp_path):
         ref = m.first_order_check(c["variant"], c["L"], s["settings"]["d"])
         assert c["rel_error"] == pytest.approx(ref["rel_error"], rel=1e-9)
         assert c["A_target"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_analysis_recovers_known_exponents():
+    # A_f linear in log P through 0.25 at P* = 30 L^0.5 (β = 1) and 20 L^0 (β = √L): log-linear interpolation is then
+    # exact, so the slopes are 0.5 and 0 and Δ = 0.5 (γ = 1) to rounding; both variants' markdown renders.
+    m = _module()
+    s = dict(m.SETTINGS["cpu"])
+    health = dict(status="equilibrated", max_rhat=1.0, divergences=0)
+    entries = []
+    for seed in (0, 1, 2):
+        for v, (p0, b) in (("fixed", (30.0, 0.5)), ("sqrtL", (20.0, 0.0))):
+            for L in s["L"]:
+                ps = p0 * L**b * (1.0 + 0.01 * seed)
+                for P in (8, 16, 32, 64, 128):
+                    a = 0.25 + 0.3 * math.log(P / ps)
+                    entries.append(dict(variant=v, L=L, seed=seed, P=P, beta=m.score_scale(v, L), A=a, A_sd=0.1,
+                                        A_chains=[a] * 4, A_se_chains=0.0, rel_error=0.5, seconds=1.0, health=health))
+    summ = dict(provenance=dict(command="x", size="cpu", seed=0, started="t", machine="m",
+                                versions=dict(python="3", jax="0", numpyro="0", bnnzoo="0")),
+                settings=s, first_order=[], prior_parts=[], entries=entries)
+    summ["analysis"] = a = m.analyse(summ)
+    assert a["variants"]["fixed"]["slope_mean"] == pytest.approx(0.5, abs=1e-9)
+    assert a["variants"]["sqrtL"]["slope_mean"] == pytest.approx(0.0, abs=1e-9)
+    assert a["delta_fixed_minus_sqrtL"]["mean"] == pytest.approx(0.5, abs=1e-9)
+    assert "γ = 2Δ = 1" in m.markdown(summ)
