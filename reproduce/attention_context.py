@@ -38,8 +38,9 @@ slopes of P* in L between β = 1 and β = √L is Δ = γ/2 exactly, and the pre
 the smaller the exponent*.  If γ ≈ 1 and D(L) saturates, β fixed gives P* ∝ √L.
 
 The script measures, for the variants ``fixed`` (β = 1) and ``sqrtL`` (β = √L) (``L``, β = L, is available):
-per (variant, seed, L) the alignment A_f of the posterior-mean predictor on a test set for a ladder of P (doubling)
-searched from a start point until A_f crosses 0.25 (start: the previous seed's P* of the same variant and L), P*(0.25)
+per (variant, seed, L) the alignment A_f of the posterior-mean predictor on a test set on a ladder of P, searched in
+strides from a start point until A_f crosses 0.25 (start: the previous seed's P* of the same variant and L), then
+refined at the ladder point halfway between the bracketing points, P*(0.25)
 by log-linear interpolation between the bracketing points, the log-log slope of P* in L per seed, its mean ± standard
 error over seeds, and Δ = slope(fixed) − slope(sqrtL) with its standard error over seeds.  It also checks the
 first-order formula numerically: f of the hand-built teacher weights through ``attention_forward`` against the target,
@@ -50,9 +51,10 @@ readout norm and the outputs) stored and shown next to A_f.
 Run: ``python reproduce/attention_context.py --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
 [--seeds 0,1,2] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and contexts); an
 entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
-settings), skipping the entries it already holds.  On a loaded CPU the compilations take much of an entry's time;
-set ``JAX_COMPILATION_CACHE_DIR`` (the cpu run here did) so that entries of the same P and L (other seeds, other β)
-reuse them.
+sampling settings: d, warm-up, draws, test contexts, κ), reusing the entries it already holds; the search settings
+(L, seeds, variants, ladder, evaluations per curve) may change, e.g. to refine a finished run.  On a loaded CPU the
+compilations take much of an entry's time; set ``JAX_COMPILATION_CACHE_DIR`` (the cpu run here did) so that entries
+of the same P and L (other seeds, other β) reuse them.
 """
 
 from __future__ import annotations
@@ -72,16 +74,18 @@ PROG = "attention_context.py"
 LEVEL = 0.25
 HEADS = 2
 VARIANTS = {"fixed": "β = 1", "sqrtL": "β = √L", "L": "β = L"}
-# per size: token dimension d, context lengths, seeds, variants, the P ladder, the start P, the most evaluations per
-# curve, warm-up and kept draws, test contexts, ridge κ
+# per size: token dimension d, context lengths, seeds, variants, the P ladder (P ≈ 8·2^(k/2)) and the search stride on
+# it, the start P, the most evaluations per curve, warm-up and kept draws, test contexts, ridge κ
+ENTRY_KEYS = ("d", "warmup", "samples", "P_test", "kappa")     # what an entry's result depends on besides its key
 SETTINGS = {
-    "ci": dict(d=4, L=(2, 3), seeds=(0,), variants=("fixed",), ladder=(16,), start=16, max_evals=1,
+    "ci": dict(d=4, L=(2, 3), seeds=(0,), variants=("fixed",), ladder=(16,), stride=1, start=16, max_evals=1,
                warmup=30, samples=20, P_test=100, kappa=0.05),
     "cpu": dict(d=4, L=(2, 4, 8, 16), seeds=(0, 1, 2), variants=("fixed", "sqrtL"),
-                ladder=(8, 16, 32, 64, 128, 256), start=32, max_evals=3, warmup=250, samples=100, P_test=500,
+                ladder=(8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256), stride=2, start=32, max_evals=4, warmup=250,
+                samples=100, P_test=500,
                 kappa=0.05),
     "paper": dict(d=8, L=(2, 4, 8, 16, 32), seeds=(0, 1, 2, 3, 4), variants=("fixed", "sqrtL", "L"),
-                  ladder=(16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512, 724, 1024), start=64, max_evals=6,
+                  ladder=(16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512, 724, 1024), stride=2, start=64, max_evals=6,
                   warmup=1000, samples=500, P_test=2000, kappa=0.05),
 }
 
@@ -176,16 +180,26 @@ def crossing(P, A, level: float = LEVEL):
     return float(P[-1]), ">"
 
 
-def next_P(evaluated: dict, ladder, level: float = LEVEL):
-    """The next ladder point of a bracket search, or None when the crossing is bracketed or the ladder ends.
+def next_P(evaluated: dict, ladder, level: float = LEVEL, stride: int = 1):
+    """The next ladder point of a bracket search, or None when the crossing is bracketed between neighbouring ladder
+    points or the ladder ends.
 
-    ``evaluated`` maps P to A_f.  Below every evaluated point all A < level: go up; all A ≥ level: go down."""
-    Ps = sorted(evaluated)
-    A = [evaluated[p] for p in Ps]
-    if any(a < level for a in A) and any(a >= level for a in A):
+    ``evaluated`` maps P to A_f (points off the ladder are ignored).  All A < level: ``stride`` ladder steps above
+    the largest P; A ≥ level at the smallest P: ``stride`` steps below it; otherwise the ladder point halfway
+    between the two points of the first crossing, while they are not neighbours on the ladder."""
+    Ps = sorted(p for p in evaluated if p in ladder)
+    if not Ps:
         return None
-    i = ladder.index(Ps[-1]) + 1 if all(a < level for a in A) else ladder.index(Ps[0]) - 1
-    return ladder[i] if 0 <= i < len(ladder) else None
+    A = [evaluated[p] for p in Ps]
+    idx = [ladder.index(p) for p in Ps]
+    if all(a < level for a in A):
+        return ladder[min(idx[-1] + stride, len(ladder) - 1)] if idx[-1] < len(ladder) - 1 else None
+    if A[0] >= level:
+        return ladder[max(idx[0] - stride, 0)] if idx[0] > 0 else None
+    for j in range(1, len(Ps)):
+        if A[j - 1] < level <= A[j]:
+            return ladder[(idx[j - 1] + idx[j]) // 2] if idx[j] - idx[j - 1] > 1 else None
+    return None
 
 
 def start_P(ladder, prev: float | None, start: int) -> int:
@@ -306,8 +320,9 @@ def markdown(summary: dict) -> str:
     lines.append(f"Token dimension d = {s['d']} (the d³ part of the claim is not the target here; L is), H = {HEADS} "
                  f"heads, key dimension d_h = d, standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior "
                  f"σ² = σ_a² = 1; {s['warmup']} warm-up + {s['samples']} draws per chain; {s['P_test']} test "
-                 f"contexts; P ladder {', '.join(map(str, s['ladder']))} searched per curve (at most "
-                 f"{s['max_evals']} values) until A_f crosses {LEVEL}.\n")
+                 f"contexts; P ladder {', '.join(map(str, s['ladder']))} searched per curve in strides of "
+                 f"{s['stride']} until A_f crosses {LEVEL}, then refined halfway between the bracketing points (at "
+                 f"most {s['max_evals']} values per curve).\n")
     lines += ["## The architectural choices and the first-order analysis\n",
               "Model: s_hℓ = β q_h·k_hℓ/√d_h, α_hℓ = softmax_ℓ(s_hℓ), f = c Σ_h a_hᵀ Σ_ℓ α_hℓ v_hℓ.  Target: "
               "y = q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄)/√(L − 1) (E[y²] = 1).  To first order in the scores "
@@ -423,8 +438,9 @@ def main(argv=None) -> int:
         if not js.exists():
             raise ValueError(f"--resume/--tabulate: {js} does not exist")
         old = json.loads(js.read_text())
-        if json.loads(json.dumps(C.jsonable(s))) != old.get("settings"):
-            raise ValueError(f"--resume/--tabulate: the settings of {js} differ from this run's; use the same "
+        bad = [k for k in ENTRY_KEYS if old.get("settings", {}).get(k) != s[k]]
+        if bad:
+            raise ValueError(f"--resume/--tabulate: {js} was sampled with other {', '.join(bad)}; use the same "
                              "options")
         if old.get("provenance", {}).get("seed") != args.seed:
             raise ValueError(f"--resume/--tabulate: {js} was run with --seed "
@@ -438,7 +454,7 @@ def main(argv=None) -> int:
                    prior_parts=[prior_parts(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    entries=list(old["entries"]) if old else [])
     done = {(e["variant"], e["L"], e["seed"], e["P"]): e for e in summary["entries"]}
-    ladder = list(s["ladder"])
+    ladder, st = list(s["ladder"]), s["stride"]
     summary["analysis"] = analyse(summary)
     files.write(summary, markdown(summary))
     prev = {}
@@ -446,7 +462,7 @@ def main(argv=None) -> int:
         for v in s["variants"]:
             for L in s["L"]:
                 ev = {P: e["A"] for (vv, LL, sd, P), e in done.items() if (vv, LL, sd) == (v, L, seed)}
-                P = start_P(ladder, prev.get((v, L)), s["start"]) if not ev else next_P(ev, ladder)
+                P = start_P(ladder, prev.get((v, L)), s["start"]) if not ev else next_P(ev, ladder, stride=st)
                 while P is not None and len(ev) < s["max_evals"]:
                     C.log(f"{PROG}: {v} (β = {score_scale(v, L):.3g}), L = {L}, seed {seed}, P = {P}")
                     e = entry(v, L, seed, P, s, args.progress, args.seed)
@@ -456,7 +472,7 @@ def main(argv=None) -> int:
                     summary["analysis"] = analyse(summary)
                     files.write(summary, markdown(summary))
                     C.log(f"{PROG}: A_f = {e['A']:.3f} ({e['seconds']} s, {e['health']['status']})")
-                    P = next_P(ev, ladder)
+                    P = next_P(ev, ladder, stride=st)
                 if ev:
                     pst, flag = crossing(list(ev), list(ev.values()))
                     if flag == "":

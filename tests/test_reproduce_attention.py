@@ -111,6 +111,12 @@ def test_crossing_and_bracket_search():
     assert m.next_P({32: 0.6}, ladder) == 16
     assert m.next_P({32: 0.1, 64: 0.6}, ladder) is None
     assert m.next_P({64: 0.1}, ladder) is None                 # ladder ends
+    fine = [8, 11, 16, 23, 32, 45, 64]
+    assert m.next_P({16: 0.1}, fine, stride=2) == 32
+    assert m.next_P({16: 0.1, 32: 0.4}, fine, stride=2) == 23   # refine between the bracketing points
+    assert m.next_P({16: 0.1, 23: 0.2, 32: 0.4}, fine, stride=2) is None
+    assert m.next_P({11: 0.3}, fine, stride=2) == 8             # clipped at the ladder's end
+    assert m.next_P({45: 0.1}, fine, stride=2) == 64
     assert m.start_P(ladder, 40.0, 32) == 32 and m.start_P(ladder, 50.0, 32) == 64
     assert m.start_P(ladder, None, 16) == 16
     # the slope of an exact power law P* = 10 L^0.5 is 0.5 with zero residual
