@@ -23,8 +23,8 @@ Three choices set how L enters G, all through one factor at first order:
 
 * the softmax's own 1/L (uniform attention weights) multiplies the learnable cubic part: G ∝ L/√(L − 1) ≈ √L;
 * the target normalisation 1/√(L − 1) (E[y²] = 1; the sum over the context has L − 1 independent terms) divides it:
-  with a mean over the context (1/(L − 1)) instead, G would not grow with L but E[y²] would fall as 1/L against a
-  fixed ridge κ;
+  with a mean over the context (1/(L − 1)) instead, G would not grow with L (exponent lowered by γ/2 in the
+  notation below) but E[y²] would fall as 1/(L − 1) against a fixed ridge κ (which raises P*);
 * the score scale β divides it: β fixed (the model's default, β = 1) leaves G ∝ √L; β ∝ √L makes G independent of
   L; β ∝ L makes G ∝ 1/√L.  Moving the softmax's 1/L (e.g. an unnormalised or 1/√L-normalised attention sum) is the
   same as rescaling β at first order, and the readout normalisation (c = 1/√(H d_h) or 1/(H d_h)) does not involve L.
@@ -49,10 +49,11 @@ from prior draws (sampler "auto" = ChEES for this entry), the sampler health (st
 readout norm and the outputs) stored and shown next to A_f.
 
 Run: ``python reproduce/attention_context.py --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
-[--seeds 0,1,2] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and contexts); an
+[--seeds 0,1,2] [--seed 0] [--resume | --tabulate] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and contexts); an
 entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
 sampling settings: d, warm-up, draws, test contexts, κ), reusing the entries it already holds; the search settings
-(L, seeds, variants, ladder, evaluations per curve) may change, e.g. to refine a finished run.  On a loaded CPU the
+(L, seeds, variants, ladder, evaluations per curve) may change, e.g. to refine a finished run; ``--tabulate``
+rewrites the result files from the JSON file without sampling.  On a loaded CPU the
 compilations take much of an entry's time; set ``JAX_COMPILATION_CACHE_DIR`` (the cpu run here did) so that entries
 of the same P and L (other seeds, other β) reuse them.
 """
