@@ -49,8 +49,8 @@ from prior draws (sampler "auto" = ChEES for this entry), the sampler health (st
 readout norm and the outputs) stored and shown next to A_f.
 
 Run: ``python reproduce/attention_context.py --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
-[--seeds 0,1,2] [--seed 0] [--resume | --tabulate] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and contexts); an
-entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
+[--seeds 0,1,2] [--seed 0] [--resume | --tabulate] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and
+contexts); an entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
 sampling settings: d, warm-up, draws, test contexts, κ), reusing the entries it already holds; the search settings
 (L, seeds, variants, ladder, evaluations per curve) may change, e.g. to refine a finished run; ``--tabulate``
 rewrites the result files from the JSON file without sampling.  On a loaded CPU the
