@@ -290,7 +290,11 @@ def analyse(summary: dict) -> dict:
         d = [fx[sd]["slope"] - sq[sd]["slope"] for sd in fx
              if sd in sq and fx[sd]["slope"] is not None and sq[sd]["slope"] is not None]
         m, se, n = _mean_se(d)
-        delta = dict(mean=m, se=se, n_seeds=n, per_seed=d)
+        d2 = [fx[sd]["slope_without_largest_L"] - sq[sd]["slope_without_largest_L"] for sd in fx
+              if sd in sq and fx[sd]["slope_without_largest_L"] is not None
+              and sq[sd]["slope_without_largest_L"] is not None]
+        m2, se2, _ = _mean_se(d2)
+        delta = dict(mean=m, se=se, n_seeds=n, per_seed=d, without_largest_L=m2, without_largest_L_se=se2)
     return dict(variants=out, delta_fixed_minus_sqrtL=delta)
 
 
@@ -308,7 +312,8 @@ def verdict(summary: dict) -> str:
     dl = a["delta_fixed_minus_sqrtL"]
     if dl and dl["mean"] is not None:
         txt += (f"  Δ = slope(β = 1) − slope(β = √L) = {C.fmt(dl['mean'], dl['se'])} over {dl['n_seeds']} seeds: "
-                f"if P* ∝ G^γ D(L), γ = 2Δ = {C.fmt(2 * dl['mean'], 2 * dl['se'] if dl['se'] else None)}.")
+                f"if P* ∝ G^γ D(L), γ = 2Δ = {C.fmt(2 * dl['mean'], 2 * dl['se'] if dl['se'] else None)}; "
+                f"without the largest L, Δ = {C.fmt(dl['without_largest_L'], dl['without_largest_L_se'])}.")
         fx = a["variants"].get("fixed", {})
         if fx.get("slope_mean") is not None and dl["mean"] > 0:
             b = (fx["slope_mean"] - 0.5) / (2 * dl["mean"])
