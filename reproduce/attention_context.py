@@ -326,6 +326,13 @@ def verdict(summary: dict) -> str:
                     "prior the scores are O(β), so at β = √L the prior's attention grows sharper with L and the "
                     "posterior has to pull every query–key direction back into the small-score regime in which the "
                     "cubic target is realised (a hypothesis, not tested here).")
+    rep = [v for v, r in a["variants"].items() if r["slope_mean"] is not None and r["slope_se"]
+           and abs(r["slope_mean"] - 0.5) <= 2 * r["slope_se"]]
+    txt += ("  P* ∝ √L holds within 2 s.e. for " + ", ".join(f"{v} ({VARIANTS[v]})" for v in rep) + "." if rep else
+            "  P* ∝ √L is reproduced by none of the variants (every slope is more than 2 s.e. from 0.5).")
+    if dl and dl["mean"] is not None and dl["se"] and abs(dl["mean"]) > 2 * dl["se"]:
+        txt += (f"  The score scale β decides the exponent: going from β = 1 to β = √L changes the slope by "
+                f"{C.fmt(-dl['mean'], dl['se'])}.")
     for v, r in a["variants"].items():
         bad = [f"L = {L}: {b['n_entries'] - b['n_equilibrated']} of {b['n_entries']}"
                for L, b in r["by_L"].items() if b["n_entries"] and b["n_equilibrated"] < b["n_entries"]]
@@ -340,7 +347,12 @@ def verdict(summary: dict) -> str:
 def markdown(summary: dict) -> str:
     s, prov = summary["settings"], summary["provenance"]
     lines = [C.header("Softmax attention: the context length L and the sample complexity P*", prov).replace(
-        "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)"), ""]
+        "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)")]
+    for h in prov.get("history", []):
+        what = ("continued the run" if h["mode"] == "resume"
+                else "rewrote these files from the JSON file, sampling nothing")
+        lines.append(f"Then `{h['command']}` ({what}), started {h['started']}.\n")
+    lines.append("")
     lines.append(f"Token dimension d = {s['d']} (the d³ part of the claim is not the target here; L is), H = {HEADS} "
                  f"heads, key dimension d_h = d, standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior "
                  f"σ² = σ_a² = 1; {s['warmup']} warm-up + {s['samples']} draws per chain; {s['P_test']} test "
@@ -474,8 +486,9 @@ def main(argv=None) -> int:
                              f"{old.get('provenance', {}).get('seed')}, not {args.seed}")
     files = C.ResultFiles(args.out, stem, args.overwrite or args.resume or args.tabulate)
     prov = C.provenance(args, argv)
-    if old:                    # keep the original command and start; note the resumption
-        prov = dict(old["provenance"], resumed=prov["started"], resume_command=prov["command"])
+    if old:                    # keep the original command and start; list the resumptions and tabulations
+        step = dict(mode="tabulate" if args.tabulate else "resume", command=prov["command"], started=prov["started"])
+        prov = dict(old["provenance"], history=list(old["provenance"].get("history", [])) + [step])
     summary = dict(provenance=prov, settings=s,
                    first_order=[first_order_check(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    prior_parts=[prior_parts(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
