@@ -34,8 +34,9 @@ token-mean (uniform attention) part c Σ_h a_hᵀ V_h x̄ has variance E|x̄|²/
 does not fall with L at β = 1 and grows with L at β = √L (the script estimates both from prior draws).  The data
 do not depend on β: at a given seed and L both variants see the same contexts.  So if P* ∝ G^γ · D(L), with D(L)
 whatever the data contribute (e.g. the L − 1 key-value products per context), then the difference of the log-log
-slopes of P* in L between β = 1 and β = √L is Δ = γ/2 exactly, and the prediction is *the larger β grows with L,
-the smaller the exponent*.  If γ ≈ 1 and D(L) saturates, β fixed gives P* ∝ √L.
+slopes of P* in L between β = 1 and β = √L is Δ = γ/2 exactly, and the first-order prediction is *the faster β
+grows with L, the smaller the exponent* (the result files say whether it holds).  If γ ≈ 1 and D(L) saturated,
+β fixed would give P* ∝ √L.
 
 The script measures, for the variants ``fixed`` (β = 1) and ``sqrtL`` (β = √L) (``L``, β = L, is available):
 per (variant, seed, L) the alignment A_f of the posterior-mean predictor on a test set on a ladder of P, searched in
@@ -368,8 +369,8 @@ def markdown(summary: dict) -> str:
               "1/√(L − 1) leave G ∝ √L at a fixed score scale β; β ∝ √L removes the L dependence; moving the "
               "1/L (an unnormalised or 1/√L-normalised attention sum) is a rescaling of β at first order; the "
               "readout normalisation c does not involve L.  The data are the same for every β, so if "
-              "P* ∝ G^γ D(L), the slope difference Δ = slope(β = 1) − slope(β = √L) is γ/2: the faster β grows "
-              "with L, the smaller the exponent.\n",
+              "P* ∝ G^γ D(L), the slope difference Δ = slope(β = 1) − slope(β = √L) is γ/2: the first-order "
+              "argument predicts that the faster β grows with L, the smaller the exponent (tested below).\n",
               "Check of the formula with hand-built teacher weights through `attention_forward` (2000 contexts): "
               "relative error ‖f − y‖/‖y‖ at score amplitude u and u/2 (their ratio → 4 as u → 0), alignment of "
               "the teacher and of the exact target (1).\n",
