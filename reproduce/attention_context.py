@@ -304,7 +304,7 @@ def verdict(summary: dict) -> str:
     parts = []
     for v, r in a["variants"].items():
         if r["slope_mean"] is None:
-            parts.append(f"{v} ({VARIANTS[v]}): no slope (fewer than two crossings per seed)")
+            parts.append(f"{v} ({VARIANTS[v]}): no slope (crossings at fewer than 3 L per seed)")
             continue
         parts.append(f"{v} ({VARIANTS[v]}): slope of P* in L = {C.fmt(r['slope_mean'], r['slope_se'])} "
                      f"(mean ± s.e. over {r['n_seeds']} seeds; without the largest L "
@@ -329,8 +329,10 @@ def verdict(summary: dict) -> str:
                     "cubic target is realised (a hypothesis, not tested here).")
     rep = [v for v, r in a["variants"].items() if r["slope_mean"] is not None and r["slope_se"]
            and abs(r["slope_mean"] - 0.5) <= 2 * r["slope_se"]]
-    txt += ("  P* ∝ √L holds within 2 s.e. for " + ", ".join(f"{v} ({VARIANTS[v]})" for v in rep) + "." if rep else
-            "  P* ∝ √L is reproduced by none of the variants (every slope is more than 2 s.e. from 0.5).")
+    if rep:
+        txt += "  P* ∝ √L holds within 2 s.e. for " + ", ".join(f"{v} ({VARIANTS[v]})" for v in rep) + "."
+    elif any(r["slope_mean"] is not None and r["slope_se"] for r in a["variants"].values()):
+        txt += "  P* ∝ √L is reproduced by none of the variants (every slope is more than 2 s.e. from 0.5)."
     if dl and dl["mean"] is not None and dl["se"] and abs(dl["mean"]) > 2 * dl["se"]:
         txt += (f"  The score scale β decides the exponent: going from β = 1 to β = √L changes the slope by "
                 f"{C.fmt(-dl['mean'], dl['se'])}.")
@@ -489,7 +491,10 @@ def main(argv=None) -> int:
     prov = C.provenance(args, argv)
     if old:                    # keep the original command and start; list the resumptions and tabulations
         step = dict(mode="tabulate" if args.tabulate else "resume", command=prov["command"], started=prov["started"])
-        prov = dict(old["provenance"], history=list(old["provenance"].get("history", [])) + [step])
+        hist = list(old["provenance"].get("history", []))
+        while args.tabulate and hist and hist[-1]["mode"] == "tabulate":   # only the latest rewrite is kept
+            hist.pop()
+        prov = dict(old["provenance"], history=hist + [step])
     summary = dict(provenance=prov, settings=s,
                    first_order=[first_order_check(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    prior_parts=[prior_parts(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
