@@ -12,16 +12,15 @@ preactivation variance in the class structure within 0.1 of the mean field's.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from reproduce_scripts import load_script, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -29,16 +28,11 @@ REPRO = ROOT / "reproduce"
 
 
 def _run(script: str, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    return subprocess.run([sys.executable, str(REPRO / script), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_script(script, *args, timeout=timeout)
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"reproduce_{name}", REPRO / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"{name}.py")
 
 
 @pytest.mark.parametrize("script,args,words", [

@@ -19,13 +19,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from reproduce_scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -41,9 +42,7 @@ def _module():
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_script(SCRIPT, *args, timeout=timeout)
 
 
 @pytest.mark.parametrize("args,words", [

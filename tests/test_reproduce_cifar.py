@@ -11,13 +11,13 @@ distribution (sums to 1).  Errors (missing files, bad arguments, an existing res
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from reproduce_scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -25,10 +25,7 @@ SCRIPT = ROOT / "reproduce" / "cifar10.py"
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    env.pop("BNNZOO_CIFAR10", None)
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_script(SCRIPT, *args, timeout=timeout, drop_env=("BNNZOO_CIFAR10",))
 
 
 def _fake_cifar(path: Path, n_train: int = 200, n_test: int = 100, seed: int = 0) -> Path:

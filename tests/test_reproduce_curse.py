@@ -11,16 +11,15 @@ marked slow (a single sampled entry takes about a minute on the shared CPU, most
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from reproduce_scripts import load_script, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -28,17 +27,11 @@ SCRIPT = ROOT / "reproduce" / "curse_of_detail.py"
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_script(SCRIPT, *args, timeout=timeout)
 
 
 def _load(path=SCRIPT, name="reproduce_curse_of_detail"):
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(path, name)
 
 
 @pytest.mark.parametrize("args,words", [

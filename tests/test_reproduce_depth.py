@@ -14,14 +14,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from itertools import product
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from reproduce_scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -30,9 +30,7 @@ PATTERNS = {"".join(b) for b in product("01", repeat=3)}
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_script(SCRIPT, *args, timeout=timeout)
 
 
 def _check_layers(e: dict) -> None:

@@ -19,12 +19,12 @@ scales, prior variance σ²) at 1 + (σ²)³/(4⟨y²⟩).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from reproduce_scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -33,9 +33,7 @@ Y2 = (6.0**2 + 4.0**2 + 3.0**2) / 7.0       # ⟨y²⟩ of a routed item: one 6,
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_script(SCRIPT, *args, timeout=timeout)
 
 
 @pytest.mark.parametrize("args,words", [

@@ -14,14 +14,13 @@ of the non-111 branches (finite-N and warm-up lock-in allowance, as in the noteb
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from reproduce_scripts import load_script, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -30,17 +29,11 @@ PROG = "critical_temperature.py"
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    return run_script(SCRIPT, *args, timeout=timeout)
 
 
 def _load():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("reproduce_critical_temperature", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "reproduce_critical_temperature")
 
 
 @pytest.mark.parametrize("args,words", [

@@ -7,19 +7,17 @@ from the N → ∞ one by 0.1, so the test tells the two apart; the posterior-me
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from reproduce_scripts import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "reproduce" / "gated_xor.py"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               JAX_PLATFORMS="cpu")
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=900)
+    return run_script(SCRIPT, *args)
 
 
 def test_bad_arguments_and_overwrite(tmp_path):
