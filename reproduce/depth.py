@@ -11,7 +11,9 @@ Nets (``--nets``, comma-separated):
 * ``sig2``: two hidden layers, sigmoidal, y− = ½ (Fig. 5), σ_a² = 1/P (the sigmoidal rule, any depth);
   ``sig2_sa``: the same with σ_a² = P^{-1/2} (the linear/ReLU rule at depth 2); ``sig2_N``: the same as ``sig2``
   at half the width (N = P/2); ``sig2_T``: the same as ``sig2`` at half the temperature; ``sig1``: the one-hidden-
-  layer net at the ``sig2`` setting (the reference scheme of the feature layer).
+  layer net at the ``sig2`` setting (the reference scheme of the feature layer); ``sig1_fk``: ``sig1`` on inputs
+  with the kernel the feature layer of ``sig2`` receives under the prior (correlated: diagonal 0.355, off-diagonal
+  ¼; :func:`feature_layer_inputs`), ``sig1_fs``: ``sig1`` on orthogonal inputs of that norm only.
 
 For every hidden layer l: the fraction of units on each code (modal code of a unit over its draws;
 ``bnnzoo.diagnostics.codes``) over all units and over the selective ones, with its binomial standard error and its
@@ -50,23 +52,48 @@ NETS = {
     "sig2_N": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=0.5, tf=1.0),
     "sig2_T": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=1.0, tf=0.5),
     "sig1": dict(entry="sigmoidal", depth=1, y_neg=0.5, sa="paper", nf=1.0, tf=1.0),
+    # the one-layer net fed what the feature layer of sig2 is fed under the prior (inputs="feature_kernel") or only
+    # its scale (inputs="feature_scale"): does the one-layer scheme change on the feature layer's kind of inputs?
+    "sig1_fk": dict(entry="sigmoidal", depth=1, y_neg=0.5, sa="paper", nf=1.0, tf=1.0, inputs="feature_kernel"),
+    "sig1_fs": dict(entry="sigmoidal", depth=1, y_neg=0.5, sa="paper", nf=1.0, tf=1.0, inputs="feature_scale"),
 }
 # per size: P per net (N = nf · P), warm-up per net, kept draws, z thinning, default nets
 SETTINGS = {
     "ci": dict(P={"sig3": 20, "relu3": 20, "lin3": 20, "sig2": 20, "sig2_sa": 20, "sig2_N": 20, "sig2_T": 20,
-                  "sig1": 20},
+                  "sig1": 20, "sig1_fk": 20, "sig1_fs": 20},
                warmup={k: 150 for k in NETS}, samples=100, thin_z=2, nets=("sig3", "relu3", "lin3", "sig2")),
     "cpu": dict(P={"sig3": 50, "relu3": 50, "lin3": 50, "sig2": 100, "sig2_sa": 100, "sig2_N": 100, "sig2_T": 100,
-                   "sig1": 100},
+                   "sig1": 100, "sig1_fk": 100, "sig1_fs": 100},
                 warmup={"sig3": 2000, "relu3": 2000, "lin3": 500, "sig2": 1000, "sig2_sa": 1000, "sig2_N": 1000,
-                        "sig2_T": 1000, "sig1": 500},
+                        "sig2_T": 1000, "sig1": 500, "sig1_fk": 500, "sig1_fs": 500},
                 samples=400, thin_z=2, nets=("sig3", "relu3", "sig2", "sig1")),
     "paper": dict(P={"sig3": 200, "relu3": 100, "lin3": 200, "sig2": 500, "sig2_sa": 500, "sig2_N": 500,
-                     "sig2_T": 500, "sig1": 500},
+                     "sig2_T": 500, "sig1": 500, "sig1_fk": 500, "sig1_fs": 500},
                   warmup={"sig3": 2000, "relu3": 3000, "lin3": 1000, "sig2": 2000, "sig2_sa": 2000, "sig2_N": 2000,
-                          "sig2_T": 2000, "sig1": 1000},
+                          "sig2_T": 2000, "sig1": 1000, "sig1_fk": 1000, "sig1_fs": 1000},
                   samples=500, thin_z=5, nets=("sig3", "relu3", "lin3", "sig2", "sig1")),
 }
+
+
+def feature_layer_inputs(task, kind: str):
+    """The toy task with its orthogonal inputs replaced by inputs whose kernel xᵀx'/N0 is what the second hidden
+    layer of a sigmoidal net receives under the prior, K_φ = E[φ(z)φ(z')] on orthogonal unit inputs
+    (:func:`bnnzoo.theory.nngp_kernel`: diagonal k₀, off-diagonal k₁): ``kind="feature_kernel"`` gives
+    x'_μ = √(k₀ − k₁) x_μ + √(k₁ N0) u with u a unit vector orthogonal to every x_μ (so x'ᵀx'/N0 = K_φ);
+    ``kind="feature_scale"`` only rescales, x'_μ = √k₀ x_μ (orthogonal inputs of the same norm)."""
+    import dataclasses
+
+    from bnnzoo import theory
+
+    X = np.asarray(task.X, float)
+    P, N0 = X.shape
+    K = theory.nngp_kernel(X, nonlinearity="sigmoid")
+    k0, k1 = float(np.mean(np.diag(K))), float((K.sum() - np.trace(K)) / (P * (P - 1)))
+    if kind == "feature_scale":
+        return dataclasses.replace(task, X=np.sqrt(k0) * X)
+    _, _, Vt = np.linalg.svd(X)                              # rows P.. of Vt span the complement of the inputs
+    u = Vt[P]
+    return dataclasses.replace(task, X=np.sqrt(k0 - k1) * X + np.sqrt(k1 * N0) * u[None, :])
 
 
 def sample_net(net: str, s: dict, args):
@@ -79,6 +106,8 @@ def sample_net(net: str, s: dict, args):
     N = max(int(round(d["nf"] * P)), 2)
     entry = bnnzoo.get_entry(d["entry"])
     task = entry.make_task(**dict(entry.task_defaults, P=P, N0=P + 20, y_neg=d["y_neg"]))
+    if d.get("inputs"):
+        task = feature_layer_inputs(task, d["inputs"])
     act = entry.defaults["activation"]
     sa2 = default_sigma_a2(act, "nonlazy", P, d["depth"]) if d["sa"] == "paper" else P ** -0.5
     T = T0 * d["tf"]

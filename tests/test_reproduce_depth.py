@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reproduce_scripts import run_script
+from reproduce_scripts import load_script, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
@@ -101,3 +101,23 @@ def test_depth_ci_all_default_nets(tmp_path):
     assert [e["net"] for e in s["nets"]] == list(s["settings"]["nets"])
     for e in s["nets"]:
         _check_layers(e)
+
+
+def test_feature_layer_inputs_have_the_prior_feature_kernel():
+    """The inputs of ``sig1_fk`` / ``sig1_fs`` against the closed-form kernel of the paper's sigmoid
+    φ = ½ + ½ erf(αz), α² = π/4, on orthogonal unit inputs: E[φ²] = ¼ + (1/(2π)) arcsin(2α²/(1 + 2α²)) and
+    E[φ(z)φ(z')] = ¼ for independent z, z' (to 1e-9)."""
+    import bnnzoo
+
+    depth = load_script("depth.py")
+    entry = bnnzoo.get_entry("sigmoidal")
+    task = entry.make_task(**dict(entry.task_defaults, P=12, N0=32, y_neg=0.5))
+    a2 = np.pi / 4
+    k0 = 0.25 + np.arcsin(2 * a2 / (1 + 2 * a2)) / (2 * np.pi)
+    off = ~np.eye(12, dtype=bool)
+    G = (lambda X: X @ X.T / X.shape[1])(depth.feature_layer_inputs(task, "feature_kernel").X)
+    np.testing.assert_allclose(np.diag(G), k0, atol=1e-9)
+    np.testing.assert_allclose(G[off], 0.25, atol=1e-9)
+    G = (lambda X: X @ X.T / X.shape[1])(depth.feature_layer_inputs(task, "feature_scale").X)
+    np.testing.assert_allclose(np.diag(G), k0, atol=1e-9)
+    np.testing.assert_allclose(G[off], 0.0, atol=1e-9)
