@@ -227,6 +227,29 @@ def linear_U_check(rd, task) -> dict:
                 U_relative_error_se=float(np.sqrt(np.sum(se ** 2)) / nrm))
 
 
+def mean_se(values) -> tuple[float | None, float | None]:
+    """Mean of the finite values (None and NaN left out) and its standard error (standard deviation / √n) over
+    them — over chains or over seeds, as the caller says; (None, None) without values, se None with one."""
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], float)
+    if v.size == 0:
+        return None, None
+    return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else None)
+
+
+def loglog_slope(x, y) -> tuple[float | None, float | None]:
+    """Least-squares slope of log y on log x over the points with y > 0 (None left out), and its standard error
+    from the residuals; (None, None) with fewer than 2 points, se None with 2."""
+    pts = [(a, b) for a, b in zip(x, y) if b is not None and b > 0]
+    if len(pts) < 2:
+        return None, None
+    lx, ly = np.log([a for a, _ in pts]), np.log([b for _, b in pts])
+    b, a = np.polyfit(lx, ly, 1)
+    if len(pts) < 3:
+        return float(b), None
+    res = ly - (a + b * lx)
+    return float(b), math.sqrt(float(res @ res) / (len(pts) - 2) / float(((lx - lx.mean()) ** 2).sum()))
+
+
 def fmt(v, se=None, digits: int = 3) -> str:
     """``v ± se`` for tables ("—" for a missing value)."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):

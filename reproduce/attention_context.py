@@ -232,25 +232,13 @@ def entry(variant: str, L: int, seed: int, P: int, s: dict, progress: bool = Fal
                 rel_error=A.rel_error, seconds=round(secs, 1), health=C.health_summary(run))
 
 
-def _slope(L, Pstar):
-    """Least-squares slope of log P* on log L and its standard error (None with < 2 or < 3 points; a seed's slope is
-    only reported with crossings at 3 or more L)."""
-    x, y = np.log(np.asarray(L, float)), np.log(np.asarray(Pstar, float))
-    if len(x) < 2:
-        return None, None
-    b, a = np.polyfit(x, y, 1)
-    if len(x) < 3:
-        return float(b), None
-    res = y - (a + b * x)
-    se = math.sqrt(float(res @ res) / (len(x) - 2) / float(((x - x.mean()) ** 2).sum()))
-    return float(b), se
+_slope = C.loglog_slope
 
 
 def _mean_se(v):
-    v = [x for x in v if x is not None]
-    if not v:
-        return None, None, 0
-    return float(np.mean(v)), (float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else None), len(v)
+    """Mean, standard error over seeds and the number of seeds with a value."""
+    m, se = C.mean_se(v)
+    return m, se, sum(x is not None for x in v)
 
 
 def analyse(summary: dict) -> dict:

@@ -186,12 +186,7 @@ def transition(T, R) -> dict:
                 width=(t20 - t80) if t80 is not None and t20 is not None else None)
 
 
-def mean_se(vals):
-    """Mean and standard error (over chains) of the finite values; (None, None) when there are none."""
-    v = np.asarray([x for x in vals if x is not None and math.isfinite(x)], float)
-    if v.size == 0:
-        return None, None
-    return float(v.mean()), (float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else None)
+mean_se = C.mean_se
 
 
 # ------------------------------------------------------------------------------------------------------ samples

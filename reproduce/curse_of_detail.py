@@ -47,7 +47,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import math
 import os
 import sys
 import time
@@ -183,20 +182,12 @@ def nngp_curve(model: str, d: int, seed: int, s: dict, cache: Path | None = None
 
 
 # ------------------------------------------------------------------------------------------------------ summaries
-def _mean_se(x):
-    x = [v for v in x if v is not None]
-    if not x:
-        return None, None
-    m = float(np.mean(x))
-    return m, (float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else None)
+_mean_se = C.mean_se
 
 
 def _slope(x, y):
     """Least-squares slope of log y on log x (None with fewer than 2 points)."""
-    pts = [(a, b) for a, b in zip(x, y) if b is not None and b > 0]
-    if len(pts) < 2:
-        return None
-    return float(np.polyfit(np.log([a for a, _ in pts]), np.log([b for _, b in pts]), 1)[0])
+    return C.loglog_slope(x, y)[0]
 
 
 def pstar_summary(runs: list[dict], nngp: list[dict]) -> dict:
