@@ -95,12 +95,13 @@ def analyse(run, task, s: dict, gp_max_p: int) -> dict:
     W1, W2 = np.asarray(th["W1"].values, float), np.asarray(th["W2"].values, float)
     idx = np.asarray(th[th["W1"].dims[1]].values, int)                          # kept-draw index of each W draw
     post = azcompat.get_group(run, "posterior")
-    a = np.asarray(post["a"].values, float)[:, idx]                             # (chain, draw_k, N, m)
-    f_rec = np.asarray(post["f"].values, float)[:, idx]                         # (chain, draw_k, P, m)
     n = min(s["code_points"], task.P)
+    # index before converting: at the paper's size f holds 4 × 500 × 50 000 × 10 values
+    a = np.asarray(post["a"].values[:, idx], float)                             # (chain, draw_k, N, m)
+    f_rec = np.asarray(post["f"].values[:, idx, :n], float)                     # (chain, draw_k, n, m)
     z1, z2 = preactivations(W1, W2, task.X[:n], phi)
     f_re = np.einsum("cdnp,cdnm->cdpm", phi(z2), a, optimize=True) / W1.shape[2]   # non-lazy readout 1/N
-    out["f_recompute_error"] = float(np.max(np.abs(f_re - f_rec[:, :, :n])) / max(np.max(np.abs(f_rec)), 1e-12))
+    out["f_recompute_error"] = float(np.max(np.abs(f_re - f_rec)) / max(np.max(np.abs(f_rec)), 1e-12))
     n_te = min(s["code_points"], task.X_test.shape[0])
     z1_te, z2_te = preactivations(W1, W2, task.X_test[:n_te], phi)
     layers = {}
