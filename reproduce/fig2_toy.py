@@ -63,12 +63,7 @@ QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 STEADY = 0.9  # a unit at its modal code on at least this fraction of the draws is "steady"
 
 
-def _chain_mean_se(per_chain) -> tuple[float, float]:
-    """Mean over chains and its standard error (standard deviation over chains / √chains)."""
-    v = np.asarray([x for x in per_chain if x is not None and math.isfinite(x)], float)
-    if v.size == 0:
-        return float("nan"), float("nan")
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan")
+_chain_mean_se = C.mean_se  # mean ± s.e. over the chains
 
 
 def _bimodality_coefficient(x: np.ndarray) -> float:
