@@ -54,6 +54,7 @@ def _check_layers(e: dict) -> None:
 @pytest.mark.parametrize("args,words", [
     (["--nets", "tanh3"], ["--nets", "sig3, relu3"]),
     (["--seed", "-2"], ["--seed", ">= 0"]),
+    (["--chains", "1"], ["--chains", ">= 2"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), *args, timeout=300)
@@ -121,3 +122,35 @@ def test_feature_layer_inputs_have_the_prior_feature_kernel():
     G = (lambda X: X @ X.T / X.shape[1])(depth.feature_layer_inputs(task, "feature_scale").X)
     np.testing.assert_allclose(np.diag(G), k0, atol=1e-9)
     np.testing.assert_allclose(G[off], 0.0, atol=1e-9)
+
+
+def test_chain_disagreement_ranks_chains_by_their_populations():
+    # six chains whose training error is set by construction: chain k's outputs sit δ_k off every target, so its
+    # mse is δ_k² at every draw (plus a small draw-to-draw wobble); the fraction of units on code 111 rises with δ_k
+    # (ρ = 1), on 011 falls with it (ρ = −1); a code under 5 % and a code equal in every chain are not tested
+    from types import SimpleNamespace
+
+    from scipy import stats
+
+    mod = load_script("depth.py")
+    rng = np.random.default_rng(0)
+    C, D, P, m = 6, 40, 5, 3
+    delta = np.array([0.10, 0.30, 0.20, 0.50, 0.40, 0.60])
+    Y = rng.standard_normal((P, m))
+    wobble = 0.01 * rng.standard_normal((C, D, 1, 1))
+    f = Y + delta[:, None, None, None] + wobble
+    rd = SimpleNamespace(f=f, Y=Y)
+    up = (0.2 + delta).tolist()
+    down = (0.8 - delta).tolist()
+    layer = dict(layer=2, fraction={"111": 0.55, "011": 0.43, "100": 0.01, "101": 0.2},
+                 per_chain={"111": up, "011": down, "100": [0.01] * C, "101": [0.2] * C})
+    out = mod.chain_disagreement(rd, [layer])
+    mse = np.mean((f - Y) ** 2, axis=(2, 3))
+    np.testing.assert_allclose(out["mse_chain_mean"], mse.mean(1), rtol=1e-12)
+    # independent draws: the batch-means s.e. is the plain s.d./√D up to the scatter of 10 batches (factor 2)
+    ratio = np.array(out["mse_chain_se"]) / (mse.std(1, ddof=1) / np.sqrt(D))
+    assert np.all((ratio > 0.5) & (ratio < 2.0)), ratio
+    links = {k["code"]: k for k in out["links"]}
+    assert set(links) == {"111", "011"}
+    assert links["111"]["rho"] == pytest.approx(1.0) and links["011"]["rho"] == pytest.approx(-1.0)
+    assert links["111"]["p"] == pytest.approx(stats.spearmanr(up, mse.mean(1)).pvalue) and links["111"]["p"] < 0.01

@@ -135,3 +135,27 @@ def test_reproduce_script_kernel_predictor_is_kernel_regression():
     K, k = X @ X.T / 50, X @ Xt.T / 50
     np.testing.assert_allclose(mod.kernel_predictor(K, K, Y), Y, atol=1e-8)
     np.testing.assert_allclose(mod.kernel_predictor(K, k, Y), k.T @ np.linalg.solve(K, Y), rtol=1e-8)
+
+
+def test_reproduce_script_digits_runs_without_mlxtend(tmp_path, monkeypatch):
+    # --data digits needs no optional package; its GP column is the NNGP predictor on the digits task the script
+    # builds (recomputed here from bnnzoo.tasks.digits_task and bnnzoo.theory.gp_posterior), and the sampled
+    # outputs stay finite; the ReLU net at ci size (N = 30, P = 60, 150 test images, 4 chains)
+    from bnnzoo import theory
+    from bnnzoo.tasks import digits_task
+
+    monkeypatch.setitem(sys.modules, "mlxtend", None)      # import mlxtend now fails
+    mod = _script()
+    stem = tmp_path / "dg"
+    assert mod.main(["--data", "digits", "--size", "ci", "--nets", "relu", "--out", str(stem)]) == 0
+    import json
+
+    res = json.loads(stem.with_suffix(".json").read_text())
+    r = res["nets"]["relu"]
+    s = mod.DIGITS_SIZES["ci"]
+    task = digits_task(P=s["P"], P_test=s["P_test"], seed=0)
+    gp = theory.gp_posterior(task.X, task.Y, task.X_test, nonlinearity="relu", temperature=mod.T, sigma_a2=1.0,
+                             Y_test=task.Y_test, labels_test=task.labels_test)
+    assert res["data"] == "digits" and r["test_mse_gp"] == pytest.approx(gp.generalization.mse, rel=1e-9)
+    assert np.isfinite(r["test_mse_sampled"]) and 0 <= r["test_error_sampled"] <= 1
+    assert "8×8 digits 0/1/2" in stem.with_suffix(".md").read_text()
