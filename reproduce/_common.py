@@ -167,8 +167,9 @@ def health_summary(run) -> dict:
 def code_summary(rd) -> dict:
     """Modal feature-layer code of every unit (all chains): fraction of units per code with its binomial standard
     error, per-chain fractions, and whether the codes are frozen (code memory, switching rate); and the fraction of
-    units on each code at a given draw (``per_draw``, mean over draws and chains; a unit that hops between two codes
-    counts for both, which its modal code does not show)."""
+    units on each code at a given draw (``per_draw``, mean over draws and chains, with the standard error over the
+    chains ``per_draw_se``; a unit that hops between two codes counts for both, which its modal code does not
+    show)."""
     from bnnzoo.diagnostics.codes import code_string, neural_codes
 
     cr = neural_codes(rd, 1)
@@ -181,9 +182,15 @@ def code_summary(rd) -> dict:
         se[c] = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
         per_chain[c] = [float(np.mean(modal[k] == c)) for k in range(modal.shape[0])]
     ids = np.asarray(cr.ids)  # (chain, draw, unit)
-    per_draw = {code_string(k, rd.m): float(np.mean(ids == k)) for k in range(1 << rd.m)}
-    per_draw = {c: v for c, v in per_draw.items() if v > 0}
-    return dict(fraction=frac, fraction_se=se, per_chain=per_chain, per_draw=per_draw, verdict=cr.verdict,
+    per_draw, per_draw_se = {}, {}
+    for k in range(1 << rd.m):
+        pc = np.mean(ids == k, axis=(1, 2))  # (chain,)
+        if pc.max() > 0:
+            per_draw[code_string(k, rd.m)] = float(pc.mean())
+            per_draw_se[code_string(k, rd.m)] = (float(pc.std(ddof=1) / math.sqrt(pc.size)) if pc.size > 1
+                                                 else float("nan"))
+    return dict(fraction=frac, fraction_se=se, per_chain=per_chain, per_draw=per_draw, per_draw_se=per_draw_se,
+                verdict=cr.verdict,
                 code_memory=cr.code_memory, switching_rate=cr.switching_rate,
                 switching_rate_se=cr.switching_rate_se, n_units=n)
 

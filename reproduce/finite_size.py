@@ -182,12 +182,14 @@ def markdown(summary: dict) -> str:
         lines.append("| mean field | " + " | ".join(C.fmt(mf.get(c, 0.0)) for c in codes) + " | 0 | | | | |")
         if any("per_draw" in e["codes"] for e in sig):
             lines += ["", "Fraction of units on each code at a given draw (mean over draws and chains; a unit that "
-                          "hops between codes counts for each, its modal code above for one):\n",
+                          "hops between codes counts for each, its modal code above for one; ± s.e. over chains):\n",
                       "| N | " + " | ".join(codes) + " |", "|---|" + "---|" * len(codes)]
             for e in sig:
                 pdr = e["codes"].get("per_draw")
+                pse = e["codes"].get("per_draw_se", {})
                 if pdr is not None:
-                    lines.append(f"| {e['N']} | " + " | ".join(C.fmt(pdr.get(c, 0.0)) for c in codes) + " |")
+                    lines.append(f"| {e['N']} | " + " | ".join(C.fmt(pdr.get(c, 0.0), pse.get(c)) for c in codes)
+                                 + " |")
         lines += ["", "Readout branches (BIC clustering of the units' time-averaged readouts, outliers removed):\n"]
         for e in sig:
             b = e["branches"]

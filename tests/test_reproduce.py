@@ -165,6 +165,9 @@ def test_finite_size_ci(tmp_path):
     for e in s["sigmoid"]:
         mf = _meanfield_masses(e["P"], 0.5, e["temperature"], e["sigma_a2"])
         assert _tv(e["codes"]["fraction"], mf) <= 0.25
+        # counted per draw every unit holds exactly one code, and the fractions meet the mean field as well
+        assert sum(e["codes"]["per_draw"].values()) == pytest.approx(1.0, abs=1e-9)
+        assert _tv(e["codes"]["per_draw"], mf) <= 0.25
         assert e["meanfield_mass"] == pytest.approx(mf, abs=1e-6)
     assert math.isfinite(s["analysis"]["exponent_readout"]["slope"])
 
