@@ -195,6 +195,52 @@ def code_summary(rd) -> dict:
                 switching_rate_se=cr.switching_rate_se, n_units=n)
 
 
+def chain_disagreement(mse: np.ndarray, layers: list[dict]) -> dict:
+    """Whether the chains' disagreement on the training error follows their frozen code populations.
+
+    ``mse`` : (chain, draw) training error.  ``layers`` : per layer a dict with ``layer``, ``fraction`` {code: fraction
+    of all units} and ``per_chain`` {code: [fraction per chain]}.  Per chain: the mean training error with its Monte
+    Carlo standard error (10 batch means).  Per layer and code held by at least 5 % of the units: Spearman's rank
+    correlation across chains between the chain's fraction of units on that code and its mean training error, with
+    the two-sided p-value (scipy.stats.spearmanr; with C chains the smallest p is 2/C!, so 4 chains cannot show it).
+    """
+    from scipy import stats
+
+    mse = np.asarray(mse, float)
+    Cn, D = mse.shape
+    nb = min(10, D)
+    bm = mse[:, : D - D % nb].reshape(Cn, nb, -1).mean(2)
+    out = dict(mse_chain_mean=mse.mean(1).tolist(), mse_chain_se=(bm.std(1, ddof=1) / math.sqrt(nb)).tolist(),
+               mse_within_sd=float(mse.std(1).mean()), links=[])
+    if Cn < 3:
+        return out
+    for lc in layers:
+        for code, pc in lc["per_chain"].items():
+            if lc["fraction"][code] < 0.05 or np.ptp(pc) == 0:
+                continue
+            with np.errstate(all="ignore"):
+                r, pv = stats.spearmanr(pc, out["mse_chain_mean"])
+            out["links"].append(dict(layer=lc["layer"], code=code, rho=float(r), p=float(pv),
+                                     per_chain=[float(v) for v in pc]))
+    out["links"].sort(key=lambda x: (x["p"], -abs(x["rho"])))
+    return out
+
+
+def chain_disagreement_text(cd: dict) -> str:
+    """Two sentences for a results page: the chains' mean training errors and the strongest code links."""
+    if not cd:
+        return ""
+    text = (f"Chains ({len(cd['mse_chain_mean'])}): mean training error per chain "
+            + ", ".join(fmt(m, se) for m, se in zip(cd["mse_chain_mean"], cd["mse_chain_se"]))
+            + f" (within-chain s.d. {fmt(cd['mse_within_sd'])}).")
+    if cd["links"]:
+        text += ("\nRank correlation across chains of the training error with the fraction of units on a code "
+                 "(Spearman ρ, p; strongest first): " + "; ".join(
+                     f"layer {k['layer']} code {k['code']} ρ = {k['rho']:.2f}, p = {k['p']:.2g} "
+                     f"(per chain {', '.join(f'{v:.2f}' for v in k['per_chain'])})" for k in cd["links"][:4]) + ".")
+    return text
+
+
 def outlier_summary(rd) -> dict:
     """ReLU outliers (:func:`bnnzoo.diagnostics.branches.find_outliers`): count per chain, classes, and the RMS
     readout norm and preactivation of every outlier and of the bulk (medians)."""

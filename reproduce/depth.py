@@ -213,38 +213,6 @@ def rhat_q_z(rd) -> dict:
     return out
 
 
-def chain_disagreement(rd, layers: list[dict]) -> dict:
-    """Whether the chains' disagreement on the training error follows their frozen code populations.
-
-    Per chain: the mean training error (mse of the recorded outputs against the targets) with its Monte Carlo
-    standard error (10 batch means).  Per layer and code held by at least 5 % of the units: Spearman's rank
-    correlation across chains between the chain's fraction of units on that code and its mean training error, with
-    the two-sided p-value (scipy.stats.spearmanr; with C chains the smallest p is 2/C!, so 4 chains cannot show it).
-    """
-    from scipy import stats
-
-    if rd.f is None:
-        return {}
-    mse = np.mean((np.asarray(rd.f, float) - rd.Y) ** 2, axis=(2, 3))            # (chain, draw)
-    Cn, D = mse.shape
-    nb = min(10, D)
-    bm = mse[:, : D - D % nb].reshape(Cn, nb, -1).mean(2)
-    out = dict(mse_chain_mean=mse.mean(1).tolist(), mse_chain_se=(bm.std(1, ddof=1) / math.sqrt(nb)).tolist(),
-               mse_within_sd=float(mse.std(1).mean()), links=[])
-    if Cn < 3:
-        return out
-    for lc in layers:
-        for code, pc in lc["per_chain"].items():
-            if lc["fraction"][code] < 0.05 or np.ptp(pc) == 0:
-                continue
-            with np.errstate(all="ignore"):
-                r, pv = stats.spearmanr(pc, out["mse_chain_mean"])
-            out["links"].append(dict(layer=lc["layer"], code=code, rho=float(r), p=float(pv),
-                                     per_chain=[float(v) for v in pc]))
-    out["links"].sort(key=lambda x: (x["p"], -abs(x["rho"])))
-    return out
-
-
 def net_entry(net: str, s: dict, args) -> dict:
     run, task, N, P, st, dt = sample_net(net, s, args)
     health = C.health_summary(run)
@@ -254,7 +222,9 @@ def net_entry(net: str, s: dict, args) -> dict:
              sigma_a2_rule=d["sa"], warmup=s["warmup"][net], samples=s["samples"], thin_z=s["thin_z"],
              seconds=round(dt, 1), health=health, rhat_q_z=rhat_q_z(rd), **st, chains=args.chains,
              layers=[layer_codes(rd, l) for l in range(1, d["depth"] + 1)], sharpening=sharpening(rd))
-    e["chain_disagreement"] = chain_disagreement(rd, e["layers"])
+    if rd.f is not None:
+        mse = np.mean((np.asarray(rd.f, float) - rd.Y) ** 2, axis=(2, 3))   # (chain, draw)
+        e["chain_disagreement"] = C.chain_disagreement(mse, e["layers"])
     if d["entry"] == "deep_linear":
         from bnnzoo.theory.deep_linear import deep_linear_zero_temperature
 
@@ -334,17 +304,8 @@ def markdown(summary: dict) -> str:
                          f"{C.fmt(sh['learned_fraction'][i])} | "
                          f"{C.fmt(sh['target_cka'][i], sh['target_cka_se'][i], 4)} | "
                          f"{C.fmt(sh['nc1'][i], sh['nc1_se'][i])} |")
-        cd = e.get("chain_disagreement") or {}
-        if cd:
-            lines.append(f"\nChains ({len(cd['mse_chain_mean'])}): mean training error per chain "
-                         + ", ".join(C.fmt(m, se) for m, se in zip(cd["mse_chain_mean"], cd["mse_chain_se"]))
-                         + f" (within-chain s.d. {C.fmt(cd['mse_within_sd'])}).")
-            if cd["links"]:
-                lines.append("Rank correlation across chains of the training error with the fraction of units on a "
-                             "code (Spearman ρ, p; strongest first): " + "; ".join(
-                                 f"layer {k['layer']} code {k['code']} ρ = {k['rho']:.2f}, p = {k['p']:.2g} "
-                                 f"(per chain {', '.join(f'{v:.2f}' for v in k['per_chain'])})"
-                                 for k in cd["links"][:4]) + ".")
+        if e.get("chain_disagreement"):
+            lines.append("\n" + C.chain_disagreement_text(e["chain_disagreement"]))
         if "U" in e:
             lines.append(f"\nReadout second moment U = aᵀa/N against the deep linear theory (N → ∞, T → 0): "
                          f"relative Frobenius error {C.fmt(e['U_relative_error'], e['U_relative_error_se'])}; "

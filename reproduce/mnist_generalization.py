@@ -47,6 +47,8 @@ import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import _common  # noqa: E402
 NETS = (("linear", "deep_linear", "linear"), ("sigmoid", "sigmoidal", "sigmoid"), ("relu", "relu", "relu"))
 SIZES = {
     # N, P, P_test, chains, warm-up, kept draws, max tree depth (SNAPER: at most 2**depth leapfrog steps per draw)
@@ -89,7 +91,8 @@ def analyse(idata, task, act: str, max_kernel_draws: int = 100) -> dict:
     from bnnzoo.diagnostics.codes import codes_from_preactivations
     from bnnzoo.diagnostics._data import np_activation
     from bnnzoo.diagnostics.kernels import cka
-    from bnnzoo.inference.health import sampler_health
+    from bnnzoo.diagnostics.codes import code_string
+    from bnnzoo.inference.health import invariant_observables, sampler_health
 
     phi = np_activation(act)
     h = sampler_health(idata)
@@ -151,6 +154,15 @@ def analyse(idata, task, act: str, max_kernel_draws: int = 100) -> dict:
                                                                              key=lambda kv: -kv[1])},
                                      n_selective=c.n_selective, n_units=c.n_units, code_memory=c.code_memory,
                                      verdict=c.verdict)
+    # the chains' training errors against their frozen populations of training-set codes (reproduce/_common.py)
+    obs = invariant_observables(post, task.Y)
+    if "mse" in obs and act != "linear":
+        modal = np.asarray(codes["train"].modal)                                    # (chain, neuron)
+        ks = sorted(set(modal.ravel().tolist()))
+        layer = dict(layer=1, fraction={code_string(k, task.m): float(np.mean(modal == k)) for k in ks},
+                     per_chain={code_string(k, task.m): [float(np.mean(modal[c] == k)) for c in range(C)]
+                                for k in ks})
+        out["chain_disagreement"] = _common.chain_disagreement(obs["mse"], [layer])
     out["codes_same_train_test"] = float(same[sel].mean()) if sel.any() else float("nan")
     out["codes_n_selective_both"] = int(sel.sum())
     return out
@@ -212,6 +224,11 @@ def markdown(res: dict) -> str:
                  f"{'closer to' if r['rel_diff_sampled_vs_kernel_predictor'] < r['rel_diff_sampled_vs_gp'] else 'farther from'}"
                  f" its sampled-kernel predictor than to the GP's")
         lines.append(f"* **{act}**: {v}")
+    cds = {act: r["chain_disagreement"] for act, r in res["nets"].items() if r.get("chain_disagreement")}
+    if cds:
+        lines += ["", "The chains' training errors against their populations of training-set codes (modal code per "
+                      "unit; a disagreement that follows the frozen populations is not relaxation):", ""]
+        lines += [f"* **{act}**: " + _common.chain_disagreement_text(cd).replace("\n", " ") for act, cd in cds.items()]
     lines += ["", "Health per net (`bnnzoo.inference.health.sampler_health`):", ""]
     for act, r in res["nets"].items():
         lines += [f"* **{act}**: " + "; ".join(r["health_summary"])]
@@ -232,6 +249,9 @@ def main(argv=None) -> int:
     p.add_argument("--reparam", default="readout,data_space",
                    help="reparametrisations passed to bnnzoo.sample (comma-separated; '' for none)")
     p.add_argument("--warm-start", type=int, default=200, help="Adam steps before warm-up (bnnzoo.sample)")
+    p.add_argument("--chains", type=int, default=None,
+                   help="chains, each from its own prior draw (default 4; more test whether the chains' training "
+                        "errors follow their frozen code populations)")
     args = p.parse_args(argv)
     nets = [n.strip() for n in args.nets.split(",") if n.strip()]
     reparam = tuple(r.strip() for r in args.reparam.split(",") if r.strip())
@@ -240,6 +260,8 @@ def main(argv=None) -> int:
         p.error(f"--nets must name some of linear, sigmoid, relu, got {args.nets!r}")
     if args.seed < 0:
         p.error(f"--seed must be >= 0, got {args.seed}")
+    if args.chains is not None and args.chains < 2:
+        p.error(f"--chains must be >= 2, got {args.chains}")
     default = HERE / "results" / ("mnist_generalization" + ("_digits" if args.data == "digits" else "")
                                   + ("" if args.size == "cpu" else f"_{args.size}"))
     stem = Path(args.out) if args.out else default
@@ -260,7 +282,9 @@ def main(argv=None) -> int:
     from bnnzoo.tasks import digits_task, mnist_subset_task
 
     warnings.simplefilter("ignore")
-    s = (SIZES if args.data == "mnist" else DIGITS_SIZES)[args.size]
+    s = dict((SIZES if args.data == "mnist" else DIGITS_SIZES)[args.size])
+    if args.chains is not None:
+        s["chains"] = args.chains
     make = mnist_subset_task if args.data == "mnist" else digits_task
     task = make(P=s["P"], P_test=s["P_test"], seed=args.seed)
     res = dict(data=args.data, size=args.size, seed=args.seed, settings=s, temperature=T,

@@ -128,24 +128,21 @@ def test_chain_disagreement_ranks_chains_by_their_populations():
     # six chains whose training error is set by construction: chain k's outputs sit δ_k off every target, so its
     # mse is δ_k² at every draw (plus a small draw-to-draw wobble); the fraction of units on code 111 rises with δ_k
     # (ρ = 1), on 011 falls with it (ρ = −1); a code under 5 % and a code equal in every chain are not tested
-    from types import SimpleNamespace
-
     from scipy import stats
 
-    mod = load_script("depth.py")
+    mod = load_script("_common.py")
     rng = np.random.default_rng(0)
     C, D, P, m = 6, 40, 5, 3
     delta = np.array([0.10, 0.30, 0.20, 0.50, 0.40, 0.60])
     Y = rng.standard_normal((P, m))
     wobble = 0.01 * rng.standard_normal((C, D, 1, 1))
     f = Y + delta[:, None, None, None] + wobble
-    rd = SimpleNamespace(f=f, Y=Y)
     up = (0.2 + delta).tolist()
     down = (0.8 - delta).tolist()
     layer = dict(layer=2, fraction={"111": 0.55, "011": 0.43, "100": 0.01, "101": 0.2},
                  per_chain={"111": up, "011": down, "100": [0.01] * C, "101": [0.2] * C})
-    out = mod.chain_disagreement(rd, [layer])
     mse = np.mean((f - Y) ** 2, axis=(2, 3))
+    out = mod.chain_disagreement(mse, [layer])
     np.testing.assert_allclose(out["mse_chain_mean"], mse.mean(1), rtol=1e-12)
     # independent draws: the batch-means s.e. is the plain s.d./√D up to the scatter of 10 batches (factor 2)
     ratio = np.array(out["mse_chain_se"]) / (mse.std(1, ddof=1) / np.sqrt(D))

@@ -124,6 +124,9 @@ def test_reproduce_script_refuses_overwrite_and_bad_nets(tmp_path, capsys):
     with pytest.raises(SystemExit):
         mod.main(["--nets", "tanh", "--out", str(tmp_path / "other")])
     assert "--nets must name some of linear, sigmoid, relu" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mod.main(["--chains", "1", "--out", str(tmp_path / "other")])
+    assert "--chains must be >= 2, got 1" in capsys.readouterr().err
 
 
 def test_reproduce_script_kernel_predictor_is_kernel_regression():
