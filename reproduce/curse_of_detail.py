@@ -17,6 +17,8 @@ Three parts (``--part``):
   N1 · 0.0027), its exponent in N1 (theory: the count ∝ (N1/d)^{1/3}, exponent ⅓), and for the pattern of C5
   (specialisation–magnetisation → GP–specialisation as N1 grows) the BNN's A_f against the NNGP's and the second
   layer's magnetisation q3 = ⟨corr(h²_k, He₃)²⟩_k and q1 = ⟨corr(h²_k, w*·x)²⟩_k (``second_layer_overlaps``).
+  With several d (``--spec-d``, each at P = spec_p_over_d · d) the width sweep runs at every d, and a joint fit
+  log count = c₀ + b log N1 + c log d tests the d part of the law (b = ⅓, c = −⅓).
 * ``two_layer``: one hidden layer.  The zoo has no erf activation for the one-hidden-layer net; we use the zoo entry
   ``sigmoidal_lazy``: f = aᵀφ(W x/√d)/√N, standard (lazy) readout, likelihood variance T = κ, prior variances 1,
   with φ(z) = ½ + ½ erf(√π z/2).  This is an erf net up to an affine map: the constant ½ adds a feature (a readout
@@ -39,7 +41,7 @@ seeds unless a column says "over chains".  Every finished run is cached as JSON 
 resumes) and the result files are rewritten after every run.
 
 Run: ``python reproduce/curse_of_detail.py --size ci|cpu|paper [--part three_layer specialists two_layer]
-[--n-seeds K] [--cache DIR] [--overwrite]``.
+[--n-seeds K] [--spec-d 4,8,16] [--cache DIR] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -238,8 +240,9 @@ def pstar_summary(runs: list[dict], nngp: list[dict]) -> dict:
     return out
 
 
-def width_summary(runs: list[dict], theory_exponent: float) -> dict:
-    """Specialists, A_f (BNN, NNGP), q3, q1 per width (mean ± s.e. over seeds) and the exponent of the count in N."""
+def _width_rows(runs: list[dict], theory_exponent: float) -> tuple[dict, list, float | None]:
+    """Rows per width (mean ± s.e. over seeds), the per-seed exponents in N and the exponent of the seed means, for
+    runs at one d."""
     byN = {}
     for r in runs:
         byN.setdefault(r["config"]["N1"], []).append(r)
@@ -256,12 +259,66 @@ def width_summary(runs: list[dict], theory_exponent: float) -> dict:
     per_seed = []
     for s in seeds:
         pts = sorted((r["config"]["N1"], r["specialists"]) for r in runs if r["config"]["seed"] == s)
-        per_seed.append(_slope([p[0] for p in pts], [p[1] for p in pts]))
-    m, se = _mean_se(per_seed)
+        if len(pts) >= 2:
+            per_seed.append(_slope([p[0] for p in pts], [p[1] for p in pts]))
     Ns = sorted(byN)
     pooled = _slope(Ns, [rows[str(N)]["specialists"] for N in Ns])
-    return dict(rows=rows, exponent=dict(per_seed=per_seed, mean=m, se=se, of_seed_means=pooled,
-                                         theory=theory_exponent))
+    return rows, per_seed, pooled
+
+
+def joint_fit(runs: list[dict]) -> dict | None:
+    """Least-squares fit log count = c₀ + b log N + c log d over every run (widths N, dimensions d), with the
+    ordinary standard errors of b and c, the per-seed fits' mean ± s.e., and the residual scatter; None with fewer
+    than two d or two N.  The law count ∝ (N/d)^e predicts b = e and c = −e."""
+    N = np.array([r["config"]["N1"] for r in runs], float)
+    d = np.array([r["config"]["d"] for r in runs], float)
+    y = np.log(np.array([r["specialists"] for r in runs], float))
+    if len(set(N)) < 2 or len(set(d)) < 2 or len(y) < 4:
+        return None
+    X = np.column_stack([np.ones_like(N), np.log(N), np.log(d)])
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ coef
+    dof = len(y) - 3
+    s2 = float(resid @ resid / dof) if dof > 0 else float("nan")
+    cov = s2 * np.linalg.inv(X.T @ X)
+    per_seed = []
+    for sd in sorted({r["config"]["seed"] for r in runs}):
+        rs = [r for r in runs if r["config"]["seed"] == sd]
+        f = joint_fit_coefs(rs)
+        if f is not None:
+            per_seed.append(f)
+    bs, cs = [f[0] for f in per_seed], [f[1] for f in per_seed]
+    return dict(b=float(coef[1]), b_se=float(np.sqrt(cov[1, 1])), c=float(coef[2]), c_se=float(np.sqrt(cov[2, 2])),
+                n_runs=len(y), resid_sd=float(np.sqrt(s2)), per_seed_b=bs, per_seed_c=cs,
+                b_seeds=_mean_se(bs), c_seeds=_mean_se(cs))
+
+
+def joint_fit_coefs(runs: list[dict]) -> tuple[float, float] | None:
+    """(b, c) of log count = c₀ + b log N + c log d for one seed's runs; None if N or d takes one value."""
+    N = np.array([r["config"]["N1"] for r in runs], float)
+    d = np.array([r["config"]["d"] for r in runs], float)
+    if len(set(N)) < 2 or len(set(d)) < 2:
+        return None
+    y = np.log(np.array([r["specialists"] for r in runs], float))
+    X = np.column_stack([np.ones_like(N), np.log(N), np.log(d)])
+    coef = np.linalg.lstsq(X, y, rcond=None)[0]
+    return float(coef[1]), float(coef[2])
+
+
+def width_summary(runs: list[dict], theory_exponent: float) -> dict:
+    """Specialists, A_f (BNN, NNGP), q3, q1 per width (mean ± s.e. over seeds) and the exponent of the count in N,
+    per d (``per_d``; ``rows`` and ``exponent`` directly when the runs have one d); with several d also the joint
+    fit in N and d (:func:`joint_fit`, ``joint``)."""
+    ds = sorted({r["config"]["d"] for r in runs})
+    per_d = {}
+    for d in ds:
+        rows, per_seed, pooled = _width_rows([r for r in runs if r["config"]["d"] == d], theory_exponent)
+        m, se = _mean_se(per_seed)
+        per_d[str(d)] = dict(rows=rows, exponent=dict(per_seed=per_seed, mean=m, se=se, of_seed_means=pooled,
+                                                      theory=theory_exponent))
+    if len(ds) == 1:
+        return dict(per_d[str(ds[0])], per_d=per_d)
+    return dict(per_d=per_d, joint=joint_fit(runs), theory=theory_exponent)
 
 
 # ------------------------------------------------------------------------------------------------------ markdown
@@ -314,21 +371,41 @@ def _pstar_md(ps: dict, nngp: list[dict], theory_slope: float) -> list[str]:
 
 
 def _width_md(ws: dict, label: str, law: str) -> list[str]:
-    rows = ws["rows"]
-    has_q = any("q3" in r for r in rows.values())
-    lines = [f"| {label} | seeds | specialists | chance | specialists / {law} | A_f (BNN) | A_f (NNGP) | "
-             + ("q3 | q1 | " if has_q else "") + "⟨m²⟩ |", "|" + "---|" * (10 if has_q else 8)]
-    for N, r in rows.items():
-        q = (f"{C.fmt(r['q3'], r['q3_se'])} | {C.fmt(r['q1'], r['q1_se'])} | ") if has_q else ""
-        lines.append(f"| {N} | {r['n_seeds']} | {C.fmt(r['specialists'], r['specialists_se'])} | {r['chance']:.2f} | "
-                     f"{r['per_theory_law']:.3f} | {C.fmt(r['A'], r['A_se'])} | {C.fmt(r['A_nngp'], r['A_nngp_se'])} | "
-                     f"{q}{C.fmt(r['q_star'], r['q_star_se'])} |")
-    e = ws["exponent"]
-    per_seed = " / ".join(C.fmt(v) for v in e["per_seed"])
-    lines += ["", f"Exponent of the specialist count in {label}: per seed {per_seed}, "
-              f"mean ± s.e. {C.fmt(e['mean'], e['se'])}, fit of the seed means {C.fmt(e['of_seed_means'])}; theory "
-              f"{e['theory']:.3g}."]
-    return lines
+    lines = []
+    multi = len(ws["per_d"]) > 1
+    for d, wd in ws["per_d"].items():
+        rows = wd["rows"]
+        has_q = any("q3" in r for r in rows.values())
+        if multi:
+            lines += [f"**d = {d}**", ""]
+        lines += [f"| {label} | seeds | specialists | chance | specialists / {law} | A_f (BNN) | A_f (NNGP) | "
+                  + ("q3 | q1 | " if has_q else "") + "⟨m²⟩ |", "|" + "---|" * (10 if has_q else 8)]
+        for N, r in rows.items():
+            q = (f"{C.fmt(r['q3'], r['q3_se'])} | {C.fmt(r['q1'], r['q1_se'])} | ") if has_q else ""
+            lines.append(f"| {N} | {r['n_seeds']} | {C.fmt(r['specialists'], r['specialists_se'])} | "
+                         f"{r['chance']:.2f} | {r['per_theory_law']:.3f} | {C.fmt(r['A'], r['A_se'])} | "
+                         f"{C.fmt(r['A_nngp'], r['A_nngp_se'])} | {q}{C.fmt(r['q_star'], r['q_star_se'])} |")
+        e = wd["exponent"]
+        per_seed = " / ".join(C.fmt(v) for v in e["per_seed"])
+        lines += ["", f"Exponent of the specialist count in {label}" + (f" at d = {d}" if multi else "")
+                  + f": per seed {per_seed}, mean ± s.e. {C.fmt(e['mean'], e['se'])}, fit of the seed means "
+                  f"{C.fmt(e['of_seed_means'])}; theory {e['theory']:.3g}.", ""]
+    j = ws.get("joint")
+    if j:
+        th = ws["theory"]
+        (bm, bse), (cm, cse) = j["b_seeds"], j["c_seeds"]
+        lines += [f"Joint fit over the {j['n_runs']} runs, log count = c₀ + b log {label} + c log d: "
+                  f"b = {C.fmt(j['b'], j['b_se'])}, c = {C.fmt(j['c'], j['c_se'])} (least-squares s.e.; residual "
+                  f"s.d. of log count {C.fmt(j['resid_sd'])}); per seed b = "
+                  f"{' / '.join(C.fmt(v) for v in j['per_seed_b'])} ({C.fmt(bm, bse)} over seeds), c = "
+                  f"{' / '.join(C.fmt(v) for v in j['per_seed_c'])} ({C.fmt(cm, cse)} over seeds).  The law "
+                  f"{law} predicts b = {th:.3g}, c = {-th:.3g}.", ""]
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _ds(spec_d) -> str:
+    """The specialists' d (one value or a tuple) as text."""
+    return ", ".join(map(str, spec_d)) if isinstance(spec_d, (list, tuple)) else str(spec_d)
 
 
 def markdown(summary: dict) -> str:
@@ -346,7 +423,7 @@ def markdown(summary: dict) -> str:
             lines += _pstar_md(summary["three_layer_summary"], summary["nngp"]["three_layer"], 1)
         lines.append("")
     if summary.get("specialists"):
-        lines += [f"## Three-layer erf net: specialists vs N1 (d = {s['spec_d']}, P = {s['spec_p_over_d']} d, "
+        lines += [f"## Three-layer erf net: specialists vs N1 (d = {_ds(s['spec_d'])}, P = {s['spec_p_over_d']} d, "
                   f"N2 = {s['width']})", ""]
         if summary.get("specialists_summary"):
             lines += _width_md(summary["specialists_summary"], "N1", "(N1/d)^(1/3)") + [""]
@@ -358,7 +435,7 @@ def markdown(summary: dict) -> str:
             lines += _pstar_md(summary["two_layer_summary"], summary["nngp"]["two_layer"], 1)
         lines.append("")
     if summary.get("two_layer_widths"):
-        lines += [f"## Two-layer net: specialists vs N (d = {s['spec_d']}, P = {s['spec_p_over_d']} d)", ""]
+        lines += [f"## Two-layer net: specialists vs N (d = {_ds(s['spec_d'])}, P = {s['spec_p_over_d']} d)", ""]
         if summary.get("two_layer_widths_summary"):
             lines += _width_md(summary["two_layer_widths_summary"], "N", "(N/d)^(1/2)") + [""]
         lines += _runs_table(summary["two_layer_widths"]) + [""]
@@ -370,6 +447,7 @@ def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
     """(part, config) of every run, part by part in the order of ``parts``, seed by seed within a part (the
     specialists use the first ``spec_seeds`` seeds, the two-layer net the first ``two_seeds``)."""
     base = dict(kappa=s["kappa"], warmup=s["warmup"], samples=s["samples"], P_test=s["P_test"])
+    spec_ds = s["spec_d"] if isinstance(s["spec_d"], (list, tuple)) else (s["spec_d"],)
     out = []
     for part in parts:
         if part == "three_layer":
@@ -377,17 +455,16 @@ def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
                                          N2=s["width"], seed=seed))
                     for seed in seeds for d in s["d"] for r in s["p_over_d"]]
         elif part == "specialists":
-            P = int(round(s["spec_p_over_d"] * s["spec_d"]))
-            out += [("specialists", dict(base, model="three_layer", d=s["spec_d"], P=P, N1=N1, N2=s["width"],
-                                         seed=seed))
-                    for seed in seeds[:s["spec_seeds"]] for N1 in s["spec_widths"]]
+            out += [("specialists", dict(base, model="three_layer", d=d, P=int(round(s["spec_p_over_d"] * d)), N1=N1,
+                                         N2=s["width"], seed=seed))
+                    for d in spec_ds for seed in seeds[:s["spec_seeds"]] for N1 in s["spec_widths"]]
         else:
-            P = int(round(s["spec_p_over_d"] * s["spec_d"]))
             for seed in seeds[:s["two_seeds"]]:
                 out += [("two_layer", dict(base, model="two_layer", d=d, P=int(round(r * d)), N1=s["two_width"],
                                            N2=None, seed=seed)) for d in s["two_d"] for r in s["two_p_over_d"]]
-                out += [("two_layer_widths", dict(base, model="two_layer", d=s["spec_d"], P=P, N1=N, N2=None,
-                                                  seed=seed)) for N in s["two_spec_widths"]]
+            out += [("two_layer_widths", dict(base, model="two_layer", d=d, P=int(round(s["spec_p_over_d"] * d)),
+                                              N1=N, N2=None, seed=seed))
+                    for d in spec_ds for seed in seeds[:s["two_seeds"]] for N in s["two_spec_widths"]]
     return out
 
 
@@ -429,6 +506,9 @@ def main(argv=None) -> int:
     p.add_argument("--n-seeds", type=int, default=None,
                    help="number of seeds --seed, --seed + 1, ... of every part (default per size: ci 1; cpu 3 for "
                         "the three-layer P* sweep, 2 for the specialists, 1 for the two-layer net; paper 5)")
+    p.add_argument("--spec-d", default=None,
+                   help="comma-separated input dimensions of the specialist (width) sweeps, each at P = spec_p_over_d "
+                        "· d (default per size: ci 4, cpu 8, paper 32)")
     p.add_argument("--cache", default=os.environ.get("BNNZOO_CACHE_CURSE", "/tmp/zoo_cache/curse_of_detail"),
                    help="folder of the per-run cache (a stopped sweep resumes from it)")
     args = p.parse_args(argv)
@@ -442,6 +522,14 @@ def main(argv=None) -> int:
     if cache.exists() and not cache.is_dir():
         raise ValueError(f"--cache: {cache} is a file, not a folder")
     s = dict(SETTINGS[args.size])
+    if args.spec_d is not None:
+        try:
+            sd = tuple(int(x) for x in args.spec_d.split(",") if x.strip())
+        except ValueError:
+            sd = ()
+        if not sd or min(sd) < 2 or len(set(sd)) != len(sd):
+            raise ValueError(f"--spec-d must be distinct comma-separated integers >= 2, got {args.spec_d!r}")
+        s["spec_d"] = sd if len(sd) > 1 else sd[0]
     if args.n_seeds is not None:
         s.update(n_seeds=args.n_seeds, spec_seeds=args.n_seeds, two_seeds=args.n_seeds)
     seeds = list(range(args.seed, args.seed + s["n_seeds"]))

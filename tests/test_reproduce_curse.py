@@ -131,6 +131,29 @@ def test_width_exponent_on_synthetic_counts():
         assert all(v == pytest.approx(expo, abs=1e-9) for v in e["per_seed"])
 
 
+def test_joint_fit_recovers_the_d_part_of_the_law():
+    """Counts c_seed · (N/d)^e over three d and four N give b = e and c = −e back exactly, jointly and per seed; counts
+    with no d dependence give c = 0; the per-d tables and the markdown carry every d."""
+    mod = _load()
+    for expo, dpow in ((1 / 3, -1 / 3), (0.5, -0.5), (1 / 3, 0.0)):
+        runs = [dict(specialists=(1 + 0.1 * seed) * N ** expo * d ** dpow, specialists_chance=0.0027 * N, A=0.5,
+                     A_nngp=0.1, q_star=1.0, health=dict(status="equilibrated", max_rhat=1.0),
+                     config=dict(N1=N, d=d, seed=seed, P=12 * d))
+                for seed in (0, 1, 2) for d in (4, 8, 16) for N in (16, 32, 64, 128)]
+        ws = mod.width_summary(runs, expo)
+        j = ws["joint"]
+        assert j["b"] == pytest.approx(expo, abs=1e-9) and j["c"] == pytest.approx(dpow, abs=1e-9)
+        assert all(v == pytest.approx(dpow, abs=1e-9) for v in j["per_seed_c"])
+        assert sorted(ws["per_d"], key=int) == ["4", "8", "16"]
+        assert all(w["exponent"]["mean"] == pytest.approx(expo, abs=1e-9) for w in ws["per_d"].values())
+        md = "\n".join(mod._width_md(ws, "N1", "(N1/d)^(1/3)"))
+        assert "**d = 16**" in md and "Joint fit over the 36 runs" in md and "at d = 4:" in md
+    one = mod.width_summary([r for r in runs if r["config"]["d"] == 8], 1 / 3)
+    assert "joint" not in one and one["rows"] and one["exponent"]["mean"] == pytest.approx(1 / 3, abs=1e-9)
+    with pytest.raises(ValueError, match="--spec-d"):
+        mod.main(["--size", "ci", "--spec-d", "4,4", "--out", "/nonexistent-dir"])
+
+
 def test_sweep_extension():
     """Once a (d, seed) has its grid: P doubled while A_f < 0.25 everywhere (up to max_p_over_d), halved while
     A_f ≥ 0.25 at the smallest P (down to P/d = 1); nothing before the grid is complete or for other parts."""
