@@ -121,6 +121,18 @@ def sample_net(net: str, s: dict, args):
     return run, task, N, P, dict(sigma_a2=sa2, temperature=T), time.time() - t0
 
 
+def thinned_draws(run) -> np.ndarray | None:
+    """Indices of the kept draws the (thinned) preactivations were recorded on; None when z is not thinned."""
+    from bnnzoo import azcompat
+
+    if "posterior_thinned" not in azcompat.group_names(run):
+        return None
+    th = azcompat.get_group(run, "posterior_thinned")
+    if "z1" not in th:
+        return None
+    return np.asarray(th[th["z1"].dims[1]].values, int)
+
+
 def run_data_all_layers(run):
     """:class:`~bnnzoo.diagnostics._data.RunData` of a run whose preactivations may be thinned: every layer's z from
     ``posterior_thinned`` when it is there, and the readout and outputs restricted to the same draws."""
@@ -134,10 +146,54 @@ def run_data_all_layers(run):
         return rd
     th = azcompat.get_group(run, "posterior_thinned")
     z = {l: np.asarray(th[f"z{l}"].values, float) for l in range(1, rd.depth + 1)}
-    dim = th["z1"].dims[1]  # the thinned draw coordinate: indices of the kept draws that z was recorded on
-    idx = np.asarray(th[dim].values, int)
+    idx = thinned_draws(run)
     return dataclasses.replace(rd, recorded_z=z, a=rd.a[:, idx], f=None if rd.f is None else rd.f[:, idx],
                                _cache={})
+
+
+def layer_outliers(run, rd, layer: int) -> dict:
+    """The one-layer net's outlier analysis (``bnnzoo.diagnostics.branches.find_outliers``) applied to one hidden
+    layer of a deep net: a unit of layer l is an outlier when both the RMS norm of its outgoing weights (the readout
+    a for the feature layer, the column of W^(l+1) otherwise) and the RMS of its preactivation exceed N^(1/4) times
+    the layer's median.  Returns the count per chain, the outliers' scales over the bulk (medians), the classes of
+    the feature-layer outliers, and how many outliers are class-selective units (``neural_codes``) with their modal
+    codes."""
+    from bnnzoo import azcompat
+    from bnnzoo.diagnostics.codes import code_string, neural_codes
+
+    if layer == rd.depth:
+        out = rd.a
+    else:
+        W = np.asarray(azcompat.get_group(run, "posterior")[f"W{layer + 1}"].values, float)
+        idx = thinned_draws(run)
+        if idx is not None:
+            W = W[:, idx]
+        out = np.swapaxes(W, 2, 3)                 # (chain, draw, unit of layer l, unit of layer l + 1)
+    cr = neural_codes(rd, layer)
+    codes = np.vectorize(lambda k: code_string(int(k), rd.m))(np.asarray(cr.modal))
+    return dict(layer=layer, **outlier_stats(out, rd.z(layer), np.asarray(cr.selective, bool), codes,
+                                             feature_layer=layer == rd.depth))
+
+
+def outlier_stats(out: np.ndarray, z: np.ndarray, selective: np.ndarray, codes: np.ndarray,
+                  feature_layer: bool) -> dict:
+    """:func:`layer_outliers` on arrays: ``out`` (chain, draw, unit, outgoing) outgoing weights, ``z`` (chain, draw,
+    unit, point) preactivations, ``selective`` and ``codes`` (chain, unit) the units' selectivity and modal code
+    strings; the classes of the outliers only for the feature layer (whose outgoing weights are the readout)."""
+    from bnnzoo.diagnostics.branches import find_outliers
+
+    o = find_outliers(out, z)
+    flag = o.is_outlier.astype(bool)
+    sel = np.asarray(selective, bool).reshape(-1)
+    return dict(n_outliers=o.n_outliers, per_chain=list(o.per_chain), n_units=int(flag.size),
+                n_outgoing=o.n_readout, n_preactivation=o.n_preactivation, threshold_factor=o.threshold_factor,
+                outgoing_over_bulk=[float(v / o.bulk_readout) for v in o.readout_scale[flag]],
+                preactivation_over_bulk=[float(v / o.bulk_preactivation) for v in o.preact_scale[flag]],
+                max_outgoing_over_bulk=float(o.readout_scale.max() / o.bulk_readout),
+                max_preactivation_over_bulk=float(o.preact_scale.max() / o.bulk_preactivation),
+                classes=list(o.classes) if feature_layer else None,
+                n_selective=int(sel.sum()), n_selective_outliers=int(np.sum(sel & flag)),
+                outlier_codes=sorted(np.asarray(codes).reshape(-1)[flag].tolist()))
 
 
 def _fractions(modal: np.ndarray, mask: np.ndarray) -> tuple[dict, dict, dict, dict]:
@@ -222,6 +278,8 @@ def net_entry(net: str, s: dict, args) -> dict:
              sigma_a2_rule=d["sa"], warmup=s["warmup"][net], samples=s["samples"], thin_z=s["thin_z"],
              seconds=round(dt, 1), health=health, rhat_q_z=rhat_q_z(rd), **st, chains=args.chains,
              layers=[layer_codes(rd, l) for l in range(1, d["depth"] + 1)], sharpening=sharpening(rd))
+    if d["entry"] == "relu":
+        e["outliers"] = [layer_outliers(run, rd, l) for l in range(1, d["depth"] + 1)]
     if rd.f is not None:
         mse = np.mean((np.asarray(rd.f, float) - rd.Y) ** 2, axis=(2, 3))   # (chain, draw)
         e["chain_disagreement"] = C.chain_disagreement(mse, e["layers"])
@@ -304,6 +362,22 @@ def markdown(summary: dict) -> str:
                          f"{C.fmt(sh['learned_fraction'][i])} | "
                          f"{C.fmt(sh['target_cka'][i], sh['target_cka_se'][i], 4)} | "
                          f"{C.fmt(sh['nc1'][i], sh['nc1_se'][i])} |")
+        if e.get("outliers"):
+            lines += ["", "Outliers per layer (the one-layer net's criterion: outgoing-weight norm and preactivation "
+                      "RMS both above N^(1/4) × the layer's median; the feature layer's outgoing weights are the "
+                      "readout, a lower layer's the columns of the next layer's W):\n",
+                      "| layer | outliers (per chain) | outgoing / preactivation flagged | outliers' outgoing norm / "
+                      "bulk | outliers' preactivation / bulk | largest unit's outgoing / preactivation over bulk | "
+                      "selective units: outliers / all | outliers' codes |",
+                      "|---|---|---|---|---|---|---|---|"]
+            for ol in e["outliers"]:
+                rng = lambda v: f"{min(v):.2f}–{max(v):.2f}" if v else "—"  # noqa: E731
+                lines.append(f"| {ol['layer']} | {ol['n_outliers']} ({', '.join(map(str, ol['per_chain']))}) | "
+                             f"{ol['n_outgoing']} / {ol['n_preactivation']} of {ol['n_units']} | "
+                             f"{rng(ol['outgoing_over_bulk'])} | {rng(ol['preactivation_over_bulk'])} | "
+                             f"{ol['max_outgoing_over_bulk']:.2f} / {ol['max_preactivation_over_bulk']:.2f} | "
+                             f"{ol['n_selective_outliers']} / {ol['n_selective']} | "
+                             f"{', '.join(ol['outlier_codes']) or '—'} |")
         if e.get("chain_disagreement"):
             lines.append("\n" + C.chain_disagreement_text(e["chain_disagreement"]))
         if "U" in e:

@@ -151,3 +151,28 @@ def test_chain_disagreement_ranks_chains_by_their_populations():
     assert set(links) == {"111", "011"}
     assert links["111"]["rho"] == pytest.approx(1.0) and links["011"]["rho"] == pytest.approx(-1.0)
     assert links["111"]["p"] == pytest.approx(stats.spearmanr(up, mse.mean(1)).pvalue) and links["111"]["p"] < 0.01
+
+
+def test_outlier_stats_finds_planted_outliers_per_layer():
+    # 3 chains × 40 draws × 16 units: unit-independent N(0, 1) outgoing weights and preactivations, except chain 0's
+    # unit 5 (outgoing weights and preactivation ×10: an outlier), chain 1's unit 2 (outgoing ×10 only: not one, both
+    # scales must stand out) and chain 2's unit 7 (preactivation ×10 only); the threshold is N^(1/4) = 2 × median
+    depth = load_script("depth.py")
+    rng = np.random.default_rng(0)
+    out = rng.standard_normal((3, 40, 16, 16))
+    z = rng.standard_normal((3, 40, 16, 12))
+    out[0, :, 5] *= 10
+    z[0, :, 5] *= 10
+    out[1, :, 2] *= 10
+    z[2, :, 7] *= 10
+    sel = np.zeros((3, 16), bool)
+    sel[0, 5] = sel[1, 3] = True
+    codes = np.full((3, 16), "000", dtype=object)
+    codes[0, 5] = "010"
+    st = depth.outlier_stats(out, z, sel, codes, feature_layer=False)
+    assert st["n_outliers"] == 1 and st["per_chain"] == [1, 0, 0] and st["n_units"] == 48
+    assert st["n_outgoing"] == 2 and st["n_preactivation"] == 2 and st["threshold_factor"] == pytest.approx(2.0)
+    assert st["n_selective"] == 2 and st["n_selective_outliers"] == 1 and st["outlier_codes"] == ["010"]
+    assert st["classes"] is None
+    assert 8 < st["outgoing_over_bulk"][0] < 12 and 8 < st["preactivation_over_bulk"][0] < 12
+    assert 8 < st["max_outgoing_over_bulk"] < 12 and 8 < st["max_preactivation_over_bulk"] < 12
