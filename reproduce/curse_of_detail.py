@@ -318,7 +318,10 @@ def width_summary(runs: list[dict], theory_exponent: float) -> dict:
                                                       theory=theory_exponent))
     if len(ds) == 1:
         return dict(per_d[str(ds[0])], per_d=per_d)
-    return dict(per_d=per_d, joint=joint_fit(runs), theory=theory_exponent)
+    # the law is a large-d statement: the fit without the smallest d shows whether that d alone bends it
+    rest = [r for r in runs if r["config"]["d"] != ds[0]]
+    return dict(per_d=per_d, joint=joint_fit(runs), joint_without_smallest_d=joint_fit(rest),
+                smallest_d=ds[0], theory=theory_exponent)
 
 
 # ------------------------------------------------------------------------------------------------------ markdown
@@ -390,11 +393,15 @@ def _width_md(ws: dict, label: str, law: str) -> list[str]:
         lines += ["", f"Exponent of the specialist count in {label}" + (f" at d = {d}" if multi else "")
                   + f": per seed {per_seed}, mean ± s.e. {C.fmt(e['mean'], e['se'])}, fit of the seed means "
                   f"{C.fmt(e['of_seed_means'])}; theory {e['theory']:.3g}.", ""]
-    j = ws.get("joint")
-    if j:
+    for key, what in (("joint", "Joint fit over the"), ("joint_without_smallest_d", "Without d = ")):
+        j = ws.get(key)
+        if not j:
+            continue
         th = ws["theory"]
         (bm, bse), (cm, cse) = j["b_seeds"], j["c_seeds"]
-        lines += [f"Joint fit over the {j['n_runs']} runs, log count = c₀ + b log {label} + c log d: "
+        head = (f"{what} {j['n_runs']} runs" if key == "joint"
+                else f"{what}{ws['smallest_d']} ({j['n_runs']} runs)")
+        lines += [f"{head}, log count = c₀ + b log {label} + c log d: "
                   f"b = {C.fmt(j['b'], j['b_se'])}, c = {C.fmt(j['c'], j['c_se'])} (least-squares s.e.; residual "
                   f"s.d. of log count {C.fmt(j['resid_sd'])}); per seed b = "
                   f"{' / '.join(C.fmt(v) for v in j['per_seed_b'])} ({C.fmt(bm, bse)} over seeds), c = "

@@ -27,6 +27,7 @@ SCRIPT = "attention_dim.py"
     (["--L", "1"], ["--L", ">= 2"]),
     (["--seeds", "x"], ["--seeds", "integers"]),
     (["--seed", "-1"], ["--seed", ">= 0"]),
+    (["--samples", "0"], ["--samples", ">= 1"]),
     (["--resume"], ["--resume", "does not exist"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):

@@ -144,10 +144,13 @@ def test_joint_fit_recovers_the_d_part_of_the_law():
         j = ws["joint"]
         assert j["b"] == pytest.approx(expo, abs=1e-9) and j["c"] == pytest.approx(dpow, abs=1e-9)
         assert all(v == pytest.approx(dpow, abs=1e-9) for v in j["per_seed_c"])
+        j2 = ws["joint_without_smallest_d"]
+        assert ws["smallest_d"] == 4 and j2["n_runs"] == 24 and j2["c"] == pytest.approx(dpow, abs=1e-9)
         assert sorted(ws["per_d"], key=int) == ["4", "8", "16"]
         assert all(w["exponent"]["mean"] == pytest.approx(expo, abs=1e-9) for w in ws["per_d"].values())
         md = "\n".join(mod._width_md(ws, "N1", "(N1/d)^(1/3)"))
         assert "**d = 16**" in md and "Joint fit over the 36 runs" in md and "at d = 4:" in md
+        assert "Without d = 4 (24 runs)" in md
     one = mod.width_summary([r for r in runs if r["config"]["d"] == 8], 1 / 3)
     assert "joint" not in one and one["rows"] and one["exponent"]["mean"] == pytest.approx(1 / 3, abs=1e-9)
     with pytest.raises(ValueError, match="--spec-d"):
