@@ -14,7 +14,7 @@ Near P* the posterior of this head has a learned and an unlearned state and shor
 found (a 250-step warm-up left chains at A_f 0.10 / 0.10 / 0.60 / 0.59 at d = 12, P = 128), so the cpu size warms up
 for 1000 steps.
 
-Run: ``python reproduce/attention_dim.py --size ci|cpu|paper [--d 4,6,8,12] [--L 4] [--seeds 0,1,2] [--warmup W]
+Run: ``python reproduce/attention_dim.py --size ci|cpu|paper [--d 4,6,8,12,16] [--L 4] [--seeds 0,1,2] [--warmup W]
 [--samples S] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks; an entry's sampler seed is its task seed plus ``--seed``.
 ``--resume`` continues a stopped run from its JSON file (same warm-up, draws, test contexts, κ and L), reusing the
 entries it already holds.
@@ -40,7 +40,7 @@ ENTRY_KEYS = ("L", "warmup", "samples", "P_test", "kappa")
 SETTINGS = {
     "ci": dict(d=(3, 4, 6), L=4, seeds=(0,), ladder=(16,), stride=1, start={}, max_evals=1, warmup=30, samples=20,
                P_test=100, kappa=0.05),
-    "cpu": dict(d=(4, 6, 8, 12), L=4, seeds=(0, 1, 2),
+    "cpu": dict(d=(4, 6, 8, 12, 16), L=4, seeds=(0, 1, 2),
                 ladder=(8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512), stride=2,
                 start={4: 32, 6: 45, 8: 64, 12: 128, 16: 181}, max_evals=5, warmup=1000, samples=200, P_test=500,
                 kappa=0.05),
