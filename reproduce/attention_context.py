@@ -335,6 +335,13 @@ def verdict(summary: dict) -> str:
     return txt
 
 
+def entry_cells(e: dict) -> str:
+    """The A_f (± s.e. over chains), chain means, health, max R̂, divergences and seconds cells of an entry's row."""
+    h = e["health"]
+    return (f"{C.fmt(e['A'], e['A_se_chains'])} | {' / '.join(f'{a:.2f}' for a in e['A_chains'])} | {h['status']} | "
+            f"{C.fmt(h['max_rhat'])} | {h['divergences']} | {e['seconds']} |")
+
+
 def markdown(summary: dict) -> str:
     s, prov = summary["settings"], summary["provenance"]
     lines = [C.header("Softmax attention: the context length L and the sample complexity P*", prov).replace(
@@ -383,10 +390,7 @@ def markdown(summary: dict) -> str:
               "| variant | L | seed | P | A_f | chain means | health | max R̂ | divergences | s |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for e in sorted(summary["entries"], key=lambda e: (e["variant"], e["L"], e["seed"], e["P"])):
-        h = e["health"]
-        lines.append(f"| {e['variant']} | {e['L']} | {e['seed']} | {e['P']} | {C.fmt(e['A'], e['A_se_chains'])} | "
-                     f"{' / '.join(f'{a:.2f}' for a in e['A_chains'])} | {h['status']} | {C.fmt(h['max_rhat'])} | "
-                     f"{h['divergences']} | {e['seconds']} |")
+        lines.append(f"| {e['variant']} | {e['L']} | {e['seed']} | {e['P']} | {entry_cells(e)}")
     a = summary.get("analysis")
     if a:
         lines += ["", f"## P*(A_f = {LEVEL}) and its exponent in L\n",

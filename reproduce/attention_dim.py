@@ -119,10 +119,7 @@ def markdown(summary: dict) -> str:
               "means.\n", "| d | seed | P | A_f | chain means | health | max R̂ | divergences | s |",
               "|---|---|---|---|---|---|---|---|---|"]
     for e in sorted(summary["entries"], key=lambda e: (e["d"], e["seed"], e["P"])):
-        h = e["health"]
-        lines.append(f"| {e['d']} | {e['seed']} | {e['P']} | {C.fmt(e['A'], e['A_se_chains'])} | "
-                     f"{' / '.join(f'{a:.2f}' for a in e['A_chains'])} | {h['status']} | {C.fmt(h['max_rhat'])} | "
-                     f"{h['divergences']} | {e['seconds']} |")
+        lines.append(f"| {e['d']} | {e['seed']} | {e['P']} | {AC.entry_cells(e)}")
     a = summary.get("analysis")
     if a:
         lines += ["", f"## P*(A_f = {LEVEL}) and its exponent in d\n",
