@@ -6,18 +6,18 @@ key dimension d_h = d, standard readout, score scale β = 1; target y = q Σ_ℓ
 swept at one L instead of L at one d.  Per (seed, d): A_f of the posterior-mean predictor on a test set on a ladder of
 P, searched in strides from a start point until A_f crosses 0.25 (start: the previous seed's P* at that d), then
 refined halfway between the bracketing points; P*(0.25) by log-linear interpolation between the bracketing points.
-Per seed, the least-squares slope of log P* on log d over the d with a crossing (at least 3); its mean ± s.e. over
-seeds against 3/2.  Every entry: 4 chains from prior draws (sampler "auto" = ChEES for this entry), the sampler
+Per seed, the least-squares slope of log P* on log d over the d with a crossing (at least 3), and over the larger half
+of the d values (when that holds 3: the law is asymptotic in d); their means ± s.e. over seeds against 3/2.  Every entry: 4 chains from prior draws (sampler "auto" = ChEES for this entry), the sampler
 health (status, R̂ of the training error, the readout norm and the outputs) stored and shown next to A_f.
 
 Near P* the posterior of this head has a learned and an unlearned state and short chains stay in the one they
 found (a 250-step warm-up left chains at A_f 0.10 / 0.10 / 0.60 / 0.59 at d = 12, P = 128), so the cpu size warms up
 for 1000 steps.
 
-Run: ``python reproduce/attention_dim.py --size ci|cpu|paper [--d 4,6,8,12,16] [--L 4] [--seeds 0,1,2] [--warmup W]
-[--samples S] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks; an entry's sampler seed is its task seed plus ``--seed``.
-``--resume`` continues a stopped run from its JSON file (same warm-up, draws, test contexts, κ and L), reusing the
-entries it already holds.
+Run: ``python reproduce/attention_dim.py --size ci|cpu|paper [--d 4,6,8,12,16] [--L 4] [--seeds 0,1,2]
+[--warmup W] [--samples S] [--seed 0] [--resume | --tabulate] [--overwrite]``.  ``--seeds`` draws the tasks; an
+entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same warm-up, draws, test contexts, κ and L), reusing the
+entries it already holds; ``--tabulate`` rewrites the result files from the JSON file without sampling.
 """
 
 from __future__ import annotations
@@ -61,12 +61,18 @@ def analyse(summary: dict) -> dict:
     for (seed, d), ev in curves.items():
         p, flag = AC.crossing(list(ev), list(ev.values()))
         pstar.setdefault(seed, {})[d] = dict(P_star=p, flag=flag)
+    # the law is asymptotic in d: the slope over the upper half of the d values (at least 3) shows any curvature
+    n_d = len(s["d"])
+    upper = list(sorted(s["d"])[n_d // 2:]) if n_d - n_d // 2 >= 3 else []
     per_seed = {}
     for seed, byd in sorted(pstar.items()):
         ds = [d for d in sorted(byd) if byd[d]["flag"] == ""]
         b, se = C.loglog_slope(ds, [byd[d]["P_star"] for d in ds]) if len(ds) >= 3 else (None, None)
-        per_seed[seed] = dict(slope=b, slope_fit_se=se, d_used=ds)
+        du = [d for d in ds if d in upper]
+        bu = C.loglog_slope(du, [byd[d]["P_star"] for d in du])[0] if len(du) >= 3 else None
+        per_seed[seed] = dict(slope=b, slope_fit_se=se, d_used=ds, slope_upper=bu)
     m, se = C.mean_se([r["slope"] for r in per_seed.values()])
+    mu, seu = C.mean_se([r["slope_upper"] for r in per_seed.values()])
     by_d = {}
     for d in s["d"]:
         logs = [math.log(pstar[sd][d]["P_star"]) for sd in pstar if d in pstar[sd] and pstar[sd][d]["flag"] == ""]
@@ -77,7 +83,8 @@ def analyse(summary: dict) -> dict:
                        n_equilibrated=st.count("equilibrated"))
     geo = [(d, b["P_star_geo"]) for d, b in by_d.items() if b["P_star_geo"] is not None]
     pooled = C.loglog_slope([g[0] for g in geo], [g[1] for g in geo]) if len(geo) >= 3 else (None, None)
-    return dict(P_star=pstar, per_seed=per_seed, slope_mean=m, slope_se=se,
+    return dict(P_star=pstar, per_seed=per_seed, slope_mean=m, slope_se=se, upper_d=upper, slope_upper_mean=mu,
+                slope_upper_se=seu,
                 n_seeds=sum(r["slope"] is not None for r in per_seed.values()), by_d=by_d,
                 slope_of_geometric_means=pooled[0], slope_of_geometric_means_fit_se=pooled[1])
 
@@ -96,6 +103,9 @@ def verdict(summary: dict) -> str:
         z = (a["slope_mean"] - THEORY_SLOPE) / a["slope_se"]
         txt += (f"The slope is {abs(z):.1f} s.e. {'above' if z > 0 else 'below'} 3/2: "
                 + ("P* ∝ d^(3/2) holds within 2 s.e.  " if abs(z) <= 2 else "P* ∝ d^(3/2) does not hold.  "))
+    if a.get("slope_upper_mean") is not None:
+        txt += (f"Over the larger d ({', '.join(map(str, a['upper_d']))}) the slope is "
+                f"{C.fmt(a['slope_upper_mean'], a['slope_upper_se'])}.  ")
     bad = [f"d = {d}: {b['n_entries'] - b['n_equilibrated']} of {b['n_entries']}"
            for d, b in a["by_d"].items() if b["n_entries"] and b["n_equilibrated"] < b["n_entries"]]
     if bad:
@@ -108,7 +118,9 @@ def markdown(summary: dict) -> str:
     lines = [C.header("Softmax attention: the token dimension d and the sample complexity P*", prov).replace(
         "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)")]
     for h in prov.get("history", []):
-        lines.append(f"Then `{h['command']}` (continued the run), started {h['started']}.\n")
+        what = ("continued the run" if h["mode"] == "resume"
+                else "rewrote these files from the JSON file, sampling nothing")
+        lines.append(f"Then `{h['command']}` ({what}), started {h['started']}.\n")
     lines += ["", f"Context length L = {s['L']}, score scale β = 1, H = {AC.HEADS} heads, key dimension d_h = d, "
               f"standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior σ² = σ_a² = 1; {s['warmup']} warm-up + "
               f"{s['samples']} draws per chain; {s['P_test']} test contexts; P ladder "
@@ -139,8 +151,12 @@ def markdown(summary: dict) -> str:
         per = ", ".join(f"seed {sd}: {C.fmt(x['slope'])} (d {', '.join(map(str, x['d_used']))})"
                         for sd, x in a["per_seed"].items())
         lines += ["", f"Slope of log P* in log d per seed: {per or '—'}; mean ± s.e. over seeds "
-                  f"{C.fmt(a['slope_mean'], a['slope_se'])}; theory {THEORY_SLOPE}.", "", "## Verdict\n",
-                  verdict(summary)]
+                  f"{C.fmt(a['slope_mean'], a['slope_se'])}; theory {THEORY_SLOPE}."]
+        if a.get("upper_d"):
+            up = " / ".join(C.fmt(x["slope_upper"]) for x in a["per_seed"].values())
+            lines.append(f"Over the larger d only ({', '.join(map(str, a['upper_d']))}): per seed {up}, mean ± s.e. "
+                         f"{C.fmt(a['slope_upper_mean'], a['slope_upper_se'])}.")
+        lines += ["", "## Verdict\n", verdict(summary)]
     return "\n".join(lines) + "\n"
 
 
@@ -154,6 +170,8 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default per size)")
     p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
     p.add_argument("--resume", action="store_true", help="continue a stopped run from its JSON file")
+    p.add_argument("--tabulate", action="store_true",
+                   help="rewrite the result files from the entries of the existing JSON file, sampling nothing")
     args = p.parse_args(argv)
     C.check_args(args)
     s = dict(SETTINGS[args.size])
@@ -173,30 +191,36 @@ def main(argv=None) -> int:
         s["L"] = args.L
     stem = args.name or f"attention_dim_{args.size}"
     old = None
-    if args.resume:
+    if args.resume or args.tabulate:
         js = Path(args.out) / f"{stem}.json"
         if not js.exists():
-            raise ValueError(f"--resume: {js} does not exist")
+            raise ValueError(f"--resume/--tabulate: {js} does not exist")
         old = json.loads(js.read_text())
         bad = [k for k in ENTRY_KEYS if old.get("settings", {}).get(k) != s[k]]
         if bad:
-            raise ValueError(f"--resume: {js} was sampled with other {', '.join(bad)}; use the same options")
+            raise ValueError(f"--resume/--tabulate: {js} was sampled with other {', '.join(bad)}; use the same "
+                             "options")
         if old.get("provenance", {}).get("seed") != args.seed:
-            raise ValueError(f"--resume: {js} was run with --seed {old.get('provenance', {}).get('seed')}, "
-                             f"not {args.seed}")
-    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
+            raise ValueError(f"--resume/--tabulate: {js} was run with --seed "
+                             f"{old.get('provenance', {}).get('seed')}, not {args.seed}")
+        if args.tabulate:          # the table covers what was sampled: its d and seeds
+            s["d"] = tuple(sorted({e["d"] for e in old["entries"]}))
+            s["seeds"] = tuple(sorted({e["seed"] for e in old["entries"]}))
+    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume or args.tabulate)
     prov = C.provenance(args, argv)
     if old:
         hist = list(old["provenance"].get("history", []))
-        prov = dict(old["provenance"], history=hist + [dict(mode="resume", command=prov["command"],
-                                                             started=prov["started"])])
+        while args.tabulate and hist and hist[-1]["mode"] == "tabulate":   # only the latest rewrite is kept
+            hist.pop()
+        prov = dict(old["provenance"], history=hist + [dict(mode="tabulate" if args.tabulate else "resume",
+                                                             command=prov["command"], started=prov["started"])])
     summary = dict(provenance=prov, settings=s, entries=list(old["entries"]) if old else [])
     done = {(e["d"], e["seed"], e["P"]): e for e in summary["entries"]}
     ladder, st = list(s["ladder"]), s["stride"]
     summary["analysis"] = analyse(summary)
     files.write(summary, markdown(summary))
     prev = {}
-    for seed in s["seeds"]:
+    for seed in (() if args.tabulate else s["seeds"]):
         for d in s["d"]:
             ev = {P: e["A"] for (dd, sd, P), e in done.items() if (dd, sd) == (d, seed)}
             start = s["start"].get(d, s["start"].get(str(d), ladder[len(ladder) // 2]))

@@ -4,7 +4,7 @@
   without ``--overwrite`` (subprocesses, fast).
 * A_f curves linear in log P through 0.25 at P* = 3 d^(k + δ_seed), δ = −0.05, 0, 0.05: log-linear interpolation is
   then exact, so the slope per seed is k + δ, their mean k and its s.e. 0.05/√3, for k = 1.5 and k = 1 (the verdict
-  says whether 3/2 holds).
+  says whether 3/2 holds); the slope over the larger d (8, 12, 16) is k too.
 * ``--size ci`` (slow: one 4-chain sampling run per d, under a minute): the result files exist, every entry has 4
   chain means and a health status, and the entries are the ones the settings ask for.
 """
@@ -29,6 +29,7 @@ SCRIPT = "attention_dim.py"
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--samples", "0"], ["--samples", ">= 1"]),
     (["--resume"], ["--resume", "does not exist"]),
+    (["--tabulate"], ["--tabulate", "does not exist"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = run_script(SCRIPT, "--size", "ci", "--out", str(tmp_path), *args, timeout=300)
@@ -73,6 +74,7 @@ def test_analysis_recovers_exact_exponents(k, holds):
         assert r["slope"] == pytest.approx(k + 0.05 * (int(seed) - 1), abs=1e-9)
     assert a["slope_mean"] == pytest.approx(k, abs=1e-9)
     assert a["slope_se"] == pytest.approx(0.05 / math.sqrt(3), rel=1e-6)
+    assert a["upper_d"] == [8, 12, 16] and a["slope_upper_mean"] == pytest.approx(k, abs=1e-9)
     md = m.markdown(summ)
     assert "## Verdict" in md and "](" not in md
     v = m.verdict(summ)
