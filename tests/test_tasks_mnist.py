@@ -127,6 +127,9 @@ def test_reproduce_script_refuses_overwrite_and_bad_nets(tmp_path, capsys):
     with pytest.raises(SystemExit):
         mod.main(["--chains", "1", "--out", str(tmp_path / "other")])
     assert "--chains must be >= 2, got 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mod.main(["--warmup", "-1", "--out", str(tmp_path / "other")])
+    assert "--warmup must be >= 0, got -1" in capsys.readouterr().err
 
 
 def test_reproduce_script_kernel_predictor_is_kernel_regression():
