@@ -74,6 +74,49 @@ def check_args(args) -> None:
         raise ValueError(f"--name must be a plain file stem, got {args.name!r}")
 
 
+def int_list(text: str, name: str, lo: int) -> tuple[int, ...]:
+    """Distinct comma-separated integers >= ``lo`` from the option ``name``; ValueError naming it otherwise."""
+    try:
+        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        vals = ()
+    if not vals or min(vals) < lo or len(set(vals)) != len(vals):
+        raise ValueError(f"{name} must be distinct comma-separated integers >= {lo}, got {text!r}")
+    return vals
+
+
+def previous_run(args, stem: str, settings: dict, keys) -> dict:
+    """The JSON summary a ``--resume`` / ``--tabulate`` run continues, after checking that it was sampled with the
+    same ``settings[k]`` for every k in ``keys`` and the same ``--seed`` (ValueError naming the difference)."""
+    js = Path(args.out) / f"{stem}.json"
+    if not js.exists():
+        raise ValueError(f"--resume/--tabulate: {js} does not exist")
+    old = json.loads(js.read_text())
+    bad = [k for k in keys if old.get("settings", {}).get(k) != settings[k]]
+    if bad:
+        raise ValueError(f"--resume/--tabulate: {js} was sampled with other {', '.join(bad)}; use the same options")
+    if old.get("provenance", {}).get("seed") != args.seed:
+        raise ValueError(f"--resume/--tabulate: {js} was run with --seed {old.get('provenance', {}).get('seed')}, "
+                         f"not {args.seed}")
+    return old
+
+
+def continued_provenance(old: dict, prov: dict, tabulate: bool) -> dict:
+    """The original run's provenance with this command appended to its history (mode "resume" or "tabulate"; only
+    the latest of consecutive rewrites is kept)."""
+    hist = list(old["provenance"].get("history", []))
+    while tabulate and hist and hist[-1]["mode"] == "tabulate":
+        hist.pop()
+    step = dict(mode="tabulate" if tabulate else "resume", command=prov["command"], started=prov["started"])
+    return dict(old["provenance"], history=hist + [step])
+
+
+def history_lines(prov: dict) -> list[str]:
+    """Markdown lines naming each resumption or rewrite of a run."""
+    what = {"resume": "continued the run", "tabulate": "rewrote these files from the JSON file, sampling nothing"}
+    return [f"Then `{h['command']}` ({what[h['mode']]}), started {h['started']}.\n" for h in prov.get("history", [])]
+
+
 def provenance(args, argv) -> dict:
     """Command, machine, versions and start time of a script run."""
     import jax

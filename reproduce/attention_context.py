@@ -61,7 +61,6 @@ L (other seeds, other β) reuse them.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -346,10 +345,7 @@ def markdown(summary: dict) -> str:
     s, prov = summary["settings"], summary["provenance"]
     lines = [C.header("Softmax attention: the context length L and the sample complexity P*", prov).replace(
         "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)")]
-    for h in prov.get("history", []):
-        what = ("continued the run" if h["mode"] == "resume"
-                else "rewrote these files from the JSON file, sampling nothing")
-        lines.append(f"Then `{h['command']}` ({what}), started {h['started']}.\n")
+    lines += C.history_lines(prov)
     lines.append("")
     lines.append(f"Token dimension d = {s['d']} (the d³ part of the claim is not the target here; L is), H = {HEADS} "
                  f"heads, key dimension d_h = d, standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior "
@@ -423,16 +419,6 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ints(text: str, name: str, lo: int) -> tuple[int, ...]:
-    try:
-        vals = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        vals = ()
-    if not vals or min(vals) < lo or len(set(vals)) != len(vals):
-        raise ValueError(f"{name} must be distinct comma-separated integers >= {lo}, got {text!r}")
-    return vals
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = C.parser(PROG, __doc__.split("\n\n")[0])
@@ -456,9 +442,9 @@ def main(argv=None) -> int:
             raise ValueError(f"--variants must name some of {', '.join(VARIANTS)}, got {args.variants!r}")
         s["variants"] = vs
     if args.L is not None:
-        s["L"] = _ints(args.L, "--L", 2)
+        s["L"] = C.int_list(args.L, "--L", 2)
     if args.seeds is not None:
-        s["seeds"] = _ints(args.seeds, "--seeds", 0)
+        s["seeds"] = C.int_list(args.seeds, "--seeds", 0)
     for name, lo in (("warmup", 0), ("samples", 1)):
         v = getattr(args, name)
         if v is not None:
@@ -468,25 +454,11 @@ def main(argv=None) -> int:
     stem = args.name or f"attention_context_{args.size}"
     old = None
     if args.resume or args.tabulate:
-        js = Path(args.out) / f"{stem}.json"
-        if not js.exists():
-            raise ValueError(f"--resume/--tabulate: {js} does not exist")
-        old = json.loads(js.read_text())
-        bad = [k for k in ENTRY_KEYS if old.get("settings", {}).get(k) != s[k]]
-        if bad:
-            raise ValueError(f"--resume/--tabulate: {js} was sampled with other {', '.join(bad)}; use the same "
-                             "options")
-        if old.get("provenance", {}).get("seed") != args.seed:
-            raise ValueError(f"--resume/--tabulate: {js} was run with --seed "
-                             f"{old.get('provenance', {}).get('seed')}, not {args.seed}")
+        old = C.previous_run(args, stem, s, ENTRY_KEYS)
     files = C.ResultFiles(args.out, stem, args.overwrite or args.resume or args.tabulate)
     prov = C.provenance(args, argv)
     if old:                    # keep the original command and start; list the resumptions and tabulations
-        step = dict(mode="tabulate" if args.tabulate else "resume", command=prov["command"], started=prov["started"])
-        hist = list(old["provenance"].get("history", []))
-        while args.tabulate and hist and hist[-1]["mode"] == "tabulate":   # only the latest rewrite is kept
-            hist.pop()
-        prov = dict(old["provenance"], history=hist + [step])
+        prov = C.continued_provenance(old, prov, args.tabulate)
     summary = dict(provenance=prov, settings=s,
                    first_order=[first_order_check(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    prior_parts=[prior_parts(v, L, s["d"]) for v in s["variants"] for L in s["L"]],

@@ -7,22 +7,22 @@ swept at one L instead of L at one d.  Per (seed, d): A_f of the posterior-mean 
 P, searched in strides from a start point until A_f crosses 0.25 (start: the previous seed's P* at that d), then
 refined halfway between the bracketing points; P*(0.25) by log-linear interpolation between the bracketing points.
 Per seed, the least-squares slope of log P* on log d over the d with a crossing (at least 3), and over the larger half
-of the d values (when that holds 3: the law is asymptotic in d); their means ± s.e. over seeds against 3/2.  Every entry: 4 chains from prior draws (sampler "auto" = ChEES for this entry), the sampler
-health (status, R̂ of the training error, the readout norm and the outputs) stored and shown next to A_f.
+of the d values (when that holds 3: the law is asymptotic in d); their means ± s.e. over seeds against 3/2.  Every
+entry: 4 chains from prior draws (sampler "auto" = ChEES for this entry), the sampler health (status, R̂ of the
+training error, the readout norm and the outputs) stored and shown next to A_f.
 
-Near P* the posterior of this head has a learned and an unlearned state and short chains stay in the one they
-found (a 250-step warm-up left chains at A_f 0.10 / 0.10 / 0.60 / 0.59 at d = 12, P = 128), so the cpu size warms up
-for 1000 steps.
+Near P* the posterior of this head has a learned and an unlearned state, and chains with a short warm-up stay in the
+one they found, so the cpu size warms up for 1000 steps.
 
 Run: ``python reproduce/attention_dim.py --size ci|cpu|paper [--d 4,6,8,12,16] [--L 4] [--seeds 0,1,2]
 [--warmup W] [--samples S] [--seed 0] [--resume | --tabulate] [--overwrite]``.  ``--seeds`` draws the tasks; an
-entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same warm-up, draws, test contexts, κ and L), reusing the
-entries it already holds; ``--tabulate`` rewrites the result files from the JSON file without sampling.
+entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
+warm-up, draws, test contexts, κ and L), reusing the entries it already holds; ``--tabulate`` rewrites the result
+files from the JSON file without sampling.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -117,10 +117,7 @@ def markdown(summary: dict) -> str:
     s, prov = summary["settings"], summary["provenance"]
     lines = [C.header("Softmax attention: the token dimension d and the sample complexity P*", prov).replace(
         "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)")]
-    for h in prov.get("history", []):
-        what = ("continued the run" if h["mode"] == "resume"
-                else "rewrote these files from the JSON file, sampling nothing")
-        lines.append(f"Then `{h['command']}` ({what}), started {h['started']}.\n")
+    lines += C.history_lines(prov)
     lines += ["", f"Context length L = {s['L']}, score scale β = 1, H = {AC.HEADS} heads, key dimension d_h = d, "
               f"standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior σ² = σ_a² = 1; {s['warmup']} warm-up + "
               f"{s['samples']} draws per chain; {s['P_test']} test contexts; P ladder "
@@ -176,9 +173,9 @@ def main(argv=None) -> int:
     C.check_args(args)
     s = dict(SETTINGS[args.size])
     if args.d is not None:
-        s["d"] = AC._ints(args.d, "--d", 2)
+        s["d"] = C.int_list(args.d, "--d", 2)
     if args.seeds is not None:
-        s["seeds"] = AC._ints(args.seeds, "--seeds", 0)
+        s["seeds"] = C.int_list(args.seeds, "--seeds", 0)
     for name, lo in (("warmup", 0), ("samples", 1)):
         v = getattr(args, name)
         if v is not None:
@@ -192,28 +189,14 @@ def main(argv=None) -> int:
     stem = args.name or f"attention_dim_{args.size}"
     old = None
     if args.resume or args.tabulate:
-        js = Path(args.out) / f"{stem}.json"
-        if not js.exists():
-            raise ValueError(f"--resume/--tabulate: {js} does not exist")
-        old = json.loads(js.read_text())
-        bad = [k for k in ENTRY_KEYS if old.get("settings", {}).get(k) != s[k]]
-        if bad:
-            raise ValueError(f"--resume/--tabulate: {js} was sampled with other {', '.join(bad)}; use the same "
-                             "options")
-        if old.get("provenance", {}).get("seed") != args.seed:
-            raise ValueError(f"--resume/--tabulate: {js} was run with --seed "
-                             f"{old.get('provenance', {}).get('seed')}, not {args.seed}")
+        old = C.previous_run(args, stem, s, ENTRY_KEYS)
         if args.tabulate:          # the table covers what was sampled: its d and seeds
             s["d"] = tuple(sorted({e["d"] for e in old["entries"]}))
             s["seeds"] = tuple(sorted({e["seed"] for e in old["entries"]}))
     files = C.ResultFiles(args.out, stem, args.overwrite or args.resume or args.tabulate)
     prov = C.provenance(args, argv)
     if old:
-        hist = list(old["provenance"].get("history", []))
-        while args.tabulate and hist and hist[-1]["mode"] == "tabulate":   # only the latest rewrite is kept
-            hist.pop()
-        prov = dict(old["provenance"], history=hist + [dict(mode="tabulate" if args.tabulate else "resume",
-                                                             command=prov["command"], started=prov["started"])])
+        prov = C.continued_provenance(old, prov, args.tabulate)
     summary = dict(provenance=prov, settings=s, entries=list(old["entries"]) if old else [])
     done = {(e["d"], e["seed"], e["P"]): e for e in summary["entries"]}
     ladder, st = list(s["ladder"]), s["stride"]

@@ -266,43 +266,35 @@ def _width_rows(runs: list[dict], theory_exponent: float) -> tuple[dict, list, f
     return rows, per_seed, pooled
 
 
-def joint_fit(runs: list[dict]) -> dict | None:
-    """Least-squares fit log count = c₀ + b log N + c log d over every run (widths N, dimensions d), with the
-    ordinary standard errors of b and c, the per-seed fits' mean ± s.e., and the residual scatter; None with fewer
-    than two d or two N.  The law count ∝ (N/d)^e predicts b = e and c = −e."""
-    N = np.array([r["config"]["N1"] for r in runs], float)
-    d = np.array([r["config"]["d"] for r in runs], float)
-    y = np.log(np.array([r["specialists"] for r in runs], float))
-    if len(set(N)) < 2 or len(set(d)) < 2 or len(y) < 4:
-        return None
-    X = np.column_stack([np.ones_like(N), np.log(N), np.log(d)])
-    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-    resid = y - X @ coef
-    dof = len(y) - 3
-    s2 = float(resid @ resid / dof) if dof > 0 else float("nan")
-    cov = s2 * np.linalg.inv(X.T @ X)
-    per_seed = []
-    for sd in sorted({r["config"]["seed"] for r in runs}):
-        rs = [r for r in runs if r["config"]["seed"] == sd]
-        f = joint_fit_coefs(rs)
-        if f is not None:
-            per_seed.append(f)
-    bs, cs = [f[0] for f in per_seed], [f[1] for f in per_seed]
-    return dict(b=float(coef[1]), b_se=float(np.sqrt(cov[1, 1])), c=float(coef[2]), c_se=float(np.sqrt(cov[2, 2])),
-                n_runs=len(y), resid_sd=float(np.sqrt(s2)), per_seed_b=bs, per_seed_c=cs,
-                b_seeds=_mean_se(bs), c_seeds=_mean_se(cs))
-
-
-def joint_fit_coefs(runs: list[dict]) -> tuple[float, float] | None:
-    """(b, c) of log count = c₀ + b log N + c log d for one seed's runs; None if N or d takes one value."""
+def _log_fit(runs: list[dict]):
+    """(design matrix [1, log N, log d], log counts, least-squares coefficients) of ``runs``; None when N or d
+    takes one value."""
     N = np.array([r["config"]["N1"] for r in runs], float)
     d = np.array([r["config"]["d"] for r in runs], float)
     if len(set(N)) < 2 or len(set(d)) < 2:
         return None
     y = np.log(np.array([r["specialists"] for r in runs], float))
     X = np.column_stack([np.ones_like(N), np.log(N), np.log(d)])
-    coef = np.linalg.lstsq(X, y, rcond=None)[0]
-    return float(coef[1]), float(coef[2])
+    return X, y, np.linalg.lstsq(X, y, rcond=None)[0]
+
+
+def joint_fit(runs: list[dict]) -> dict | None:
+    """Least-squares fit log count = c₀ + b log N + c log d over every run (widths N, dimensions d), with the
+    ordinary standard errors of b and c, the per-seed fits' mean ± s.e., and the residual scatter; None with fewer
+    than two d or two N.  The law count ∝ (N/d)^e predicts b = e and c = −e."""
+    fit = _log_fit(runs)
+    if fit is None or len(fit[1]) < 4:
+        return None
+    X, y, coef = fit
+    resid = y - X @ coef
+    s2 = float(resid @ resid / (len(y) - 3))
+    cov = s2 * np.linalg.inv(X.T @ X)
+    per_seed = [f[2] for sd in sorted({r["config"]["seed"] for r in runs})
+                if (f := _log_fit([r for r in runs if r["config"]["seed"] == sd])) is not None]
+    bs, cs = [float(c[1]) for c in per_seed], [float(c[2]) for c in per_seed]
+    return dict(b=float(coef[1]), b_se=float(np.sqrt(cov[1, 1])), c=float(coef[2]), c_se=float(np.sqrt(cov[2, 2])),
+                n_runs=len(y), resid_sd=float(np.sqrt(s2)), per_seed_b=bs, per_seed_c=cs,
+                b_seeds=_mean_se(bs), c_seeds=_mean_se(cs))
 
 
 def width_summary(runs: list[dict], theory_exponent: float) -> dict:
@@ -530,12 +522,7 @@ def main(argv=None) -> int:
         raise ValueError(f"--cache: {cache} is a file, not a folder")
     s = dict(SETTINGS[args.size])
     if args.spec_d is not None:
-        try:
-            sd = tuple(int(x) for x in args.spec_d.split(",") if x.strip())
-        except ValueError:
-            sd = ()
-        if not sd or min(sd) < 2 or len(set(sd)) != len(sd):
-            raise ValueError(f"--spec-d must be distinct comma-separated integers >= 2, got {args.spec_d!r}")
+        sd = C.int_list(args.spec_d, "--spec-d", 2)
         s["spec_d"] = sd if len(sd) > 1 else sd[0]
     if args.n_seeds is not None:
         s.update(n_seeds=args.n_seeds, spec_seeds=args.n_seeds, two_seeds=args.n_seeds)

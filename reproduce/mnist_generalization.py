@@ -253,7 +253,7 @@ def main(argv=None) -> int:
                    help="chains, each from its own prior draw (default 4; more test whether the chains' training "
                         "errors follow their frozen code populations)")
     p.add_argument("--warmup", type=int, default=None,
-                   help="warm-up steps (default per size; the ReLU net on MNIST still drifts after 2000)")
+                   help="warm-up steps (default per size)")
     args = p.parse_args(argv)
     nets = [n.strip() for n in args.nets.split(",") if n.strip()]
     reparam = tuple(r.strip() for r in args.reparam.split(",") if r.strip())
