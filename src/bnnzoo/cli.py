@@ -409,6 +409,21 @@ _SAMPLE_INTS = {"--chains": ("chains", 1), "--warmup": ("warmup", 0), "--samples
                 "--num-steps": ("num_steps", 1), "--warm-start": ("warm_start", 0)}
 
 
+def _certify_option(args):
+    """``--certify`` as the ``certify`` argument of :func:`bnnzoo.sample`: False when left out, True for the bare
+    flag (every start family the entry declares), else the list of comma-separated family names."""
+    value = getattr(args, "certify", None)
+    if value is None:
+        return False
+    if value is True:
+        return True
+    names = [f.strip() for f in str(value).split(",") if f.strip()]
+    if len(names) < 2:
+        raise ValueError(f"--certify takes no value (every start family of the entry) or two or more "
+                         f"comma-separated families among prior, annealed, meanfield; got {value!r}")
+    return names
+
+
 def _check_sample_flags(args) -> None:
     """One-line errors naming the flag, before anything compiles (the library would name its own argument)."""
     for flag, (dest, lo) in _SAMPLE_INTS.items():
@@ -455,7 +470,8 @@ def _cmd_sample(args) -> int:
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
                    seed=args.seed, thinning=args.thin, record=record, progress=_progress(args),
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
-                   step_size=args.step_size, **_long_run_options(args), **overrides)
+                   step_size=args.step_size, certify=_certify_option(args), **_long_run_options(args),
+                   **overrides)
     if args.distributed:
         import jax
 
@@ -670,6 +686,11 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--reparam", help="faster exact sampling: 'readout', 'data_space' or 'readout,data_space'")
     ps.add_argument("--warm-start", dest="warm_start", type=int, default=0,
                     help="Adam steps onto the solution space before warm-up")
+    ps.add_argument("--certify", nargs="?", const=True, metavar="FAMILIES",
+                    help="run the entry from two or more start families (prior draws, an annealed start, the mean "
+                    "field's populations where the entry has one; FAMILIES: a comma-separated choice, default all "
+                    "the entry offers), each with --chains chains, and store the comparison of their population "
+                    "observables in the run (bnnzoo.inference.certify)")
     ps.add_argument("--matmul-precision", dest="matmul_precision", default="highest",
                     choices=["highest", "high", "tensorfloat32", "bfloat16", "default", "jax"],
                     help="float32 matrix-product precision on GPUs ('highest': exact float32; 'jax': JAX's "

@@ -1,5 +1,6 @@
 """Sampler health before physics (bnnzoo.inference.health): injected sampler faults give "inconclusive", a run
-that did not mix makes ``sample`` warn, a healthy run keeps its verdicts, a drifting run is "relaxing".
+that did not mix makes ``sample`` warn, a healthy run keeps its verdicts, a drifting run is "relaxing" and keeps
+none (the rules of the gate case by case: test_health_gate.py).
 
 Tiny linear nets (N = 10, P = 10) so that every run takes seconds; the faults are made with the sampler's own
 settings (fixed tiny or huge HMC step sizes, 5 draws, T = 1e-8)."""
@@ -100,11 +101,12 @@ def test_synthetic_relaxing_run_says_relaxing():
     h = sampler_health(_synthetic(drift=True))
     assert h.status == "relaxing", h
     assert h.drift_z["q_a[0]"] > MAX_DRIFT_Z and h.drift_z["n_outliers"] > MAX_DRIFT_Z
+    # a relaxing run keeps none of its verdicts (issue 31: frozen codes and broken ergodicity are what relaxation
+    # looks like too)
     gated = gate_verdicts({"theory": "disagrees", "ergodicity[a]": "broken", "codes[z1]": "frozen"}, h)
-    assert gated["theory"].startswith("relaxing: ") and "n_outliers" in gated["theory"]
-    assert gated["ergodicity[a]"].startswith("inconclusive: relaxing")
-    assert gated["codes[z1]"] == "frozen"
-    # the same process without the drift is at equilibrium, and its verdicts stand
+    assert all(v.startswith("relaxing: ") and "n_outliers" in v for v in gated.values()), gated
+    # the same process without the drift is at equilibrium, and its verdicts stand (population verdicts marked)
     h0 = sampler_health(_synthetic(drift=False))
     assert h0.status == "equilibrated", h0
-    assert gate_verdicts({"theory": "disagrees"}, h0) == {"theory": "disagrees"}
+    assert gate_verdicts({"theory": "disagrees", "codes[z1]": "frozen"}, h0) == {
+        "theory": "disagrees", "codes[z1]": "frozen (populations not certified)"}

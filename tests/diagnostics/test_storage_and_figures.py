@@ -46,7 +46,8 @@ def test_write_report_and_figures(report, tmp_path):
             with open(p, "rb") as fh:
                 assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["two_layer"]["verdicts"]["codes[z1]"] == "switching"
+    # an uncertified run: the population verdict carries the suffix (issue 31), the verdict itself is unchanged
+    assert summary["two_layer"]["verdicts"]["codes[z1]"] == "switching (populations not certified)"
 
 
 @pytest.mark.nets("relu")
@@ -57,5 +58,10 @@ def test_cli_diagnose_json(sampled, tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["coding_scheme"] == "sparse"
-    assert out["verdicts"]["ergodicity[a]"] == "broken"
+    assert out["ergodicity"]["a"]["verdict"] == "broken"
+    # the report's verdict is the result gated by the run's health: a relaxing run (this one's fourth outlier merges
+    # into the bulk early in the kept draws) keeps no per-unit verdict (issue 31)
+    status = out["health"]["status"]
+    gated = {"equilibrated": "broken", "relaxing": "relaxing: ", "failed": "inconclusive: "}[status]
+    assert out["verdicts"]["ergodicity[a]"].startswith(gated), (status, out["verdicts"])
     assert (tmp_path / "figs" / "fig2_codes.png").exists()

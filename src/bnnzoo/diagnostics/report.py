@@ -21,8 +21,14 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
     diagnostics_health               :class:`~bnnzoo.inference.health.SamplerHealth`
 
 **Sampler health first** (:mod:`bnnzoo.inference.health`): a run whose sampler failed or that is too short gets
-"inconclusive: <reason>" for every verdict; a run still relaxing gets "relaxing: <evidence>" instead of "theory
-disagrees", and "inconclusive: ..." instead of "ergodicity broken" when its chains disagree on an invariant observable.
+"inconclusive: <reason>" for every verdict; a run still relaxing gets "relaxing: <evidence>" for every verdict
+(ergodicity, symmetry, codes, branches, outliers, theory), and a run whose certified start families disagree
+"metastable: <disagreements>".  In an equilibrated run without a certification the population verdicts (codes,
+branches, outliers) end in " (populations not certified)".
+
+Verdicts (``DiagnosticReport.verdicts``): ``ergodicity[<var>]``, ``symmetry[<var>]``, ``codes[<layer>]``, for the
+fully-connected nets ``branches`` (the number of readout branches by BIC) and ``outliers`` (outlier units per chain),
+and ``theory``.
 
 **Coding scheme** (data-driven, docs/theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
 preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
@@ -72,8 +78,10 @@ class DiagnosticReport(Record):
     coding_scheme : str
         ``"analog"``, ``"redundant"`` or ``"sparse"`` (module docstring).
     verdicts : dict
-        ``{"ergodicity[a]": "broken", "symmetry[z1]": "restored", "codes[z1]": "frozen", ...}``, already gated by
-        ``health`` (``"inconclusive: <reason>"``, ``"relaxing: <evidence>"``).
+        ``{"ergodicity[a]": "broken", "symmetry[z1]": "restored", "codes[z1]": "frozen", "branches": "2 branches",
+        "outliers": "none", "theory": "agrees", ...}``, already gated by ``health`` (``"inconclusive: <reason>"``,
+        ``"relaxing: <evidence>"``, ``"metastable: <disagreements>"``, the suffix ``" (populations not certified)"``
+        on codes, branches and outliers).
     numbers : dict
         The headline numbers behind the verdicts (flat dict, for JSON and tests).
     ergodicity, symmetry : dict
@@ -117,7 +125,11 @@ class DiagnosticReport(Record):
     health: SamplerHealth | None = None
 
     def summary(self) -> list[str]:
-        lines = [self.run, f"coding scheme: {self.coding_scheme}",
+        h = self.health
+        caveat = ("" if h is None or self.coding_scheme in ("n/a", "unknown") else
+                  f" ({h.status}: not a verdict)" if h.status != "equilibrated" else
+                  " (populations not certified)" if (h.populations or "not certified") == "not certified" else "")
+        lines = [self.run, f"coding scheme: {self.coding_scheme}{caveat}",
                  "verdicts: " + ", ".join(f"{k} {v}" for k, v in self.verdicts.items())]
         if self.health is not None:
             lines.append("— sampler health")
@@ -312,8 +324,9 @@ def _fcn_like(idata, cfg: dict, entry) -> bool:
             and "activation" in cfg.get("model_kwargs", {}))
 
 
-def _verdicts(erg: dict, sym: dict, codes: dict, comp) -> dict:
-    """The report's verdicts, assembled in one place: per unit layer ergodicity, symmetry and codes, then the theory."""
+def _verdicts(erg: dict, sym: dict, codes: dict, comp, branches: BranchResult | None = None) -> dict:
+    """The report's verdicts, assembled in one place: per unit layer ergodicity, symmetry and codes, the readout's
+    branches and outliers (fully-connected nets), then the theory."""
     verdicts = {}
     for v, r in erg.items():
         verdicts[f"ergodicity[{v}]"] = r.verdict
@@ -321,6 +334,13 @@ def _verdicts(erg: dict, sym: dict, codes: dict, comp) -> dict:
         verdicts[f"symmetry[{v}]"] = r.verdict
     for v, r in codes.items():
         verdicts[f"codes[{v}]"] = r.verdict
+    if branches is not None:
+        verdicts["branches"] = f"{branches.n_branches} branch{'es' if branches.n_branches != 1 else ''}"
+        o = branches.outliers
+        if o is not None:
+            verdicts["outliers"] = ("none" if not o.n_outliers else
+                                    "/".join(str(int(n)) for n in o.per_chain) + " per chain"
+                                    + (", one per class" if o.one_per_class else ""))
     if comp is not None:
         verdicts["theory"] = ("agrees" if comp.all_within else "disagrees") if comp.agreements else "n/a"
     return verdicts
@@ -521,7 +541,7 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
         parts = _diagnose_fcn(run_data(run), timed, theory, kernels)
     else:
         parts = _diagnose_units(run, entry, cfg, timed, theory, kernels)
-    verdicts = _verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"])
+    verdicts = _verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"], parts["branches"])
     health = timed("health", sampler_health, run)
     verdicts = gate_verdicts(verdicts, health)
     parts["numbers"]["health"] = health.status

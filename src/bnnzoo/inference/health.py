@@ -1,33 +1,75 @@
 """Sampler health before physics: can a run carry verdicts at all, and has it reached equilibrium?
 
-Every per-unit verdict of bnnzoo (ergodicity, branches, codes, permutation symmetry) and every theory comparison reads
-the draws as samples of the posterior.  A sampler that failed (diverged, got stuck, ran too short) produces draws that
-look like broken ergodicity or frozen codes for reasons that have nothing to do with the network.
-:func:`sampler_health` judges that first, from the sampler's own statistics and from the permutation-invariant
-observables of the run, and returns a :class:`SamplerHealth` record with one of three statuses:
+Every per-unit verdict of bnnzoo (ergodicity, permutation symmetry, codes, readout branches, outliers) and every
+theory comparison reads the draws as samples of the posterior.  A sampler that failed (diverged, got stuck, ran too
+short) produces draws that look like broken ergodicity or frozen codes for reasons that have nothing to do with the
+network.  :func:`sampler_health` judges that first, from the sampler's own statistics, from the permutation-invariant
+observables of the run and from the run's certification of its populations (when :func:`bnnzoo.sample` was asked to
+certify), and returns a :class:`SamplerHealth` record with one of four statuses; :func:`gate_verdicts` then says
+which verdicts the run can carry:
 
-* ``"failed"``: the run cannot carry verdicts; :func:`gate_verdicts` turns every verdict into
-  ``"inconclusive: <reason>"``;
-* ``"relaxing"``: the sampler works but the run has not reached equilibrium (an order parameter or the outlier count
-  drifts across the run, or the chains disagree on an invariant observable); :func:`gate_verdicts` turns "theory
-  disagrees" into ``"relaxing: <evidence>"``, and "ergodicity broken" into ``"inconclusive: ..."`` when the chains
-  disagree on an invariant observable (R̂);
+* ``"failed"``: the run cannot carry verdicts (a sampler fault, too few draws or effective draws, an R̂ that could
+  not be computed, e.g. one chain without a split R̂); every verdict becomes ``"inconclusive: <reasons>"``;
+* ``"metastable"``: the run's start families disagree on a population observable (the certification); every verdict
+  becomes ``"metastable: <disagreements>"``;
+* ``"relaxing"``: the sampler works but the run has not reached equilibrium (an invariant observable drifts across the
+  run, the chains disagree on one, or disagree within the population tolerance below with too few effective draws);
+  every verdict becomes ``"relaxing: <evidence>"``.  No per-unit verdict is confident in a run that is not at
+  equilibrium: frozen codes, broken symmetry and broken ergodicity are what a relaxing run shows whatever the
+  equilibrium is;
 * ``"equilibrated"``: verdicts stand.  "Ergodicity broken" then means what the theory means: the invariant
-  observables mixed (across chains, or across the halves of a single chain) while the units kept their identity;
-  :attr:`SamplerHealth.evidence` says which of these checks were available.
+  observables mixed (across chains, or across the halves of a single chain) while the units kept their identity.
+  :attr:`SamplerHealth.evidence` lists the checks that were actually run, and :attr:`SamplerHealth.populations` says
+  whether the populations were certified; without a certification the population verdicts (``codes``, ``branches``,
+  ``outliers``) carry the suffix ``" (populations not certified)"``.
 
 Permutation-invariant observables (they do not change when the hidden units are relabelled, so every chain and every
 part of a chain must agree on them at equilibrium, even when ergodicity of the single units is broken):
 ``mse`` (training error), ``q_a[c] = |a_c|²/N`` (readout norm per class), ``f`` (network outputs on the training
-points; the median R̂ over points and classes is used), ``q_z<l>`` = mean of (zˡ)² (trace of layer l's kernel over P,
-when the preactivations were recorded) and ``n_outliers`` (readout outliers per draw, FCN readouts only).
+points, judged by its worst entries), ``q_z<l>`` = mean of (zˡ)² (trace of layer l's kernel over P, when the
+preactivations were recorded) and ``n_outliers`` (readout outliers per draw, FCN readouts only).  Every one is
+judged by every check below; none is ever skipped, whichever sampler made the run.  Only the sampler-statistic
+checks a sampler has no statistics for are absent (the exact Gibbs sampler has no energies, so no E-BFMI and
+movement; tree depth is NUTS's), and the evidence lists the ones that ran.
+
+Rules:
+
+* R̂ is the rank-normalised R̂ of ArviZ (Vehtari et al. 2021, through :mod:`bnnzoo.azcompat`): between chains when
+  the run has two or more, else the split R̂ between the two halves of the single chain (ArviZ gives no R̂ for one
+  chain, so the halves are passed as two chains).  An R̂ that is NaN (it cannot be computed) never passes: the run
+  is "failed" (one chain: ``"one chain, no split R̂"``).
+* An observable with many entries (``f``) is judged by its worst entries: the largest R̂ and the smallest bulk ESS
+  over entries, and the number of entries above the R̂ threshold (``"f: 9 of 60 outputs R̂ > 1.1"``); any entry
+  above the threshold makes the run relaxing.  Entries constant over the whole run (e.g. an output pinned at 0) are
+  left out and counted in the evidence.
+* Population tolerance (unit averages ``q_a[c]``, ``q_z<l>`` only): the N units of a chain are one sample of the
+  single-unit marginal; when ergodicity is broken (the physics being measured) that sample is frozen, so a unit
+  average differs between chains, and can creep within one, by about its population standard error
+  std_units / √N even at equilibrium.  The tolerance may therefore *widen* what counts as a disagreement, never
+  remove a test: R̂, drift and ESS are always computed and reported, and the chains disagree on a unit average when
+  its R̂ exceeds ``MAX_RHAT`` *and* its chain means (or the means of the two halves of one chain) differ by more than
+  ``min(POPULATION_SE_FACTOR × population s.e., POPULATION_SD_CAP × within-chain sd)``, or when the R̂ of the chains
+  with their mean offsets removed still exceeds ``MAX_RHAT`` (the tolerance excuses an offset between chain means,
+  never a trend within a chain or chains of different spread); it drifts when Geweke's |z| exceeds ``MAX_DRIFT_Z``
+  and the chain's mean moved by more than the same tolerance.  The cap keeps a frozen population's sampling error
+  from hiding chains that sample visibly different states: at small N the population s.e. can be many within-chain
+  sds.  A difference the tolerance excuses still leaves its R̂ in the record and is named in the evidence, and a
+  tolerated difference with a bulk ESS below ``MIN_ESS`` makes the run relaxing (the chains differ and the run is too
+  short to tell a frozen population from a relaxing one); with a handful of chains an R̂ above 1.1 brings the bulk
+  ESS near the number of chains, so the tolerance changes the status only for runs with many chains.
+* Bulk ESS is judged for every observable: below ``MIN_ESS`` the run is "failed" (run too short), or "relaxing" when
+  the same observable also disagrees or drifts (a drifting observable has a low ESS).
+* Certification (``bnnzoo.sample(..., certify=True)``): the run's attribute ``bnnzoo_certification`` (JSON with the
+  start ``families``, whether they ``agree`` and the ``disagreements``) makes a run whose families disagree
+  "metastable" (unless it failed; before "relaxing", whose evidence is kept in the record), and a run whose
+  families agree and that passes every check above "equilibrated" with "populations certified by <families>".
 
 Thresholds (each with the reason for its value):
 
 * ``MIN_DRAWS = 100`` kept draws per chain: below it the rank-normalised R̂ and ESS (Vehtari et al. 2021) are too noisy
   to tell a mixed chain from a stuck one, and a unit's time variance (ergodicity ratio) is dominated by its noise.
 * ``MIN_CHAINS = 1``: one chain can carry verdicts, judged by split R̂ between its halves; with two or more chains
-  the between-chain R̂ is used, the stronger check (the report says which was used).
+  the between-chain R̂ is used, the stronger check (the evidence says which was used).
 * ``MAX_DIVERGENCE_RATE = 0.01``: a divergent transition marks a region the integrator cannot follow; above 1 % of
   transitions the posterior is visibly biased (Betancourt 2017 treats any divergence as a warning; 1 % tolerates the
   rare ones that large nets give at a well-tuned step size).
@@ -39,21 +81,26 @@ Thresholds (each with the reason for its value):
   its kinetic energy.  Both are ≈ √(d/2) for a d-dimensional posterior that the chain explores (equipartition), and
   the kinetic energy is redrawn every transition whether the chain moves or not; a tiny step size leaves the log
   density constant.
-* ``MIN_ESS = 20`` (bulk ESS, all chains together, of every invariant observable): fewer effective draws give Monte
-  Carlo standard errors above ≈ 0.22 of a standard deviation, too coarse for the theory comparisons ("run too
-  short"; an observable that drifts or on which the chains disagree counts as relaxing instead).
-* ``MAX_RHAT = 1.1``: between-chain (or split) rank-normalised R̂ of an invariant observable above 1.1 means the chains
-  disagree on it (Gelman et al.'s classical threshold; the stricter 1.01 needs far longer runs than bnnzoo's CI sizes).
-* ``POPULATION_SE_FACTOR = 3``: the N units of a chain are one sample of the single-unit marginal; when ergodicity is
-  broken (the physics being measured) that sample is frozen, so a unit average (``q_a[c]``, ``q_z<l>``) differs
-  between chains, and can creep within one, by about its population standard error std_units / √N even at
-  equilibrium.  R̂, drift and ESS of a unit average are therefore evidence only when its chain means (or a chain's
-  first tenth and last half) differ by more than 3 population standard errors; a relaxing outlier shows in
-  ``n_outliers``, which is always judged.
+* ``MIN_ESS = 20`` (bulk ESS, all chains together, of every invariant observable, the smallest over entries): fewer
+  effective draws give Monte Carlo standard errors above ≈ 0.22 of a standard deviation, too coarse for the theory
+  comparisons.
+* ``MAX_RHAT = 1.1``: R̂ of an invariant observable above 1.1 means the chains (or halves) disagree on it (Gelman et
+  al.'s classical threshold; the stricter 1.01 needs far longer runs than bnnzoo's CI sizes).
+* ``POPULATION_SE_FACTOR = 3``: a unit average's chain means may differ by up to 3 population standard errors before
+  the difference counts (a frozen sample of N units puts a chain's mean within 3 s.e. of the marginal's with
+  ≈ 99.7 % probability), within the cap below.
+* ``POPULATION_SD_CAP = 1``: the population tolerance never exceeds one within-chain standard deviation.  Chains
+  whose means are one sd apart still overlap on most of their draws (two Gaussians one sd apart share 62 % of their
+  mass; two such chains have R̂ ≈ 1.2), so the widening excuses at most a mild R̂ excess; a larger separation means
+  the chains sample different states, which the certification, not the health gate, must resolve.
 * ``MAX_DRIFT_Z = 4``: the mean of an invariant observable over the last half of a chain differs from its mean over
-  the first tenth by more than 4 standard errors (Geweke's 1992 test and windows, each window's standard error from
-  its own ESS; the first tenth catches a transient from the starting point that a halves split averages away); 4
-  keeps the false-alarm rate below ≈ 1e-4 per test, and a run makes a few dozen tests.
+  the first tenth by more than 4 standard errors (Geweke's 1992 test and windows; the first tenth catches a
+  transient from the starting point that a halves split averages away).  Both windows' standard errors come from
+  the spectral density at zero of the last half (its variance times its draws per effective draw), and the
+  difference is read with Student's t at the last half's ESS − 1 degrees of freedom and quoted as the normal z of
+  the same tail probability: the first tenth of a slowly mixing observable is shorter than its autocorrelation, so
+  its own variance is biased low and would raise false alarms.  4 keeps the false-alarm rate below ≈ 1e-4 per test,
+  and a run makes a few dozen tests.
 """
 
 from __future__ import annotations
@@ -72,7 +119,8 @@ from .._record import Record
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
-           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "POPULATION_SE_FACTOR", "population_se"]
+           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
+           "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR"]
 
 MIN_DRAWS = 100
 MIN_CHAINS = 1
@@ -84,11 +132,19 @@ MIN_ESS = 20.0
 MAX_RHAT = 1.1
 MAX_DRIFT_Z = 4.0
 POPULATION_SE_FACTOR = 3.0
+POPULATION_SD_CAP = 1.0
+
+#: verdict-name prefixes of the population verdicts (marked when the populations are not certified)
+POPULATION_VERDICTS = ("codes", "branches", "outliers")
+#: the suffix a population verdict of an uncertified run carries
+NOT_CERTIFIED = " (populations not certified)"
+#: the run attribute in which ``bnnzoo.sample(..., certify=True)`` stores its certification (JSON)
+CERTIFICATION_ATTR = "bnnzoo_certification"
 
 _THRESHOLDS = dict(min_draws=MIN_DRAWS, min_chains=MIN_CHAINS, max_divergence_rate=MAX_DIVERGENCE_RATE,
                    min_ebfmi=MIN_EBFMI, max_tree_saturation=MAX_TREE_SATURATION, min_movement=MIN_MOVEMENT,
                    min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z,
-                   population_se_factor=POPULATION_SE_FACTOR)
+                   population_se_factor=POPULATION_SE_FACTOR, population_sd_cap=POPULATION_SD_CAP)
 
 
 @dataclass(frozen=True, repr=False)
@@ -97,23 +153,30 @@ class SamplerHealth(Record):
 
     Attributes
     ----------
-    status : "equilibrated", "relaxing" or "failed".
+    status : "equilibrated", "relaxing", "metastable" or "failed".
     reasons : why the run failed (empty unless status is "failed"), one short sentence each.
-    relaxing : evidence that the run has not reached equilibrium (R̂ or drift of an invariant observable; also
-        recorded for a failed run, where it is not the cause of the status).
-    evidence : which checks the verdicts rest on (between-chain or split R̂, the observables used).
+    relaxing : evidence that the run has not reached equilibrium (R̂, drift or ESS of an invariant observable; also
+        recorded for a failed or metastable run, where it is not the cause of the status).
+    evidence : the checks the verdicts rest on, only those that were run (between-chain or split R̂, the observables,
+        the sampler statistics available, differences the population tolerance excused, the certification).
     sampler : the sampler's name from the run's provenance ("" when unknown).
     n_chains, n_draws : the run's size (kept draws per chain).
     divergences : divergent transitions (all chains); divergence_rate : their fraction of all transitions.
     ebfmi_min : smallest E-BFMI over chains (NaN without energies).
     tree_saturation : fraction of NUTS transitions at the maximum tree depth (NaN for other samplers).
     movement_min : smallest over chains of sd(log density) / sd(kinetic energy) (NaN without energies).
-    rhat : {observable: R̂} (between-chain when n_chains ≥ 2, else split R̂).
-    ess : {observable: bulk ESS, all chains}.
+    rhat : {observable: R̂} (between-chain when n_chains ≥ 2, else split R̂ between the halves; the largest over
+        entries for an observable with many entries; NaN when it could not be computed).
+    ess : {observable: bulk ESS, all chains} (the smallest over entries).
     drift_z : {observable: largest absolute z over chains of Geweke's last-half minus first-tenth mean}.
     thresholds : the thresholds used.
-    mixed : no counted invariant observable has R̂ above ``MAX_RHAT`` (between chains, or split for one chain): the
-        condition under which "ergodicity broken" stands in a relaxing run (a transient drift alone leaves it).
+    mixed : every invariant observable has a finite R̂ ≤ ``MAX_RHAT`` (the population tolerance aside).
+    tolerance : {unit average: the population tolerance used for it, in the observable's units}.
+    entries : {observable with many entries: {"n": entries judged, "rhat_above": entries with R̂ above
+        ``MAX_RHAT`` or NaN, "ess_below": entries with bulk ESS below ``MIN_ESS``, "constant": entries left out}}.
+    populations : "not certified", "certified by <families>" or "metastable" (the certification's verdict).
+    certification : the run's certification record (JSON object of ``bnnzoo.sample(..., certify=True)``: families,
+        agree, disagreements, observables, error_model), or None when the run was not certified.
     """
 
     status: str
@@ -133,6 +196,10 @@ class SamplerHealth(Record):
     drift_z: dict = field(default_factory=dict)
     thresholds: dict = field(default_factory=lambda: dict(_THRESHOLDS))
     mixed: bool = True
+    tolerance: dict = field(default_factory=dict)
+    entries: dict = field(default_factory=dict)
+    populations: str = "not certified"
+    certification: dict | None = None
 
     @property
     def conclusive(self) -> bool:
@@ -140,27 +207,42 @@ class SamplerHealth(Record):
         return self.status != "failed"
 
     @property
+    def disagreements(self) -> tuple:
+        """The certification's disagreements (one line each; empty when certified or not certified)."""
+        c = self.certification or {}
+        return tuple(str(d) for d in c.get("disagreements", ())) if c.get("agree") is False else ()
+
+    @property
     def reason(self) -> str:
-        """One line: the reasons for a failed run, the evidence of a relaxing one, "" otherwise."""
-        return "; ".join(self.reasons if self.status == "failed" else self.relaxing)
+        """One line: the reasons for a failed run, ``"metastable: <disagreements>"`` for a metastable one, the
+        evidence of a relaxing one, "" otherwise."""
+        if self.status == "failed":
+            return "; ".join(self.reasons)
+        if self.status == "metastable":
+            return "metastable: " + ("; ".join(self.disagreements) or "the start families disagree")
+        return "; ".join(self.relaxing)
 
     def summary(self) -> list[str]:
         def fmt(d):
             return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) and math.isfinite(v) else f"{k} {v}"
                              for k, v in d.items())
 
-        lines = [f"{self.status}" + (f": {self.reason}" if self.reason else "") + f" [{self.sampler or 'sampler ?'}, "
-                 f"{self.n_chains} chains × {self.n_draws} draws]",
+        r = self.reason
+        head = r if r.startswith(self.status + ":") else f"{self.status}" + (f": {r}" if r else "")
+        lines = [head + f" [{self.sampler or 'sampler ?'}, {self.n_chains} chains × {self.n_draws} draws]",
                  f"divergences {self.divergences} ({self.divergence_rate:.2%}), E-BFMI min {self.ebfmi_min:.2f}, "
                  f"tree-depth saturation {self.tree_saturation:.2f}, movement min {self.movement_min:.2f}"]
         if self.rhat:
-            lines.append("R̂: " + fmt(self.rhat))
+            lines.append(("R̂: " if self.n_chains > 1 else "split R̂: ") + fmt(self.rhat))
         if self.ess:
             lines.append("ESS: " + fmt(self.ess))
         if self.drift_z:
             lines.append("drift |z| (Geweke, last half vs first tenth): " + fmt(self.drift_z))
         if self.evidence:
             lines.append("evidence: " + self.evidence)
+        pops = self.populations or "not certified"
+        lines.append(f"populations {pops}" if pops != "metastable" else
+                     "populations metastable: " + "; ".join(self.disagreements))
         return lines
 
 
@@ -222,17 +304,6 @@ def population_se(posterior: xr.Dataset) -> dict[str, float]:
     return out
 
 
-def _largest_change(x: np.ndarray) -> float:
-    """The largest difference an R̂ or drift test can have seen in x (chain, draw): between chain means, or between
-    a chain's first tenth and last half."""
-    C, D = x.shape
-    m = x.mean(1)
-    between = float(m.max() - m.min())
-    t = max(D // 10, 1)
-    drift = float(np.max(np.abs(x[:, D - D // 2:].mean(1) - x[:, :t].mean(1)))) if D >= 2 else 0.0
-    return max(between, drift)
-
-
 def _outlier_counts(a: np.ndarray) -> np.ndarray:
     """Readout outliers per draw (chain, draw): units whose readout norm exceeds N^(1/4) times the draw's median
     (the readout half of :func:`bnnzoo.diagnostics.branches.find_outliers`' criterion)."""
@@ -242,32 +313,52 @@ def _outlier_counts(a: np.ndarray) -> np.ndarray:
     return (r > N ** 0.25 * np.maximum(med, 1e-300)).sum(-1).astype(float)
 
 
+def _rhat_chains(x: np.ndarray) -> np.ndarray:
+    """The chains R̂ compares, (chain, draw, ...): the run's chains, or the two halves of a single chain (the middle
+    draw of an odd-length chain left out), since ArviZ gives no R̂ for one chain."""
+    if x.shape[0] > 1:
+        return x
+    h = x.shape[1] // 2
+    return np.concatenate([x[:, :h], x[:, x.shape[1] - h:]], axis=0)
+
+
 def _ess_rhat(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bulk ESS and rank-normalised R̂ (ArviZ, through bnnzoo.azcompat) of x (chain, draw, entry) per entry."""
-    ds = xr.Dataset({"x": (("chain", "draw", "entry"), x)})
-    e = np.asarray(azcompat.ess(ds, method="bulk")["x"].values, float)
-    r = np.asarray(azcompat.rhat(ds)["x"].values, float)
+    """Bulk ESS (all chains) and rank-normalised R̂ (between chains, or split R̂ between the halves of one chain)
+    of x (chain, draw, entry) per entry, from ArviZ through bnnzoo.azcompat."""
+    dims = ("chain", "draw", "entry")
+    e = np.asarray(azcompat.ess(xr.Dataset({"x": (dims, x)}), method="bulk")["x"].values, float)
+    r = np.asarray(azcompat.rhat(xr.Dataset({"x": (dims, _rhat_chains(x))}))["x"].values, float)
     return e, r
 
 
-def _drift_z(x: np.ndarray) -> float:
-    """Largest |z| over chains of Geweke's statistic: mean(last half) − mean(first tenth), each window's standard
-    error from its own bulk ESS."""
+def _drift(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Geweke's statistic per chain of x (chain, draw): (|z|, |mean(last half) − mean(first tenth)|).
+
+    Both windows' standard errors come from one spectral density at frequency zero (variance × draws per effective
+    draw), estimated on the last half (the longer window, and the one nearer equilibrium): a first tenth of a slowly
+    mixing observable is shorter than its autocorrelation, so its own variance is biased low and would raise false
+    alarms.  The difference over its standard error is read with Student's t at the last half's ESS − 1 degrees of
+    freedom and returned as the normal quantile of the same tail probability."""
+    from scipy import stats
+
     C, D = x.shape
     h, t = D // 2, max(D // 10, 4)
-    zs = []
+    zs, ds = [], []
     for c in range(C):
         a, b = x[c, :t], x[c, D - h:]
         d = b.mean() - a.mean()
-        va, vb = a.var(ddof=1), b.var(ddof=1)
-        if va == 0 and vb == 0:
+        ds.append(abs(d))
+        ref = b if b.var() > 0 else a                  # a frozen last half: the first window's scale
+        if ref.var() == 0:
             zs.append(0.0 if d == 0 else math.inf)
             continue
-        ea = float(np.nan_to_num(azcompat.ess(xr.Dataset({"x": (("chain", "draw"), a[None])}))["x"].values, nan=1.0))
-        eb = float(np.nan_to_num(azcompat.ess(xr.Dataset({"x": (("chain", "draw"), b[None])}))["x"].values, nan=1.0))
-        se = math.sqrt(va / max(ea, 1.0) + vb / max(eb, 1.0))
-        zs.append(abs(d) / se if se > 0 else (0.0 if d == 0 else math.inf))
-    return float(max(zs)) if zs else float("nan")
+        e = float(np.nan_to_num(azcompat.ess(xr.Dataset({"x": (("chain", "draw"), ref[None])}))["x"].values,
+                                nan=1.0))
+        e = min(max(e, 2.0), float(len(ref)))          # ≥ 1 degree of freedom
+        s0 = ref.var(ddof=1) * len(ref) / e            # variance × integrated autocorrelation time
+        z = abs(d) / math.sqrt(s0 / len(a) + s0 / len(b))
+        zs.append(float(stats.norm.isf(stats.t.sf(z, e - 1.0))))
+    return np.asarray(zs, float), np.asarray(ds, float)
 
 
 def _stats(ss: xr.Dataset | None, cfg: dict) -> dict:
@@ -302,9 +393,29 @@ def _stats(ss: xr.Dataset | None, cfg: dict) -> dict:
     return out
 
 
+def _certification(attrs: dict) -> dict | None:
+    """The run's certification (module docstring) from its attributes, or None when it was not certified.
+
+    Raises ValueError when the attribute is there but is not a JSON object with a list ``families`` and a boolean
+    ``agree``."""
+    raw = attrs.get(CERTIFICATION_ATTR)
+    if raw is None:
+        return None
+    try:
+        cert = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+    except (TypeError, ValueError):
+        cert = None
+    if not isinstance(cert, dict) or not isinstance(cert.get("families"), list) \
+            or not isinstance(cert.get("agree"), bool):
+        raise ValueError(f"run attribute {CERTIFICATION_ATTR}: expected a JSON object with a list 'families' and a "
+                         f"boolean 'agree', got {str(raw)[:80]!r}")
+    return cert
+
+
 def _load(idata):
-    """(posterior, sample_stats or None, y or None, config) of a run, a NetCDF path or a RunData (read through its
-    attributes, so the sampler layer does not import the diagnostics)."""
+    """(posterior, sample_stats or None, y or None, config, certification or None) of a run, a NetCDF path or a
+    RunData (read through its attributes, so the sampler layer does not import the diagnostics; a RunData carries
+    no certification)."""
     if isinstance(idata, (str, os.PathLike)):
         idata = azcompat.from_netcdf(idata)
     if all(hasattr(idata, k) for k in ("a", "f", "recorded_z", "Y", "config")):
@@ -313,27 +424,136 @@ def _load(idata):
             data["f"] = (("chain", "draw", "point", "class"), idata.f)
         for l, z in idata.recorded_z.items():
             data[f"z{l}"] = (("chain", "draw", "neuron", "point"), z)
-        return xr.Dataset(data), None, idata.Y, dict(idata.config)
+        return xr.Dataset(data), None, idata.Y, dict(idata.config), None
     post = azcompat.get_group(idata, "posterior")
     names = azcompat.group_names(idata)
     ss = azcompat.get_group(idata, "sample_stats") if "sample_stats" in names else None
     y = np.asarray(azcompat.get_group(idata, "observed_data")["y"].values) if "observed_data" in names else None
+    attrs = azcompat.get_attrs(idata)
     try:
-        cfg = json.loads(azcompat.get_attrs(idata).get("bnnzoo_config", "{}"))
+        cfg = json.loads(attrs.get("bnnzoo_config", "{}"))
     except (TypeError, ValueError):
         cfg = {}
-    return post, ss, y, cfg
+    return post, ss, y, cfg, _certification(attrs)
+
+
+@dataclass
+class _Judged:
+    """What the observable checks of :func:`sampler_health` collect."""
+
+    one_chain: bool
+    rhat: dict = field(default_factory=dict)
+    ess: dict = field(default_factory=dict)
+    drift: dict = field(default_factory=dict)
+    tolerance: dict = field(default_factory=dict)
+    entries: dict = field(default_factory=dict)
+    reasons: list = field(default_factory=list)
+    relaxing: list = field(default_factory=list)
+    low_ess: list = field(default_factory=list)
+    excused: list = field(default_factory=list)
+    tested: list = field(default_factory=list)
+    mixed: bool = True
+
+    def no_rhat(self, what: str) -> None:
+        self.mixed = False
+        self.reasons.append(f"one chain, no split R̂ for {what}" if self.one_chain else
+                            f"R̂ of {what} could not be computed")
+
+
+def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None) -> None:
+    """R̂, drift and ESS of one (chain, draw) observable, with the population tolerance for a unit average."""
+    D = x.shape[1]
+    e, r = _ess_rhat(x[..., None])
+    rh, es = float(r[0]), float(e[0])
+    J.rhat[name], J.ess[name] = rh, es
+    zc, dc = _drift(x) if D >= 8 else (np.zeros(0), np.zeros(0))
+    J.drift[name] = float(zc.max()) if zc.size else float("nan")
+    parts = _rhat_chains(x)
+    means = parts.mean(1)
+    spread = float(means.max() - means.min())
+    sd_within = math.sqrt(float(np.mean(parts.var(1, ddof=1))))
+    tol, why = 0.0, ""
+    if pop_se is not None:
+        tol = min(POPULATION_SE_FACTOR * pop_se, POPULATION_SD_CAP * sd_within)
+        J.tolerance[name] = tol
+        why = (f"tolerance {tol / sd_within:.2g} within-chain sd" if sd_within > 0 else f"tolerance {tol:.3g}")
+    J.tested.append(name)
+    if not math.isfinite(rh):
+        J.no_rhat(name)
+        return
+    in_sd = f"{spread / sd_within:.2g} within-chain sd apart" if sd_within > 0 else f"{spread:.3g} apart"
+    what = "chain means" if not J.one_chain else "half means"
+    disagree = rh > MAX_RHAT and spread > tol
+    rest = ""
+    if rh > MAX_RHAT and not disagree:
+        # the tolerance excuses only an offset between chain means: R̂ of the chains with their offsets removed
+        # (a trend within a chain, chains of different spread) still counts
+        centred = parts - means[:, None] + means.mean()
+        r_c = float(np.asarray(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), centred)}))["x"].values))
+        if not r_c <= MAX_RHAT:
+            disagree = True
+            rest = f"; {r_c:.2f} with the {what}' offsets removed, which no population tolerance excuses"
+    if rh > MAX_RHAT:
+        J.mixed = False
+    if disagree:
+        J.relaxing.append((f"chains disagree on {name} (R̂ {rh:.2f} > {MAX_RHAT}" if not J.one_chain else
+                           f"{name} differs between the halves of the chain (split R̂ {rh:.2f} > {MAX_RHAT}")
+                          + (rest + ")" if rest else f"; {what} {in_sd}, {why})" if why else ")"))
+    elif rh > MAX_RHAT:
+        J.excused.append(f"{name} R̂ {rh:.2f} ({what} {in_sd}, {why})")
+    drifting = bool(np.any((zc > MAX_DRIFT_Z) & (dc > tol)))
+    if drifting:
+        J.relaxing.append(f"{name} drifts across the run (|z| {J.drift[name]:.1f} > {MAX_DRIFT_Z:g}"
+                          + (f"; {why})" if why else ")"))
+    elif zc.size and zc.max() > MAX_DRIFT_Z:
+        moved = float(dc[zc > MAX_DRIFT_Z].max())
+        J.excused.append(f"{name} drift |z| {zc.max():.1f} (moved " + (f"{moved / sd_within:.2g} within-chain sd"
+                         if sd_within > 0 else f"{moved:.3g}") + f", {why})")
+    if not es >= MIN_ESS:                                  # NaN fails
+        if disagree or drifting:
+            pass                                           # a drifting or disagreeing observable has a low ESS
+        elif rh > MAX_RHAT or (zc.size and zc.max() > MAX_DRIFT_Z):
+            J.relaxing.append(f"{name}: bulk ESS {es:.0f} < {MIN_ESS:g} with the chains apart within the population "
+                              f"tolerance (R̂ {rh:.2f}): too short to tell a frozen population from a relaxing one")
+        else:
+            J.low_ess.append(f"{name} {es:.0f}")
+
+
+def _judge_entries(J: _Judged, name: str, x: np.ndarray, noun: str) -> None:
+    """R̂ and ESS of every entry of a (chain, draw, entry) observable, judged by its worst entries."""
+    live = x.std(axis=(0, 1)) > 0
+    n, n_const = int(live.sum()), int((~live).sum())
+    e, r = _ess_rhat(x[..., live])
+    bad_r = ~(r <= MAX_RHAT)                               # NaN counts as above
+    bad_e = ~(e >= MIN_ESS)
+    nan_r = int(np.isnan(r).sum())
+    J.rhat[name] = float(np.nanmax(r)) if np.isfinite(r).any() else float("nan")
+    J.ess[name] = float(np.nanmin(e)) if np.isfinite(e).any() else float("nan")
+    J.entries[name] = {"n": n, "rhat_above": int(bad_r.sum()), "ess_below": int(bad_e.sum()), "constant": n_const}
+    J.tested.append(f"{name} (worst of {n} {noun}" + (f"; {n_const} constant, not tested" if n_const else "") + ")")
+    if nan_r:
+        J.no_rhat(f"{nan_r} of {n} {noun} of {name}")
+        return
+    k = int(bad_r.sum())
+    if k:
+        J.mixed = False
+        J.relaxing.append(("chains disagree on " if not J.one_chain else "halves of the chain disagree on ")
+                          + f"{name}: {k} of {n} {noun} {'split ' if J.one_chain else ''}R̂ > {MAX_RHAT} "
+                            f"(max {J.rhat[name]:.2f})")
+    elif bad_e.any():
+        J.low_ess.append(f"{name} {J.ess[name]:.0f} ({int(bad_e.sum())} of {n} {noun})")
 
 
 def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
-    """Judge whether a run can carry verdicts (module docstring: checks, thresholds, statuses).
+    """Judge whether a run can carry verdicts (module docstring: checks, rules, thresholds, statuses).
 
     Parameters
     ----------
     idata : a run from :func:`bnnzoo.sample` (InferenceData / DataTree), the path to its NetCDF file, or a
-        :class:`~bnnzoo.diagnostics._data.RunData` (no sampler statistics: only the observables are judged).
+        :class:`~bnnzoo.diagnostics._data.RunData` (no sampler statistics and no certification: only the
+        observables are judged).
     observables : {name: (chain, draw) or (chain, draw, entry) array} to judge instead of
-        :func:`invariant_observables` of the run (e.g. an entry's own order parameters).
+        :func:`invariant_observables` of the run (e.g. an entry's own order parameters; no population tolerance).
 
     Returns
     -------
@@ -341,9 +561,10 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
 
     Raises
     ------
-    ValueError : when the run has no posterior draws with (chain, draw) axes.
+    ValueError : when the run has no posterior draws with (chain, draw) axes, or its certification attribute is
+        malformed.
     """
-    post, ss, y, cfg = _load(idata)
+    post, ss, y, cfg, cert = _load(idata)
     if "chain" not in post.dims or "draw" not in post.dims:
         raise ValueError("idata: the posterior has no (chain, draw) dims; pass a run made by bnnzoo.sample")
     C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
@@ -353,7 +574,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     samp = cfg.get("sampler", {})
     sampler = str(samp.get("sampler", "")) if isinstance(samp, dict) else str(samp or "")
     st = _stats(ss, cfg)
-    reasons: list[str] = []
+    J = _Judged(one_chain=C == 1)
+    reasons = J.reasons
     if C < MIN_CHAINS:
         reasons.append(f"{C} chain(s) (need ≥ {MIN_CHAINS})")
     if D < MIN_DRAWS:
@@ -369,13 +591,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     if st["movement_min"] < MIN_MOVEMENT:
         reasons.append(f"stuck sampler: sd(log density)/sd(kinetic energy) = {st['movement_min']:.2g} "
                        f"< {MIN_MOVEMENT} in a chain")
-    rhat: dict[str, float] = {}
-    ess: dict[str, float] = {}
-    drift: dict[str, float] = {}
-    relaxing: list[str] = []
-    low_ess: list[str] = []
-    exempt: list[str] = []
-    mixed = True
+    if D < 4 and C == 1:
+        reasons.append("one chain, no split R̂ (fewer than 4 draws)")
     if D >= 4:
         for name, x in obs.items():
             x3 = x if x.ndim == 3 else x[..., None]
@@ -384,51 +601,63 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                 continue
             if x3.std(axis=(0, 1)).max() == 0:
                 if name == "n_outliers":           # a frozen outlier count is an equilibrium value, not a stuck chain
-                    rhat[name], ess[name], drift[name] = 1.0, float(C * D), 0.0
+                    J.rhat[name], J.ess[name], J.drift[name] = 1.0, float(C * D), 0.0
+                    J.tested.append(f"{name} (constant)")
                 else:
                     reasons.append(f"{name} never changes (the chains did not move)")
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                e, r = _ess_rhat(x3)
-                if x.ndim == 3:                   # many entries (f): the median is the observable's mixing number
-                    rhat[name], ess[name] = float(np.nanmedian(r)), float(np.nanmedian(e))
+                if x.ndim == 3:
+                    _judge_entries(J, name, x3, "outputs" if name == "f" else "entries")
                 else:
-                    rhat[name], ess[name] = float(r[0]), float(e[0])
-                    drift[name] = _drift_z(x) if D >= 8 else float("nan")
-            tol = pop_se.get(name)
-            if tol is not None and _largest_change(x) <= POPULATION_SE_FACTOR * tol:
-                exempt.append(name)
-                continue                           # within the frozen population's own sampling error: not evidence
-            unsettled = rhat[name] > MAX_RHAT or drift.get(name, 0.0) > MAX_DRIFT_Z
-            if rhat[name] > MAX_RHAT:
-                mixed = False
-                relaxing.append(f"chains disagree on {name} (R̂ {rhat[name]:.2f} > {MAX_RHAT})" if C > 1 else
-                                f"{name} differs between the halves of the chain (split R̂ {rhat[name]:.2f} > "
-                                f"{MAX_RHAT})")
-            if drift.get(name, 0.0) > MAX_DRIFT_Z:
-                relaxing.append(f"{name} drifts across the run (|z| {drift[name]:.1f} > {MAX_DRIFT_Z:g})")
-            if ess[name] < MIN_ESS and not unsettled:     # a drifting observable has a low ESS: relaxing
-                low_ess.append(f"{name} {ess[name]:.0f}")
-    if low_ess and not reasons:
-        reasons.append(f"run too short: bulk ESS < {MIN_ESS:g} for " + ", ".join(low_ess))
-    status = "failed" if reasons else ("relaxing" if relaxing else "equilibrated")
-    used = ", ".join(k for k in rhat) or "none"
-    note = (f"; {', '.join(exempt)}: chain means within {POPULATION_SE_FACTOR:g} population standard errors (what a "
-            f"frozen population of units gives), not counted" if exempt else "")
-    if status == "failed":
-        evidence = "none: the sampler failed or the run is too short, so no verdict is drawn"
-    elif C > 1:
-        evidence = (f"between-chain R̂ ≤ {MAX_RHAT} and bulk ESS ≥ {MIN_ESS:g} of the invariant observables "
-                    f"({used}), no drift (Geweke){note}" if status == "equilibrated" else
-                    "invariant observables not yet at equilibrium: " + "; ".join(relaxing))
+                    _judge_scalar(J, name, x, pop_se.get(name))
+    if J.low_ess and not reasons:
+        reasons.append(f"run too short: bulk ESS < {MIN_ESS:g} for " + ", ".join(J.low_ess))
+    relaxing = J.relaxing
+    certified = cert is not None and cert["agree"]
+    if reasons:
+        status = "failed"
+    elif cert is not None and not cert["agree"]:
+        status = "metastable"
     else:
-        evidence = (f"one chain: split R̂ ≤ {MAX_RHAT} between its halves and bulk ESS ≥ {MIN_ESS:g} of the "
-                    f"invariant observables ({used}){note}; no between-chain check" if status == "equilibrated" else
-                    "invariant observables not yet at equilibrium: " + "; ".join(relaxing))
+        status = "relaxing" if relaxing else "equilibrated"
+    families = ", ".join(str(f) for f in cert["families"]) if cert is not None else ""
+    populations = ("not certified" if cert is None else f"certified by {families}" if certified else "metastable")
+    evidence = _evidence(status, J, st, C, relaxing, populations, cert)
     return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence,
-                         sampler=sampler, n_chains=C, n_draws=D, rhat=rhat, ess=ess, drift_z=drift, mixed=mixed,
-                         **st)
+                         sampler=sampler, n_chains=C, n_draws=D, rhat=J.rhat, ess=J.ess, drift_z=J.drift,
+                         mixed=J.mixed, tolerance=J.tolerance, entries=J.entries, populations=populations,
+                         certification=cert, **st)
+
+
+def _evidence(status: str, J: _Judged, st: dict, C: int, relaxing: list, populations: str, cert) -> str:
+    """The evidence line: the checks that were run, and nothing that was not."""
+    if status == "failed":
+        return "none: the sampler failed or the run is too short, so no verdict is drawn"
+    if status == "metastable":
+        return ("the start families disagree on population observables ("
+                + "; ".join(str(d) for d in cert.get("disagreements", ())) + ")"
+                + ("; invariant observables not yet at equilibrium: " + "; ".join(relaxing) if relaxing else ""))
+    if status == "relaxing":
+        return "invariant observables not yet at equilibrium: " + "; ".join(relaxing)
+    stats = [k for k, v in (("divergences", st["divergence_rate"]), ("E-BFMI", st["ebfmi_min"]),
+                            ("movement", st["movement_min"]), ("tree depth", st["tree_saturation"]))
+             if math.isfinite(v)]
+    used = ", ".join(J.tested) or "none"
+    rh = (f"between-chain R̂ ≤ {MAX_RHAT}" if C > 1 else f"one chain: split R̂ ≤ {MAX_RHAT} between its halves")
+    out = (f"{rh}, Geweke drift |z| ≤ {MAX_DRIFT_Z:g} and bulk ESS ≥ {MIN_ESS:g} for the invariant observables "
+           f"({used})")
+    if J.excused:
+        out += (f"; except, within the population tolerance (min of {POPULATION_SE_FACTOR:g} population s.e. and "
+                f"{POPULATION_SD_CAP:g} within-chain sd): " + "; ".join(J.excused))
+    out += ("" if C > 1 else "; no between-chain check") + "; sampler statistics: " + (", ".join(stats) or "none")
+    if populations.startswith("certified"):
+        em = cert.get("error_model")
+        out += f"; populations {populations}" + (f" (error model: {em})" if em else "")
+    else:
+        out += "; populations not certified"
+    return out
 
 
 def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
@@ -438,7 +667,7 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     ----------
     verdicts : dict
         ``{verdict name: verdict}`` as :func:`bnnzoo.diagnose` builds them (keys such as ``"ergodicity[a]"``,
-        ``"symmetry[z1]"``, ``"codes[z1]"``, ``"theory"``); left unchanged.
+        ``"symmetry[z1]"``, ``"codes[z1]"``, ``"branches"``, ``"outliers"``, ``"theory"``); left unchanged.
     health : SamplerHealth
         The run's health, from :func:`sampler_health`.
 
@@ -446,40 +675,37 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     -------
     dict
         A new dict with the same keys.  Status ``"failed"``: every verdict becomes ``"inconclusive: <reasons>"``.
-        Status ``"relaxing"``: ``"theory disagrees"`` becomes ``"relaxing: <evidence>"``, and ``"ergodicity
-        broken"`` becomes ``"inconclusive: relaxing: <evidence>"`` when the invariant observables did not mix
-        (``health.mixed`` false: broken ergodicity means units that keep their identity while the invariant
-        observables mix); a drift alone (a transient from the start) leaves it.  Status ``"equilibrated"``:
-        unchanged.
+        Status ``"metastable"``: every verdict becomes ``"metastable: <disagreements>"``; status ``"relaxing"``:
+        ``"relaxing: <evidence>"`` (a run away from equilibrium carries no per-unit or theory verdict; ``"n/a"``,
+        no verdict, stays).  Status ``"equilibrated"``: unchanged, except that without a certification the
+        population verdicts (names starting with one of ``POPULATION_VERDICTS``) get the suffix
+        ``" (populations not certified)"`` (a suffix, so that prefix comparisons keep working).
     """
     if health.status == "failed":
         return {k: f"inconclusive: {health.reason}" for k in verdicts}
-    if health.status != "relaxing":
+    if health.status in ("relaxing", "metastable"):
+        text = health.reason if health.status == "metastable" else f"relaxing: {health.reason}"
+        return {k: v if str(v) == "n/a" else text for k, v in verdicts.items()}
+    if (health.populations or "not certified") != "not certified":
         return dict(verdicts)
-    out = {}
-    for k, v in verdicts.items():
-        s = str(v)
-        if k.startswith("theory") and s.startswith("disagrees"):
-            out[k] = f"relaxing: {health.reason}"
-        elif k.startswith("ergodicity") and s.startswith("broken") and not health.mixed:
-            out[k] = f"inconclusive: relaxing: {health.reason}"
-        else:
-            out[k] = v
-    return out
+    return {k: f"{v}{NOT_CERTIFIED}" if k.startswith(POPULATION_VERDICTS) and str(v) != "n/a"
+            and not str(v).endswith(NOT_CERTIFIED) else v for k, v in verdicts.items()}
 
 
 def warn_if_unhealthy(idata, stacklevel: int = 3) -> SamplerHealth | None:
-    """Warn (RuntimeWarning) when the chains of a finished run did not mix, relax or move (status "relaxing", or
-    "failed" for a stuck sampler, low E-BFMI, saturated trees or too few effective draws); divergences are left to
-    the sampler's own warning, and a run shorter than ``MIN_DRAWS`` is not warned about (a deliberate short run).
-    Returns the :class:`SamplerHealth`, or None when it could not be judged (a run without a posterior)."""
+    """Warn (RuntimeWarning) when the chains of a finished run did not mix, relax or move (status "relaxing" or
+    "metastable", or "failed" for a stuck sampler, low E-BFMI, saturated trees, too few effective draws or a missing
+    R̂); divergences are left to the sampler's own warning, and a run shorter than ``MIN_DRAWS`` is not warned about
+    (a deliberate short run).  Returns the :class:`SamplerHealth`, or None when it could not be judged (a run without
+    a posterior, or with a malformed certification)."""
     try:
         h = sampler_health(idata)
     except (KeyError, ValueError):
         return None
-    other = [r for r in h.reasons if "diverged" not in r and not r.startswith("too few draws")]
-    if h.status == "relaxing" or other:
-        what = "; ".join(other + list(h.relaxing))
+    other = [r for r in h.reasons if "diverged" not in r and not r.startswith("too few draws")
+             and "fewer than 4 draws" not in r]
+    if h.status in ("relaxing", "metastable") or other:
+        what = "; ".join(other + list(h.relaxing) + list(h.disagreements))
         warnings.warn(f"the chains did not mix ({what}): verdicts drawn from this run are inconclusive; sample "
                       f"longer, with more warm-up, or check the sampler settings", RuntimeWarning,
                       stacklevel=stacklevel)

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["RunPlan", "make_plan", "choose_sampler", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
-           "normalize_record", "CHEES_LIKE"]
+           "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING"]
 
-SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper")
+SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc")
 CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees.ChEES), two trajectory criteria
+TEMPERING = ("pt", "smc")                   # bnnzoo.inference.tempering / .smc: their own drivers, no NumPyro kernel
 REPARAMS = ("readout", "data_space")
 CHAIN_METHODS = ("auto", "vectorized", "parallel", "sequential", "sharded")
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
@@ -46,6 +47,34 @@ def check_int(name: str, value, minimum: int) -> None:
 def _check_bool(name: str, value) -> None:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def check_init(init, num_chains: int) -> None:
+    """Check ``init`` of :func:`bnnzoo.sample`: "prior", "uniform" or a dict {site name: array (chain, ...)} of
+    starting values in the constrained space, one per chain (the site names and shapes are checked against the
+    model by :func:`bnnzoo.inference.sampling.init_params_from_values`).
+
+    Raises
+    ------
+    ValueError
+        if ``init`` is none of these, or a value is not a finite array with ``num_chains`` rows.
+    """
+    if isinstance(init, str) and init in ("prior", "uniform"):
+        return
+    if not isinstance(init, dict):
+        raise ValueError(f"init must be 'prior' (a draw from the prior), 'uniform' (NumPyro's default) or a dict "
+                         f"{{site: array (chain, ...)}} of starting values, got {init!r}")
+    if not init:
+        raise ValueError("init: the dict of starting values is empty; give {site: array (chain, ...)}")
+    for k, v in init.items():
+        if not isinstance(k, str) or not k:
+            raise ValueError(f"init: site names must be non-empty strings, got {k!r}")
+        arr = np.asarray(v)
+        if arr.dtype.kind not in "fiu" or arr.ndim < 1 or arr.shape[0] != num_chains:
+            raise ValueError(f"init[{k!r}] must be a numeric array with a leading chain axis of num_chains="
+                             f"{num_chains} rows, got shape {arr.shape} and dtype {arr.dtype}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"init[{k!r}] holds NaN or inf")
 
 
 def normalize_record(record) -> tuple[str, ...]:
@@ -74,8 +103,8 @@ class RunPlan:
     ----------
     chain_method : the resolved method: "vectorized", "sharded" or "sequential" (never "auto" or "parallel").
     use_engine : True when the chunked driver (:mod:`bnnzoo.inference.engine`) runs the chains (or, for
-        ``sampler="gibbs"``, when the draws come with their test-set outputs as from the engine); False for
-        NumPyro's ``MCMC``.
+        ``sampler="gibbs"``, "pt" and "smc", when the draws come with their test-set outputs as from the engine);
+        False for NumPyro's ``MCMC``.
     n_devices : local devices seen by JAX.
     n_processes : JAX processes (several after ``jax.distributed.initialize``).
     local_chains : chains this process runs.
@@ -141,7 +170,7 @@ def _supported(entry, field: str, default: tuple) -> tuple:
 
 
 def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samples, thinning, seed, record,
-              chain_method: str, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init: str,
+              chain_method: str, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init,
               progress, log_likelihood, chunk_size, store, resume, exclude, site_thinning, reparam, warm_start,
               matmul_precision, n_devices: int, n_processes: int) -> RunPlan:
     """Check the arguments of :func:`bnnzoo.sample` (not the model's) and decide the chain method and engine.
@@ -184,8 +213,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}")
     if matmul_precision not in MATMUL_PRECISIONS:
         raise ValueError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {matmul_precision!r}")
-    if init not in ("prior", "uniform"):
-        raise ValueError(f"init must be 'prior' (a draw from the prior) or 'uniform' (NumPyro's default), got {init!r}")
+    check_init(init, num_chains)
     if step_size is not None and (isinstance(step_size, (bool, np.bool_))
                                   or not isinstance(step_size, (int, float, np.number))
                                   or not (np.isfinite(step_size) and step_size > 0)):
@@ -199,8 +227,10 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         if num_steps is None:
             raise ValueError("sampler='hmc' needs num_steps (leapfrog steps per draw, an integer >= 1)")
         check_int("num_steps", num_steps, 1)
+    elif num_steps is not None and sampler in TEMPERING:
+        check_int("num_steps", num_steps, 1)
     elif num_steps is not None:
-        raise ValueError(f"num_steps applies to sampler='hmc' only, not sampler={sampler!r}")
+        raise ValueError(f"num_steps applies to sampler='hmc', 'pt' or 'smc' only, not sampler={sampler!r}")
 
     # long-run options (the chunked driver)
     if chunk_size is not None:
@@ -226,6 +256,12 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                                 else f"a plain NumPyro model; zoo entries declare theirs (the fully-connected "
                                      f"nets: {list(REPARAMS)})"))
 
+    if isinstance(init, dict):
+        clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("reparam", reparam),
+                                ("warm_start", warm_start)) if v]
+        if clash:
+            raise ValueError(f"init as a dict of starting values cannot be combined with {', '.join(clash)}: the "
+                             f"chains would not start from the given values")
     if sampler == "gibbs":
         if kw.get("activation", "linear") != "linear":
             raise ValueError(f"sampler='gibbs' (exact blocked Gibbs) needs activation='linear', got "
@@ -236,6 +272,18 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         if given:
             raise ValueError(f"sampler='gibbs' runs in memory without HMC settings; drop {given}")
         return RunPlan("sequential", True, n_devices, n_processes, num_chains, record, ())
+    if sampler in TEMPERING:                 # bnnzoo.inference.tempering / .smc: in memory, one device, own tuning
+        given = [n for n, v in (("chunk_size", chunk_size if sampler == "smc" else None), ("store", store),
+                                ("resume", resume), ("site_thinning", site_thinning), ("reparam", reparam),
+                                ("warm_start", warm_start), ("step_size", step_size), ("dense_mass", dense_mass),
+                                ("max_tree_depth", max_tree_depth != 10)) if v]
+        if given:
+            raise ValueError(f"sampler={sampler!r} runs in memory with its own step-size and mass tuning; drop {given}")
+        if chain_method not in ("auto", "vectorized") or n_processes > 1:
+            raise ValueError(f"sampler={sampler!r} batches its chains on one device in one process: use "
+                             f"chain_method 'auto' or 'vectorized', got {chain_method!r}"
+                             + (f" with {n_processes} processes" if n_processes > 1 else ""))
+        return RunPlan("vectorized", True, n_devices, n_processes, num_chains, record, ())
     if sampler in CHEES_LIKE:
         if num_chains < 2:
             raise ValueError(f"sampler={sampler!r} tunes across chains: it needs num_chains >= 2 (4 or more advised)")

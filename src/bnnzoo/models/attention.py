@@ -34,7 +34,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..tasks.attention_task import attention_task
-from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
+from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, lazy, register
 from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
                       sqrt)
 
@@ -329,4 +329,6 @@ register(ZooEntry(
     forward=_forward,
     likelihood_variance=_likelihood_variance,
     auto_sampler="chees",          # SNAPER's tuned trajectory mixes the readout norm q_a slowly here
+    populations=PopulationSpec(("alignment", "specialist_heads", "mse"), ("prior", "annealed"), "kappa",
+                               "no meanfield start: bnnzoo.theory has no mean field of softmax attention"),
 ))

@@ -36,7 +36,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..tasks.gated_tasks import GatedSpec, Pathway, get_spec, routing_spec, routing_task, xor_spec, xor_task
-from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
+from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, lazy, register
 from ._checks import check_bool, check_data, check_int, check_positive, check_record, is_traced, sqrt
 
 __all__ = ["gated", "gated_dims", "check_gated_args", "gated_forward", "gated_prior_variances", "edge_scales",
@@ -348,6 +348,9 @@ def _likelihood_variance(kw):
     return float(kw["temperature"])
 
 
+_POPULATIONS = PopulationSpec(("pathway_sv", "mse"), ("prior", "annealed"), "temperature",
+                              "no meanfield start: bnnzoo.theory has no mean field of gated networks")
+
 register(ZooEntry(
     name="gdln_xor",
     model=gated,
@@ -366,6 +369,7 @@ register(ZooEntry(
     units=(UnitLayer("ha", "act_ha", "ha", "hidden node ha: activities on the training rows (record 'h')"),
            UnitLayer("hb", "act_hb", "hb", "hidden node hb: activities on the training rows (record 'h')")),
     diagnose=lazy(".diagnostics.observables:gated_observables"),
+    populations=_POPULATIONS,
 ))
 
 register(ZooEntry(
@@ -387,4 +391,5 @@ register(ZooEntry(
     units=(UnitLayer("h1", "act_h1", "h1", "shared hidden node h1: activities on the training rows (record 'h')"),
            UnitLayer("h2", "act_h2", "h2", "shared hidden node h2: activities on the training rows (record 'h')")),
     diagnose=lazy(".diagnostics.observables:gated_observables"),
+    populations=_POPULATIONS,
 ))

@@ -46,7 +46,7 @@ from ..tasks.hermite import hermite_task
 from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
                       sqrt)
 from .activations import ACTIVATIONS
-from .zoo import Observable, UnitLayer, ZooEntry, lazy, register
+from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, lazy, register
 
 __all__ = ["three_layer", "three_layer_dims", "check_three_layer_args", "three_layer_forward",
            "three_layer_prior_variances", "THREE_LAYER_READOUTS", "get_three_layer_activation"]
@@ -310,6 +310,9 @@ def _likelihood_variance(kw):
     return _readout(kw.get("readout", "standard"), kw["width2"], kw["kappa"])[1]
 
 
+_POPULATIONS = PopulationSpec(("specialist_fraction", "second_layer_q3", "alignment", "mse"), ("prior", "annealed"),
+                              "kappa", "no meanfield start: bnnzoo.theory has no mean field of the three-layer net")
+
 register(ZooEntry(
     name="three_layer_erf",
     model=three_layer,
@@ -329,6 +332,7 @@ register(ZooEntry(
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; docs/theory.md §8",
     units=UNITS,
     diagnose=lazy(".diagnostics.observables:three_layer_observables"),
+    populations=_POPULATIONS,
 ))
 
 register(ZooEntry(
@@ -349,4 +353,5 @@ register(ZooEntry(
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; docs/theory.md §8",
     units=UNITS,
     diagnose=lazy(".diagnostics.observables:three_layer_observables"),
+    populations=_POPULATIONS,
 ))

@@ -14,7 +14,11 @@ from ..tasks import Task, toy_task
 from .fcn import likelihood_variance as _fcn_noise_variance
 from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, fcn_forward, fcn_prior_variances
 
-__all__ = ["Observable", "UnitLayer", "ZooEntry", "ZOO", "register", "get_entry", "list_entries", "lazy"]
+__all__ = ["Observable", "UnitLayer", "PopulationSpec", "ZooEntry", "ZOO", "register", "get_entry", "list_entries",
+           "lazy", "START_FAMILIES"]
+
+START_FAMILIES = ("prior", "annealed", "meanfield")
+"""The start families :func:`bnnzoo.sample` can certify a run from (:mod:`bnnzoo.inference.certify`)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,38 @@ class UnitLayer:
     site: str
     dim: str
     description: str = ""
+
+
+@dataclass(frozen=True)
+class PopulationSpec:
+    """The population observables of an entry and the start families that ``bnnzoo.sample(..., certify=True)``
+    compares them across (:mod:`bnnzoo.diagnostics.populations`, :mod:`bnnzoo.inference.certify`).
+
+    Attributes
+    ----------
+    observables : tuple of str
+        The kinds of population observable the entry has, computed per draw by
+        :func:`bnnzoo.diagnostics.populations.population_observables` (its ``KINDS``: "code_fraction",
+        "class_kernel", "branch_mass", "outliers", "mse", "specialist_fraction", "second_layer_q3", "alignment",
+        "specialist_heads", "pathway_sv").
+    families : tuple of str
+        The start families certification runs (``START_FAMILIES``: "prior", "annealed", "meanfield"; two or more).
+    temperature : str
+        The model keyword that sets the likelihood temperature (the annealed start raises it).
+    note : str
+        In words: why a start family is missing, or where the offered ones hold.
+    """
+
+    observables: tuple[str, ...]
+    families: tuple[str, ...] = ("prior", "annealed")
+    temperature: str = "temperature"
+    note: str = ""
+
+    def __post_init__(self):
+        bad = [f for f in self.families if f not in START_FAMILIES]
+        if bad or len(set(self.families)) < 2:
+            raise ValueError(f"PopulationSpec.families must be two or more of {START_FAMILIES}, got "
+                             f"{self.families!r}")
 
 
 @dataclass(frozen=True)
@@ -107,13 +143,17 @@ class ZooEntry:
         token dimension; an FCN's unresolved ``sigma_a2=None``).
     samplers : tuple of str
         The samplers :func:`bnnzoo.sample` may run on this entry (``bnnzoo.inference.SAMPLERS``; "gibbs", the exact
-        blocked Gibbs sampler, for the linear fully-connected nets only).
+        blocked Gibbs sampler, for the linear fully-connected nets only; "pt" and "smc", the tempering samplers,
+        for every entry with a likelihood).
     reparams : tuple of str
         The reparametrisations :func:`bnnzoo.sample` may use (``bnnzoo.inference.REPARAMS``; the fully-connected
         nets: "readout", "data_space").
     auto_sampler : str
         The sampler ``sampler="auto"`` runs on this entry with two or more chains: the one the performance
         benchmark (``benchmarks/results/merit_cpu.md``) found fastest on it; one of ``samplers``.
+    populations : PopulationSpec or None
+        The entry's population observables and the start families ``sample(..., certify=True)`` compares them
+        across (:class:`PopulationSpec`); None: the entry cannot be certified.
     """
 
     name: str
@@ -133,9 +173,10 @@ class ZooEntry:
     forward: Callable | None = None
     likelihood_variance: Callable[[dict], float] | None = None
     prior_variances: Callable[..., dict[str, float]] | None = None
-    samplers: tuple[str, ...] = ("nuts", "hmc", "chees", "snaper")
+    samplers: tuple[str, ...] = ("nuts", "hmc", "chees", "snaper", "pt", "smc")
     reparams: tuple[str, ...] = ()
     auto_sampler: str = "snaper"
+    populations: PopulationSpec | None = None
 
     def kwargs(self, **overrides) -> dict:
         """The model's keyword arguments: defaults updated with ``overrides``."""
@@ -223,6 +264,25 @@ _FCN_UNITS = (
               "deeper nets add z2..zL the same way"),
 )
 
+_MEANFIELD_NOTE = ("meanfield: the single-neuron mean field (bnnzoo.theory.meanfield) covers the one-hidden-layer net "
+                   "with the non-lazy readout on orthogonal inputs")
+
+
+def _fcn_populations(act: str, lazy_readout: bool) -> PopulationSpec:
+    """Linear nets: analog codes (the class block of the kernel) and no outliers; the others: binary codes and
+    outliers.  The mean-field start needs the non-lazy readout and a bounded or linear φ: ReLU's single-neuron
+    density is not normalisable (its outliers lie outside the mean field)."""
+    codes = ("class_kernel",) if act == "linear" else ("code_fraction", "outliers")
+    meanfield = not lazy_readout and act in ("linear", "sigmoid")
+    why = ("" if meanfield else
+           "no meanfield start: " + ("the lazy readout has no single-neuron mean field in bnnzoo.theory"
+                                     if lazy_readout else "the ReLU single-neuron density is not normalisable "
+                                     "(its outliers lie outside the mean field)"))
+    return PopulationSpec(observables=codes + ("branch_mass", "mse"),
+                          families=("prior", "annealed") + (("meanfield",) if meanfield else ()),
+                          temperature="temperature", note=why or _MEANFIELD_NOTE)
+
+
 _ENTRIES = [
     ("deep_linear", "linear", "nonlazy", dict(y_pos=1.0, y_neg=0.0),
      "deep linear net, mean-field readout: analog code, Gaussian readout posterior, ergodic (paper Figs. 2-4)"),
@@ -254,6 +314,7 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
                          "(GP limit)" if _lazy else _desc),
             reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); docs/theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
-            samplers=("nuts", "hmc", "chees", "snaper") + (("gibbs",) if _act == "linear" else ()),
+            samplers=("nuts", "hmc", "chees", "snaper", "pt", "smc") + (("gibbs",) if _act == "linear" else ()),
             reparams=("readout", "data_space"),
+            populations=_fcn_populations(_act, _lazy),
         ))

@@ -18,6 +18,9 @@ Theories (tag: [paper] van Meegen & Sompolinsky 2025; [derived] ours, checked nu
   every layer's kernel from an m × m problem (Wishart large-deviation recursion); the leading order is its large-P
   limit.  Agrees with the exact deep Gibbs sampler to O(1/N) at finite P, where the leading order does not
   (docs/validation.md).
+* :func:`linear_evidence` [derived] — log evidence log p(Y | X) of the one-hidden-layer linear net at any N, P, T
+  (lazy or non-lazy readout): the hidden weights integrated out exactly, the readout's m × m Gram matrix by
+  quadrature (m = 1) or importance sampling; an MCMC-free check of the samplers' log Z.
 * :func:`single_neuron_meanfield` [derived] — one hidden layer, any φ, orthogonal toy task (K0 = κ I), N → ∞:
   readout density p(a) ∝ N(a|0, σ_a²) Π_c M(λ_cᵀa)^{P_c}, its branches (modes, masses, codes), per-class mean
   activations, posterior-averaged feature kernel.  Reproduces the linear theory for φ = id and the four sigmoid
@@ -32,6 +35,7 @@ The exact sampler used to test the linear theory is :func:`bnnzoo.inference.gibb
 
 from ._common import default_sigma_a2
 from .deep_linear import DeepLinearT0, deep_linear_zero_temperature
+from .evidence import LinearEvidence, linear_evidence
 from .gp import (GPGeneralization, GPPosterior, NONLINEARITIES, gp_generalization, gp_posterior, nngp_kernel,
                  phi_kernel)
 from .linear import (LinearExactM1, LinearLeadingOrder, LinearSaddlePoint, linear_exact_m1, linear_leading_order,
@@ -45,6 +49,7 @@ __all__ = [
     "linear_saddle_point", "LinearSaddlePoint",
     "linear_exact_m1", "LinearExactM1",
     "deep_linear_zero_temperature", "DeepLinearT0",
+    "linear_evidence", "LinearEvidence",
     "single_neuron_meanfield", "single_neuron_meanfield_classes", "activation_moments", "readout_marginal",
     "MeanFieldResult",
     "nngp_kernel", "phi_kernel", "gp_posterior", "gp_generalization", "GPPosterior", "GPGeneralization",

@@ -1,0 +1,199 @@
+"""Certified re-runs of the reproduction rows that rest on populations of units (issue 31, item 5).
+
+Every row here samples with ``bnnzoo.sample(..., certify=True)``: the same model from two or more start families
+(prior draws; an annealed start from 100 T; where the entry has a mean field, a start seeded with the mean field's
+populations), each family ``--chains`` chains, and compares the entry's population observables per draw (code
+fractions per layer, readout sign-orthant masses, outliers per class, training error;
+:mod:`bnnzoo.diagnostics.populations`) across the families (:mod:`bnnzoo.inference.certify`: the error model and
+the Bonferroni threshold are in its docstring).  The verdict of a row is the run's sampler health
+(:func:`bnnzoo.inference.health.sampler_health`): "equilibrated" only when the chains mix and every family agrees,
+"metastable: ..." when the families disagree on a population, "relaxing" / "failed" otherwise.
+
+Rows (``--rows``, comma-separated):
+
+``ym01``   sigmoidal, one hidden layer, y− = 0.1 (row S5): the code-100 fraction per family against the mean field.
+``sig1``   sigmoidal, one hidden layer, y− = ½ (row S1, the control: the mean field's four codes).
+``sig2``   sigmoidal, two hidden layers, y− = ½ (rows D2, D3): the feature layer's code-111 fraction per family.
+``relu``   ReLU, one hidden layer, y− = −½ (rows Q1, P1 ReLU): outliers per class per family.
+``relu3``  ReLU, three hidden layers, y− = −½ (row D5): codes per layer and outliers per family.
+
+Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
+GPU).  Only summaries are stored (JSON + markdown), never draws.
+
+Run: ``python reproduce/certified.py --size cpu --rows ym01,sig2 [--sampler auto|pt|snaper] [--overwrite]``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+PROG = "certified.py"
+T = 0.01
+ROWS = {
+    "ym01": dict(entry="sigmoidal", depth=1, y_neg=0.1, claim="S5: code 100 at y− = 0.1 (mean field 0.011 at P = 60)"),
+    "sig1": dict(entry="sigmoidal", depth=1, y_neg=0.5, claim="S1: codes 011/101/110 and, on a small fraction, 111"),
+    "sig2": dict(entry="sigmoidal", depth=2, y_neg=0.5, claim="D2/D3: the feature layer of the L = 2 sigmoidal net"),
+    "relu": dict(entry="relu", depth=1, y_neg=-0.5, claim="Q1: ReLU outliers, one per class (sparse code)"),
+    "relu3": dict(entry="relu", depth=3, y_neg=-0.5, claim="D5: the L = 3 ReLU net's codes and outliers"),
+}
+# width N = P, warm-up, kept draws, thinning of the kept draws, per row and size
+SIZES = {
+    "ci": dict(default=dict(N=8, warmup=40, samples=20, thin=1)),
+    "cpu": dict(default=dict(N=60, warmup=500, samples=300, thin=1),
+                sig2=dict(N=60, warmup=500, samples=300, thin=1),
+                relu=dict(N=100, warmup=1000, samples=300, thin=1),
+                relu3=dict(N=50, warmup=1000, samples=300, thin=1)),
+    "paper": dict(default=dict(N=100, warmup=1000, samples=400, thin=2),
+                  relu=dict(N=500, warmup=1500, samples=400, thin=4),
+                  relu3=dict(N=100, warmup=2000, samples=400, thin=2)),
+}
+
+
+def size_of(size: str, row: str) -> dict:
+    """Width, warm-up, kept draws and thinning of ``row`` at ``size``."""
+    s = SIZES[size]
+    return dict(s.get(row, s["default"]))
+
+
+def meanfield_codes(task, P: int) -> dict | None:
+    """The single-neuron mean field's branch codes and masses on the task (one-hidden-layer sigmoidal net), or None
+    where it does not apply."""
+    from bnnzoo.theory import single_neuron_meanfield
+
+    try:
+        r = single_neuron_meanfield(task, nonlinearity="sigmoid", temperature=T, sigma_a2=1.0 / P)
+    except ValueError:
+        return None
+    if not r.normalizable:
+        return None
+    out: dict[str, float] = {}
+    for code, mass in zip(r.branch_code, r.branch_mass):
+        out[code] = out.get(code, 0.0) + float(mass)
+    return out
+
+
+def analyse(run, row: str, task, P: int) -> dict:
+    """Health, certification record and (sigmoidal one-layer) the mean field's code masses of a certified run."""
+    import json
+
+    from bnnzoo import azcompat
+    from bnnzoo.inference.health import sampler_health
+
+    h = sampler_health(run)
+    cert = json.loads(azcompat.get_attrs(run)["bnnzoo_certification"])
+    out = dict(health=dict(status=h.status, reason=h.reason, evidence=h.evidence, rhat=dict(h.rhat),
+                           ess=dict(h.ess), divergences=h.divergences, n_chains=h.n_chains, n_draws=h.n_draws,
+                           max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")])),
+               certification={k: cert[k] for k in ("families", "agree", "disagreements", "observables", "error_model")
+                              if k in cert})
+    if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
+        out["meanfield_codes"] = meanfield_codes(task, P)
+    return out
+
+
+def _obs_order(name: str) -> tuple:
+    kinds = ("code_fraction", "branch_mass", "outliers", "mse")
+    head = name.split("[")[0]
+    return (kinds.index(head) if head in kinds else len(kinds), name)
+
+
+def markdown(res: dict) -> str:
+    head = C.header(f"Certified runs: the population rows ({res['size']} size)", res["provenance"])
+    lines = [head.split("  Sampler:")[0] + "\n",
+             f"Sampler `{res['sampler']}`; every row runs {res['chains']} chains per start family "
+             "(`bnnzoo.sample(..., certify=True)`); a family's value is the mean over its chains of the per-draw "
+             "observable, ± its standard error (chains as independent population samples, with the binomial floor "
+             "p(1 − p)/N for fractions: `bnnzoo.inference.certify`).  T = 0.01, N0 = P + 20, σ_a² = 1/P.", ""]
+    for row, r in res["rows"].items():
+        s = r["settings"]
+        lines += [f"## `{row}`: {ROWS[row]['claim']}", "",
+                  f"{ROWS[row]['entry']}, L = {ROWS[row]['depth']}, y− = {ROWS[row]['y_neg']}, N = P = {s['N']}, "
+                  f"{s['warmup']} warm-up + {s['samples']} draws (thinning {s['thin']}) per family; "
+                  f"{r.get('seconds', 0):.0f} s.", ""]
+        if "error" in r:
+            lines += [f"Not finished: {r['error']}", ""]
+            continue
+        a, cert = r["result"]["health"], r["result"]["certification"]
+        reason = f": {a['reason']}" if a["reason"] else ""
+        lines += [f"**Health: {a['status']}**{reason}.  Max R̂ {C.fmt(a['max_rhat'])} over "
+                  f"{a['n_chains']} chains, divergences {a['divergences']}.", "",
+                  f"Families {', '.join(cert['families'])}: **{'agree' if cert['agree'] else 'disagree'}**"
+                  + (" — " + "; ".join(cert["disagreements"]) if cert["disagreements"] else "") + ".", ""]
+        fams = cert["families"]
+        mf = r["result"].get("meanfield_codes")
+        head = "| observable | " + " | ".join(fams) + (" | mean field |" if mf else " |")
+        lines += [head, "|" + "---|" * (len(fams) + 1 + bool(mf))]
+        for name in sorted(cert["observables"], key=_obs_order):
+            vals = cert["observables"][name]
+            if all(abs(v[0]) < 1e-12 for v in vals.values()):
+                continue                                 # a code no family ever holds
+            cells = [C.fmt(*vals[f]) if f in vals else "—" for f in fams]
+            extra = ""
+            if mf:
+                code = name.split("][")[-1].rstrip("]") if name.startswith("code_fraction[z1]") else None
+                extra = f" {mf.get(code, 0.0):.3f} |" if code is not None else " |"
+            lines.append(f"| {name} | " + " | ".join(cells) + " |" + extra)
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def run_row(row: str, args, s: dict):
+    """Sample one row with certification; returns (run, task)."""
+    import bnnzoo
+
+    spec = ROWS[row]
+    entry = bnnzoo.get_entry(spec["entry"])
+    N = s["N"]
+    task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
+    run = bnnzoo.sample(entry, task, width=N, depth=spec["depth"], temperature=T, num_chains=args.chains,
+                        num_warmup=s["warmup"], num_samples=s["samples"] * s["thin"], thinning=s["thin"],
+                        seed=args.seed, sampler=args.sampler, record=("z",), certify=True,
+                        progress=args.progress)
+    return run, task
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    p = C.parser(PROG, "Certified re-runs (several start families) of the population rows")
+    p.add_argument("--rows", default="ym01,sig2,relu", help=f"comma-separated rows among {', '.join(ROWS)}")
+    p.add_argument("--sampler", default="auto", help="the sampler of every family (default: auto)")
+    p.add_argument("--chains", type=int, default=C.CHAINS, help="chains per start family (>= 2; default 4)")
+    args = p.parse_args(argv)
+    C.check_args(args)
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    bad = [r for r in rows if r not in ROWS]
+    if bad or not rows:
+        raise ValueError(f"--rows must name rows among {', '.join(ROWS)}, got {args.rows!r}")
+    if args.chains < 2:
+        raise ValueError(f"--chains must be >= 2, got {args.chains}")
+    files = C.ResultFiles(args.out, args.name or f"certified_{args.size}", args.overwrite)
+    res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
+               rows={})
+    for row in rows:
+        s = size_of(args.size, row)
+        C.log(f"{row}: N = P = {s['N']}, {s['warmup']} + {s['samples']} draws per family, sampler {args.sampler}")
+        t0 = time.time()
+        entry_res = dict(settings=s)
+        try:
+            run, task = run_row(row, args, s)
+            entry_res["result"] = analyse(run, row, task, s["N"])
+        except (RuntimeError, FloatingPointError) as e:         # a failed row is recorded, the others still run
+            entry_res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+        entry_res["seconds"] = time.time() - t0
+        res["rows"][row] = entry_res
+        files.write(res, markdown(res))
+        C.log(f"{row}: {entry_res.get('result', {}).get('health', {}).get('status', entry_res.get('error'))} "
+              f"({entry_res['seconds']:.0f} s); wrote {files.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.run_main(PROG, main))

@@ -1,0 +1,579 @@
+"""Certified runs: the same model from several start families, compared on its population observables.
+
+Chains started alike and run alike can lock into the same wrong populations of units (codes, readout branches,
+outliers), where a between-chain R̂ cannot see it.  ``bnnzoo.sample(..., certify=True)`` therefore runs the model
+from two or more **start families**, each with ``num_chains`` chains and the same sampler settings, and compares
+the entry's population observables (:mod:`bnnzoo.diagnostics.populations`) across the families.  A run is
+certified when every family agrees on every observable within its finite-N error.
+
+Start families
+--------------
+* ``"prior"``: every chain starts from a prior draw (the default start of :func:`bnnzoo.sample`; with the same seed
+  these are the chains of the uncertified run).
+* ``"annealed"``: a short geometric schedule in the entry's likelihood temperature (its ``temperature`` keyword,
+  ``ZooEntry.populations.temperature``): stages at ``ANNEAL_FACTOR`` = 100 T and 10 T (``ANNEAL_STAGES`` = 2 hot
+  stages, a factor 10 apart), each a run of max(num_warmup // 2, ``MIN_STAGE_WARMUP``) warm-up steps and one draw,
+  the first started from prior draws, each later one from the previous stage's final positions; the run at T then
+  starts from the last hot stage's positions.  At 100 T the likelihood is a hundredth as sharp, so the populations
+  form where barriers are low and are then cooled, as in simulated annealing.
+* ``"meanfield"`` (the one-hidden-layer net with the non-lazy readout, a linear or sigmoidal φ, on a task with
+  orthogonal inputs of equal norm and class-symmetric targets): every hidden unit is drawn from the single-neuron
+  mean field (:func:`bnnzoo.theory.single_neuron_meanfield`, docs/theory.md §5).  Its readout vector a_i is drawn
+  from the mean-field density p(a) (a grid cell drawn with its mass, then a uniform point in the cell), so the
+  units fall on the branches with the mean field's masses P_γ; its preactivation on every training point μ of class
+  c is drawn from the tilted law ∝ N(h | 0, σ_w² κ) exp(λ_cᵀ a_i φ(h)) given that readout (exact for linear φ, on a
+  grid otherwise), so its class means and code are those of its branch; its first-layer weights are the ones that
+  give these preactivations, W1_i = h_i X/(√N0 κ), plus a prior draw in the directions orthogonal to the inputs.
+  Entries or settings without this mean field do not offer the family (``ZooEntry.populations.note`` says why).
+
+The returned run holds all families' chains concatenated along ``chain`` in family order, with a ``family``
+coordinate on ``chain`` in every group that has chains, the comparison in the attribute ``bnnzoo_certification``
+(JSON) and in ``run_config(idata)["certification"]`` (:func:`certify_run` computes it for any such run).
+
+Error model
+-----------
+Each chain is one independent sample of the population: its N units are frozen into one draw of the single-unit
+marginal when ergodicity is broken, so chains differ by their population error even at equilibrium.  For an
+observable x (chain, draw), a family f with n_f chains has the mean m_f of its chain means μ_c and the standard
+error
+
+    se_f = sqrt( max(s_f², pop_f + mc_f) / n_f ),
+
+where s_f² is the variance of its chain means (the error that counts each chain as one population sample), and
+the floor is what a chain mean must scatter by at least:
+
+* mc_f = the mean over the family's chains of var_c / ESS_c, the within-chain Monte Carlo variance of a chain mean
+  (ESS_c: ArviZ's bulk ESS of the chain alone);
+* pop_f, the population variance of a chain mean under the hypothesis that all families sample the same
+  equilibrium: p̄(1 − p̄)/N for a fraction of N exchangeable units (p̄ the mean over all chains of all families: the
+  binomial error of N frozen units), the families' mean variance over units of a unit's time-averaged
+  contribution, divided by N, for other unit averages, and 0 for a property of the whole network (``"network"``
+  observables: the training error, outlier counts, alignment, pathway singular values).
+
+Families i and j agree on x when |m_i − m_j| ≤ k · sqrt(se_i² + se_j²).  k makes the chance that a run whose
+families all sample the same equilibrium is called metastable at most ``ALPHA`` = 1 % over all M = (observables ×
+family pairs) comparisons (Bonferroni): k = Φ⁻¹(1 − α/(2M)) for unit observables, whose floor is a known variance;
+for network observables, whose error rests on the n_f chain means alone, the Student-t quantile with the
+Welch–Satterthwaite degrees of freedom of the two families (n_f − 1 each), which is far larger with few chains (with
+two chains per family network observables are then hardly ever flagged: use four or more).  Fractions that are 0 or
+1 in every chain of every family have zero error and agree.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from .. import azcompat
+from ..models.zoo import START_FAMILIES
+
+__all__ = ["certified_sample", "certify_run", "compare_families", "annealed_start", "meanfield_start",
+           "check_certify", "FamilyUnavailable", "ALPHA", "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP",
+           "ERROR_MODEL", "START_FAMILIES"]
+
+_logger = logging.getLogger(__name__)
+
+ALPHA = 0.01
+"""Family-wise false-alarm rate of a certification (all observables and family pairs together, Bonferroni)."""
+ANNEAL_FACTOR = 100.0
+"""The hottest annealing stage runs at this multiple of the run's temperature."""
+ANNEAL_STAGES = 2
+"""Hot stages of the annealed start, geometric from ANNEAL_FACTOR·T down (100 T, 10 T), before the run at T."""
+MIN_STAGE_WARMUP = 10
+"""Fewest warm-up steps of one hot stage (a stage runs max(num_warmup // 2, this))."""
+ERROR_MODEL = (
+    "chains as independent population samples: se = sqrt(max(var of chain means, population floor + within-chain "
+    "MC variance)/n_chains), the floor p(1-p)/N for a fraction of N units (pooled p), the units' variance/N for "
+    "other unit averages, 0 for network observables; MC variance var/ESS (ArviZ bulk ESS per chain); families agree "
+    "when |m_i - m_j| <= k sqrt(se_i^2 + se_j^2), k = normal quantile (Student-t, Welch dof, for network "
+    "observables) at 1 - alpha/(2 M), alpha = 0.01 over M comparisons (Bonferroni)")
+
+
+class FamilyUnavailable(ValueError):
+    """A start family cannot be built for this entry and these settings (the message says why)."""
+
+
+# --------------------------------------------------------------------------------------------------- validation
+def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
+    """The start families ``certify`` asks for, checked with the run's arguments before anything compiles.
+
+    Parameters
+    ----------
+    certify : True or a sequence of family names (``START_FAMILIES``).
+    entry : the zoo entry (None for a plain NumPyro model: refused).
+    call : the arguments of :func:`bnnzoo.sample` (``num_chains``, ``sampler``, ``init``, ...).
+
+    Returns
+    -------
+    tuple of str : the families, in the entry's order.
+
+    Raises
+    ------
+    ValueError
+        a bad ``certify``, an entry without population observables, a family the entry does not offer, fewer than
+        two chains per family, or an option certification cannot take (store, resume, warm_start, reparam, a
+        given ``init``, sampler="gibbs" or "smc", which cannot start from given values).
+    """
+    if entry is None or getattr(entry, "populations", None) is None:
+        name = getattr(entry, "name", "a plain NumPyro model")
+        raise ValueError(f"certify needs a zoo entry that declares population observables (ZooEntry.populations); "
+                         f"{name!r} declares none")
+    spec = entry.populations
+    if certify is True:
+        families = tuple(spec.families)
+    elif isinstance(certify, (list, tuple)) and all(isinstance(f, str) for f in certify):
+        families = tuple(certify)
+        bad = [f for f in families if f not in START_FAMILIES]
+        if bad or len(set(families)) != len(families) or len(families) < 2:
+            raise ValueError(f"certify must name two or more distinct start families among {START_FAMILIES}, got "
+                             f"{list(certify)}")
+        missing = [f for f in families if f not in spec.families]
+        if missing:
+            raise ValueError(f"certify: zoo entry {entry.name!r} offers the start families {list(spec.families)}, "
+                             f"not {missing} ({spec.note})")
+        families = tuple(f for f in spec.families if f in families)
+    else:
+        raise ValueError(f"certify must be True, False or a list of two or more start families among "
+                         f"{START_FAMILIES}, got {certify!r}")
+    n = call.get("num_chains")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
+        raise ValueError(f"certify counts every chain as one population sample: num_chains must be >= 2 per start "
+                         f"family (4 or more advised), got {n!r}")
+    reparam, init = call.get("reparam"), call.get("init", "prior")
+    given = [name for name, set_ in (
+        ("store", call.get("store") is not None), ("resume", call.get("resume") is True),
+        ("warm_start", call.get("warm_start", 0) != 0),
+        ("reparam", reparam is not None and (isinstance(reparam, str) or len(reparam) > 0)),
+        ("init", not (isinstance(init, str) and init == "prior")),
+        ("sampler='gibbs'", call.get("sampler") == "gibbs"),
+        ("sampler='smc'", call.get("sampler") == "smc")) if set_]
+    if given:
+        raise ValueError(f"certify starts every family's chains itself and runs them in memory: drop {given}")
+    return families
+
+
+# --------------------------------------------------------------------------------------------------- the families
+def _resolved(entry, task, model_kwargs: dict) -> dict:
+    from .sampling import _model_kwargs
+
+    return _model_kwargs(entry.name, entry.model, entry, task, dict(model_kwargs), ())
+
+
+def _temperature(entry, kw: dict) -> float:
+    key = entry.populations.temperature
+    T = kw.get(key)
+    if isinstance(T, bool) or not isinstance(T, (int, float, np.number)) or not (math.isfinite(T) and T > 0):
+        raise ValueError(f"certify: the annealed start raises the model keyword {key!r}, which must be a number > 0; "
+                         f"got {T!r}")
+    return float(T)
+
+
+def _latent_sites(entry, task, kw: dict) -> list[str]:
+    import jax
+    from numpyro import handlers
+
+    tr = handlers.trace(handlers.seed(entry.model, jax.random.PRNGKey(0))).get_trace(task.X, task.Y, **kw)
+    return [n for n, s in tr.items() if s["type"] == "sample" and not s.get("is_observed", False)]
+
+
+def _final_positions(idata, sites: Sequence[str]) -> dict:
+    post = azcompat.get_group(idata, "posterior")
+    missing = [s for s in sites if s not in post]
+    if missing:
+        raise ValueError(f"certify: the stage run did not record the latent sites {missing}")
+    return {s: np.asarray(post[s].values[:, -1]) for s in sites}
+
+
+def annealed_start(entry, task, base: dict, model_kwargs: dict, seed: int) -> tuple[dict, dict]:
+    """Starting values of the annealed family: the chains' final positions after the hot stages.
+
+    Parameters
+    ----------
+    entry : the zoo entry (its ``populations.temperature`` names the temperature keyword).
+    task : the task.
+    base : keyword arguments of :func:`bnnzoo.sample` shared by every family (sizes, sampler settings).
+    model_kwargs : the model keywords of the run (the temperature T among them or in the entry's defaults).
+    seed : the first stage's seed; stage j runs with ``seed + j``.
+
+    Returns
+    -------
+    (dict, dict) : {latent site: array (chain, ...)} to start the run at T from, and the schedule
+    {"temperatures": [...], "stage_warmup": n, "seeds": [...]} for the record.
+    """
+    from .sampling import sample
+
+    kw = _resolved(entry, task, model_kwargs)
+    key, T = entry.populations.temperature, _temperature(entry, kw)
+    temps = [T * ANNEAL_FACTOR ** ((ANNEAL_STAGES - j) / ANNEAL_STAGES) for j in range(ANNEAL_STAGES)]
+    n_warm = max(int(base["num_warmup"]) // 2, MIN_STAGE_WARMUP)
+    sites = _latent_sites(entry, task, kw)
+    stage = dict(base, num_warmup=n_warm, num_samples=1, thinning=1, record=(), log_likelihood=False,
+                 posterior_predictive=False, prior_predictive=False, chunk_size=None, exclude=(),
+                 site_thinning=None)
+    init, seeds = "prior", []
+    for j, Tj in enumerate(temps):
+        _logger.info("certify: annealed start, stage %d/%d at %s = %.3g", j + 1, len(temps), key, Tj)
+        run = sample(entry, task, **dict(stage, seed=seed + j, init=init), **dict(model_kwargs, **{key: Tj}))
+        init = _final_positions(run, sites)
+        seeds.append(seed + j)
+    return init, {"temperatures": temps + [T], "stage_warmup": n_warm, "seeds": seeds}
+
+
+def meanfield_start(entry, task, model_kwargs: dict, num_chains: int, seed: int) -> tuple[dict, dict]:
+    """Starting values of the mean-field family: every hidden unit drawn from the single-neuron mean field.
+
+    Parameters
+    ----------
+    entry : a fully-connected zoo entry (one hidden layer, non-lazy readout, linear or sigmoidal φ).
+    task : a task with orthogonal inputs of equal norm and class-symmetric targets (the toy task).
+    model_kwargs : the run's model keywords (width, temperature, sigma_a2, ...).
+    num_chains : chains to start.
+    seed : seed of the draws (NumPy).
+
+    Returns
+    -------
+    (dict, dict) : {"W1": (chain, N, N0), "a": (chain, N, m)} and the mean field's branches and posterior-mean
+    output per class for the record ({"codes": [...], "masses": [...], "F": (class, output)}).
+
+    Raises
+    ------
+    FamilyUnavailable
+        when the entry, its settings or the task have no single-neuron mean field, or it has no normalisable
+        solution (the message says which).
+    """
+    from ..models.fcn import fcn
+    from ..theory.meanfield import single_neuron_meanfield
+
+    if entry.model is not fcn:
+        raise FamilyUnavailable(f"{entry.name!r} is not a fully-connected net: no single-neuron mean field")
+    kw = _resolved(entry, task, model_kwargs)
+    act, depth, readout = kw.get("activation", "linear"), int(kw.get("depth", 1)), kw.get("readout", "nonlazy")
+    why = ("depth must be 1 (the mean field covers one hidden layer)" if depth != 1 else
+           "the lazy readout has no single-neuron mean field here" if readout != "nonlazy" else
+           f"activation {act!r}: the mean-field start needs 'linear' or 'sigmoid'"
+           if act not in ("linear", "sigmoid") else "")
+    if why:
+        raise FamilyUnavailable(f"meanfield start unavailable: {why}")
+    X, Y, labels = np.asarray(task.X, float), np.asarray(task.Y, float), np.asarray(task.labels).astype(int)
+    sw2 = float(kw.get("sigma_w2", 1.0))
+    try:
+        mf = single_neuron_meanfield(X, Y, labels=labels, nonlinearity=act, temperature=float(kw["temperature"]),
+                                     sigma_a2=float(kw["sigma_a2"]), sigma_w2=sw2, check_grid=False)
+    except (ValueError, NotImplementedError) as e:
+        raise FamilyUnavailable(f"meanfield start unavailable: {e}") from None
+    if not mf.normalizable:
+        raise FamilyUnavailable(f"meanfield start unavailable: {mf.status}")
+    P, N0 = X.shape
+    N, m = int(kw["width"]), Y.shape[1]
+    kappa = float(np.mean(np.sum(X * X, 1)) / N0)
+    var = sw2 * kappa
+    rng = np.random.default_rng(seed)
+    # readouts: grid cells drawn with their mass, then a uniform point in the cell
+    g = mf.grid
+    dx = float(g[1] - g[0])
+    mass = np.clip(mf.density.ravel(), 0.0, None)
+    cells = rng.choice(mass.size, size=num_chains * N, p=mass / mass.sum())
+    a = g[np.stack(np.unravel_index(cells, mf.density.shape), -1)] + rng.uniform(-dx / 2, dx / 2, (num_chains * N, m))
+    # preactivations given the readout: the tilted law of each class, per unit
+    s = a @ mf.lam.T                                                             # (units, class)
+    h = np.empty((num_chains * N, P))
+    for c in range(mf.lam.shape[0]):
+        pts = np.flatnonzero(labels == c)
+        h[:, pts] = _tilted_draws(s[:, c], len(pts), act, var, rng)
+    # first-layer weights reproducing h on the inputs; a prior draw orthogonal to them
+    xi = rng.normal(0.0, math.sqrt(sw2), (num_chains * N, N0))
+    W1 = h @ X / (math.sqrt(N0) * kappa) + xi - (xi @ X.T) @ X / (N0 * kappa)
+    start = {"W1": W1.reshape(num_chains, N, N0), "a": a.reshape(num_chains, N, m)}
+    return start, {"codes": list(mf.branch_code), "masses": [float(v) for v in mf.branch_mass],
+                   "F": np.asarray(mf.F, float).tolist()}
+
+
+def _tilted_draws(s: np.ndarray, n: int, act: str, var: float, rng, chunk: int = 256,
+                  n_grid: int = 4001) -> np.ndarray:
+    """``n`` draws for each tilt s (units,) of h ∝ N(h | 0, var) exp(s φ(h)): exact for linear φ (N(s var, var)),
+    by inverse CDF on a grid for a bounded φ in [0, 1] (the tilt moves the mass by at most √(2 |s| var)); the
+    grids of a chunk of units are inverted together by one search over their stacked CDFs."""
+    sd = math.sqrt(var)
+    if act == "linear":
+        return s[:, None] * var + sd * rng.standard_normal((len(s), n))
+    from ..diagnostics._data import np_activation
+
+    phi = np_activation(act)
+    out = np.empty((len(s), n))
+    for lo in range(0, len(s), chunk):
+        sc = s[lo:lo + chunk]
+        R = len(sc)
+        hg = np.linspace(-1.0, 1.0, n_grid) * sd * (8.0 + math.sqrt(2.0 * float(np.max(np.abs(sc)))))
+        logp = -0.5 * hg[None] ** 2 / var + sc[:, None] * phi(hg)[None]
+        w = np.exp(logp - logp.max(1, keepdims=True))
+        cdf = np.cumsum(w, 1)
+        cdf = cdf / cdf[:, -1:]
+        rows = np.arange(R)[:, None]
+        flat = (cdf + 2.0 * rows).ravel()                 # rows stacked: one increasing array
+        q = (rng.uniform(0.0, 1.0, (R, n)) + 2.0 * rows).ravel()
+        pos = np.clip(np.searchsorted(flat, q), 1, flat.size - 1)
+        j = np.clip(pos - np.repeat(rows.ravel(), n) * n_grid, 1, n_grid - 1)
+        f0, f1 = flat[pos - 1], flat[pos]
+        t = np.where(f1 > f0, (q - f0) / np.where(f1 > f0, f1 - f0, 1.0), 0.0)
+        out[lo:lo + R] = (hg[j - 1] + np.clip(t, 0.0, 1.0) * (hg[1] - hg[0])).reshape(R, n)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- the run
+def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
+    """Run every start family and return one run with the comparison (what ``sample(..., certify=...)`` does).
+
+    Parameters
+    ----------
+    entry : the zoo entry.
+    task : the task.
+    certify : True or a sequence of family names (:func:`check_certify`).
+    call : the arguments :func:`bnnzoo.sample` was called with.
+    model_kwargs : its model keywords.
+
+    Returns
+    -------
+    InferenceData or DataTree : the families' runs concatenated along ``chain`` (module docstring).
+
+    Raises
+    ------
+    ValueError
+        bad arguments (before anything compiles), or fewer than two families left to run.
+    """
+    from .health import warn_if_unhealthy
+    from .sampling import HEALTH_WARNINGS, sample
+
+    families = list(check_certify(certify, entry, call))
+    seed, n = int(call["seed"]), int(call["num_chains"])
+    base = {k: v for k, v in call.items() if k not in ("model", "task", "certify", "init", "seed")}
+    t0 = time.time()
+    starts, details, skipped = {}, {}, {}
+    if "meanfield" in families:              # cheap, and may rule the family out: before anything samples
+        try:
+            starts["meanfield"], details["meanfield"] = meanfield_start(entry, task, model_kwargs, n, seed + 2)
+        except FamilyUnavailable as e:
+            if certify is not True:
+                raise
+            skipped["meanfield"] = str(e)
+            families.remove("meanfield")
+    if "annealed" in families:
+        _temperature(entry, _resolved(entry, task, model_kwargs))
+    if len(families) < 2:
+        raise ValueError(f"certify: fewer than two start families can run for {entry.name!r} ({skipped})")
+    runs, seeds = {}, {"prior": seed, "annealed": seed + 1, "meanfield": seed + 2}
+    token = HEALTH_WARNINGS.set(False)
+    try:
+        for fam in families:
+            _logger.info("certify: start family %r (%d chains)", fam, n)
+            init = "prior"
+            if fam == "annealed":
+                init, details["annealed"] = annealed_start(entry, task, base, model_kwargs, seed + 10)
+            elif fam == "meanfield":
+                init = starts["meanfield"]
+            runs[fam] = sample(entry, task, **dict(base, seed=seeds[fam], init=init), **model_kwargs)
+    finally:
+        HEALTH_WARNINGS.reset(token)
+    combined = concat_families(runs)
+    record = certify_run(combined, entry)
+    record.update(skipped_families=skipped, starts=details, seeds={f: seeds[f] for f in runs},
+                  num_chains_per_family=n, wall_time_s=round(time.time() - t0, 3))
+    combined = _with_record(combined, record, runs)
+    _logger.info("certify: %s", "families agree" if record["agree"] else "; ".join(record["disagreements"]))
+    warn_if_unhealthy(combined, stacklevel=4)
+    return combined
+
+
+def concat_families(runs: dict):
+    """Runs of the same model and settings, one per start family ({family: run}), as one run: every group with a
+    ``chain`` dim concatenated along it in family order (chains renumbered 0..), with a ``family`` coordinate on
+    ``chain``; the other groups and the attributes from the first run."""
+    fams = list(runs)
+    first = runs[fams[0]]
+    groups = {}
+    for name in azcompat.group_names(first):
+        parts = [azcompat.get_group(runs[f], name) for f in fams if name in azcompat.group_names(runs[f])]
+        if len(parts) != len(fams):
+            continue
+        if "chain" not in parts[0].dims:
+            groups[name] = parts[0]
+            continue
+        fam_of, offset, out = [], 0, []
+        for f, ds in zip(fams, parts):
+            c = ds.sizes["chain"]
+            out.append(ds.assign_coords(chain=np.arange(offset, offset + c)))
+            fam_of += [f] * c
+            offset += c
+        cat = xr.concat(out, dim="chain", data_vars="minimal", coords="minimal", compat="override",
+                        combine_attrs="override")
+        groups[name] = cat.assign_coords(family=("chain", np.array(fam_of, dtype=str)))
+    return azcompat.make_idata(groups, azcompat.get_attrs(first))
+
+
+def _with_record(idata, record: dict, runs: dict):
+    attrs = azcompat.get_attrs(idata)
+    cfg = json.loads(attrs["bnnzoo_config"])
+    configs = {f: json.loads(azcompat.get_attrs(r)["bnnzoo_config"]) for f, r in runs.items()}
+    record["runs"] = {f: {"seed": c.get("seed"), "init": c.get("sampler", {}).get("init"),
+                          "divergences": c.get("divergences"), "wall_time_s": c.get("wall_time_s")}
+                      for f, c in configs.items()}
+    cfg["certification"] = record
+    cfg["divergences"] = int(sum(c.get("divergences", 0) for c in configs.values()))
+    cfg["wall_time_s"] = record["wall_time_s"]
+    attrs.update(bnnzoo_config=json.dumps(cfg), bnnzoo_certification=json.dumps(record),
+                 num_chains=int(sum(azcompat.get_group(r, "posterior").sizes["chain"] for r in runs.values())))
+    groups = {g: azcompat.get_group(idata, g) for g in azcompat.group_names(idata)}
+    for ds in groups.values():
+        ds.attrs.clear()
+    return azcompat.make_idata(groups, attrs)
+
+
+def certify_run(idata, entry=None, family: str = "family") -> dict:
+    """The certification record of a run whose chains carry a start-family coordinate.
+
+    Parameters
+    ----------
+    idata : InferenceData or DataTree
+        A run with a coordinate ``family`` on ``chain`` (as ``sample(..., certify=True)`` or
+        :func:`concat_families` makes it).
+    entry : ZooEntry, str or None
+        The zoo entry (None: the run's model).
+    family : str
+        The name of the family coordinate.
+
+    Returns
+    -------
+    dict : :func:`compare_families`' record plus "skipped_observables" ({name: why}).
+
+    Raises
+    ------
+    ValueError
+        if the run has no family coordinate, or fewer than two families of two or more chains.
+    """
+    from ..diagnostics.populations import population_observables
+
+    post = azcompat.get_group(idata, "posterior")
+    if family not in post.coords:
+        raise ValueError(f"the run has no {family!r} coordinate on chain: it was not made by certify")
+    values = population_observables(idata, entry)
+    rec = compare_families(values, np.asarray(post.coords[family].values).astype(str), info=values.info)
+    rec["skipped_observables"] = dict(values.skipped)
+    return rec
+
+
+# --------------------------------------------------------------------------------------------------- comparison
+def _chain_ess(values: dict, names: list) -> np.ndarray:
+    """ArviZ bulk ESS of every chain alone, (observable, chain); NaN where ArviZ gives none."""
+    x = np.stack([np.asarray(values[k], float) for k in names], 0)              # (obs, C, D)
+    n_obs, C, D = x.shape
+    if D < 4:
+        return np.full((n_obs, C), float(D))
+    ds = xr.Dataset({"x": (("chain", "draw", "obs", "c"), np.transpose(x, (2, 0, 1))[None])})
+    return np.asarray(azcompat.ess(ds, method="bulk")["x"].values, float)
+
+
+def _fmt_pair(m: float, se: float) -> str:
+    """'0.160 ± 0.010': three significant digits of the larger of the two, both to the same decimals."""
+    top = max(abs(m), abs(se))
+    if not math.isfinite(top) or top == 0:
+        return f"{m:.3g} ± {se:.2g}"
+    if top >= 1e4 or top < 1e-6:
+        return f"{m:.3g} ± {se:.2g}"
+    d = max(0, 2 - int(math.floor(math.log10(top))))
+    return f"{m:.{d}f} ± {se:.{d}f}"
+
+
+def compare_families(values: dict, chain_family, *, info: dict | None = None, alpha: float = ALPHA) -> dict:
+    """Compare population observables across start families (the module docstring states the error model).
+
+    Parameters
+    ----------
+    values : {name: (chain, draw) array}
+        The population observables (:func:`bnnzoo.diagnostics.populations.population_observables`).
+    chain_family : sequence of str, (chain,)
+        Each chain's start family.
+    info : {name: ObservableInfo} or None
+        Each observable's error kind (``.kind``: "fraction", "unit_mean", "network"), ``.n_units`` and
+        ``.unit_var`` (chain,); None treats every observable as "network".
+    alpha : float
+        Family-wise false-alarm rate over all comparisons, in (0, 1).
+
+    Returns
+    -------
+    dict
+        "families" (names, in order of first appearance), "agree" (bool), "disagreements" (one line each:
+        "name: fam_i m_i ± se_i vs fam_j m_j ± se_j"), "observables" ({name: {family: [mean, se]}}),
+        "tests" ({name: {"fam_i|fam_j": [z, k]}}), "error_model", "alpha", "n_comparisons", "k" (the normal k),
+        "chains" ({family: [chain indices]}).
+
+    Raises
+    ------
+    ValueError
+        fewer than two families, a family with fewer than two chains, or arrays that do not match the chains.
+    """
+    from scipy import stats
+
+    fam = np.asarray(chain_family).astype(str)
+    fams = list(dict.fromkeys(fam.tolist()))
+    chains = {f: np.flatnonzero(fam == f) for f in fams}
+    if len(fams) < 2 or min(len(c) for c in chains.values()) < 2:
+        raise ValueError(f"compare_families needs two or more families of two or more chains each, got "
+                         f"{ {f: len(c) for f, c in chains.items()} }")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    names = [k for k in values]
+    for k in names:
+        if np.ndim(values[k]) != 2 or np.shape(values[k])[0] != len(fam):
+            raise ValueError(f"observable {k!r} must be (chain, draw) with {len(fam)} chains, got "
+                             f"{np.shape(values[k])}")
+    pairs = [(fams[i], fams[j]) for i in range(len(fams)) for j in range(i + 1, len(fams))]
+    M = max(len(names) * len(pairs), 1)
+    q = alpha / (2 * M)
+    k_normal = float(stats.norm.isf(q))
+    ess = _chain_ess(values, names) if names else np.zeros((0, len(fam)))
+    observables, tests, lines = {}, {}, []
+    for o, name in enumerate(names):
+        x = np.asarray(values[name], float)
+        D = x.shape[1]
+        mu = x.mean(1)
+        var_c = x.var(1, ddof=1) if D > 1 else np.zeros(len(mu))
+        e = np.where(np.isfinite(ess[o]) & (ess[o] > 0), ess[o], 1.0)
+        mc = np.where(var_c > 0, var_c / e, 0.0)
+        inf = info.get(name) if info is not None else None
+        kind = getattr(inf, "kind", "network")
+        n_units = max(int(getattr(inf, "n_units", 0) or 0), 1)
+        p_bar = float(np.clip(mu.mean(), 0.0, 1.0))
+        stat = {}
+        for f, idx in chains.items():
+            if kind == "fraction":
+                pop = p_bar * (1.0 - p_bar) / n_units
+            elif kind == "unit_mean" and getattr(inf, "unit_var", None) is not None:
+                pop = float(np.mean(np.asarray(inf.unit_var)[idx])) / n_units
+            else:
+                pop = 0.0
+            s2 = float(mu[idx].var(ddof=1))
+            se = math.sqrt(max(s2, pop + float(mc[idx].mean())) / len(idx))
+            stat[f] = (float(mu[idx].mean()), se, len(idx) - 1 if kind == "network" else math.inf)
+        observables[name] = {f: [m, se] for f, (m, se, _) in stat.items()}
+        tests[name] = {}
+        for fi, fj in pairs:
+            (mi, si, ni), (mj, sj, nj) = stat[fi], stat[fj]
+            v = si ** 2 + sj ** 2
+            d = abs(mi - mj)
+            z = 0.0 if d == 0 else (d / math.sqrt(v) if v > 0 else math.inf)
+            if math.isinf(ni) and math.isinf(nj) or v == 0:
+                k = k_normal
+            else:
+                dof = v ** 2 / ((si ** 4 / ni if si > 0 else 0.0) + (sj ** 4 / nj if sj > 0 else 0.0))
+                k = float(stats.t.isf(q, dof))
+            tests[name][f"{fi}|{fj}"] = [z, k]
+            if z > k:
+                lines.append(f"{name}: {fi} {_fmt_pair(mi, si)} vs {fj} {_fmt_pair(mj, sj)}")
+    return {"families": fams, "agree": not lines, "disagreements": lines, "observables": observables,
+            "tests": tests, "error_model": ERROR_MODEL, "alpha": alpha, "n_comparisons": M, "k": k_normal,
+            "chains": {f: [int(i) for i in idx] for f, idx in chains.items()}}
