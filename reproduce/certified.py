@@ -96,6 +96,10 @@ def analyse(run, row: str, task, P: int) -> dict:
                               if k in cert})
     if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
         out["meanfield_codes"] = meanfield_codes(task, P)
+    eng = json.loads(azcompat.get_attrs(run)["bnnzoo_config"]).get("engine") or {}
+    if "round_trips" in eng:                     # parallel tempering: the ladder of the first family's run
+        out["tempering"] = {k: eng.get(k) for k in ("ladder", "swap_rejection", "barrier", "suggested_num_replicas",
+                                                     "round_trips")}
     return out
 
 
@@ -108,7 +112,8 @@ def _obs_order(name: str) -> tuple:
 def markdown(res: dict) -> str:
     head = C.header(f"Certified runs: the population rows ({res['size']} size)", res["provenance"])
     lines = [head.split("  Sampler:")[0] + "\n",
-             f"Sampler `{res['sampler']}`; every row runs {res['chains']} chains per start family "
+             f"Sampler `{res['sampler']}`" + (f" ({res['replicas']} replicas)" if res.get("replicas") else "")
+             + f"; every row runs {res['chains']} chains per start family "
              "(`bnnzoo.sample(..., certify=True)`); a family's value is the mean over its chains of the per-draw "
              "observable, ± its standard error (chains as independent population samples, with the binomial floor "
              "p(1 − p)/N for fractions: `bnnzoo.inference.certify`).  T = 0.01, N0 = P + 20, σ_a² = 1/P.", ""]
@@ -127,6 +132,12 @@ def markdown(res: dict) -> str:
                   f"{a['n_chains']} chains, divergences {a['divergences']}.", "",
                   f"Families {', '.join(cert['families'])}: **{'agree' if cert['agree'] else 'disagree'}**"
                   + (" — " + "; ".join(cert["disagreements"]) if cert["disagreements"] else "") + ".", ""]
+        pt = r["result"].get("tempering")
+        if pt:
+            rej = [v for v in pt["swap_rejection"] or [] if v is not None]
+            lines += [f"Parallel tempering (first family): {len(pt['ladder'] or [])} replicas, swap rejection "
+                      f"{min(rej):.2f}–{max(rej):.2f}, barrier Λ = {C.fmt(pt['barrier'])}, round trips per chain "
+                      f"{pt['round_trips']}, suggested replicas {pt['suggested_num_replicas']}.", ""]
         fams = cert["families"]
         mf = r["result"].get("meanfield_codes")
         head = "| observable | " + " | ".join(fams) + (" | mean field |" if mf else " |")
@@ -156,7 +167,8 @@ def run_row(row: str, args, s: dict):
     run = bnnzoo.sample(entry, task, width=N, depth=spec["depth"], temperature=T, num_chains=args.chains,
                         num_warmup=s["warmup"], num_samples=s["samples"] * s["thin"], thinning=s["thin"],
                         seed=args.seed, sampler=args.sampler, record=("z",), certify=True,
-                        progress=args.progress)
+                        progress=args.progress,
+                        **({"tempering": {"num_replicas": args.replicas}} if args.replicas else {}))
     return run, task
 
 
@@ -166,6 +178,10 @@ def main(argv=None) -> int:
     p.add_argument("--rows", default="ym01,sig2,relu", help=f"comma-separated rows among {', '.join(ROWS)}")
     p.add_argument("--sampler", default="auto", help="the sampler of every family (default: auto)")
     p.add_argument("--chains", type=int, default=C.CHAINS, help="chains per start family (>= 2; default 4)")
+    p.add_argument("--width", type=int, default=None, help="N = P of every row instead of the size's (>= 2)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps per family instead of the size's")
+    p.add_argument("--replicas", type=int, default=None,
+                   help="sampler pt: replicas of the temperature ladder (default: the sampler's own)")
     args = p.parse_args(argv)
     C.check_args(args)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
@@ -174,11 +190,17 @@ def main(argv=None) -> int:
         raise ValueError(f"--rows must name rows among {', '.join(ROWS)}, got {args.rows!r}")
     if args.chains < 2:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
+    if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
+        raise ValueError(f"--replicas needs --sampler pt and an integer >= 2, got {args.replicas}")
     files = C.ResultFiles(args.out, args.name or f"certified_{args.size}", args.overwrite)
     res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
-               rows={})
+               replicas=args.replicas, rows={})
+    for name, lo in (("width", 2), ("warmup", 1)):
+        if getattr(args, name) is not None and getattr(args, name) < lo:
+            raise ValueError(f"--{name} must be an integer >= {lo}, got {getattr(args, name)}")
     for row in rows:
         s = size_of(args.size, row)
+        s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup")) if getattr(args, a)})
         C.log(f"{row}: N = P = {s['N']}, {s['warmup']} + {s['samples']} draws per family, sampler {args.sampler}")
         t0 = time.time()
         entry_res = dict(settings=s)
