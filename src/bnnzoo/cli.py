@@ -437,6 +437,9 @@ def _check_sample_flags(args) -> None:
                          "otherwise it is adapted during warm-up)")
     if args.num_steps is not None and args.sampler != "hmc":
         raise ValueError(f"--num-steps applies to --sampler hmc only, not {args.sampler}")
+    if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
+        raise ValueError(f"--replicas applies to --sampler pt and must be >= 2, got {args.replicas} with --sampler "
+                         f"{args.sampler}")
     if args.step_size is not None and args.sampler == "gibbs":
         raise ValueError("--step-size does not apply to --sampler gibbs")
     if args.exclude is not None and not [s for s in args.exclude.split(",") if s.strip()]:
@@ -471,6 +474,7 @@ def _cmd_sample(args) -> int:
                    seed=args.seed, thinning=args.thin, record=record, progress=_progress(args),
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
                    step_size=args.step_size, certify=_certify_option(args), **_long_run_options(args),
+                   **({"tempering": {"num_replicas": args.replicas}} if args.replicas is not None else {}),
                    **overrides)
     if args.distributed:
         import jax
@@ -659,13 +663,19 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--warmup", type=int, default=300, help="warm-up steps per chain")
     ps.add_argument("--samples", type=int, default=300, help="kept draws per chain")
     ps.add_argument("--thin", type=int, default=1, help="keep every k-th draw")
-    ps.add_argument("--sampler", choices=["auto", "nuts", "hmc", "gibbs", "chees", "snaper"], default="auto",
+    ps.add_argument("--sampler", choices=["auto", "nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc"],
+                    default="auto",
                     help="auto (default): the benchmark's fastest for the run (>= 2 chains: snaper, chees on "
                     "softmax_attention; one chain: nuts); "
                     "nuts: NumPyro's NUTS; hmc: fixed --num-steps leapfrog steps per draw; gibbs: the exact blocked Gibbs sampler, "
                     "linear nets only; chees: ChEES-HMC, every chain the same number of leapfrog steps, tuned across "
                     "chains (>= 2 chains); snaper: the same sampler with the trajectory length tuned on the slowest "
-                    "direction (better readout mixing)")
+                    "direction (better readout mixing); pt: non-reversible parallel tempering over the likelihood "
+                    "temperature (--replicas); smc: adaptive tempered SMC from the prior, which also stores the log "
+                    "evidence")
+    ps.add_argument("--replicas", type=int, default=None,
+                    help="--sampler pt: replicas of the temperature ladder (default 12; the run's provenance "
+                    "suggests how many the posterior needs)")
     ps.add_argument("--num-steps", dest="num_steps", type=int,
                     help="--sampler hmc: leapfrog steps per draw (required for hmc)")
     ps.add_argument("--step-size", dest="step_size", type=float,
