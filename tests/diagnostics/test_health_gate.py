@@ -218,10 +218,10 @@ def _cert(agree, families=("prior", "annealed")):
 def test_certification_that_disagrees_makes_the_run_metastable():
     h = sampler_health(_run(_iid(), attrs={CERTIFICATION_ATTR: json.dumps(_cert(False))}))
     assert h.status == "metastable" and h.populations == "metastable", h
-    assert h.reason == "metastable: code_fraction[z1][100]: prior 0.160 ± 0.010 vs annealed 0.020 ± 0.008"
+    assert h.reason == "code_fraction[z1][100]: prior 0.160 ± 0.010 vs annealed 0.020 ± 0.008"
     assert h.certification["families"] == ["prior", "annealed"]
     gated = gate_verdicts(VERDICTS, h)
-    assert all(v == h.reason for v in gated.values()), gated
+    assert all(v == "metastable: " + h.reason for v in gated.values()), gated
     assert h.summary()[0].startswith("metastable: code_fraction") and "metastable: metastable" not in repr(h)
     back = SamplerHealth.from_dataset(h.to_dataset())                  # the record survives storage
     assert back.status == "metastable" and back.certification == h.certification

@@ -214,12 +214,12 @@ class SamplerHealth(Record):
 
     @property
     def reason(self) -> str:
-        """One line: the reasons for a failed run, ``"metastable: <disagreements>"`` for a metastable one, the
+        """One line: the reasons for a failed run, the disagreements of the start families of a metastable one, the
         evidence of a relaxing one, "" otherwise."""
         if self.status == "failed":
             return "; ".join(self.reasons)
         if self.status == "metastable":
-            return "metastable: " + ("; ".join(self.disagreements) or "the start families disagree")
+            return "; ".join(self.disagreements) or "the start families disagree"
         return "; ".join(self.relaxing)
 
     def summary(self) -> list[str]:
@@ -684,7 +684,7 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     if health.status == "failed":
         return {k: f"inconclusive: {health.reason}" for k in verdicts}
     if health.status in ("relaxing", "metastable"):
-        text = health.reason if health.status == "metastable" else f"relaxing: {health.reason}"
+        text = f"{health.status}: {health.reason}"
         return {k: v if str(v) == "n/a" else text for k, v in verdicts.items()}
     if (health.populations or "not certified") != "not certified":
         return dict(verdicts)
