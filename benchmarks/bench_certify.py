@@ -76,7 +76,8 @@ def markdown(res: dict) -> str:
         rt = "—" if r.get("round_trips") is None else str(r["round_trips"])
         cert = f"{r['wall_s']:.0f} s" if r["status"] == "equilibrated" else f"not reached ({r['status']})"
         mr = "—" if r["max_rhat"] is None else f"{r['max_rhat']:.2f}"
-        lines.append(f"| {r['net']} | {r['sampler']} | {r['wall_s']:.0f} | {r['status']}: {r['reason'][:160]} | "
+        reason = r["reason"][:160].replace("|", "\\|") + ("…" if len(r["reason"]) > 160 else "")
+        lines.append(f"| {r['net']} | {r['sampler']} | {r['wall_s']:.0f} | {r['status']}{': ' + reason if reason else ''} | "
                      f"{r['agree']} | {mr} | {obs} | {rt} | {cert} |")
     return "\n".join(lines) + "\n"
 
@@ -93,10 +94,14 @@ def main(argv=None) -> int:
     p.add_argument("--nets", default=",".join(NETS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=int, default=1800, help="seconds per call (default 1800)")
+    p.add_argument("--render", default=None, help="stem of an existing result: rewrite its .md from its .json")
     p.add_argument("--out", required=False, default=None, help="stem of the .json / .md result files")
     args = p.parse_args(argv)
     if args.one is not None:
         print(json.dumps(one(json.loads(args.one))))
+        return 0
+    if args.render is not None:                   # rewrite the markdown from a result's JSON, sampling nothing
+        Path(args.render + ".md").write_text(markdown(json.loads(Path(args.render + ".json").read_text())))
         return 0
     if args.out is None:
         p.error("--out is required")

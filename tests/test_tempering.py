@@ -271,3 +271,54 @@ def test_log_evidence_needs_a_tempering_run():
     idata = azcompat.make_idata({"posterior": ds}, {"bnnzoo_config": json.dumps({"engine": {"timing": {}}})})
     with pytest.raises(ValueError, match="no log evidence"):
         log_evidence(idata)
+
+
+# ---- a planted population of units -------------------------------------------------------------------------------
+# U independent units, each with a broad N(0, 3²) prior and a likelihood factor that is a two-mode mixture, weights
+# 0.7 / 0.3 at ±1.5, width 0.3: the posterior of every unit is that mixture with weights exactly 0.7 / 0.3 (modes
+# equally far from the prior's centre), and the barrier between the modes (≈ 12 nats) freezes every unit of a plain
+# HMC chain in the mode it starts in — a frozen population, as the hidden units of a network freeze on their codes.
+UNITS, U_MU, U_SD = 8, 1.5, 0.3
+
+
+def units(X, Y):
+    with numpyro.plate("unit", UNITS):
+        x = numpyro.sample("x", dist.Normal(0.0, S))
+    lik = jnp.logaddexp(math.log(W) + dist.Normal(U_MU, U_SD).log_prob(x),
+                        math.log(1 - W) + dist.Normal(-U_MU, U_SD).log_prob(x))
+    numpyro.factor("lik", lik.sum())
+
+
+UNIT_TASK = Task(np.zeros((1, 1)), np.zeros((1, 1)), name="units")
+UNIT_KW = dict(num_chains=4, seed=5, progress=False, dims={"x": ["unit"]})
+
+
+def fraction_up(idata) -> np.ndarray:
+    """(chain, draw) fraction of the units in the mode at +1.5."""
+    return (azcompat.get_group(idata, "posterior")["x"].values > 0).mean(-1)
+
+
+def test_certify_flags_frozen_unit_populations_and_pt_recovers_them():
+    """Plain NUTS chains from two start families (prior draws; every unit in the 0.3 mode) keep their start
+    populations, and the certification's comparison (fractions of UNITS units, binomial floor) calls them
+    metastable; parallel tempering from the same all-down start reaches the true fraction 0.7 within 4 standard
+    errors (from the ESS of the per-draw fraction) and its two families agree."""
+    from bnnzoo.diagnostics.populations import ObservableInfo
+    from bnnzoo.inference.certify import compare_families
+
+    down = {"x": np.full((4, UNITS), -U_MU, np.float32)}
+    info = {"up": ObservableInfo("fraction", UNITS)}
+    fams = ["prior"] * 4 + ["down"] * 4
+    nuts = [bnnzoo.sample(units, UNIT_TASK, sampler="nuts", num_warmup=50, num_samples=100, init=init, **UNIT_KW)
+            for init in ("prior", down)]
+    frac = np.concatenate([fraction_up(r) for r in nuts])
+    assert np.all(frac.std(axis=1) == 0), "a unit of a plain chain changed mode"
+    rec = compare_families({"up": frac}, fams, info=info)
+    assert rec["agree"] is False and rec["disagreements"][0].startswith("up: prior"), rec
+    pts = [bnnzoo.sample(units, UNIT_TASK, sampler="pt", num_warmup=400, num_samples=600, num_steps=8, init=init,
+                         tempering={"num_replicas": 8}, **UNIT_KW) for init in ("prior", down)]
+    frac = np.concatenate([fraction_up(r) for r in pts])
+    e = ess(frac)
+    assert e > 50, f"too few effective draws of the fraction ({e:.0f}) for a sharp test"
+    assert abs(frac.mean() - W) < 4 * math.sqrt(frac.var() / e), (frac.mean(), e)
+    assert compare_families({"up": frac}, fams, info=info)["agree"] is True
