@@ -16,6 +16,7 @@ Rows (``--rows``, comma-separated):
 ``sig2``   sigmoidal, two hidden layers, y− = ½ (rows D2, D3): the feature layer's code-111 fraction per family.
 ``relu``   ReLU, one hidden layer, y− = −½ (rows Q1, P1 ReLU): outliers per class per family.
 ``relu3``  ReLU, three hidden layers, y− = −½ (row D5): codes per layer and outliers per family.
+``sig3``   sigmoidal, three hidden layers, y− = −½ (row D4): codes per layer per family.
 
 Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
 GPU).  Only summaries are stored (JSON + markdown), never draws.
@@ -43,6 +44,7 @@ ROWS = {
     "sig2": dict(entry="sigmoidal", depth=2, y_neg=0.5, claim="D2/D3: the feature layer of the L = 2 sigmoidal net"),
     "relu": dict(entry="relu", depth=1, y_neg=-0.5, claim="Q1: ReLU outliers, one per class (sparse code)"),
     "relu3": dict(entry="relu", depth=3, y_neg=-0.5, claim="D5: the L = 3 ReLU net's codes and outliers"),
+    "sig3": dict(entry="sigmoidal", depth=3, y_neg=-0.5, claim="D4: the L = 3 sigmoidal net's codes per layer"),
 }
 # width N = P, warm-up, kept draws, thinning of the kept draws, per row and size
 SIZES = {
@@ -50,7 +52,8 @@ SIZES = {
     "cpu": dict(default=dict(N=60, warmup=500, samples=300, thin=1),
                 sig2=dict(N=60, warmup=500, samples=300, thin=1),
                 relu=dict(N=100, warmup=1000, samples=300, thin=1),
-                relu3=dict(N=50, warmup=1000, samples=300, thin=1)),
+                relu3=dict(N=50, warmup=1000, samples=300, thin=1),
+                sig3=dict(N=50, warmup=1000, samples=300, thin=1)),
     "paper": dict(default=dict(N=100, warmup=1000, samples=400, thin=2),
                   relu=dict(N=500, warmup=1500, samples=400, thin=4),
                   relu3=dict(N=100, warmup=2000, samples=400, thin=2)),
