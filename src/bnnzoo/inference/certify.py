@@ -50,7 +50,7 @@ the floor is what a chain mean must scatter by at least:
   contribution, divided by N, for other unit averages, and 0 for a property of the whole network (``"network"``
   observables: the training error, outlier counts, alignment, pathway singular values).
 
-Families i and j agree on x when |m_i − m_j| ≤ k · sqrt(se_i² + se_j²).  k makes the chance that a run whose
+Families i and j agree on x when ``|m_i − m_j| ≤ k · sqrt(se_i² + se_j²)``.  k makes the chance that a run whose
 families all sample the same equilibrium is called metastable at most ``ALPHA`` = 1 % over all M = (observables ×
 family pairs) comparisons (Bonferroni): k = Φ⁻¹(1 − α/(2M)) for unit observables, whose floor is a known variance;
 for network observables, whose error rests on the n_f chain means alone, the Student-t quantile with the

@@ -50,7 +50,7 @@ Rules:
   its R̂ exceeds ``MAX_RHAT`` *and* its chain means (or the means of the two halves of one chain) differ by more than
   ``min(POPULATION_SE_FACTOR × population s.e., POPULATION_SD_CAP × within-chain sd)``, or when the R̂ of the chains
   with their mean offsets removed still exceeds ``MAX_RHAT`` (the tolerance excuses an offset between chain means,
-  never a trend within a chain or chains of different spread); it drifts when Geweke's |z| exceeds ``MAX_DRIFT_Z``
+  never a trend within a chain or chains of different spread); it drifts when Geweke's ``|z|`` exceeds ``MAX_DRIFT_Z``
   and the chain's mean moved by more than the same tolerance.  The cap keeps a frozen population's sampling error
   from hiding chains that sample visibly different states: at small N the population s.e. can be many within-chain
   sds.  A difference the tolerance excuses still leaves its R̂ in the record and is named in the evidence, and a
