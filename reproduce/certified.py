@@ -122,8 +122,11 @@ def markdown(res: dict) -> str:
              "p(1 − p)/N for fractions: `bnnzoo.inference.certify`).  T = 0.01, N0 = P + 20, σ_a² = 1/P.", ""]
     for row, r in res["rows"].items():
         s = r["settings"]
-        lines += [f"## `{row}`: {ROWS[row]['claim']}", "",
-                  f"{ROWS[row]['entry']}, L = {ROWS[row]['depth']}, y− = {ROWS[row]['y_neg']}, N = P = {s['N']}, "
+        claim = (ROWS[row]["claim"] if s.get("y_neg", ROWS[row]["y_neg"]) == ROWS[row]["y_neg"] else
+                 f"{ROWS[row]['claim'].split(':')[0]} at y− = {s['y_neg']}: code fractions against the mean field")
+        lines += [f"## `{row}`: {claim}", "",
+                  f"{ROWS[row]['entry']}, L = {ROWS[row]['depth']}, y− = {s.get('y_neg', ROWS[row]['y_neg'])}, "
+                  f"N = P = {s['N']}, "
                   f"{s['warmup']} warm-up + {s['samples']} draws (thinning {s['thin']}) per family; "
                   f"{r.get('seconds', 0):.0f} s.", ""]
         if "error" in r:
@@ -163,7 +166,7 @@ def run_row(row: str, args, s: dict):
     """Sample one row with certification; returns (run, task)."""
     import bnnzoo
 
-    spec = ROWS[row]
+    spec = dict(ROWS[row], **({"y_neg": args.y_neg} if args.y_neg is not None else {}))
     entry = bnnzoo.get_entry(spec["entry"])
     N = s["N"]
     task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
@@ -183,6 +186,8 @@ def main(argv=None) -> int:
     p.add_argument("--chains", type=int, default=C.CHAINS, help="chains per start family (>= 2; default 4)")
     p.add_argument("--width", type=int, default=None, help="N = P of every row instead of the size's (>= 2)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps per family instead of the size's")
+    p.add_argument("--y-neg", dest="y_neg", type=float, default=None,
+                   help="the targets' y− of every row instead of the row's own (e.g. the y− sweep with --rows ym01)")
     p.add_argument("--replicas", type=int, default=None,
                    help="sampler pt: replicas of the temperature ladder (default: the sampler's own)")
     args = p.parse_args(argv)
@@ -204,6 +209,8 @@ def main(argv=None) -> int:
     for row in rows:
         s = size_of(args.size, row)
         s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup")) if getattr(args, a)})
+        if args.y_neg is not None:
+            s["y_neg"] = args.y_neg
         C.log(f"{row}: N = P = {s['N']}, {s['warmup']} + {s['samples']} draws per family, sampler {args.sampler}")
         t0 = time.time()
         entry_res = dict(settings=s)
