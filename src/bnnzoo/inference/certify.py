@@ -174,14 +174,6 @@ def _temperature(entry, kw: dict) -> float:
     return float(T)
 
 
-def _latent_sites(entry, task, kw: dict) -> list[str]:
-    import jax
-    from numpyro import handlers
-
-    tr = handlers.trace(handlers.seed(entry.model, jax.random.PRNGKey(0))).get_trace(task.X, task.Y, **kw)
-    return [n for n, s in tr.items() if s["type"] == "sample" and not s.get("is_observed", False)]
-
-
 def _final_positions(idata, sites: Sequence[str]) -> dict:
     post = azcompat.get_group(idata, "posterior")
     missing = [s for s in sites if s not in post]
@@ -206,13 +198,13 @@ def annealed_start(entry, task, base: dict, model_kwargs: dict, seed: int) -> tu
     (dict, dict) : {latent site: array (chain, ...)} to start the run at T from, and the schedule
     {"temperatures": [...], "stage_warmup": n, "seeds": [...]} for the record.
     """
-    from .sampling import sample
+    from .sampling import sample, trace_latent_sites
 
     kw = _resolved(entry, task, model_kwargs)
     key, T = entry.populations.temperature, _temperature(entry, kw)
     temps = [T * ANNEAL_FACTOR ** ((ANNEAL_STAGES - j) / ANNEAL_STAGES) for j in range(ANNEAL_STAGES)]
     n_warm = max(int(base["num_warmup"]) // 2, MIN_STAGE_WARMUP)
-    sites = _latent_sites(entry, task, kw)
+    sites = list(trace_latent_sites(entry.model, task.X, task.Y, kw))
     stage = dict(base, num_warmup=n_warm, num_samples=1, thinning=1, record=(), log_likelihood=False,
                  posterior_predictive=False, prior_predictive=False, chunk_size=None, exclude=(),
                  site_thinning=None)

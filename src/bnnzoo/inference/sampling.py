@@ -55,6 +55,15 @@ def _init_summary(init):
     return init if isinstance(init, str) else {"values_for": sorted(init)}
 
 
+def trace_latent_sites(fn, X, Y, kw: dict) -> dict:
+    """{name: trace site} of the latent sites of ``fn(X, Y, **kw)`` with the data observed (their supports and shapes;
+    :func:`bnnzoo.inference.predictive.latent_sites` gives the names alone)."""
+    from numpyro import handlers
+
+    tr = handlers.trace(handlers.seed(fn, jax.random.PRNGKey(0))).get_trace(X, Y, **kw)
+    return {n: site for n, site in tr.items() if site["type"] == "sample" and not site.get("is_observed", False)}
+
+
 def init_params_from_values(fn, X, Y, kw: dict, values: dict, num_chains: int) -> dict:
     """NumPyro's ``init_params`` (unconstrained, one row per chain) from starting values in the constrained space.
 
@@ -74,11 +83,9 @@ def init_params_from_values(fn, X, Y, kw: dict, values: dict, num_chains: int) -
     ValueError
         a latent site without a value, a name that is no latent site, or a value of the wrong shape.
     """
-    from numpyro import handlers
     from numpyro.distributions.transforms import biject_to
 
-    tr = handlers.trace(handlers.seed(fn, jax.random.PRNGKey(0))).get_trace(X, Y, **kw)
-    latent = {n: site for n, site in tr.items() if site["type"] == "sample" and not site.get("is_observed", False)}
+    latent = trace_latent_sites(fn, X, Y, kw)
     missing, unknown = sorted(set(latent) - set(values)), sorted(set(values) - set(latent))
     if missing or unknown:
         raise ValueError(f"init must give a value for every latent site of the model {sorted(latent)}"
