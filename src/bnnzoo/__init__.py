@@ -12,8 +12,12 @@ del PackageNotFoundError, version
 from . import azcompat, diagnostics, models, plots, tasks, theory  # noqa: E402
 from .diagnostics import diagnose  # noqa: E402
 from .inference import predict, run_config, sample  # noqa: E402
+from .inference.compilation import _from_environment, enable_compilation_cache  # noqa: E402
 from .models import get_entry, list_entries  # noqa: E402
 from .tasks import Task, toy_task  # noqa: E402
 
-__all__ = ["sample", "predict", "run_config", "diagnose", "diagnostics", "plots", "theory", "Task", "toy_task",
+_from_environment()
+del _from_environment
+
+__all__ = ["sample", "enable_compilation_cache", "predict", "run_config", "diagnose", "diagnostics", "plots", "theory", "Task", "toy_task",
            "get_entry", "list_entries", "models", "tasks", "azcompat", "__version__"]

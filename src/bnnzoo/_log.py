@@ -73,6 +73,23 @@ class Progress:
             self._logged = self.n
             self.log.info("%s: %d/%d %ss", desc, self.n, self.total, unit)
 
+    def stage(self, text: str) -> None:
+        """Say what is happening before the counted work starts (e.g. "compiling"): the bar's postfix, or a log line
+        with the seconds since the start."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(text)
+        else:
+            self.log.info("%s: %s (%.1f s)", self.desc, text, time.perf_counter() - self.t0)
+
+    def resume_at(self, n: int) -> None:
+        """Set the units done without counting them as new work (a resumed run found ``n`` done)."""
+        self.n = self._logged = int(n)
+        if self.bar is not None:
+            self.bar.n = self.n
+            self.bar.refresh()
+        else:
+            self._next_tenth = self._tenth(self.n) + 1
+
     def _tenth(self, n: int) -> int:
         return 10 * n // self.total if self.total > 0 else 0
 

@@ -46,6 +46,8 @@ from numpyro.infer.initialization import init_to_sample, init_to_uniform
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import initialize_model
 
+from .initialize import _check_valid, initial_params, model_functions
+
 __all__ = ["ChEES", "CheesState", "CheesAdaptState", "halton", "trajectory_growth"]
 
 TARGET_ACCEPT = 0.651
@@ -222,16 +224,36 @@ class ChEES(MCMCKernel):
         if rng_key.ndim != 2 or rng_key.shape[0] < 2:
             raise ValueError("sampler='chees' tunes across chains: it needs num_chains >= 2 (4 or more advised)")
         C = rng_key.shape[0]
-        keys = jax.vmap(lambda k: jax.random.split(k, 3))(rng_key)
-        info, pe_gen, pp_gen, _ = initialize_model(keys[:, 0], self._model, init_strategy=self._init_strategy,
-                                                   dynamic_args=True, model_args=model_args,
-                                                   model_kwargs=model_kwargs)
-        self._pe_gen, self._pp_gen = pe_gen, pp_gen
-        z = info.z if init_params is None else init_params
-        z0 = jax.tree.map(lambda v: v[0], z)
-        _, self._unravel = ravel_pytree(z0)
         self._num_warmup = int(num_warmup)
         self._bounds = _window_bounds(self._num_warmup)
+        fns = model_functions(self._model, model_args, model_kwargs)
+        if fns is None:           # a model outside the fast path (bnnzoo.inference.initialize): NumPyro's own
+            keys = jax.vmap(lambda k: jax.random.split(k, 3))(rng_key)
+            info, pe_gen, pp_gen, _ = initialize_model(keys[:, 0], self._model, init_strategy=self._init_strategy,
+                                                       dynamic_args=True, model_args=model_args,
+                                                       model_kwargs=model_kwargs)
+            self._pe_gen, self._pp_gen = pe_gen, pp_gen
+            z = info.z if init_params is None else init_params
+            _, self._unravel = ravel_pytree(jax.tree.map(lambda v: v[0], z))
+            return self._start(rng_key, z, model_args, model_kwargs)
+        self._pe_gen, self._pp_gen = fns.potential_gen, fns.postprocess_gen
+        _, self._unravel = ravel_pytree(fns.prototype)
+
+        # one program for every chain: the starting points, their potential and gradient, the first step size
+        def start(rng_key, model_args, init_params):
+            z, ok = (initial_params(fns, self._model, jax.vmap(lambda k: jax.random.split(k, 3))(rng_key)[:, 0],
+                                    self._init_strategy, model_args, model_kwargs) if init_params is None
+                     else (init_params, jnp.ones((C,), bool)))
+            return self._start(rng_key, z, model_args, model_kwargs), ok
+
+        state, ok = jax.jit(start)(rng_key, model_args, init_params)
+        _check_valid(ok)
+        return state
+
+    def _start(self, rng_key, z, model_args, model_kwargs):
+        """The initial state from the chains' starting points ``z`` (unconstrained, chain first)."""
+        C = rng_key.shape[0]
+        keys = jax.vmap(lambda k: jax.random.split(k, 3))(rng_key)
         x = jax.vmap(lambda t: ravel_pytree(t)[0])(z)
         D = x.shape[1]
         vg = self._value_and_grad(model_args, model_kwargs)

@@ -393,6 +393,12 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
 
     blocks = plan_blocks(num_warmup, num_samples, thinning, chunk_size)
     wcap = max([b.steps for b in blocks if b.kind == "warmup"], default=1)
+    pbar = None
+    if progress:                           # a line from the first second: init and compile take a while
+        from .._log import Progress
+
+        pbar = Progress(sum(b.steps for b in blocks), unit="step", desc="sample", logger=_logger)
+        pbar.stage(f"initialising {num_chains} chain{'s' if num_chains > 1 else ''}")
     t0 = time.perf_counter()
     state = kernel.init(init_keys, num_warmup, init_params, model_args=model_args, model_kwargs=model_kwargs)
     batched = np.ndim(init_keys) == 2
@@ -465,12 +471,8 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
         _reload_from_store(store, blocks[:start], samples, stats, thinned, warm, warm_time, site_thinning,
                            chunk_sums)
 
-    pbar = None
-    if progress:
-        from .._log import Progress
-
-        pbar = Progress(sum(b.steps for b in blocks), initial=sum(b.steps for b in blocks[:start]), unit="step",
-                        desc="sample", logger=_logger)
+    if pbar is not None and start > 0:
+        pbar.resume_at(sum(b.steps for b in blocks[:start]))
     t_warm_origin = timing["warmup_s"]
     n_run = 0
     for block in blocks[start:]:
@@ -480,6 +482,8 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
         n = block.steps if is_warm else block.n_keep
         args = (jnp.bool_(is_warm), jnp.int32(block.pre), jnp.int32(block.steps), jnp.int32(block.draw0))
         if "fn" not in compiled:
+            if pbar is not None:
+                pbar.stage("compiling")
             tc = time.perf_counter()
             fn = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
                                                site_thinning), chain_method, state_axes)

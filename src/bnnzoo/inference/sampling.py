@@ -39,6 +39,7 @@ from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
 from .predictive import prior_groups
+from .initialize import fast_kernel
 
 __all__ = ["sample", "run_config", "build_kernel", "init_params_from_values", "SAMPLERS", "REPARAMS",
            "MATMUL_PRECISIONS"]
@@ -177,11 +178,11 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
         if num_steps is not None:
             raise ValueError("num_steps applies to sampler='hmc' only (NUTS chooses its own trajectory length)")
         check_int("max_tree_depth", max_tree_depth, 1)
-        return NUTS(fn, max_tree_depth=max_tree_depth, **common)
+        return fast_kernel(NUTS)(fn, max_tree_depth=max_tree_depth, **common)
     if num_steps is None:
         raise ValueError("sampler='hmc' needs num_steps (leapfrog steps per draw, an integer >= 1)")
     check_int("num_steps", num_steps, 1)
-    return HMC(fn, num_steps=int(num_steps), trajectory_length=None, **common)
+    return fast_kernel(HMC)(fn, num_steps=int(num_steps), trajectory_length=None, **common)
 
 
 def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_chains, num_warmup, num_samples,

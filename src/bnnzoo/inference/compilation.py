@@ -1,0 +1,63 @@
+"""JAX's persistent compilation cache, opt-in: compiled programs are kept on disk and reused by later calls and
+later processes with the same model, data shapes, sizes and sampler settings.
+
+A small ``bnnzoo.sample`` call on 2 CPU cores spends most of its time compiling (the docs' Benchmarks page, "Fixed
+cost"); with the cache a repeated call skips that.  It is off unless asked for, by
+:func:`enable_compilation_cache` or by the environment variable ``BNNZOO_COMPILATION_CACHE`` (a folder, read when
+bnnzoo is imported; the command line and the test suite's script use it).  The cache is JAX's own
+(``jax_compilation_cache_dir``): a program is found again only when its compiled form would be identical, so
+draws do not change; the data enter the programs as constants, so a new data set compiles anew.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+
+__all__ = ["enable_compilation_cache", "ENV_VAR"]
+
+ENV_VAR = "BNNZOO_COMPILATION_CACHE"
+MAX_SIZE_BYTES = 2 * 1024**3      # JAX evicts the least recently used programs beyond this
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
+    """Keep compiled programs in ``path`` and reuse them (JAX's persistent compilation cache).
+
+    Every program is cached, however short its compile (JAX's default skips those under a second, which are most of
+    a small run's), up to 2 GiB, least recently used evicted first.
+
+    Parameters
+    ----------
+    path : folder or None
+        Where the programs go (created if missing); None: ``$BNNZOO_COMPILATION_CACHE`` if set, else
+        ``$XDG_CACHE_HOME/bnnzoo/jax`` (``~/.cache/bnnzoo/jax`` when that is unset).
+
+    Returns
+    -------
+    Path
+        The cache folder.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` exists and is not a folder.
+    """
+    if path is None:
+        path = os.environ.get(ENV_VAR) or Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache") / "bnnzoo" / "jax"
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"path must be a folder for the compilation cache, got the file {str(path)!r}")
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_compilation_cache_max_size", MAX_SIZE_BYTES)
+    return path
+
+
+def _from_environment() -> None:
+    """Enable the cache when ``BNNZOO_COMPILATION_CACHE`` names a folder (called when bnnzoo is imported)."""
+    if os.environ.get(ENV_VAR):
+        enable_compilation_cache(os.environ[ENV_VAR])
