@@ -54,3 +54,32 @@ def readout_mixing(a):
 
     rhat = np.asarray(azcompat.rhat(ds)["x"].values, dtype=float)
     return bulk_ess(ds), rhat, sum(bulk_ess(ds.isel(chain=[c])) for c in range(a.shape[0]))
+
+
+def matmul_flops(fn, *args) -> int:
+    """Floating-point operations of the matrix products in ``fn(*args)``, counted from its jaxpr: 2 × (batch ×
+    free × contracted sizes) per ``dot_general``, sub-jaxprs (jit, custom derivatives, loops' bodies once, both
+    branches of a cond) included.  XLA's cost analysis can miss matmuls it hands to a library call; this count
+    does not depend on the backend."""
+    import jax
+    import numpy as np
+
+    def count(jaxpr) -> int:
+        total = 0
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "dot_general":
+                (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
+                a, b = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+                contracted = int(np.prod([a[i] for i in lc]))
+                out = int(np.prod(eqn.outvars[0].aval.shape))
+                total += 2 * out * contracted
+            for v in eqn.params.values():
+                for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+                    inner = getattr(sub, "jaxpr", None)
+                    if inner is not None and hasattr(inner, "eqns"):
+                        total += count(inner)
+                    elif hasattr(sub, "eqns"):
+                        total += count(sub)
+        return total
+
+    return count(jax.make_jaxpr(fn)(*args).jaxpr)

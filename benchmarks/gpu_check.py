@@ -1,0 +1,241 @@
+"""What one accelerator gives bnnzoo at the paper's size, in one result file (run by ``benchmarks/gpu_check.sh``).
+
+    SIZE=paper bash benchmarks/gpu_check.sh     # sigmoidal N = P = 500 (Fig. 2's size): about 8 minutes on one GPU
+    SIZE=ci bash benchmarks/gpu_check.sh        # N = P = 20 on a CPU in about a minute (tests/test_gpu_check.py)
+
+Parts, each with its own time limit so the whole fits 8 minutes (a part that runs out says so in the file):
+
+1. **Ceiling**: the jitted, batched value-and-gradient of the sigmoidal net's potential (the model bnnzoo samples),
+   against the number of chains: gradients per second (10 batched calls inside one jitted loop, 100 at ``ci``, best
+   of 3) and the
+   matmul FLOP rate, FLOPs per gradient counted from the jaxpr's matrix products (``_bench.matmul_flops``; XLA's
+   cost analysis misses the matmuls it hands to a library), at the default matmul precision ("highest").
+2. **Samplers**: ``bnnzoo.sample`` with the default sampler (SNAPER) and with NUTS at 64 chains (4 at ``ci``), no
+   extra sites recorded, each in a fresh process: init, compile, warm-up and sampling seconds (the engine's
+   ``timing``) and gradients per second while sampling (leapfrog steps of all chains / sampling seconds), and that
+   as a fraction of the ceiling at the same number of chains.
+3. **Call to report**: the wall seconds of ``bnnzoo sample sigmoidal --width N --P P --out run.nc`` (its defaults
+   otherwise) and then ``bnnzoo diagnose run.nc --figures DIR``.
+
+The device is named from JAX (``jax.devices()[0]``), whatever finished.  Writes ``OUT.md`` and ``OUT.json`` after
+every part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _bench import matmul_flops, run_child
+
+SIZES = {
+    "paper": dict(N=500, P=500, ceiling_chains=[1, 8, 64, 256, 1024], chains=64, warmup=150, samples=50,
+                  nuts_warmup=50, nuts_samples=20, loop=10, limits=dict(ceiling=100, snaper=150, nuts=100, cli=120)),
+    "ci": dict(N=20, P=20, ceiling_chains=[1, 4], chains=4, warmup=20, samples=20, nuts_warmup=10, nuts_samples=10,
+               loop=100, limits=dict(ceiling=200, snaper=200, nuts=200, cli=300)),
+}
+
+
+def _net(N, P):
+    import bnnzoo
+    from bnnzoo.inference.initialize import model_functions
+
+    task = bnnzoo.toy_task(P=P)
+    e = bnnzoo.get_entry("sigmoidal")
+    kw = e.kwargs(width=N)
+    if e.resolve is not None:
+        kw = e.resolve(task.X, kw)
+    return task, e, kw, model_functions(e.model, (task.X, task.Y), kw)
+
+
+def ceiling(cfg: dict) -> dict:
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    jax.config.update("jax_default_matmul_precision", "highest")      # as bnnzoo.sample runs
+    task, e, kw, fns = _net(cfg["N"], cfg["P"])
+    pe = fns.potential_gen(task.X, task.Y, **kw)
+    flat0, unravel = ravel_pytree(fns.prototype)
+    one = jax.value_and_grad(lambda v: pe(unravel(v)))
+    flops = matmul_flops(one, flat0)
+    rows = []
+    for C in cfg["ceiling_chains"]:
+        x = 0.1 * jax.random.normal(jax.random.PRNGKey(C), (C, flat0.size), flat0.dtype)
+
+        n = cfg["loop"]
+
+        def ten(x):
+            def body(_, c):
+                x, acc = c
+                u, g = jax.vmap(one)(x)
+                return x + 1e-6 * g, acc + jnp.sum(u)
+            return jax.lax.fori_loop(0, n, body, (x, jnp.zeros((), x.dtype)))
+
+        f = jax.jit(ten)
+        t0 = time.perf_counter()
+        f = f.lower(x).compile()
+        compile_s = time.perf_counter() - t0
+        jax.block_until_ready(f(x))
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            jax.block_until_ready(f(x))
+            best = min(best, time.perf_counter() - t0)
+        gps = n * C / best
+        rows.append(dict(chains=C, compile_s=round(compile_s, 3), grads_per_s=round(gps, 1),
+                         tflops=round(gps * flops / 1e12, 3)))
+    return dict(flops_per_grad=flops, dim=int(flat0.size), rows=rows)
+
+
+def sampler(cfg: dict) -> dict:
+    import numpy as np
+
+    import bnnzoo
+
+    task, e, kw, _ = _net(cfg["N"], cfg["P"])
+    t0 = time.perf_counter()
+    idata = bnnzoo.sample("sigmoidal", task, width=cfg["N"], num_chains=cfg["chains"], num_warmup=cfg["warmup"],
+                          num_samples=cfg["samples"], sampler=cfg["sampler"], chunk_size=cfg["samples"],
+                          progress=False)
+    wall = time.perf_counter() - t0
+    timing = bnnzoo.run_config(idata)["engine"]["timing"]
+    steps = float(np.asarray(idata.sample_stats["n_steps"]).sum())
+    return dict(sampler=cfg["sampler"], chains=cfg["chains"], wall_s=round(wall, 2),
+                **{k: round(float(timing[k]), 2) for k in ("init_s", "compile_s", "warmup_s", "sampling_s")},
+                grads_per_s=round(steps / max(timing["sampling_s"], 1e-9), 1))
+
+
+def one(cfg: dict) -> dict:
+    import jax
+
+    out = dict(device=f"{jax.devices()[0].platform}: {jax.devices()[0].device_kind}", n_devices=jax.device_count())
+    out.update(ceiling(cfg) if cfg["part"] == "ceiling" else sampler(cfg))
+    return out
+
+
+def cli(cfg: dict, tmp: Path, timeout: int) -> dict:
+    run = tmp / "run.nc"
+    exe = [sys.executable, "-m", "bnnzoo.cli"]
+    extra = [] if cfg["size"] == "paper" else ["--warmup", str(cfg["warmup"]), "--samples", str(cfg["samples"])]
+    cmd_s = exe + ["sample", "sigmoidal", "--width", str(cfg["N"]), "--P", str(cfg["P"]), "--out", str(run),
+                   "--quiet"] + extra
+    cmd_d = exe + ["diagnose", str(run), "--figures", str(tmp / "figures")]
+    out = dict(command=" ".join(["bnnzoo"] + cmd_s[3:]) + " && " + " ".join(["bnnzoo"] + cmd_d[3:]))
+    t0 = time.perf_counter()
+    for name, cmd in (("sample_s", cmd_s), ("diagnose_s", cmd_d)):
+        t1 = time.perf_counter()
+        left = timeout - (t1 - t0)
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=max(left, 1))
+        except subprocess.TimeoutExpired:
+            out["error"] = f"{name[:-2]} ran past the {timeout} s limit"
+            return out
+        if res.returncode != 0:
+            out["error"] = f"{name[:-2]}: " + (res.stderr.strip().splitlines() or [f"rc {res.returncode}"])[-1]
+            return out
+        out[name] = round(time.perf_counter() - t1, 2)
+        if name == "diagnose_s":
+            out["verdicts"] = [ln for ln in res.stdout.splitlines() if ln.strip()][:12]
+    out["total_s"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+def render(res: dict) -> str:
+    c = res["config"]
+    lines = [f"# bnnzoo on one accelerator: {res.get('device', 'device not reached')}", "",
+             f"Generated by `SIZE={c['size']} bash benchmarks/gpu_check.sh` in {res.get('seconds', 0):.0f} s. "
+             f"Python {platform.python_version()}, {res.get('versions', '')}. Sigmoidal net, toy task, "
+             f"N = P = {c['N']}, T = 0.01, float32, matmul precision 'highest'.", ""]
+    ce = res.get("ceiling", {})
+    lines += ["## 1. Batched-gradient ceiling", ""]
+    if "error" in ce:
+        lines += [f"Not measured: {ce['error']}.", ""]
+    elif ce:
+        lines += [f"FLOPs per gradient by the matmul count: {ce['flops_per_grad'] / 1e9:.4f} GFLOP (D = {ce['dim']}).",
+                  "", "| chains | compile s | gradients/s | TFLOP/s |", "|---|---|---|---|"]
+        lines += [f"| {r['chains']} | {r['compile_s']} | {r['grads_per_s']:.0f} | {r['tflops']:.3f} |"
+                  for r in ce["rows"]]
+        lines.append("")
+    lines += ["## 2. Samplers", "", "| sampler | chains | warm-up + draws | init s | compile s | warm-up s | "
+              "sampling s | call wall s | gradients/s | of the ceiling |", "|---|---|---|---|---|---|---|---|---|---|"]
+    ceil = {r["chains"]: r["grads_per_s"] for r in ce.get("rows", [])}
+    for s in res.get("samplers", []):
+        wd = f"{s.get('warmup')} + {s.get('samples')}"
+        if "error" in s:
+            lines.append(f"| {s['sampler']} | {s['chains']} | {wd} | — | — | — | — | — | — | {s['error']} |")
+            continue
+        frac = f"{s['grads_per_s'] / ceil[s['chains']]:.0%}" if s["chains"] in ceil else "—"
+        lines.append(f"| {s['sampler']} | {s['chains']} | {wd} | {s['init_s']} | {s['compile_s']} | "
+                     f"{s['warmup_s']} | {s['sampling_s']} | {s['wall_s']} | {s['grads_per_s']:.0f} | {frac} |")
+    lines += ["", "## 3. From the command line to a report", ""]
+    cl = res.get("cli")
+    if cl:
+        lines += [f"`{cl['command']}`", ""]
+        lines += ([f"Not finished: {cl['error']}."] if "error" in cl else
+                  [f"sample {cl['sample_s']} s + diagnose {cl['diagnose_s']} s = **{cl['total_s']} s**.", "",
+                   "The report's first lines:", "", "```"] + cl["verdicts"] + ["```"])
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", choices=sorted(SIZES), default="paper")
+    ap.add_argument("--out", default=None, help="output prefix (default benchmarks/results/gpu_check_<size>)")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(one(json.loads(args.one))))
+        return 0
+    cfg = dict(SIZES[args.size], size=args.size)
+    out = Path(args.out or f"benchmarks/results/gpu_check_{args.size}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    script = str(Path(__file__).resolve())
+    t_all = time.perf_counter()
+    import jax
+    import numpyro
+
+    import bnnzoo
+
+    res = dict(config=cfg, versions=f"jax {jax.__version__}, numpyro {numpyro.__version__}, bnnzoo "
+                                    f"{bnnzoo.__version__}")
+    env_platform = os.environ.get("JAX_PLATFORMS")
+
+    def save():
+        res["seconds"] = time.perf_counter() - t_all
+        out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
+        out.with_suffix(".md").write_text(render(res))
+
+    def child(part_cfg, limit):
+        if env_platform is None:     # run_child defaults to the CPU; here the children use JAX's default device
+            os.environ["JAX_PLATFORMS"] = ""
+        return run_child(script, part_cfg, limit)
+
+    lim = cfg["limits"]
+    ce = child(dict(cfg, part="ceiling"), lim["ceiling"])
+    res["device"] = ce.get("device") or f"{jax.devices()[0].platform}: {jax.devices()[0].device_kind}"
+    res["ceiling"] = {k: v for k, v in ce.items() if k not in ("limits",)}
+    save()
+    res["samplers"] = []
+    for name, w, s in (("snaper", cfg["warmup"], cfg["samples"]), ("nuts", cfg["nuts_warmup"], cfg["nuts_samples"])):
+        r = child(dict(cfg, part="sampler", sampler=name, warmup=w, samples=s), lim["snaper" if name == "snaper"
+                                                                                     else "nuts"])
+        res["samplers"].append(dict({k: v for k, v in r.items() if k != "limits"}, sampler=name, warmup=w,
+                                    samples=s, chains=cfg["chains"]))
+        save()
+    with tempfile.TemporaryDirectory() as tmp:
+        res["cli"] = cli(cfg, Path(tmp), lim["cli"])
+    save()
+    print(out.with_suffix(".md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
