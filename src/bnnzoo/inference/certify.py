@@ -160,9 +160,9 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------------------------------- the families
 def _resolved(entry, task, model_kwargs: dict) -> dict:
-    from .sampling import _model_kwargs
+    from .plan import resolve_kwargs
 
-    return _model_kwargs(entry.name, entry.model, entry, task, dict(model_kwargs), ())
+    return resolve_kwargs(entry.name, entry.model, entry, task, dict(model_kwargs), ())
 
 
 def _temperature(entry, kw: dict) -> float:
