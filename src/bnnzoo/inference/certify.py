@@ -422,7 +422,9 @@ def _with_record(idata, record: dict, runs: dict):
     groups = {g: azcompat.get_group(idata, g) for g in azcompat.group_names(idata)}
     for ds in groups.values():
         ds.attrs.clear()
-    return azcompat.make_idata(groups, attrs)
+    from .convert import sealed
+
+    return azcompat.make_idata(groups, sealed(attrs, groups.get("posterior")))
 
 
 def certify_run(idata, entry=None, family: str = "family") -> dict:

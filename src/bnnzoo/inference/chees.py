@@ -240,13 +240,15 @@ class ChEES(MCMCKernel):
         _, self._unravel = ravel_pytree(fns.prototype)
 
         # one program for every chain: the starting points, their potential and gradient, the first step size
-        def start(rng_key, model_args, init_params):
+        # (the model's arguments enter as constants, as in the sampling program: a model may compute shapes from
+        # its data, e.g. the data-space reparametrisation from the rank of X)
+        def start(rng_key, init_params):
             z, ok = (initial_params(fns, self._model, jax.vmap(lambda k: jax.random.split(k, 3))(rng_key)[:, 0],
                                     self._init_strategy, model_args, model_kwargs) if init_params is None
                      else (init_params, jnp.ones((C,), bool)))
             return self._start(rng_key, z, model_args, model_kwargs), ok
 
-        state, ok = jax.jit(start)(rng_key, model_args, init_params)
+        state, ok = jax.jit(start)(rng_key, init_params)
         _check_valid(ok)
         return state
 

@@ -19,14 +19,14 @@ import jax
 __all__ = ["enable_compilation_cache", "ENV_VAR"]
 
 ENV_VAR = "BNNZOO_COMPILATION_CACHE"
-MAX_SIZE_BYTES = 2 * 1024**3      # JAX evicts the least recently used programs beyond this
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     """Keep compiled programs in ``path`` and reuse them (JAX's persistent compilation cache).
 
     Every program is cached, however short its compile (JAX's default skips those under a second, which are most of
-    a small run's), up to 2 GiB, least recently used evicted first.
+    a small run's).  Nothing is evicted (JAX's size limit needs the optional ``filelock`` package): the folder grows
+    with every new program and can be deleted at any time.
 
     Parameters
     ----------
@@ -53,7 +53,6 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    jax.config.update("jax_compilation_cache_max_size", MAX_SIZE_BYTES)
     return path
 
 

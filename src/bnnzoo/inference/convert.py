@@ -22,7 +22,7 @@ from .. import azcompat
 __all__ = ["SAMPLE_STATS", "EXTRA_FIELDS", "sample_stats", "dataset", "thinned_dataset", "warmup_datasets",
            "gibbs_warmup_datasets", "infer_dims", "jsonable", "versions", "bnnzoo_version", "run_config",
            "posterior_group", "sample_stats_group", "observed_data_group", "constant_data_group", "predictions_group",
-           "predictions_constant_data_group", "provenance"]
+           "predictions_constant_data_group", "provenance", "provenance_checksum", "check_provenance", "sealed"]
 
 # sample_stats name -> (NumPyro extra field / engine state field, conversion).  NumPyro's extra fields and the
 # chunked driver's state fields carry the same names (engine.STAT_FIELDS keys), so one table serves both.
@@ -212,6 +212,42 @@ def predictions_constant_data_group(spec) -> xr.Dataset:
                                      "class": np.arange(t.m)})
 
 
+_CHECKED_ATTRS = ("model", "sampler", "seed", "num_chains", "num_warmup", "num_samples", "thinning")
+
+
+def provenance_checksum(attrs: dict, posterior) -> str:
+    """SHA-256 of a run's provenance: its ``bnnzoo_*`` attributes (the checksum's own excepted), the flat ones
+    ArviZ shows (model, sampler, sizes, the scalar model arguments ``model_*``) and the name, dims and dtype of
+    every posterior variable.  Stored as the attribute ``bnnzoo_checksum``; :func:`check_provenance` recomputes it."""
+    import hashlib
+
+    keys = sorted(k for k in attrs if (k.startswith(("bnnzoo_", "model_")) or k in _CHECKED_ATTRS)
+                  and k not in ("bnnzoo_checksum", "bnnzoo_version"))
+    h = hashlib.sha256()
+    for k in keys:
+        h.update(f"{k}={attrs[k]}\n".encode())
+    if posterior is not None:
+        for name in sorted(posterior.data_vars):
+            v = posterior[name]
+            h.update(f"{name}:{v.dims}:{v.shape}:{v.dtype}\n".encode())
+    return h.hexdigest()
+
+
+def check_provenance(idata) -> str | None:
+    """None when the run's provenance matches its checksum (or carries none: made elsewhere, or by an older
+    bnnzoo); otherwise a one-line message for a warning: its attributes were edited after it was written, so the
+    model settings they state (activation, temperature, ...) may not be the ones its draws came from."""
+    attrs = azcompat.get_attrs(idata)
+    want = attrs.get("bnnzoo_checksum")
+    if want is None:
+        return None
+    post = azcompat.get_group(idata, "posterior") if "posterior" in azcompat.group_names(idata) else None
+    if provenance_checksum(attrs, post) == str(want):
+        return None
+    return ("the run's provenance does not match its checksum (its attributes were edited after it was written): "
+            "the model settings it states may not be the ones its draws came from")
+
+
 _LIBRARY = {"gibbs": "bnnzoo.inference.gibbs_linear", "chees": "bnnzoo.inference.chees",
             "snaper": "bnnzoo.inference.chees", "pt": "bnnzoo.inference.tempering", "smc": "blackjax"}
 
@@ -246,3 +282,8 @@ def provenance(spec, draws, wall_time_s: float) -> dict:
         if isinstance(v, (int, float, str, np.integer, np.floating)) and not isinstance(v, bool):
             attrs[f"model_{k}"] = v
     return attrs
+
+
+def sealed(attrs: dict, posterior) -> dict:
+    """``attrs`` with their ``bnnzoo_checksum`` (:func:`provenance_checksum`) set for ``posterior``."""
+    return dict(attrs, bnnzoo_checksum=provenance_checksum(attrs, posterior))

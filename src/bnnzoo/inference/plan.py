@@ -37,6 +37,7 @@ CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees
 TEMPERING = ("pt", "smc")                   # bnnzoo.inference.tempering / .smc: their own drivers, no NumPyro kernel
 REPARAMS = ("readout", "data_space")
 CHAIN_METHODS = ("auto", "vectorized", "parallel", "sequential", "sharded")
+SEED_MAX = 2**63 - 1                        # the largest seed jax.random.PRNGKey takes
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
 
 
@@ -194,6 +195,8 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     check_int("num_samples", num_samples, 1)
     check_int("thinning", thinning, 1)
     check_int("seed", seed, 0)
+    if seed > SEED_MAX:
+        raise ValueError(f"seed must be an integer in 0..{SEED_MAX} (2**63 - 1), got {seed!r}")
     if thinning > num_samples:
         raise ValueError(f"thinning={thinning} exceeds num_samples={num_samples}: no draw would be kept")
     for name, value in (("progress", progress), ("log_likelihood", log_likelihood), ("resume", resume),

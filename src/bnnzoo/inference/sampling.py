@@ -31,7 +31,7 @@ from .. import azcompat
 from ..tasks import Task
 from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_datasets, jsonable,
                       observed_data_group, posterior_group, predictions_constant_data_group, predictions_group,
-                      provenance, run_config, sample_stats, sample_stats_group, thinned_dataset, versions,
+                      provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
 from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
                    engine_chunk_size, make_spec)
@@ -288,6 +288,8 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
                warm_start=spec.warm_start, n_devices=n_dev, resumed_from_block=res.resumed_from_block,
                n_processes=n_proc, process_index=proc,
                timing={k: round(v, 4) for k, v in timing.items()})
+    if res.store_versions is not None:      # a resume under other library versions: both are on record
+        cfg["store_versions"] = res.store_versions
     from .chunked import STAT_FIELDS
 
     samples = dict(res.samples)
@@ -597,7 +599,8 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     if n_div:
         warnings.warn(f"{n_div} divergent transitions out of {draws.stats['diverging'].size} draws: the posterior "
                       f"may be poorly explored; lower step_size or raise target_accept", RuntimeWarning, stacklevel=2)
-    idata = azcompat.make_idata(groups, provenance(spec, draws, wall_time_s=time.time() - t_start))
+    idata = azcompat.make_idata(groups, sealed(provenance(spec, draws, wall_time_s=time.time() - t_start),
+                                               groups["posterior"]))
     from .health import warn_if_unhealthy    # chains that did not mix or move: warn, never silent
 
     if HEALTH_WARNINGS.get():                # off for the parts of a certified run (judged together)
