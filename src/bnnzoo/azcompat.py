@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Iterable, Mapping
 
+import numpy as np
 import xarray as xr
 
 with warnings.catch_warnings():
@@ -94,6 +95,35 @@ def to_netcdf(idata, path) -> str:
     else:
         idata.to_netcdf(path, engine="h5netcdf")
     return path
+
+
+def to_netcdf_bytes(idata) -> bytes:
+    """Every group (with attributes) as the bytes of one NetCDF file, built in memory: a caller writes them with
+    plain file I/O, so a full disk or a file-size limit is one ``OSError`` and HDF5 never writes to the disk.  The
+    file is the one :func:`to_netcdf` writes (ArviZ 0.x compresses the float variables with zlib, as there)."""
+    import io
+
+    bio = io.BytesIO()
+    mode = "w"
+    if AZ_MAJOR == 0:
+        if getattr(idata, "_attrs", None):
+            xr.Dataset(attrs=idata._attrs).to_netcdf(bio, mode=mode, engine="h5netcdf", group="/")
+            mode = "a"
+        for g in idata._groups_all:
+            data = getattr(idata, g)
+            enc = {k: {"zlib": True} for k, v in data.variables.items()
+                   if np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_}
+            data.to_netcdf(bio, mode=mode, group=f"//{g}", engine="h5netcdf", encoding=enc)
+            mode = "a"
+    else:
+        for node in idata.subtree:
+            try:
+                ds = node.to_dataset(inherit=False)      # the node's own variables (xarray >= 2024.10)
+            except TypeError:
+                ds = node.to_dataset()
+            ds.to_netcdf(bio, mode=mode, group=node.path, engine="h5netcdf")
+            mode = "a"
+    return bio.getvalue()
 
 
 def from_netcdf(path):

@@ -368,39 +368,67 @@ def _check_path(path, flag: str, *, folder: bool = False, overwrite: bool = Fals
         where = where.parent
     if not where.is_dir():
         raise ValueError(f"{flag}: {path} lies below {where}, which is a file, not a folder")
+    if not folder and not path.parent.exists():
+        raise ValueError(f"{flag}: the folder {path.parent} does not exist; create it first (mkdir -p "
+                         f"{path.parent})")
     if not os.access(where, os.W_OK | os.X_OK):
         raise ValueError(f"{flag}: cannot write in {where} (permission denied)")
     return path
 
 
-def _write_run(idata, out: Path, flag: str = "--out") -> None:
-    """Write ``idata`` to a temporary file beside ``out`` and rename it into place, so ``out`` is never half
-    written; when that fails (the folder vanished, the disk is full), the run goes to a rescue file in the system's
-    temporary folder and the error names it."""
-    import tempfile
-
-    from . import azcompat
-
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+def _write_bytes(data: bytes, path: Path) -> None:
+    """Write ``data`` to ``path`` through a hidden temporary file beside it, flushed and renamed into place; on any
+    failure the temporary file is removed and the error (``OSError``) raised."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        azcompat.to_netcdf(idata, tmp)
-        os.replace(tmp, out)
-        return
-    except OSError as e:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
         try:
             tmp.unlink(missing_ok=True)
         except OSError:            # its folder is gone or is a file: there is no temporary file either
             pass
-        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        raise
+
+
+def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None) -> None:
+    """Write ``idata`` to ``out``, never half written: the NetCDF file is built in memory
+    (:func:`bnnzoo.azcompat.to_netcdf_bytes`), then written through a temporary file beside ``out`` and renamed into
+    place.  When that fails (the folder vanished, the disk is full, a file-size limit), the run goes to a rescue
+    file in the system's temporary folder and the error names it; when that fails too, the error says so and names
+    the store that holds the draws (``store``), if any.  No temporary or partial file is left either way."""
+    import tempfile
+
+    from . import azcompat
+
+    def why(e):
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+    data = azcompat.to_netcdf_bytes(idata)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _write_bytes(data, out)
+        return
+    except OSError as e:
+        reason = why(e)
+    try:
         fd, rescue = tempfile.mkstemp(prefix="bnnzoo-rescue-", suffix=".nc")
         os.close(fd)
         try:
-            azcompat.to_netcdf(idata, rescue)
+            _write_bytes(data, Path(rescue))
         except OSError:
             Path(rescue).unlink(missing_ok=True)
-            raise ValueError(f"{flag}: could not write {out} ({reason}), nor a rescue copy") from None
-        raise ValueError(f"{flag}: could not write {out} ({reason}); the run was saved to {rescue}") from None
+            raise
+    except OSError as e2:
+        kept = (f"; the draws are kept in the store {store} (read them with bnnzoo.inference.load_store, or "
+                f"rerun with --resume once there is space)" if store is not None and Path(store).exists()
+                else "; the run is lost (a run with --chunk keeps its draws in a store as it goes)")
+        raise ValueError(f"{flag}: could not write {out} ({reason}), nor a rescue copy in "
+                         f"{tempfile.gettempdir()} ({why(e2)}){kept}") from None
+    raise ValueError(f"{flag}: could not write {out} ({reason}); the run was saved to {rescue}") from None
 
 
 # flag -> (argparse dest, minimum) for the sample command's integer options
@@ -452,8 +480,12 @@ def _cmd_sample(args) -> int:
 
     _check_sample_flags(args)
     out = _check_path(args.out, "--out", overwrite=args.overwrite)
-    if getattr(args, "chunk", None) is not None or args.store is not None or args.resume:
-        _check_path(args.store if args.store is not None else str(out) + ".store", "--store", folder=True)
+    store = _long_run_options(args).get("store")
+    if store is not None:
+        store = _check_path(store, "--store", folder=True)
+        if store.resolve() == out.resolve() or out.resolve().is_relative_to(store.resolve()):
+            raise ValueError(f"--store and --out must differ: --out {out} would be written "
+                             f"{'as' if store.resolve() == out.resolve() else 'inside'} the store folder {store}")
     entry = get_entry(args.entry)
     task_kw, overrides = sample_arguments(entry, args)
     explicit = [args.coordinator, args.num_processes, args.process_id]
@@ -483,7 +515,7 @@ def _cmd_sample(args) -> int:
             _logger.info("process %d done (%.1f s); process 0 writes %s", jax.process_index(), time.time() - t0,
                          out)
             return 0
-    _write_run(idata, out)
+    _write_run(idata, out, store=store)
     _logger.info("wrote %s (%.1f s; %r)", out, time.time() - t0, task)
     return 0
 

@@ -41,6 +41,7 @@ import json
 import logging
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -535,6 +536,12 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
             _logger.debug("[diagnose] %s: %.1f s", name, timings[name])
         return out
 
+    if not isinstance(run, RunData):
+        from ..inference.convert import check_provenance
+
+        doubt = check_provenance(run)
+        if doubt is not None:
+            warnings.warn(doubt, RuntimeWarning, stacklevel=2)
     cfg = _run_config(run)
     entry = _entry_of(cfg)
     if _fcn_like(run, cfg, entry):

@@ -8,10 +8,10 @@ test oracles.
 """
 
 from .convert import run_config
-from .plan import REPARAMS, SAMPLERS, RunPlan, make_plan
+from .plan import REPARAMS, SAMPLERS, RunPlan, RunSpec, make_plan, make_spec
 from .predictive import predict
 from .sampling import build_kernel, sample
 from .store import load_store
 
-__all__ = ["sample", "predict", "run_config", "build_kernel", "SAMPLERS", "REPARAMS", "RunPlan", "make_plan",
+__all__ = ["sample", "predict", "run_config", "build_kernel", "SAMPLERS", "REPARAMS", "RunPlan", "make_plan", "RunSpec", "make_spec",
            "load_store"]

@@ -160,9 +160,9 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------------------------------- the families
 def _resolved(entry, task, model_kwargs: dict) -> dict:
-    from .sampling import _model_kwargs
+    from .plan import resolve_kwargs
 
-    return _model_kwargs(entry.name, entry.model, entry, task, dict(model_kwargs), ())
+    return resolve_kwargs(entry.name, entry.model, entry, task, dict(model_kwargs), ())
 
 
 def _temperature(entry, kw: dict) -> float:
@@ -422,7 +422,9 @@ def _with_record(idata, record: dict, runs: dict):
     groups = {g: azcompat.get_group(idata, g) for g in azcompat.group_names(idata)}
     for ds in groups.values():
         ds.attrs.clear()
-    return azcompat.make_idata(groups, attrs)
+    from .convert import sealed
+
+    return azcompat.make_idata(groups, sealed(attrs, groups.get("posterior")))
 
 
 def certify_run(idata, entry=None, family: str = "family") -> dict:

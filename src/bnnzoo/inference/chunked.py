@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,8 @@ import numpy as np
 from jax import lax
 
 from .distributed import agree_to_start
-from .store import RunStore, StoreError, describe_differences, load_state, save_state
+from .store import (RunStore, StoreError, describe_differences, load_state, manifest_digest, save_state,
+                    version_changes)
 
 __all__ = ["Block", "plan_blocks", "ChunkedResult", "run_chunked", "STAT_FIELDS"]
 
@@ -108,6 +110,8 @@ class ChunkedResult:
         Seconds for init, compilation (first call of each block shape), warm-up and sampling.
     resumed_from_block : int
         The block a resumed run started after (-1: a fresh run).
+    store_versions : dict or None
+        The library versions the store was started with, when a resume runs other ones (None otherwise).
     """
 
     samples: dict
@@ -119,6 +123,7 @@ class ChunkedResult:
     last_state: Any = None
     resumed_from_block: int = -1
     blocks: list = field(default_factory=list)
+    store_versions: dict | None = None
 
 
 def _getter(path: str):
@@ -324,7 +329,7 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
         (:class:`~bnnzoo.inference.store.StoreError`, one line naming the folder or file).
     """
     lock_refusal = None
-    if store is not None and store.path.exists():
+    if store is not None:   # first: every check of the store's state below runs under its lock
         try:
             store.lock()
         except StoreError as e:
@@ -339,7 +344,7 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
                             lock_refusal=lock_refusal)
     finally:
         if store is not None:
-            store.unlock()
+            store.unlock(remove_if_new=True)
 
 
 def _check_store(store: RunStore, resume: bool, manifest: dict | None) -> None:
@@ -349,6 +354,10 @@ def _check_store(store: RunStore, resume: bool, manifest: dict | None) -> None:
         if store.exists():
             raise StoreError(f"{store.path} already holds a run; pass resume=True (CLI: --resume) to continue it, or "
                              f"choose a new folder")
+        foreign = store.foreign_files()
+        if foreign:
+            raise StoreError(f"{store.path} holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''} but "
+                             f"no run.json: it is not a bnnzoo store this run may write into; use another folder")
         return
     if not store.exists():
         raise StoreError(f"cannot resume {store.path}: it holds no run (no run.json); drop resume (CLI: --resume) to "
@@ -357,6 +366,25 @@ def _check_store(store: RunStore, resume: bool, manifest: dict | None) -> None:
     if manifest is not None and stored.get("fingerprint") != manifest.get("fingerprint"):
         raise StoreError(f"cannot resume {store.path}: {describe_differences(stored, manifest)}; resume with the "
                          f"same arguments, or use a new folder")
+
+
+def _check_manifest(store: RunStore, ckpt, manifest: dict | None) -> dict | None:
+    """Refuse a resume whose ``run.json`` was edited after the run started (its digest differs from the one the
+    checkpoint carries); warn when the libraries' versions changed since, and return the store's versions then
+    (None when they did not change)."""
+    path, meta, _ = ckpt
+    stored = store.manifest()
+    if "manifest" in meta and meta["manifest"] != manifest_digest(stored):
+        raise StoreError(f"cannot resume {store.path}: its run.json was edited after the run started (its checksum "
+                         f"differs from the one in {path.name}); restore it, or start the run again in a new folder")
+    changed = version_changes(stored, manifest or {})
+    if not changed:
+        return None
+    warnings.warn(f"{store.path} was started with " + ", ".join(f"{k} {a}" for k, (a, b) in changed.items())
+                  + "; this resume runs " + ", ".join(f"{k} {b}" for k, (a, b) in changed.items())
+                  + f": the draws after block {meta['block_done']} come from other versions (both are recorded in "
+                  f"the run's provenance: engine.store_versions)", RuntimeWarning, stacklevel=4)
+    return stored.get("versions")
 
 
 def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_chains, num_warmup, num_samples,
@@ -373,7 +401,7 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
                              f"{n_dev} local devices")
     # the store: refused (one line) before anything compiles when it cannot be used as asked
     spmd = chain_method == "sharded" and hasattr(kernel, "chain_axes") and jax.process_count() > 1
-    ckpt = None
+    ckpt, store_versions = None, None
     if store is not None:
         refusal = lock_refusal
         try:
@@ -385,6 +413,8 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
                     ckpt = None if agreed is None else (agreed,) + store.check_checkpoint(agreed)
                 elif resume:
                     ckpt = store.good_checkpoint()
+                if ckpt is not None:
+                    store_versions = _check_manifest(store, ckpt, manifest)
         except ValueError as e:
             refusal = e
         # several processes: each checked its own sub-folder; all stop here if one refused (the others would
@@ -432,6 +462,7 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
     if store is not None:
         store.lock()                       # (already held when the folder existed)
         store.remove_partial_writes()
+        manifest_sha = manifest_digest(store.manifest() if store.exists() else dict(manifest or {}, complete=False))
         if ckpt is not None:
             path, meta, arrays = ckpt
             state, meta = load_state(path, state, checked=(meta, arrays))
@@ -522,7 +553,7 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
             if _TEST_PAUSE:  # tests/perf/test_resume.py: widen the window between a chunk and its checkpoint
                 time.sleep(_TEST_PAUSE)
             save_state(store.state_path, host_state(state), {"block_done": block.index, "timing": timing,
-                                                             "chunks": chunk_sums},
+                                                             "chunks": chunk_sums, "manifest": manifest_sha},
                        previous=store.previous_state_path)
             if spmd:    # no process starts the next block before every one has its checkpoint: after a kill, the
                 from jax.experimental import multihost_utils   # processes' checkpoints are at most one block apart
@@ -549,7 +580,8 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
                          stats={k: cat(v) for k, v in stats.items() if v},
                          thinned={k: cat(v) for k, v in thinned.items() if v},
                          thinned_draws=thinned_draws, warmup=warmup, timing=timing,
-                         last_state=state, resumed_from_block=resumed_from, blocks=blocks)
+                         last_state=state, resumed_from_block=resumed_from, blocks=blocks,
+                         store_versions=store_versions)
 
 
 def _block_datasets(block, sites, stats, bufs, main_sites, small_sites, site_thinning, num_chains, wtime):

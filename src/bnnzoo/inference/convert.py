@@ -20,7 +20,9 @@ import xarray as xr
 from .. import azcompat
 
 __all__ = ["SAMPLE_STATS", "EXTRA_FIELDS", "sample_stats", "dataset", "thinned_dataset", "warmup_datasets",
-           "gibbs_warmup_datasets", "infer_dims", "jsonable", "versions", "bnnzoo_version", "run_config"]
+           "gibbs_warmup_datasets", "infer_dims", "jsonable", "versions", "bnnzoo_version", "run_config",
+           "posterior_group", "sample_stats_group", "observed_data_group", "constant_data_group", "predictions_group",
+           "predictions_constant_data_group", "provenance", "provenance_checksum", "check_provenance", "sealed"]
 
 # sample_stats name -> (NumPyro extra field / engine state field, conversion).  NumPyro's extra fields and the
 # chunked driver's state fields carry the same names (engine.STAT_FIELDS keys), so one table serves both.
@@ -159,3 +161,129 @@ def run_config(idata) -> dict:
     if "bnnzoo_config" not in attrs:
         raise ValueError("this InferenceData was not made by bnnzoo.sample (no 'bnnzoo_config' attribute)")
     return json.loads(attrs["bnnzoo_config"])
+
+
+# ------------------------------------------------------------------------------------------------ one function per group
+# (the predictive groups: bnnzoo.inference.predictive)
+
+def _lead(draws) -> tuple[tuple, dict]:
+    n_chain, n_draw = next(iter(draws.samples.values())).shape[:2]
+    return ("chain", "draw"), {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+
+
+def posterior_group(spec, draws) -> xr.Dataset:
+    """``posterior``: every recorded site but the observations, with the entry's (or the given) dims."""
+    lead, coords = _lead(draws)
+    return dataset({k: v for k, v in draws.samples.items() if k != "y"}, spec.site_dims, lead, coords)
+
+
+def sample_stats_group(spec, draws) -> xr.Dataset:
+    """``sample_stats``: the sampler statistics (:data:`SAMPLE_STATS`, and the tempering samplers' own)."""
+    lead, coords = _lead(draws)
+    return dataset(draws.stats, {}, lead, coords)
+
+
+def observed_data_group(spec) -> xr.Dataset:
+    """``observed_data``: the targets y (point, class)."""
+    t = spec.task
+    return xr.Dataset({"y": (("point", "class"), t.Y)}, coords={"point": np.arange(t.P), "class": np.arange(t.m)})
+
+
+def constant_data_group(spec) -> xr.Dataset:
+    """``constant_data``: the inputs X (point, input) and the class labels."""
+    t = spec.task
+    return xr.Dataset({"X": (("point", "input"), t.X), "labels": (("point",), t.labels)},
+                      coords={"point": np.arange(t.P), "input": np.arange(t.N0)})
+
+
+def predictions_group(spec, draws) -> xr.Dataset:
+    """``predictions``: the network outputs f (test_point, class) on the test set."""
+    lead, coords = _lead(draws)
+    return dataset({"f": draws.f_test}, {"f": ["test_point", "class"]}, lead, coords)
+
+
+def predictions_constant_data_group(spec) -> xr.Dataset:
+    """``predictions_constant_data``: the test inputs, targets and labels."""
+    t = spec.task
+    const = {"X_test": (("test_point", "input"), t.X_test), "y_test": (("test_point", "class"), t.Y_test)}
+    if t.labels_test is not None:
+        const["labels_test"] = (("test_point",), t.labels_test)
+    return xr.Dataset(const, coords={"test_point": np.arange(t.X_test.shape[0]), "input": np.arange(t.N0),
+                                     "class": np.arange(t.m)})
+
+
+_CHECKED_ATTRS = ("model", "sampler", "seed", "num_chains", "num_warmup", "num_samples", "thinning")
+
+
+def provenance_checksum(attrs: dict, posterior) -> str:
+    """SHA-256 of a run's provenance: its ``bnnzoo_*`` attributes (the checksum's own excepted), the flat ones
+    ArviZ shows (model, sampler, sizes, the scalar model arguments ``model_*``) and the name, dims and dtype of
+    every posterior variable.  Stored as the attribute ``bnnzoo_checksum``; :func:`check_provenance` recomputes it."""
+    import hashlib
+
+    keys = sorted(k for k in attrs if (k.startswith(("bnnzoo_", "model_")) or k in _CHECKED_ATTRS)
+                  and k not in ("bnnzoo_checksum", "bnnzoo_version"))
+    h = hashlib.sha256()
+    for k in keys:
+        h.update(f"{k}={attrs[k]}\n".encode())
+    if posterior is not None:
+        for name in sorted(posterior.data_vars):
+            v = posterior[name]
+            h.update(f"{name}:{v.dims}:{v.shape}:{v.dtype}\n".encode())
+    return h.hexdigest()
+
+
+def check_provenance(idata) -> str | None:
+    """None when the run's provenance matches its checksum (or carries none: made elsewhere, or by an older
+    bnnzoo); otherwise a one-line message for a warning: its attributes were edited after it was written, so the
+    model settings they state (activation, temperature, ...) may not be the ones its draws came from."""
+    attrs = azcompat.get_attrs(idata)
+    want = attrs.get("bnnzoo_checksum")
+    if want is None:
+        return None
+    post = azcompat.get_group(idata, "posterior") if "posterior" in azcompat.group_names(idata) else None
+    if provenance_checksum(attrs, post) == str(want):
+        return None
+    return ("the run's provenance does not match its checksum (its attributes were edited after it was written): "
+            "the model settings it states may not be the ones its draws came from")
+
+
+_LIBRARY = {"gibbs": "bnnzoo.inference.gibbs_linear", "chees": "bnnzoo.inference.chees",
+            "snaper": "bnnzoo.inference.chees", "pt": "bnnzoo.inference.tempering", "smc": "blackjax"}
+
+
+def provenance(spec, draws, wall_time_s: float) -> dict:
+    """The run's attributes: ``bnnzoo_config`` (the full provenance as JSON, read by :func:`run_config`) and the
+    flat attributes ArviZ shows (model, sampler, sizes, libraries, the scalar model arguments)."""
+    from datetime import datetime, timezone
+
+    n_div = int(np.asarray(draws.stats["diverging"]).sum())
+    config = dict(model=spec.name, model_kwargs=jsonable(dict(spec.model_kwargs)), task=jsonable(spec.task.meta),
+                  task_name=spec.task.name, sampler=jsonable(spec.sampler_config()), seed=spec.seed,
+                  versions=versions(), record=list(spec.record), divergences=n_div,
+                  wall_time_s=round(wall_time_s, 3),
+                  created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    if draws.engine is not None:
+        config["engine"] = jsonable(draws.engine)
+    if spec.sampler in ("gibbs", "pt", "chees", "snaper"):
+        lib_version = config["versions"]["bnnzoo"]
+    elif spec.sampler == "smc":
+        import blackjax
+
+        lib_version = blackjax.__version__
+    else:
+        lib_version = numpyro.__version__
+    attrs = {"bnnzoo_config": json.dumps(config), "model": spec.name, "sampler": spec.sampler, "seed": spec.seed,
+             "num_chains": spec.num_chains, "num_warmup": spec.num_warmup, "num_samples": spec.num_samples,
+             "thinning": spec.thinning, "inference_library": _LIBRARY.get(spec.sampler, "numpyro"),
+             "inference_library_version": lib_version, "bnnzoo_version": config["versions"]["bnnzoo"],
+             "created_at": config["created_at"]}
+    for k, v in spec.model_kwargs.items():
+        if isinstance(v, (int, float, str, np.integer, np.floating)) and not isinstance(v, bool):
+            attrs[f"model_{k}"] = v
+    return attrs
+
+
+def sealed(attrs: dict, posterior) -> dict:
+    """``attrs`` with their ``bnnzoo_checksum`` (:func:`provenance_checksum`) set for ``posterior``."""
+    return dict(attrs, bnnzoo_checksum=provenance_checksum(attrs, posterior))

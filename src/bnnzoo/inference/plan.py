@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Callable
+
 import numpy as np
 
-__all__ = ["RunPlan", "make_plan", "choose_sampler", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
+__all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
            "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING"]
 
 SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc")
@@ -35,6 +37,7 @@ CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees
 TEMPERING = ("pt", "smc")                   # bnnzoo.inference.tempering / .smc: their own drivers, no NumPyro kernel
 REPARAMS = ("readout", "data_space")
 CHAIN_METHODS = ("auto", "vectorized", "parallel", "sequential", "sharded")
+SEED_MAX = 2**63 - 1                        # the largest seed jax.random.PRNGKey takes
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
 
 
@@ -192,6 +195,8 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     check_int("num_samples", num_samples, 1)
     check_int("thinning", thinning, 1)
     check_int("seed", seed, 0)
+    if seed > SEED_MAX:
+        raise ValueError(f"seed must be an integer in 0..{SEED_MAX} (2**63 - 1), got {seed!r}")
     if thinning > num_samples:
         raise ValueError(f"thinning={thinning} exceeds num_samples={num_samples}: no draw would be kept")
     for name, value in (("progress", progress), ("log_likelihood", log_likelihood), ("resume", resume),
@@ -330,3 +335,178 @@ def engine_chunk_size(chunk_size, n_keep: int, store, site_thinning) -> int:
         size = max(lcm, size // lcm * lcm)
     return max(size, 1)
 
+
+
+def resolve_model(model) -> tuple[str, Callable, Any]:
+    """(name, model function, zoo entry or None) of ``model``: a zoo entry name, a ZooEntry or a NumPyro model."""
+    from ..models.zoo import ZooEntry, get_entry
+
+    if isinstance(model, str):
+        entry = get_entry(model)
+        return entry.name, entry.model, entry
+    if isinstance(model, ZooEntry):
+        return model.name, model.model, model
+    if callable(model):
+        return getattr(model, "__qualname__", repr(model)), model, None
+    raise ValueError(f"model must be a zoo entry name, a ZooEntry or a NumPyro model function, got {model!r}")
+
+
+def resolve_kwargs(name, fn, entry, task, model_kwargs, record) -> dict:
+    """The model's keyword arguments: the entry's defaults overridden by ``model_kwargs``, ``record`` added, the
+    entry's resolution applied and the whole checked (a plain model: the names against its signature)."""
+    import inspect
+
+    kw = entry.kwargs(**model_kwargs) if entry is not None else dict(model_kwargs)
+    if record:
+        kw["record"] = tuple(record)
+    if entry is not None and entry.resolve is not None:
+        kw = entry.resolve(task.X, kw)
+    if entry is not None:
+        entry.validate(task.X, task.Y, **kw)
+    else:
+        params = inspect.signature(fn).parameters
+        unknown = [k for k in kw if k not in params and not any(p.kind == p.VAR_KEYWORD for p in params.values())]
+        if unknown:
+            raise ValueError(f"model {name} has no argument(s) {unknown}")
+    return kw
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Every setting of one :func:`bnnzoo.sample` call, checked once by :func:`make_spec`; the engines and the
+    conversion to ArviZ read it and nothing else.
+
+    Attributes
+    ----------
+    name, model, entry : the model's name, the NumPyro model function, its zoo entry (None for a plain model).
+    task : the :class:`~bnnzoo.tasks.Task`.
+    model_kwargs : the model's keyword arguments, resolved (the entry's defaults, ``record``, checked).
+    sampler, sampler_requested : the sampler that runs, and the name asked for (``"auto"`` resolved by
+        :func:`choose_sampler`).
+    num_chains, num_warmup, num_samples, thinning, seed : the MCMC sizes and the seed.
+    record : the extra sites recorded.
+    chain_method, use_engine, n_devices, n_processes, local_chains, reparam : the decisions of :func:`make_plan`.
+    step_size, num_steps, target_accept, max_tree_depth, dense_mass, init : the kernel's settings.
+    progress, log_likelihood, posterior_predictive, prior_predictive : what is reported and added.
+    site_dims : {site: dims} of the posterior's sites.
+    chunk_size, store, resume, exclude, site_thinning, warm_start : the long-run options.
+    matmul_precision : the precision the run is traced under.
+    tempering : the checked options of sampler "pt" / "smc" (None for the others).
+    """
+
+    name: str
+    model: Any
+    entry: Any
+    task: Any
+    model_kwargs: dict
+    sampler: str
+    sampler_requested: str
+    num_chains: int
+    num_warmup: int
+    num_samples: int
+    thinning: int
+    seed: int
+    record: tuple
+    chain_method: str
+    use_engine: bool
+    n_devices: int
+    n_processes: int
+    local_chains: int
+    reparam: tuple
+    step_size: Any
+    num_steps: Any
+    target_accept: Any
+    max_tree_depth: int
+    dense_mass: bool
+    init: Any
+    progress: bool
+    log_likelihood: bool
+    posterior_predictive: bool
+    prior_predictive: bool
+    site_dims: dict
+    chunk_size: Any
+    store: Any
+    resume: bool
+    exclude: tuple
+    site_thinning: dict
+    warm_start: int
+    matmul_precision: Any
+    tempering: Any
+
+    def init_summary(self):
+        """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""
+        return self.init if isinstance(self.init, str) else {"values_for": sorted(self.init)}
+
+    def sampler_config(self) -> dict:
+        """The sampler's settings as the provenance records them (``run_config(idata)["sampler"]``)."""
+        return dict(sampler=self.sampler, sampler_requested=self.sampler_requested, num_chains=self.num_chains,
+                    num_warmup=self.num_warmup, num_samples=self.num_samples, thinning=self.thinning,
+                    chain_method=self.chain_method, step_size=self.step_size, num_steps=self.num_steps,
+                    target_accept=self.target_accept, max_tree_depth=self.max_tree_depth, dense_mass=self.dense_mass,
+                    init=self.init_summary(), matmul_precision=self.matmul_precision)
+
+
+def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_samples, sampler, seed, thinning,
+              record, progress, chain_method, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init,
+              log_likelihood, posterior_predictive, prior_predictive, dims, chunk_size, store, resume, exclude,
+              site_thinning, reparam, warm_start, matmul_precision, tempering) -> RunSpec:
+    """Check the arguments of :func:`bnnzoo.sample` and the model's, and decide how the run goes: a
+    :class:`RunSpec`.  The arguments are :func:`bnnzoo.sample`'s (``model_kwargs`` its ``**model_kwargs``).
+
+    Raises
+    ------
+    ValueError
+        On any bad argument, before anything compiles, with a one-line message naming it.
+    """
+    import jax
+
+    from ..tasks import Task
+
+    name, fn, entry = resolve_model(model)
+    if not isinstance(task, Task):
+        raise ValueError(f"task must be a bnnzoo.tasks.Task, got {type(task).__name__}")
+    for flag, value in (("posterior_predictive", posterior_predictive), ("prior_predictive", prior_predictive)):
+        _check_bool(flag, value)
+    record = normalize_record(record)     # first: a string would otherwise be split into letters
+    kw = resolve_kwargs(name, fn, entry, task, model_kwargs, record)
+    requested = sampler
+    if isinstance(sampler, str) and isinstance(num_chains, (int, np.integer)):
+        sampler = choose_sampler(sampler, entry, num_chains=int(num_chains), chain_method=chain_method,
+                                 dense_mass=dense_mass is True, num_steps=num_steps, max_tree_depth=max_tree_depth)
+    plan = make_plan(entry, kw, sampler=sampler, num_chains=num_chains, num_warmup=num_warmup,
+                     num_samples=num_samples, thinning=thinning, seed=seed, record=record, chain_method=chain_method,
+                     step_size=step_size, num_steps=num_steps, target_accept=target_accept,
+                     max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, progress=progress,
+                     log_likelihood=log_likelihood, chunk_size=chunk_size, store=store, resume=resume,
+                     exclude=exclude, site_thinning=site_thinning, reparam=reparam, warm_start=warm_start,
+                     matmul_precision=matmul_precision, n_devices=jax.local_device_count(),
+                     n_processes=jax.process_count())
+    if sampler in TEMPERING:
+        from .tempering import check_options
+
+        tempering = check_options(sampler, tempering, num_chains=num_chains, thinning=thinning, init=init)
+    elif tempering is not None:
+        raise ValueError(f"tempering options apply to sampler='pt' or 'smc', not sampler={sampler!r}")
+    if dims is not None:
+        site_dims = dims
+    elif entry is not None:
+        site_dims = entry.dims(**kw)
+    else:                                 # traced: under the run's precision, as everything of the run
+        import contextlib
+
+        from .convert import infer_dims
+
+        with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
+              else contextlib.nullcontext()):
+            site_dims = infer_dims(fn, task.X, task.Y, kw)
+    return RunSpec(name=name, model=fn, entry=entry, task=task, model_kwargs=kw, sampler=sampler,
+                   sampler_requested=requested, num_chains=int(num_chains), num_warmup=int(num_warmup),
+                   num_samples=int(num_samples), thinning=int(thinning), seed=int(seed), record=plan.record,
+                   chain_method=plan.chain_method, use_engine=plan.use_engine, n_devices=plan.n_devices,
+                   n_processes=plan.n_processes, local_chains=plan.local_chains, reparam=plan.reparam,
+                   step_size=step_size, num_steps=num_steps, target_accept=target_accept,
+                   max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, progress=progress,
+                   log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
+                   prior_predictive=prior_predictive, site_dims=site_dims, chunk_size=chunk_size, store=store,
+                   resume=resume, exclude=tuple(exclude), site_thinning=dict(site_thinning or {}),
+                   warm_start=int(warm_start), matmul_precision=matmul_precision, tempering=tempering)

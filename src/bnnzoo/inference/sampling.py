@@ -1,9 +1,11 @@
 """``bnnzoo.sample``: the public call that samples a zoo model and returns ArviZ data with named dims and provenance.
 
-The work is shared out: :mod:`bnnzoo.inference.plan` checks the arguments and decides the chain method and engine
-once; NumPyro's ``MCMC`` or the chunked driver (:mod:`bnnzoo.inference.engine`) or the exact Gibbs sampler
-(:mod:`bnnzoo.inference.gibbs_linear`) draws; :mod:`bnnzoo.inference.convert` turns the draws into ArviZ groups and
-:mod:`bnnzoo.inference.predictive` adds the predictive groups.
+``sample`` is a short composition: :func:`bnnzoo.inference.plan.make_spec` checks every argument once and returns
+one frozen :class:`~bnnzoo.inference.plan.RunSpec`; one engine draws from it and returns a :class:`Draws` record
+(the chunked driver :mod:`bnnzoo.inference.chunked`, NumPyro's ``MCMC``, the exact Gibbs sampler
+:mod:`bnnzoo.inference.gibbs_linear`, or the tempering samplers :mod:`bnnzoo.inference.tempering` /
+:mod:`bnnzoo.inference.smc`); :func:`inference_groups` turns the draws into ArviZ groups, one function per group
+(:mod:`bnnzoo.inference.convert`, :mod:`bnnzoo.inference.predictive`).
 """
 
 from __future__ import annotations
@@ -11,30 +13,28 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import inspect
-import json
 import logging
 import time
 import warnings
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import jax
 import numpy as np
-import numpyro
 import xarray as xr
 from numpyro.infer import HMC, MCMC, NUTS, Predictive
 from numpyro.infer.initialization import init_to_sample, init_to_uniform
 
 from .. import azcompat
-from ..models.zoo import ZooEntry, get_entry
 from ..tasks import Task
-from .convert import (EXTRA_FIELDS, dataset, gibbs_warmup_datasets, infer_dims, jsonable, run_config, sample_stats,
-                      thinned_dataset, versions, warmup_datasets)
-from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunPlan, check_int,
-                   choose_sampler, engine_chunk_size, make_plan)
+from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_datasets, jsonable,
+                      observed_data_group, posterior_group, predictions_constant_data_group, predictions_group,
+                      provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
+                      warmup_datasets)
+from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
+                   engine_chunk_size, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
@@ -51,9 +51,26 @@ HEALTH_WARNINGS = contextvars.ContextVar("bnnzoo_health_warnings", default=True)
 """False while :mod:`bnnzoo.inference.certify` runs the start families: their health is judged on the whole run."""
 
 
-def _init_summary(init):
-    """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""
-    return init if isinstance(init, str) else {"values_for": sorted(init)}
+@dataclass
+class Draws:
+    """What an engine hands to the conversion: the draws and their statistics.
+
+    Attributes
+    ----------
+    samples : {site: (chain, draw, ...)} every recorded site (latent and deterministic), ``f_test`` taken out.
+    stats : {name: (chain, draw)} the ``sample_stats`` arrays (:data:`bnnzoo.inference.convert.SAMPLE_STATS`).
+    f_test : (chain, draw, test_point, class) the outputs on the test set, or None (no test set, or not recorded).
+    engine : the engine's provenance (``run_config(idata)["engine"]``), or None (NumPyro's ``MCMC``).
+    thinned : the ``posterior_thinned`` group, or None.
+    warmup : the warm-up groups {name: Dataset}, or None.
+    """
+
+    samples: dict
+    stats: dict
+    f_test: np.ndarray | None = None
+    engine: dict | None = None
+    thinned: xr.Dataset | None = None
+    warmup: dict | None = None
 
 
 def trace_latent_sites(fn, X, Y, kw: dict) -> dict:
@@ -99,23 +116,6 @@ def init_params_from_values(fn, X, Y, kw: dict, values: dict, num_chains: int) -
             raise ValueError(f"init[{n!r}] must have shape (chain, ...) = {want}, got {v.shape}")
         out[n] = biject_to(site["fn"].support).inv(jax.numpy.asarray(v, dtype=jax.numpy.result_type(site["value"])))
     return out
-
-
-def _blackjax_version() -> str:
-    import blackjax
-
-    return blackjax.__version__
-
-
-def _resolve_model(model) -> tuple[str, Callable, ZooEntry | None]:
-    if isinstance(model, str):
-        entry = get_entry(model)
-        return entry.name, entry.model, entry
-    if isinstance(model, ZooEntry):
-        return model.name, model.model, model
-    if callable(model):
-        return getattr(model, "__qualname__", repr(model)), model, None
-    raise ValueError(f"model must be a zoo entry name, a ZooEntry or a NumPyro model function, got {model!r}")
 
 
 def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_accept=None, max_tree_depth=10,
@@ -185,20 +185,24 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
     return fast_kernel(HMC)(fn, num_steps=int(num_steps), trajectory_length=None, **common)
 
 
-def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_chains, num_warmup, num_samples,
-                thinning, plan: RunPlan, chunk_size, store, resume, exclude, site_thinning, warm_start, init,
-                progress, seed, sampler_cfg, init_params=None):
-    """Run the chunked driver (:mod:`bnnzoo.inference.engine`) for :func:`sample`."""
+def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draws:
+    """The chunked driver (:mod:`bnnzoo.inference.chunked`): every sampler with a NumPyro kernel when the plan says
+    so (ChEES / SNAPER, sharded chains, the long-run options)."""
     from numpyro import handlers
 
     from .chunked import run_chunked
     from .store import RunStore, fingerprint
 
+    task, kw, num_chains, thinning = spec.task, spec.model_kwargs, spec.num_chains, spec.thinning
+    store, exclude, site_thinning, init = spec.store, spec.exclude, spec.site_thinning, spec.init
     X, Y = task.X, task.Y
+    sampler_cfg = dict(sampler=spec.sampler, step_size=spec.step_size, num_steps=spec.num_steps,
+                       target_accept=spec.target_accept, max_tree_depth=spec.max_tree_depth,
+                       dense_mass=spec.dense_mass, init=spec.init_summary())
     n_dev = jax.local_device_count()
     n_proc, proc = jax.process_count(), jax.process_index()
     init_keys = jax.random.split(key_run, num_chains) if num_chains > 1 else key_run
-    chain_method, reparam = plan.chain_method, plan.reparam
+    chain_method, reparam = spec.chain_method, spec.reparam
     chain0, n_local = 0, num_chains
     if n_proc > 1:                         # this process's share of the chains (bnnzoo.inference.distributed)
         from .distributed import local_chains
@@ -208,7 +212,7 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
             init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]  # program runs
         if store is not None:                         # over all processes' devices (engine.run_chunked)
             store = Path(store) / f"process_{proc}"
-    chunk_size = engine_chunk_size(chunk_size, num_samples // thinning, store, site_thinning)
+    chunk_size = engine_chunk_size(spec.chunk_size, spec.num_samples // thinning, store, site_thinning)
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
 
     if reparam:
@@ -237,22 +241,23 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
         init_params = jax.tree.map(lambda v: v[chain0:chain0 + n_local], init_params)
     if init_params is not None and np.ndim(init_keys) == 1:      # one chain: the kernel takes unbatched values
         init_params = jax.tree.map(lambda v: v[0], init_params)
-    if warm_start:
+    if spec.warm_start:
         from numpyro.infer.initialization import init_to_sample, init_to_uniform
 
         from .warmstart import warm_start_params
 
         n_init = len(init_keys) if init_keys.ndim == 2 else 1      # every chain's keys for coupled multi-process
         init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_init,
-                                        init_to_sample if init == "prior" else init_to_uniform, int(warm_start),
+                                        init_to_sample if init == "prior" else init_to_uniform, spec.warm_start,
                                         timing=ws_timing)
 
     run_store, manifest = None, None
     if store is not None:
-        ident = dict(model=name, model_kwargs=jsonable(kw), sampler=jsonable(sampler_cfg), seed=seed,
-                     num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
-                     chunk_size=chunk_size, exclude=list(exclude), site_thinning=jsonable(site_thinning or {}),
-                     reparam=list(reparam), warm_start=int(warm_start), task=jsonable(task.meta))
+        ident = dict(model=spec.name, model_kwargs=jsonable(kw), sampler=jsonable(sampler_cfg), seed=spec.seed,
+                     num_chains=num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
+                     thinning=thinning, chunk_size=chunk_size, exclude=list(exclude),
+                     site_thinning=jsonable(site_thinning or {}), reparam=list(reparam), warm_start=spec.warm_start,
+                     task=jsonable(task.meta))
         if n_proc > 1:
             ident.update(process_index=proc, process_count=n_proc)
         arrays = [X, Y] + ([task.X_test] if task.X_test is not None else [])
@@ -263,10 +268,11 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="There are not enough devices")
         res = run_chunked(kernel, model_args=(X, Y), model_kwargs=kw, make_post=make_post, init_keys=init_keys,
-                          num_chains=n_local, chain_offset=chain0, num_warmup=num_warmup, num_samples=num_samples,
-                          thinning=thinning, chunk_size=chunk_size, chain_method=chain_method, init_params=init_params,
-                          exclude=exclude, site_thinning=site_thinning, store=run_store, resume=resume,
-                          manifest=manifest, progress=progress)
+                          num_chains=n_local, chain_offset=chain0, num_warmup=spec.num_warmup,
+                          num_samples=spec.num_samples, thinning=thinning, chunk_size=chunk_size,
+                          chain_method=chain_method, init_params=init_params, exclude=exclude,
+                          site_thinning=site_thinning, store=run_store, resume=spec.resume, manifest=manifest,
+                          progress=spec.progress)
     timing = dict(res.timing, **ws_timing)
     if n_proc > 1:                         # every process gets all chains, in chain order
         from .distributed import gather_chains
@@ -277,12 +283,119 @@ def _run_engine(name, fn, entry, kernel, task, kw, *, key_run, key_pred, num_cha
             thinned=gather_chains(res.thinned),
             warmup=dict(gather_chains({k: v for k, v in res.warmup.items() if k != "time"}),
                         **({} if warm_t is None else {"time": warm_t})))
-    cfg = dict(chain_method=chain_method, chunk_size=chunk_size, store=None if store is None else str(store),
+    cfg = dict(chain_method=chain_method, chunk_size=chunk_size, store=None if spec.store is None else str(spec.store),
                exclude=list(exclude), site_thinning=dict(site_thinning or {}), reparam=list(reparam),
-               warm_start=int(warm_start), n_devices=n_dev, resumed_from_block=res.resumed_from_block,
+               warm_start=spec.warm_start, n_devices=n_dev, resumed_from_block=res.resumed_from_block,
                n_processes=n_proc, process_index=proc,
                timing={k: round(v, 4) for k, v in timing.items()})
-    return res, cfg
+    if res.store_versions is not None:      # a resume under other library versions: both are on record
+        cfg["store_versions"] = res.store_versions
+    from .chunked import STAT_FIELDS
+
+    samples = dict(res.samples)
+    f_test = samples.pop("f_test", None)
+    warmup = None
+    if res.warmup:
+        warmup = warmup_datasets(res, spec.site_dims)
+        if spec.sampler in CHEES_LIKE:
+            _check_trajectory_settled(spec.sampler, res.warmup, cfg)
+    return Draws(samples=samples, stats=sample_stats({src: res.stats[stat] for src, stat in STAT_FIELDS.items()}),
+                 f_test=f_test, engine=cfg, thinned=thinned_dataset(res, spec.site_dims) if res.thinned else None,
+                 warmup=warmup)
+
+
+def _draw_gibbs(spec: RunSpec) -> Draws:
+    """The exact blocked Gibbs sampler of the linear fully-connected nets (:mod:`bnnzoo.inference.gibbs_linear`)."""
+    from .gibbs_linear import gibbs_chains
+
+    task = spec.task
+    samples, stats, info = gibbs_chains(
+        task.X, task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
+        thinning=spec.thinning, seed=spec.seed, X_test=task.X_test, exclude=spec.exclude, progress=spec.progress,
+        **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
+    f_test = samples.pop("f_test", None)
+    return Draws(samples=samples, stats=stats, f_test=f_test,
+                 engine={"chain_method": spec.chain_method, "timing": info["timing"]},
+                 warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
+
+
+def _draw_tempering(spec: RunSpec, key_run, init_params) -> Draws:
+    """Parallel tempering or tempered SMC (:mod:`bnnzoo.inference.tempering`, :mod:`bnnzoo.inference.smc`)."""
+    from .tempering import run_tempering
+
+    samples, fields, extra_stats, cfg = run_tempering(
+        spec.sampler, spec.model, spec.task, spec.model_kwargs, key=key_run, num_chains=spec.num_chains,
+        num_warmup=spec.num_warmup, num_samples=spec.num_samples, thinning=spec.thinning, init=spec.init,
+        num_steps=spec.num_steps, target_accept=spec.target_accept, chunk_size=spec.chunk_size,
+        exclude=spec.exclude, progress=spec.progress, options=spec.tempering, init_params=init_params)
+    f_test = samples.pop("f_test", None)
+    return Draws(samples=samples, stats=dict(sample_stats(fields), **extra_stats), f_test=f_test,
+                 engine=dict(cfg, options=spec.tempering))
+
+
+def _draw_mcmc(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draws:
+    """NumPyro's ``MCMC`` (NUTS / HMC without the chunked driver's options); the test-set outputs by
+    ``Predictive`` from the draws."""
+    task, kw, C = spec.task, spec.model_kwargs, spec.num_chains
+    # NumPyro's bar redraws itself with carriage returns: drawn on a terminal only, else two log lines
+    bar = bool(spec.progress) and interactive()
+    log_lines = bool(spec.progress) and not bar
+    if log_lines:
+        _logger.info("sample: %s, %d chains x (%d warm-up + %d sampling steps) ...", spec.sampler, C,
+                     spec.num_warmup, spec.num_samples)
+    t_run = time.perf_counter()
+    mcmc = MCMC(kernel, num_warmup=spec.num_warmup, num_samples=spec.num_samples, num_chains=C,
+                thinning=spec.thinning, chain_method=spec.chain_method, progress_bar=bar)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="There are not enough devices")
+        mcmc.run(key_run, task.X, task.Y, extra_fields=EXTRA_FIELDS, init_params=(
+            None if init_params is None else init_params if C > 1
+            else jax.tree.map(lambda v: v[0], init_params)), **kw)
+    if log_lines:
+        _logger.info("sample: done (%.1f s)", time.perf_counter() - t_run)
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    fields = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    f_test = None
+    if task.X_test is not None:
+        pred = Predictive(spec.model, posterior_samples=mcmc.get_samples(), return_sites=["f_test"])
+        f_test = np.asarray(pred(key_pred, task.X, task.Y, **dict(kw, X_test=task.X_test))["f_test"])
+        f_test = f_test.reshape(next(iter(samples.values())).shape[:2] + f_test.shape[1:])
+    return Draws(samples=samples, stats=sample_stats(fields), f_test=f_test)
+
+
+
+
+def inference_groups(spec: RunSpec, draws: Draws, key_pred) -> dict:
+    """The ArviZ groups of a run, one function per group (:mod:`bnnzoo.inference.convert`,
+    :mod:`bnnzoo.inference.predictive`)."""
+    task, kw = spec.task, spec.model_kwargs
+    groups = {"posterior": posterior_group(spec, draws), "sample_stats": sample_stats_group(spec, draws),
+              "observed_data": observed_data_group(spec), "constant_data": constant_data_group(spec)}
+    lead, coords = ("chain", "draw"), {"chain": np.arange(draws.stats["diverging"].shape[0]),
+                                       "draw": np.arange(draws.stats["diverging"].shape[1])}
+    y_dims = {"y": ["point", "class"]}
+    if spec.log_likelihood:
+        ll = _log_likelihood(spec.model, spec.entry, draws.samples, task.X, task.Y, kw)
+        groups["log_likelihood"] = dataset({"y": ll}, y_dims, lead, coords)
+    if spec.posterior_predictive:
+        y_pp = _posterior_predictive(spec.model, spec.entry, draws.samples, task.X, kw,
+                                     jax.random.fold_in(key_pred, 1 << 30), task.m)
+        groups["posterior_predictive"] = dataset({"y": y_pp}, y_dims, lead, coords)
+    if spec.prior_predictive:
+        groups.update(prior_groups(spec.model, task.X, kw, jax.random.fold_in(key_pred, (1 << 30) + 1),
+                                   len(coords["chain"]), len(coords["draw"]), task.m, spec.site_dims,
+                                   exclude=spec.exclude))
+    if draws.thinned is not None:
+        groups["posterior_thinned"] = draws.thinned
+    if draws.warmup is not None:
+        groups.update(draws.warmup)
+    if task.X_test is not None and draws.f_test is None:
+        warnings.warn("the test-set output f_test was not recorded (excluded, or not computable): no predictions "
+                      "group", RuntimeWarning, stacklevel=3)
+    elif task.X_test is not None:
+        groups["predictions"] = predictions_group(spec, draws)
+        groups["predictions_constant_data"] = predictions_constant_data_group(spec)
+    return groups
 
 
 TRAJECTORY_GROWTH_WARN = 2.0
@@ -307,22 +420,6 @@ def _check_trajectory_settled(sampler, warmup, engine_cfg):
                       f"ran at {g:.1f}x the length kept for sampling): check the ESS of the slow sites (readout "
                       f"weights); a longer warm-up (num_warmup) may give longer trajectories and better mixing",
                       RuntimeWarning, stacklevel=3)
-
-
-def _model_kwargs(name, fn, entry, task, model_kwargs, record) -> dict:
-    kw = entry.kwargs(**model_kwargs) if entry is not None else dict(model_kwargs)
-    if record:
-        kw["record"] = tuple(record)
-    if entry is not None and entry.resolve is not None:
-        kw = entry.resolve(task.X, kw)
-    if entry is not None:
-        entry.validate(task.X, task.Y, **kw)
-    else:
-        params = inspect.signature(fn).parameters
-        unknown = [k for k in kw if k not in params and not any(p.kind == p.VAR_KEYWORD for p in params.values())]
-        if unknown:
-            raise ValueError(f"model {name} has no argument(s) {unknown}")
-    return kw
 
 
 def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num_samples: int = 500,
@@ -469,205 +566,41 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     call = dict(locals())                    # the arguments, for certify (model_kwargs passed on separately)
     call.pop("model_kwargs")
     t_start = time.time()
-    name, fn, entry = _resolve_model(model)
-    if not isinstance(task, Task):
-        raise ValueError(f"task must be a bnnzoo.tasks.Task, got {type(task).__name__}")
-    for flag, value in (("posterior_predictive", posterior_predictive), ("prior_predictive", prior_predictive)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{flag} must be True or False, got {value!r}")
-    # record is checked first: a string would otherwise be split into letters by the model kwargs
-    from .plan import normalize_record
-
-    record = normalize_record(record)
-    kw = _model_kwargs(name, fn, entry, task, model_kwargs, record)
-    requested = sampler
-    if isinstance(sampler, str) and isinstance(num_chains, (int, np.integer)):
-        sampler = choose_sampler(sampler, entry, num_chains=int(num_chains), chain_method=chain_method,
-                                 dense_mass=dense_mass is True, num_steps=num_steps, max_tree_depth=max_tree_depth)
-        if requested == "auto":
-            _logger.debug("sample: sampler 'auto' -> %r", sampler)
-    plan = make_plan(entry, kw, sampler=sampler, num_chains=num_chains, num_warmup=num_warmup,
-                     num_samples=num_samples, thinning=thinning, seed=seed, record=record, chain_method=chain_method,
-                     step_size=step_size, num_steps=num_steps, target_accept=target_accept,
-                     max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, progress=progress,
-                     log_likelihood=log_likelihood, chunk_size=chunk_size, store=store, resume=resume,
-                     exclude=exclude, site_thinning=site_thinning, reparam=reparam, warm_start=warm_start,
-                     matmul_precision=matmul_precision, n_devices=jax.local_device_count(),
-                     n_processes=jax.process_count())
-    tempering_opts = None
-    if sampler in TEMPERING:
-        from .tempering import check_options
-
-        tempering_opts = check_options(sampler, tempering, num_chains=num_chains, thinning=thinning, init=init)
-    elif tempering is not None:
-        raise ValueError(f"tempering options apply to sampler='pt' or 'smc', not sampler={sampler!r}")
+    spec = make_spec(model, task, model_kwargs=model_kwargs, **{k: v for k, v in call.items()
+                                                               if k not in ("model", "task", "certify")})
     if certify is not False:
         from .certify import certified_sample
 
-        return certified_sample(entry, task, certify, call, model_kwargs)
-    chain_method, use_engine = plan.chain_method, plan.use_engine
-    X, Y = task.X, task.Y
+        return certified_sample(spec.entry, task, certify, call, model_kwargs)
     precision = (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
                  else contextlib.nullcontext())
+    key_run, key_pred = jax.random.split(jax.random.PRNGKey(seed))
     with precision:                      # tracing happens inside: every jitted function gets this precision
-        gibbs_stats = None
-        sample_fn = fn
-        if plan.reparam:
+        model_fn = spec.model
+        if spec.reparam:
             from ..models.fcn_fast import fcn_fast
 
-            sample_fn = partial(fcn_fast, integrate_readout="readout" in plan.reparam,
-                                data_space="data_space" in plan.reparam)
-        kernel = None
-        if sampler != "gibbs" and sampler not in TEMPERING:
-            kernel = build_kernel(sample_fn, sampler=sampler, step_size=step_size, num_steps=num_steps,
-                                  target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
-                                  init=init)
-        init_params = None
-        if isinstance(init, dict):
-            init_params = init_params_from_values(sample_fn, X, Y, kw, init, num_chains)
-        site_dims = dims if dims is not None else (entry.dims(**kw) if entry is not None else infer_dims(fn, X, Y, kw))
-
-        key = jax.random.PRNGKey(seed)
-        key_run, key_pred = jax.random.split(key)
-        engine_cfg = None
-        thinned_group = warmup_groups = None
-        if sampler == "gibbs":
-            from .gibbs_linear import gibbs_chains
-
-            samples, gibbs_stats, gibbs_info = gibbs_chains(
-                X, Y, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
-                seed=seed, X_test=task.X_test, exclude=exclude, progress=progress,
-                **{k: v for k, v in kw.items() if k != "X_test"})
-            f_test_engine = samples.pop("f_test", None)
-            engine_cfg = {"chain_method": chain_method, "timing": gibbs_info["timing"]}
-            if num_warmup:
-                warmup_groups = gibbs_warmup_datasets(gibbs_info)
-        elif sampler in TEMPERING:             # bnnzoo.inference.tempering (pt) / .smc: draws with f_test
-            from .tempering import run_tempering
-
-            samples, fields, extra_stats, engine_cfg = run_tempering(
-                sampler, fn, task, kw, key=key_run, num_chains=num_chains, num_warmup=num_warmup,
-                num_samples=num_samples, thinning=thinning, init=init, num_steps=num_steps,
-                target_accept=target_accept, chunk_size=chunk_size, exclude=exclude, progress=progress,
-                options=tempering_opts, init_params=init_params)
-            engine_cfg = dict(engine_cfg, options=tempering_opts)
-            f_test_engine = samples.pop("f_test", None)
-        elif use_engine:
-            res, engine_cfg = _run_engine(
-                name, fn, entry, kernel, task, kw, key_run=key_run, key_pred=key_pred, num_chains=num_chains,
-                num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, plan=plan,
-                chunk_size=chunk_size, store=store, resume=resume, exclude=exclude, site_thinning=site_thinning,
-                warm_start=warm_start, init=init, progress=progress, seed=seed, init_params=init_params,
-                sampler_cfg=dict(sampler=sampler, step_size=step_size, num_steps=num_steps, target_accept=target_accept,
-                                 max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=_init_summary(init)))
-            from .chunked import STAT_FIELDS
-
-            samples = dict(res.samples)
-            fields = {src: res.stats[stat] for src, stat in STAT_FIELDS.items()}
-            f_test_engine = samples.pop("f_test", None)
-            if res.thinned:
-                thinned_group = thinned_dataset(res, site_dims)
-            if res.warmup:
-                warmup_groups = warmup_datasets(res, site_dims)
-                if sampler in CHEES_LIKE:
-                    _check_trajectory_settled(sampler, res.warmup, engine_cfg)
+            model_fn = partial(fcn_fast, integrate_readout="readout" in spec.reparam,
+                               data_space="data_space" in spec.reparam)
+        init_params = (init_params_from_values(model_fn, task.X, task.Y, spec.model_kwargs, init, num_chains)
+                       if isinstance(init, dict) else None)
+        if spec.sampler == "gibbs":
+            draws = _draw_gibbs(spec)
+        elif spec.sampler in TEMPERING:
+            draws = _draw_tempering(spec, key_run, init_params)
         else:
-            # NumPyro's bar redraws itself with carriage returns: drawn on a terminal only, else two log lines
-            bar = bool(progress) and interactive()
-            log_lines = bool(progress) and not bar
-            if log_lines:
-                _logger.info("sample: %s, %d chains x (%d warm-up + %d sampling steps) ...", sampler, num_chains,
-                             num_warmup, num_samples)
-            t_run = time.perf_counter()
-            mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                        thinning=thinning, chain_method=chain_method, progress_bar=bar)
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="There are not enough devices")
-                mcmc.run(key_run, X, Y, extra_fields=EXTRA_FIELDS, init_params=(
-                    None if init_params is None else init_params if num_chains > 1
-                    else jax.tree.map(lambda v: v[0], init_params)), **kw)
-            if log_lines:
-                _logger.info("sample: done (%.1f s)", time.perf_counter() - t_run)
-            samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-            fields = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
-        n_chain, n_draw = next(iter(samples.values())).shape[:2]
-        lead_coords = {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
-        lead = ("chain", "draw")
-
-        posterior = dataset({k: v for k, v in samples.items() if k != "y"}, site_dims, lead, lead_coords)
-        stats = gibbs_stats if gibbs_stats is not None else sample_stats(fields)
-        if sampler in TEMPERING:
-            stats.update(extra_stats)
-        groups = {
-            "posterior": posterior,
-            "sample_stats": dataset(stats, {}, lead, lead_coords),
-            "observed_data": xr.Dataset({"y": (("point", "class"), Y)},
-                                        coords={"point": np.arange(task.P), "class": np.arange(task.m)}),
-            "constant_data": xr.Dataset({"X": (("point", "input"), X), "labels": (("point",), task.labels)},
-                                        coords={"point": np.arange(task.P), "input": np.arange(task.N0)}),
-        }
-        y_dims = {"y": ["point", "class"]}
-        if log_likelihood:
-            ll = _log_likelihood(fn, entry, samples, X, Y, kw)
-            groups["log_likelihood"] = dataset({"y": ll}, y_dims, lead, lead_coords)
-        if posterior_predictive:
-            y_pp = _posterior_predictive(fn, entry, samples, X, kw, jax.random.fold_in(key_pred, 1 << 30), task.m)
-            groups["posterior_predictive"] = dataset({"y": y_pp}, y_dims, lead, lead_coords)
-        if prior_predictive:
-            groups.update(prior_groups(fn, X, kw, jax.random.fold_in(key_pred, (1 << 30) + 1), n_chain, n_draw,
-                                       task.m, site_dims, exclude=tuple(exclude)))
-        if thinned_group is not None:
-            groups["posterior_thinned"] = thinned_group
-        if warmup_groups is not None:
-            groups.update(warmup_groups)
-        from_driver = use_engine or sampler == "gibbs"      # f_test comes with the draws
-        if task.X_test is not None and from_driver and f_test_engine is None:
-            warnings.warn("the test-set output f_test was not recorded (excluded, or not computable): no predictions "
-                          "group", RuntimeWarning, stacklevel=2)
-        elif task.X_test is not None:
-            if from_driver:
-                f_test = f_test_engine
-            else:
-                pred = Predictive(fn, posterior_samples=mcmc.get_samples(), return_sites=["f_test"])
-                f_test = np.asarray(pred(key_pred, X, Y, **dict(kw, X_test=task.X_test))["f_test"])
-                f_test = f_test.reshape((n_chain, n_draw) + f_test.shape[1:])
-            groups["predictions"] = dataset({"f": f_test}, {"f": ["test_point", "class"]}, lead, lead_coords)
-            const = {"X_test": (("test_point", "input"), task.X_test), "y_test": (("test_point", "class"), task.Y_test)}
-            if task.labels_test is not None:
-                const["labels_test"] = (("test_point",), task.labels_test)
-            groups["predictions_constant_data"] = xr.Dataset(
-                const, coords={"test_point": np.arange(task.X_test.shape[0]), "input": np.arange(task.N0),
-                               "class": np.arange(task.m)})
-
-    n_div = int(stats["diverging"].sum())
-    sampler_cfg = dict(sampler=sampler, sampler_requested=requested, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-                       thinning=thinning, chain_method=chain_method, step_size=step_size, num_steps=num_steps,
-                       target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
-                       init=_init_summary(init), matmul_precision=matmul_precision)
-    config = dict(model=name, model_kwargs=jsonable({k: v for k, v in kw.items()}), task=jsonable(task.meta),
-                  task_name=task.name, sampler=jsonable(sampler_cfg), seed=seed, versions=versions(),
-                  record=list(record), divergences=n_div, wall_time_s=round(time.time() - t_start, 3),
-                  created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    if engine_cfg is not None:
-        config["engine"] = jsonable(engine_cfg)
-    attrs = {"bnnzoo_config": json.dumps(config), "model": name, "sampler": sampler, "seed": seed,
-             "num_chains": num_chains, "num_warmup": num_warmup, "num_samples": num_samples,
-             "thinning": thinning,
-             "inference_library": {"gibbs": "bnnzoo.inference.gibbs_linear",
-                                   "chees": "bnnzoo.inference.chees",
-                                   "snaper": "bnnzoo.inference.chees",
-                                   "pt": "bnnzoo.inference.tempering",
-                                   "smc": "blackjax"}.get(sampler, "numpyro"),
-             "inference_library_version": config["versions"]["bnnzoo"] if sampler in ("gibbs", "pt") + CHEES_LIKE
-             else _blackjax_version() if sampler == "smc" else numpyro.__version__,
-             "bnnzoo_version": config["versions"]["bnnzoo"], "created_at": config["created_at"]}
-    for k, v in kw.items():
-        if isinstance(v, (int, float, str, np.integer, np.floating)) and not isinstance(v, bool):
-            attrs[f"model_{k}"] = v
+            kernel = build_kernel(model_fn, sampler=spec.sampler, step_size=step_size, num_steps=num_steps,
+                                  target_accept=target_accept, max_tree_depth=max_tree_depth,
+                                  dense_mass=dense_mass, init=init)
+            draws = (_draw_chunked(spec, kernel, key_run, key_pred, init_params) if spec.use_engine
+                     else _draw_mcmc(spec, kernel, key_run, key_pred, init_params))
+        groups = inference_groups(spec, draws, key_pred)
+    n_div = int(draws.stats["diverging"].sum())
     if n_div:
-        warnings.warn(f"{n_div} divergent transitions out of {n_chain * n_draw} draws: the posterior may be "
-                      f"poorly explored; lower step_size or raise target_accept", RuntimeWarning, stacklevel=2)
-    idata = azcompat.make_idata(groups, attrs)
+        warnings.warn(f"{n_div} divergent transitions out of {draws.stats['diverging'].size} draws: the posterior "
+                      f"may be poorly explored; lower step_size or raise target_accept", RuntimeWarning, stacklevel=2)
+    idata = azcompat.make_idata(groups, sealed(provenance(spec, draws, wall_time_s=time.time() - t_start),
+                                               groups["posterior"]))
     from .health import warn_if_unhealthy    # chains that did not mix or move: warn, never silent
 
     if HEALTH_WARNINGS.get():                # off for the parts of a certified run (judged together)

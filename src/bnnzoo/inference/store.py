@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -31,11 +32,14 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["RunStore", "StoreError", "load_store", "save_state", "load_state", "read_checkpoint", "fingerprint",
-           "file_sha256", "describe_differences"]
+           "file_sha256", "describe_differences", "manifest_digest", "version_changes"]
 
 _STATE_FILE = "state.npz"
 _MANIFEST = "run.json"
 _LOCK = "lock"
+# every name the store writes (and the only files it ever deletes or renames), relative to its folder
+_OWNED = re.compile(r"^(run\.json|state\.npz|previous_state\.npz|state\.npz\.damaged|lock|"
+                    r"chunks/(warmup|draws)_\d{5}\.nc)(\.tmp)?$")
 # manifest keys that do not identify a run (a resume may differ in them)
 _NOT_IDENTITY = ("fingerprint", "versions", "complete", "timing")
 
@@ -99,7 +103,17 @@ def save_state(path: Path, state, meta: dict, previous: Path | None = None) -> N
         np.savez(fh, __meta__=np.array(meta_json), __digest__=np.array(_digest(meta_json, list(arrays.values()))),
                  **arrays)
     if previous is not None and path.exists():
-        os.replace(path, previous)
+        # the current checkpoint becomes the previous one by a second name (a hard link, else a copy) first, so
+        # that at every moment `path` holds a complete checkpoint: a kill here costs nothing
+        keep = previous.with_name(previous.name + ".tmp")
+        keep.unlink(missing_ok=True)
+        try:
+            os.link(path, keep)
+        except OSError:
+            import shutil
+
+            shutil.copyfile(path, keep)
+        _fsync_replace(keep, previous)
     _fsync_replace(tmp, path)
 
 
@@ -182,6 +196,22 @@ def _flat(d: Mapping, prefix: str = "") -> dict:
     return out
 
 
+def manifest_digest(manifest: Mapping) -> str:
+    """SHA-256 of a run's manifest less its progress keys ("complete", "timing"): stored in every checkpoint, so a
+    resume notices a ``run.json`` edited after the run started (its versions, its settings)."""
+    keep = {k: v for k, v in manifest.items() if k not in ("complete", "timing")}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+VERSION_KEYS = ("bnnzoo", "jax", "numpyro", "python")
+
+
+def version_changes(stored: Mapping, current: Mapping) -> dict:
+    """{library: (the store's version, this process's)} for the libraries whose versions differ."""
+    a, b = stored.get("versions", {}) or {}, current.get("versions", {}) or {}
+    return {k: (a.get(k), b.get(k)) for k in VERSION_KEYS if a.get(k) != b.get(k)}
+
+
 def describe_differences(stored: Mapping, new: Mapping) -> str:
     """``"the store holds a run with seed=0, this call has seed=1"`` for two manifests (their identifying keys,
     nested ones as ``model_kwargs.width``); the data when only the fingerprints differ."""
@@ -206,6 +236,7 @@ class RunStore:
         self.path = Path(path)
         self.chunks = self.path / "chunks"
         self._lock_fh = None
+        self._created = False
 
     @property
     def manifest_path(self) -> Path:
@@ -242,8 +273,15 @@ class RunStore:
         _fsync_replace(tmp, self.manifest_path)
 
     # ---- lock
-    def lock(self) -> None:
-        """Take the store's lock (``fcntl.flock`` on ``lock``, released by :meth:`unlock` or when the process ends).
+    def lock(self) -> bool:
+        """Take the store's lock: ``fcntl.flock`` on its ``lock`` file and on the folder itself (a deleted ``lock``
+        file does not let a second process in), released by :meth:`unlock` or when the process ends.  The folder is
+        created if missing.
+
+        Returns
+        -------
+        bool
+            True when this call created the folder (:meth:`unlock` with ``remove_if_new`` removes it again).
 
         Raises
         ------
@@ -251,29 +289,55 @@ class RunStore:
             Another process holds it.
         """
         if self._lock_fh is not None:      # already held by this object
-            return
+            return False
+        created = not self.path.exists()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._created = created
         try:
             import fcntl
         except ImportError:      # no flock on this platform: no protection against a second process
-            return
-        self.path.mkdir(parents=True, exist_ok=True)
+            return created
         fh = open(self.lock_path, "a+")
+        dir_fd = os.open(self.path, os.O_RDONLY)
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.close()
+            os.close(dir_fd)
             raise StoreError(f"{self.path} is in use by another process (it holds {self.lock_path}); wait for that "
                              f"run to end, or use another folder") from None
         fh.seek(0)
         fh.truncate()
         fh.write(f"{os.getpid()}\n")
         fh.flush()
-        self._lock_fh = fh
+        self._lock_fh, self._dir_fd = fh, dir_fd
+        return created
 
-    def unlock(self) -> None:
+    def unlock(self, remove_if_new: bool = False) -> None:
+        """Release the lock; with ``remove_if_new``, remove the folder again when :meth:`lock` created it and
+        nothing but the lock file was written there (a refused run leaves no empty store behind)."""
         if self._lock_fh is not None:
-            self._lock_fh.close()       # closing the file releases the flock
+            self._lock_fh.close()       # closing the files releases the flocks
+            os.close(self._dir_fd)
             self._lock_fh = None
+        if remove_if_new and getattr(self, "_created", False):
+            try:
+                if [p.name for p in self.path.iterdir()] in ([], [_LOCK]):
+                    self.lock_path.unlink(missing_ok=True)
+                    self.path.rmdir()
+            except OSError:
+                pass
+
+    def foreign_files(self) -> list[str]:
+        """Files of the folder that carry a store's names although it holds no run (no ``run.json``): a folder
+        that is not a store, or one whose ``run.json`` was lost; a new run there would overwrite them."""
+        if self.exists():
+            return []
+        names = [_STATE_FILE, "previous_" + _STATE_FILE]
+        found = [n for n in names if (self.path / n).exists()]
+        found += [f"chunks/{p.name}" for p in sorted(self.chunks.glob("*.nc"))] if self.chunks.is_dir() else []
+        return found
 
     # ---- chunks
     def block_path(self, block) -> Path:
@@ -298,10 +362,14 @@ class RunStore:
         return digest
 
     def remove_partial_writes(self) -> None:
-        """Remove the ``.tmp`` files a killed write left behind (never a finished file)."""
+        """Remove the ``.tmp`` files a killed write of this store left behind: only the store's own names
+        (``state.npz.tmp``, ``chunks/draws_00003.nc.tmp``, ...), never a finished file or a file it did not write."""
         for d in (self.path, self.chunks):
+            if not d.is_dir():
+                continue
             for p in d.glob("*.tmp"):
-                p.unlink(missing_ok=True)
+                if _OWNED.match(p.relative_to(self.path).as_posix()):
+                    p.unlink(missing_ok=True)
 
     def check_checkpoint(self, path: Path) -> tuple[dict, dict]:
         """Verify the checkpoint ``path`` and every chunk file it lists; ``(meta, arrays)``.
@@ -321,8 +389,9 @@ class RunStore:
         return meta, arrays
 
     def good_checkpoint(self) -> tuple[Path, dict, dict] | None:
-        """The checkpoint to resume from: ``(state_path, meta, arrays)``, or None when the store holds none and no
-        chunk file either (a run killed before its first block finished: nothing to lose, it starts afresh).
+        """The checkpoint to resume from: ``(state_path, meta, arrays)``, or None when the store holds no checkpoint
+        (a run killed before its first checkpoint: it starts afresh, with a warning when it had written chunk files,
+        which the new run writes again).
 
         The latest checkpoint when it and its chunks check out; otherwise the previous one, which then becomes the
         latest (the damaged checkpoint is kept as ``state.npz.damaged``) and a ``RuntimeWarning`` names the damaged
@@ -347,13 +416,17 @@ class RunStore:
                 warnings.warn(f"{problems[0]}: resuming from the previous checkpoint (after block "
                               f"{meta['block_done']}); the block after it is redone", RuntimeWarning, stacklevel=3)
             return self.state_path, meta, arrays
-        if not self.state_path.exists() and not self.previous_state_path.exists() and \
-                not any(self.chunks.glob("*.nc")):
+        if not self.state_path.exists() and not self.previous_state_path.exists():
+            written = sorted(self.chunks.glob("*.nc")) if self.chunks.is_dir() else []
+            if written:      # killed after its first chunk, before its first checkpoint: nothing is verifiable
+                warnings.warn(f"{self.path} holds {len(written)} chunk file(s) but no checkpoint (the run was "
+                              f"stopped before its first checkpoint): the run starts again from its first block "
+                              f"and writes them anew", RuntimeWarning, stacklevel=3)
             return None
         raise StoreError(f"cannot resume {self.path}: {problems[0]}" + (
             f", and the previous checkpoint too ({problems[1]})" if len(problems) > 1 else "")
-            + "; the chunk files are kept: read them with bnnzoo.inference.load_store, or start the run again in "
-              "a new folder")
+            + f"; the chunk files are kept: read the intact ones with bnnzoo.inference.load_store('{self.path}'), "
+              f"or start the run again in a new folder")
 
     def read_blocks(self, kind: str, groups: Sequence[str], upto: int | None = None,
                     names: Sequence[str] | None = None) -> dict[str, list]:
@@ -394,7 +467,11 @@ class RunStore:
 
 
 def load_store(path):
-    """Read what a store holds so far (also while its run is going on, or after it was killed).
+    """Read what a store holds so far (also while its run is going on, or after it was killed or damaged).
+
+    Only draws a checkpoint vouches for are read: the chunk files listed in the latest checkpoint that checks out;
+    when no checkpoint checks out (a damaged chunk that both need), the blocks of draws up to the first damaged one,
+    with a ``RuntimeWarning`` naming it.  A store without a readable checkpoint gives no draws.
 
     Parameters
     ----------
@@ -402,15 +479,14 @@ def load_store(path):
 
     Returns
     -------
-    dict with ``manifest`` and the ``posterior``, ``sample_stats`` and ``posterior_thinned`` datasets of the draws
-    up to the latest checkpoint that checks out (concatenated along ``draw``; None for a group without draws).
+    dict with ``manifest``, ``block_done`` (the last block whose draws are included, -1 for none) and the
+    ``posterior``, ``sample_stats`` and ``posterior_thinned`` datasets of those draws (concatenated along ``draw``;
+    None for a group without draws).
 
     Raises
     ------
     FileNotFoundError
         ``path`` is not a run folder.
-    StoreError
-        No checkpoint checks out although the store holds chunks.
     """
     import xarray as xr
 
@@ -418,21 +494,35 @@ def load_store(path):
     if not store.exists():
         raise FileNotFoundError(f"{path} is not a bnnzoo run folder (no {_MANIFEST})")
     man = store.manifest()
-    good = None
+    names, upto = [], -1
     for p in (store.state_path, store.previous_state_path):   # read-only: nothing is renamed here
         try:
             meta, _ = store.check_checkpoint(p)
         except StoreError:
             continue
-        good = meta
+        names, upto = list(meta.get("chunks", {})), meta["block_done"]
         break
-    if good is None and (store.state_path.exists() or store.previous_state_path.exists()
-                         or any(store.chunks.glob("*.nc"))):
-        store.good_checkpoint()   # raises, naming the damaged files
-    names = None if good is None else list(good.get("chunks", {})) or None
-    upto = None if good is None else good["block_done"]
-    parts = store.read_blocks("draws", ("posterior", "sample_stats", "posterior_thinned"), upto=upto, names=names)
-    out = {"manifest": man}
+    else:          # no checkpoint checks out: the intact blocks of the latest readable one, up to the first damage
+        for p in (store.state_path, store.previous_state_path):
+            try:
+                meta, _ = read_checkpoint(p)
+            except StoreError:
+                continue
+            for name, digest in sorted(meta.get("chunks", {}).items(), key=lambda kv: int(kv[0][-8:-3])):
+                f = store.chunks / name
+                if not f.exists() or file_sha256(f) != digest:
+                    warnings.warn(f"chunk file {f} is {'missing' if not f.exists() else 'corrupt'}: the draws "
+                                  f"before it are read, none after", RuntimeWarning, stacklevel=2)
+                    break
+                names.append(name)
+                upto = int(name[-8:-3])
+            break
+        else:
+            warnings.warn(f"{path} holds no readable checkpoint: no draws can be vouched for", RuntimeWarning,
+                          stacklevel=2)
+    parts = (store.read_blocks("draws", ("posterior", "sample_stats", "posterior_thinned"), upto=upto, names=names)
+             if names else {g: [] for g in ("posterior", "sample_stats", "posterior_thinned")})
+    out = {"manifest": man, "block_done": upto}
     for g, lst in parts.items():
         out[g] = xr.concat(lst, dim="draw") if lst else None
     return out

@@ -12,18 +12,34 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Task", "check_array", "check_labels"]
+__all__ = ["Task", "check_array", "check_labels", "MAX_MAGNITUDE"]
+
+MAX_MAGNITUDE = 1e15
+"""Largest magnitude of an input or target value: the models compute in float32 by default, where squares of
+larger values, summed over the points, overflow."""
 
 
 def check_array(name: str, value: Any, ndim: int) -> np.ndarray:
-    """Return ``value`` as a float64 array after checking its rank and that it is finite (clear ValueError if not)."""
-    arr = np.asarray(value, dtype=float)
+    """Return ``value`` as a float64 array after checking that it is real and numeric, its rank, that it is finite
+    and that its magnitudes fit float32 arithmetic (JAX's default: squares of values beyond 1e15, summed over the
+    points, overflow); a clear ValueError naming ``name`` if not."""
+    if np.iscomplexobj(value):
+        raise ValueError(f"{name} must be real; it is complex (its imaginary part would be dropped)")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a numeric array, got {type(value).__name__} of "
+                         f"{np.asarray(value).dtype}") from None
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D array, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} is empty (shape {arr.shape})")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
+    big = float(np.max(np.abs(arr)))
+    if big > MAX_MAGNITUDE:
+        raise ValueError(f"{name} holds values up to {big:.3g} in magnitude; they must stay below "
+                         f"{MAX_MAGNITUDE:.0e} (float32 arithmetic overflows): rescale the data")
     return arr
 
 
@@ -94,6 +110,8 @@ class Task:
     def __post_init__(self):
         X = check_array("X", self.X, 2)
         Y = check_array("Y", self.Y, 2)
+        if not np.any(X):
+            raise ValueError("X is all zeros: every preactivation would be 0 and the data carry no information")
         if Y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} points but Y has {Y.shape[0]} rows")
         object.__setattr__(self, "X", X)
