@@ -383,3 +383,212 @@ def test_unexpected_errors_reach_the_user_as_one_line(capsys, monkeypatch):
     assert main(["list"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["bnnzoo: error: RuntimeError: something broke (run with BNNZOO_TRACEBACK=1 for the traceback)"]
+
+
+# ------------------------------------------------------------------------------------------------ round two (issue 34)
+
+def test_the_store_touches_only_its_own_files(tmp_path):
+    """A store in a folder the user keeps other files in (``--store .``): their ``*.tmp`` files, in the folder and in
+    ``chunks/``, survive a run and a resume; only the store's own half-written files are removed."""
+    store = tmp_path / "work"
+    (store / "chunks").mkdir(parents=True)
+    mine = {store / "notes.tmp": b"user", store / "data.csv.tmp": b"1,2", store / "chunks" / "plot.tmp": b"x",
+            store / "state.tmp": b"not the store's"}
+    for p, b in mine.items():
+        p.write_bytes(b)
+    bnnzoo.sample("deep_linear", _task(), store=store, **RUN_KW)
+    (store / "state.npz.tmp").write_bytes(b"half a checkpoint")               # the store's own partial writes
+    (store / "chunks" / "draws_00005.nc.tmp").write_bytes(b"half a chunk")
+    _resume(store)
+    for p, b in mine.items():
+        assert p.read_bytes() == b, p
+    assert not (store / "state.npz.tmp").exists() and not (store / "chunks" / "draws_00005.nc.tmp").exists()
+
+
+def test_a_folder_with_store_files_but_no_run_is_refused(tmp_path):
+    """A folder holding a ``state.npz`` (the user's, or a store whose run.json was lost) is not written into."""
+    store = tmp_path / "s"
+    store.mkdir()
+    (store / "state.npz").write_bytes(b"the user's own file")
+    with pytest.raises(StoreError, match=r"holds state\.npz but no run\.json: it is not a bnnzoo store"):
+        bnnzoo.sample("deep_linear", _task(), store=store, **RUN_KW)
+    assert (store / "state.npz").read_bytes() == b"the user's own file"
+
+
+def test_killed_after_the_first_chunk_before_the_first_checkpoint_resumes_from_the_start(tmp_path, reference):
+    """A CLI run killed after its first chunk file and before its first checkpoint: ``--resume`` starts again (a
+    warning says why) and gives the uninterrupted run's draws; a plain rerun names --resume, which works."""
+    out, store = tmp_path / "run.nc", tmp_path / "run.nc.store"
+    victim = subprocess.Popen(_cli(CLI_ARGS + ["--out", str(out)]), env=_env(tmp_path, pause=30.0),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and victim.poll() is None and not (store / "chunks" / "warmup_00000.nc").exists():
+            time.sleep(0.05)
+        assert victim.poll() is None, victim.stdout.read().decode()
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    assert (store / "chunks" / "warmup_00000.nc").exists() and not (store / "state.npz").exists()
+    res = subprocess.run(_cli(CLI_ARGS + ["--out", str(out)]), env=_env(tmp_path), capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 2 and "pass resume=True (CLI: --resume)" in res.stderr
+    res = subprocess.run(_cli(CLI_ARGS + ["--out", str(out), "--resume"]), env=_env(tmp_path), capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "no checkpoint" in res.stderr and "starts again from its first block" in res.stderr
+    idata = azcompat.from_netcdf(out)
+    _same(_draws(idata), reference[1])
+    assert bnnzoo.run_config(idata)["engine"]["resumed_from_block"] == -1
+
+
+def test_the_latest_checkpoint_stays_in_place_while_the_previous_one_is_made(tmp_path, monkeypatch):
+    """A kill after the previous checkpoint is made and before the new one is in place leaves the old latest
+    checkpoint readable under its own name (it is linked, not moved, to previous_state.npz first)."""
+    from bnnzoo.inference import store as store_mod
+
+    path, prev = tmp_path / "state.npz", tmp_path / "previous_state.npz"
+    store_mod.save_state(path, {"x": np.arange(3.0)}, {"block_done": 1})
+    real = store_mod._fsync_replace
+
+    def killed(tmp, final):
+        if final == path:
+            raise KeyboardInterrupt("killed")          # the moment before the new checkpoint replaces the old
+        real(tmp, final)
+
+    monkeypatch.setattr(store_mod, "_fsync_replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        store_mod.save_state(path, {"x": np.arange(3.0) + 1}, {"block_done": 2}, previous=prev)
+    assert store_mod.read_checkpoint(path)[0]["block_done"] == 1
+    assert store_mod.read_checkpoint(prev)[0]["block_done"] == 1
+
+
+def test_a_new_store_is_locked_before_it_is_checked(tmp_path):
+    """Two runs on the same new store: the lock comes before any check of the store, so the second is refused even
+    when the folder does not exist yet; a deleted lock file does not let it in (the folder itself is locked)."""
+    store = tmp_path / "new"
+    holder = RunStore(store)
+    holder.lock()
+    try:
+        with pytest.raises(StoreError, match="is in use by another process"):
+            bnnzoo.sample("deep_linear", _task(), store=store, **RUN_KW)
+        (store / "lock").unlink()
+        with pytest.raises(StoreError, match="is in use by another process"):
+            bnnzoo.sample("deep_linear", _task(), store=store, **RUN_KW)
+    finally:
+        holder.unlock()
+    assert not (store / "run.json").exists()
+
+
+def test_a_damaged_middle_chunk_names_load_store_which_reads_the_intact_draws(reference, tmp_path):
+    """One flipped byte in a middle chunk that both checkpoints need: the resume stops naming load_store, and
+    load_store gives the draws before the damaged chunk (with a warning naming it)."""
+    from bnnzoo.inference import load_store
+
+    store = _copy(reference, tmp_path)
+    chunk = store / "chunks" / "draws_00003.nc"
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=r"draws_00003\.nc is corrupt.*bnnzoo\.inference\.load_store\("):
+        _resume(store)
+    with pytest.warns(RuntimeWarning, match=r"draws_00003\.nc is corrupt: the draws before it are read"):
+        got = load_store(store)
+    assert got["block_done"] == 2
+    np.testing.assert_array_equal(got["posterior"]["a"].values, reference[1]["a"][:, :5])
+
+
+def test_an_edited_run_json_is_refused_and_a_version_change_is_recorded(reference, tmp_path, monkeypatch):
+    """run.json edited after the run started (faked library versions): the resume is refused.  A real change of
+    library versions between the kill and the resume: a warning, and both versions in the provenance."""
+    import json
+
+    store = _copy(reference, tmp_path)
+    man = json.loads((store / "run.json").read_text())
+    (store / "run.json").write_text(json.dumps(dict(man, versions=dict(man["versions"], jax="0.0.1"))))
+    with pytest.raises(StoreError, match="its run.json was edited after the run started"):
+        _resume(store)
+    (store / "run.json").write_text(json.dumps(man))
+    from bnnzoo.inference import sampling
+
+    real = sampling.versions
+    monkeypatch.setattr(sampling, "versions", lambda: dict(real(), jax="9.9.9"))
+    with pytest.warns(RuntimeWarning, match=r"was started with jax .*; this resume runs jax 9\.9\.9"):
+        idata = _resume(store)
+    assert bnnzoo.run_config(idata)["engine"]["store_versions"]["jax"] == man["versions"]["jax"]
+
+
+def test_an_edited_provenance_makes_diagnose_warn(tmp_path):
+    """A run file whose activation attribute was edited after it was written: diagnose warns that its provenance
+    does not match its checksum (an unedited run does not warn)."""
+    t = bnnzoo.toy_task(P=6, N0=8)
+    idata = bnnzoo.sample("deep_linear", t, width=3, num_chains=2, num_warmup=20, num_samples=100, progress=False)
+    from bnnzoo.inference.convert import check_provenance
+
+    assert check_provenance(idata) is None
+    path = tmp_path / "r.nc"
+    azcompat.to_netcdf(idata, path)
+    assert check_provenance(azcompat.from_netcdf(path)) is None                  # survives the file
+    for g in azcompat.group_names(idata):
+        azcompat.get_group(idata, g).attrs["model_activation"] = "relu"
+    with pytest.warns(RuntimeWarning, match="provenance does not match its checksum"):
+        bnnzoo.diagnose(idata, store=False, kernels=False, theory=False)
+
+
+FSIZE_LIMITED = """
+import resource, sys
+soft = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+from bnnzoo.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("with_store", [False, True])
+def test_a_full_disk_at_the_final_write_leaves_no_partial_file(tmp_path, with_store):
+    """The final --out write under a file-size limit (the full-disk case): one line, exit 2, no partial or hidden
+    file beside --out; with a store the line names it and load_store reads every draw from it."""
+    from bnnzoo.inference import load_store
+
+    out = tmp_path / "r.nc"
+    i = CLI_ARGS.index("--chunk")
+    args = (CLI_ARGS if with_store else CLI_ARGS[:i] + CLI_ARGS[i + 2:]) + ["--out", str(out)]
+    res = subprocess.run([sys.executable, "-c", FSIZE_LIMITED, str(60_000)] + args, env=_env(tmp_path),
+                         capture_output=True, text=True, timeout=300)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and lines[0].startswith("bnnzoo: error: --out: could not write")
+    assert "nor a rescue copy" in lines[0]
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".r.nc")]
+    if with_store:
+        assert f"the draws are kept in the store {out}.store" in lines[0]
+        assert load_store(str(out) + ".store")["posterior"].sizes["draw"] == 20
+    else:
+        assert "the run is lost" in lines[0]
+
+
+def test_paths_and_seeds_are_checked_before_sampling(tmp_path, capsys):
+    """--store naming --out (or a folder around it), --out into a missing folder and an out-of-range seed: one line
+    each, before anything is sampled."""
+    base = ["sample", "deep_linear", "--width", "3", "--P", "5", "--N0", "8", "--chains", "1", "--warmup", "2",
+            "--samples", "4", "--quiet"]
+    _one_line_error(capsys, base + ["--out", str(tmp_path / "r.nc"), "--store", str(tmp_path / "r.nc")],
+                    "--store and --out must differ")
+    (tmp_path / "s").mkdir()
+    _one_line_error(capsys, base + ["--out", str(tmp_path / "s" / "r.nc"), "--store", str(tmp_path / "s")],
+                    "--store and --out must differ", "inside the store folder")
+    _one_line_error(capsys, base + ["--out", str(tmp_path / "missing" / "r.nc")],
+                    "the folder", "does not exist; create it first")
+    _one_line_error(capsys, base + ["--out", str(tmp_path / "r.nc"), "--seed", str(2**64)],
+                    "seed must be an integer in 0..9223372036854775807")
+    assert [p.name for p in tmp_path.iterdir()] == ["s"] and not list((tmp_path / "s").iterdir())
+
+
+@pytest.mark.parametrize("X, says", [
+    (np.zeros((4, 3)), "X is all zeros"), (np.ones((4, 3)) * (1 + 1j), "X must be real"),
+    (np.ones((4, 3)) * 1e30, "X holds values up to 1e+30"), (np.array([["a", "b", "c"]] * 4), "X must be a numeric"),
+])
+def test_bad_task_arrays_are_refused(X, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        bnnzoo.Task(X=X, Y=np.ones((4, 2)))

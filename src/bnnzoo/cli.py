@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from . import _log
@@ -782,6 +783,11 @@ def main(argv=None) -> int:
     failure (one line too; the environment variable BNNZOO_TRACEBACK=1 shows its traceback)."""
     args = build_parser().parse_args(argv)
     args.own_process = argv is None
+    from .inference.compilation import CACHE_WARNING
+
+    # JAX's compilation cache (JAX_COMPILATION_CACHE_DIR, BNNZOO_COMPILATION_CACHE) on a full disk: the programs
+    # compile as without it; its warnings would break the command's one-line messages
+    warnings.filterwarnings("ignore", message=CACHE_WARNING, category=UserWarning)
     level = logging.DEBUG if args.log_verbose else logging.WARNING if args.log_quiet else logging.INFO
     handler = _log.cli_handler(level)
     try:

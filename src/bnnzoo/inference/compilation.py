@@ -12,11 +12,16 @@ draws do not change; the data enter the programs as constants, so a new data set
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import jax
 
-__all__ = ["enable_compilation_cache", "ENV_VAR"]
+__all__ = ["enable_compilation_cache", "ENV_VAR", "CACHE_WARNING"]
+
+CACHE_WARNING = r"Error (reading|writing) persistent compilation cache entry"
+"""JAX's warning when a cache entry cannot be read or written (a full disk): the program is then compiled as without
+the cache, so the warning is not shown."""
 
 ENV_VAR = "BNNZOO_COMPILATION_CACHE"
 
@@ -26,7 +31,8 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
 
     Every program is cached, however short its compile (JAX's default skips those under a second, which are most of
     a small run's).  Nothing is evicted (JAX's size limit needs the optional ``filelock`` package): the folder grows
-    with every new program and can be deleted at any time.
+    with every new program and can be deleted at any time.  An entry that cannot be read or written (a full disk)
+    is skipped without a warning: that program is compiled as without the cache.
 
     Parameters
     ----------
@@ -53,6 +59,7 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    warnings.filterwarnings("ignore", message=CACHE_WARNING, category=UserWarning)
     return path
 
 
