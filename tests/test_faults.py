@@ -582,6 +582,8 @@ def test_paths_and_seeds_are_checked_before_sampling(tmp_path, capsys):
                     "the folder", "does not exist; create it first")
     _one_line_error(capsys, base + ["--out", str(tmp_path / "r.nc"), "--seed", str(2**64)],
                     "seed must be an integer in 0..9223372036854775807")
+    _one_line_error(capsys, base + ["--out", str(tmp_path / "r.nc"), "--depth", "0"],
+                    "depth must be an integer >= 1, got 0")                  # was a ZeroDivisionError
     assert [p.name for p in tmp_path.iterdir()] == ["s"] and not list((tmp_path / "s").iterdir())
 
 

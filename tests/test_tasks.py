@@ -95,6 +95,33 @@ def test_cifar_pickle_reader(tmp_path):
     assert Xtr.shape == (20, 3072) and Xte.shape == (4, 3072)
 
 
+class _Planted:
+    """A pickle that would run code when loaded (os.system on unpickling)."""
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch PLANTED_RAN",))
+
+
+@pytest.mark.parametrize("payload", ["code", "layout"])
+def test_cifar_reader_refuses_planted_and_unexpected_files(tmp_path, monkeypatch, payload):
+    """A batch file that names another global (it would run code) is refused before anything runs; a pickle with
+    another layout is refused with one line naming the file."""
+    monkeypatch.chdir(tmp_path)
+    base = tmp_path / "cifar-10-batches-py"
+    base.mkdir()
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        with open(base / name, "wb") as fh:
+            pickle.dump({b"data": rng.integers(0, 256, (4, 3072), dtype=np.uint8), b"labels": [1, 2, 3, 4]}, fh)
+    with open(base / "data_batch_3", "wb") as fh:
+        pickle.dump(_Planted() if payload == "code" else {b"data": np.zeros((4, 10)), b"labels": [0] * 4}, fh)
+    with pytest.raises(ValueError, match=r"data_batch_3 is not a CIFAR-10 python batch"):
+        load_cifar10(tmp_path)
+    assert not (tmp_path / "PLANTED_RAN").exists()
+
+
 def test_task_labels_optional():
     X = np.eye(4, 6)
     # one-hot y+ / y- targets: labels are the argmax

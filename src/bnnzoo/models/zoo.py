@@ -231,6 +231,7 @@ def _fcn_validate(X, Y=None, **kw):
 
 def _fcn_resolve(X, kw):
     kw = dict(kw)
+    check_fcn_args(X, None, **dict(kw, num_outputs=1))     # depth, width, ... first: the rule below divides by depth
     if kw.get("sigma_a2") is None:
         kw["sigma_a2"] = default_sigma_a2(kw.get("activation", "linear"), kw.get("readout", "nonlazy"),
                                                len(X), kw.get("depth", 1))

@@ -288,9 +288,24 @@ def mnist_subset_task(classes: Sequence[int] = (0, 1, 2), P: int = 100, P_test: 
 _CIFAR_BATCHES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
 
 
+class _SafeCifarUnpickler(pickle.Unpickler):
+    """Reads the official CIFAR-10 python batches (a dict of bytes, lists and one uint8 numpy array) and nothing
+    else: any other global a file names (a planted file that would run code) is refused."""
+
+    _ALLOWED = {(m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")}
+    _ALLOWED |= {("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def find_class(self, module, name):
+        if (module, name) in self._ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refused to load the global {module}.{name}")
+
+
 def load_cifar10(root: str | os.PathLike | None = None):
     """Read CIFAR-10 from local files: the python pickle batches (``cifar-10-batches-py/data_batch_1..5``,
-    ``test_batch``) or one ``cifar10.npz`` (keys x_train, y_train, x_test, y_test).  ``root`` defaults to
+    ``test_batch``) or one ``cifar10.npz`` (keys x_train, y_train, x_test, y_test).  The batches are unpickled by a
+    restricted reader that accepts only the numpy array and the dict of the official files (a file naming any other
+    global, which could run code, is refused) and checks their layout.  ``root`` defaults to
     $BNNZOO_CIFAR10 or ~/.bnnzoo/data/cifar10.  Returns (Xtr, ytr, Xte, yte) with images flattened to 3072."""
     root = Path(root) if root is not None else _default_root("BNNZOO_CIFAR10", "cifar10")
     npz = root / "cifar10.npz" if root.is_dir() else root
@@ -307,9 +322,21 @@ def load_cifar10(root: str | os.PathLike | None = None):
             f"(cifar-10-batches-py/) there, or pass root= / set BNNZOO_CIFAR10. Missing: {', '.join(missing)}")
 
     def read(name):
-        with open(base / name, "rb") as fh:
-            d = pickle.load(fh, encoding="bytes")
-        return np.asarray(d[b"data"]), np.asarray(d[b"labels"])
+        path = base / name
+        try:
+            with open(path, "rb") as fh:
+                d = _SafeCifarUnpickler(fh, encoding="bytes").load()
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as e:
+            raise ValueError(f"{path} is not a CIFAR-10 python batch ({e}); bnnzoo reads only the official "
+                             f"batches, or cifar10.npz") from None
+        data = np.asarray(d.get(b"data")) if isinstance(d, dict) else None
+        labels = np.asarray(d.get(b"labels")) if isinstance(d, dict) else None
+        if data is None or labels is None or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 \
+                or labels.shape != (data.shape[0],) or labels.dtype.kind not in "iu" or labels.min() < 0 \
+                or labels.max() > 9:
+            raise ValueError(f"{path} is not a CIFAR-10 python batch (expected a dict with uint8 data (n, 3072) and n "
+                             f"labels in 0..9)")
+        return data, labels
 
     parts = [read(b) for b in _CIFAR_BATCHES[:5]]
     Xte, yte = read("test_batch")
