@@ -564,8 +564,31 @@ def test_a_full_disk_at_the_final_write_leaves_no_partial_file(tmp_path, with_st
     if with_store:
         assert f"the draws are kept in the store {out}.store" in lines[0]
         assert load_store(str(out) + ".store")["posterior"].sizes["draw"] == 20
+        # the message's other way out: --resume once there is space writes the whole run
+        res = subprocess.run(_cli(args + ["--resume"]), env=_env(tmp_path), capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert azcompat.get_group(azcompat.from_netcdf(out), "posterior").sizes["draw"] == 20
     else:
         assert "the run is lost" in lines[0]
+
+
+def test_a_full_disk_at_diagnose_save_leaves_the_run_and_no_partial_file(tmp_path):
+    """``bnnzoo diagnose RUN --save FILE`` under a file-size limit: one line, exit 2, no partial or hidden file, the
+    run file unchanged (it used to crash inside HDF5)."""
+    run, save = tmp_path / "run.nc", tmp_path / "d.nc"
+    i = CLI_ARGS.index("--chunk")
+    res = subprocess.run(_cli(CLI_ARGS[:i] + CLI_ARGS[i + 2:] + ["--out", str(run)]), env=_env(tmp_path),
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    before = run.read_bytes()
+    res = subprocess.run([sys.executable, "-c", FSIZE_LIMITED, str(len(before) + 1000), "diagnose", str(run),
+                          "--save", str(save)], env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert lines[0].startswith("bnnzoo: error: --save: could not write") and "run file" in lines[0]
+    assert run.read_bytes() == before and not save.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".d.nc")]
 
 
 def test_paths_and_seeds_are_checked_before_sampling(tmp_path, capsys):

@@ -395,12 +395,13 @@ def _write_bytes(data: bytes, path: Path) -> None:
         raise
 
 
-def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None) -> None:
+def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None, source: Path | None = None) -> None:
     """Write ``idata`` to ``out``, never half written: the NetCDF file is built in memory
     (:func:`bnnzoo.azcompat.to_netcdf_bytes`), then written through a temporary file beside ``out`` and renamed into
     place.  When that fails (the folder vanished, the disk is full, a file-size limit), the run goes to a rescue
     file in the system's temporary folder and the error names it; when that fails too, the error says so and names
-    the store that holds the draws (``store``), if any.  No temporary or partial file is left either way."""
+    the store that holds the draws (``store``), or the run file the diagnostics were read from (``source``, for
+    ``diagnose --save``).  No temporary or partial file is left either way."""
     import tempfile
 
     from . import azcompat
@@ -424,9 +425,13 @@ def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None)
             Path(rescue).unlink(missing_ok=True)
             raise
     except OSError as e2:
-        kept = (f"; the draws are kept in the store {store} (read them with bnnzoo.inference.load_store, or "
-                f"rerun with --resume once there is space)" if store is not None and Path(store).exists()
-                else "; the run is lost (a run with --chunk keeps its draws in a store as it goes)")
+        if source is not None:           # diagnose --save: the run itself is in its own file
+            kept = f"; the diagnostics were not saved (the run file {source} is unchanged)"
+        elif store is not None and Path(store).exists():
+            kept = (f"; the draws are kept in the store {store} (read them with bnnzoo.inference.load_store, or "
+                    f"rerun with --resume once there is space)")
+        else:
+            kept = "; the run is lost (a run with --chunk keeps its draws in a store as it goes)"
         raise ValueError(f"{flag}: could not write {out} ({reason}), nor a rescue copy in "
                          f"{tempfile.gettempdir()} ({why(e2)}){kept}") from None
     raise ValueError(f"{flag}: could not write {out} ({reason}); the run was saved to {rescue}") from None
@@ -631,7 +636,7 @@ def _cmd_diagnose(args) -> int:
 
         save_figures(idata, figures, report=rep)
     if save is not None:
-        _write_run(idata, save, "--save")
+        _write_run(idata, save, "--save", source=Path(args.run))
     if args.json:
         print(rep.to_json(indent=1))
     else:
