@@ -362,6 +362,9 @@ def resolve_kwargs(name, fn, entry, task, model_kwargs, record) -> dict:
     if entry is not None and entry.resolve is not None:
         kw = entry.resolve(task.X, kw)
     if entry is not None:
+        if not np.any(task.X):   # (a plain model may ignore X: a Task allows zeros)
+            raise ValueError(f"X is all zeros: every preactivation of {entry.name!r} would be 0 and the data carry "
+                             f"no information")
         entry.validate(task.X, task.Y, **kw)
     else:
         params = inspect.signature(fn).parameters

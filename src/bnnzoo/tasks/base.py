@@ -110,8 +110,6 @@ class Task:
     def __post_init__(self):
         X = check_array("X", self.X, 2)
         Y = check_array("Y", self.Y, 2)
-        if not np.any(X):
-            raise ValueError("X is all zeros: every preactivation would be 0 and the data carry no information")
         if Y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} points but Y has {Y.shape[0]} rows")
         object.__setattr__(self, "X", X)
