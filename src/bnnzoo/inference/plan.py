@@ -379,22 +379,16 @@ class RunSpec:
     """Every setting of one :func:`bnnzoo.sample` call, checked once by :func:`make_spec`; the engines and the
     conversion to ArviZ read it and nothing else.
 
-    Attributes
-    ----------
-    name, model, entry : the model's name, the NumPyro model function, its zoo entry (None for a plain model).
-    task : the :class:`~bnnzoo.tasks.Task`.
-    model_kwargs : the model's keyword arguments, resolved (the entry's defaults, ``record``, checked).
-    sampler, sampler_requested : the sampler that runs, and the name asked for (``"auto"`` resolved by
-        :func:`choose_sampler`).
-    num_chains, num_warmup, num_samples, thinning, seed : the MCMC sizes and the seed.
-    record : the extra sites recorded.
-    chain_method, use_engine, n_devices, n_processes, local_chains, reparam : the decisions of :func:`make_plan`.
-    step_size, num_steps, target_accept, max_tree_depth, dense_mass, init : the kernel's settings.
-    progress, log_likelihood, posterior_predictive, prior_predictive : what is reported and added.
-    site_dims : {site: dims} of the posterior's sites.
-    chunk_size, store, resume, exclude, site_thinning, warm_start : the long-run options.
-    matmul_precision : the precision the run is traced under.
-    tempering : the checked options of sampler "pt" / "smc" (None for the others).
+    The fields: ``name``, ``model``, ``entry`` (the model's name, the NumPyro model function, its zoo entry or
+    None); ``task``; ``model_kwargs`` (resolved: the entry's defaults, ``record``, checked); ``sampler`` and
+    ``sampler_requested`` (the sampler that runs; the name asked for, ``"auto"`` resolved by
+    :func:`choose_sampler`); the sizes ``num_chains``, ``num_warmup``, ``num_samples``, ``thinning`` and the
+    ``seed``; ``record``; the decisions of :func:`make_plan` (``chain_method``, ``use_engine``, ``n_devices``,
+    ``n_processes``, ``local_chains``, ``reparam``); the kernel's settings (``step_size``, ``num_steps``,
+    ``target_accept``, ``max_tree_depth``, ``dense_mass``, ``init``); what is reported and added (``progress``,
+    ``log_likelihood``, ``posterior_predictive``, ``prior_predictive``); ``site_dims`` ({site: dims}); the
+    long-run options (``chunk_size``, ``store``, ``resume``, ``exclude``, ``site_thinning``, ``warm_start``);
+    ``matmul_precision``; ``tempering`` (the checked options of "pt" / "smc", None for the others).
     """
 
     name: str
