@@ -36,7 +36,8 @@ Figures per (net, sampler); every sampler's draws go through the same code:
   it returned is "equilibrated" by :func:`bnnzoo.inference.health.sampler_health`; otherwise "not equilibrated";
 * (e) gradient evaluations per second per chain during sampling (NUTS, ChEES, SNAPER: leapfrog steps; MAMS: two per
   integration step of the McLachlan integrator) and, on a GPU, the fraction of the device's float32 FLOP rate the
-  leapfrog reaches (FLOPs of one gradient from XLA's cost analysis × gradients per second / ``--peak-tflops``).
+  leapfrog reaches (FLOPs of one gradient by the matmul count of its jaxpr × gradients per second /
+  ``--peak-tflops``).
 
 ESS per second is given per wall second of the whole call (what a user waits for) and per second of sampling alone.
 MAMS's run has no kinetic energies in ``sample_stats``, so the health checks that need them (E-BFMI, movement) do not
@@ -226,15 +227,26 @@ def _run_bnnzoo(entry, task, model_kw, cfg):
 
 
 def _flops_per_gradient(potential, z):
-    """FLOPs of one gradient of the potential (XLA's cost analysis of the compiled gradient), or None."""
+    """FLOPs of one gradient of the potential, by the matmul count of its jaxpr (``_bench.matmul_flops``: XLA's
+    cost analysis missed the float32 matmuls it hands to a library, reading 0.012 GFLOP against 0.524 at N = P =
+    500), or None when it has no matrix product."""
     import jax
 
-    with jax.default_matmul_precision("highest"):
-        ca = jax.jit(jax.grad(potential)).lower(z).compile().cost_analysis()
-    if isinstance(ca, (list, tuple)):
-        ca = ca[0] if ca else {}
-    f = (ca or {}).get("flops")
-    return float(f) if f and f > 0 else None
+    from _bench import matmul_flops
+
+    f = matmul_flops(jax.value_and_grad(potential), z)
+    return float(f) if f > 0 else None
+
+
+def _device_name() -> str:
+    """The device the runs use, named by JAX in a child process (the parent may not have started JAX's backends),
+    whatever the runs do."""
+    import subprocess
+
+    code = "import jax; d = jax.devices()[0]; print(f'{d.platform}: {d.device_kind} ({jax.device_count()} device(s))')"
+    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    return res.stdout.strip().splitlines()[-1] if res.returncode == 0 and res.stdout.strip() else "unknown device"
 
 
 def _ess(x):
@@ -534,7 +546,7 @@ def main(argv=None):
                                                                            else argv)),
                 machine=f"{platform.system()} {platform.machine()}", cpus=os.cpu_count(),
                 load_start=list(os.getloadavg()), versions=_versions(), args=vars(args),
-                device="CPU only (no GPU was available to this run)")
+                device=_device_name())
     runs = []
     configs = [(net, N) for net in nets for N in (sizes if net in TOY else [0])]
     for net, N in configs:
