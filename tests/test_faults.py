@@ -531,10 +531,14 @@ def test_an_edited_provenance_makes_diagnose_warn(tmp_path):
     path = tmp_path / "r.nc"
     azcompat.to_netcdf(idata, path)
     assert check_provenance(azcompat.from_netcdf(path)) is None                  # survives the file
-    for g in azcompat.group_names(idata):
-        azcompat.get_group(idata, g).attrs["model_activation"] = "relu"
+    attrs = dict(azcompat.get_attrs(idata), model_activation="relu")         # edited, the checksum kept
+    groups = {g: azcompat.get_group(idata, g) for g in azcompat.group_names(idata)}
+    for ds in groups.values():
+        ds.attrs.clear()
+    edited = azcompat.make_idata(groups, attrs)
+    assert check_provenance(edited) is not None
     with pytest.warns(RuntimeWarning, match="provenance does not match its checksum"):
-        bnnzoo.diagnose(idata, store=False, kernels=False, theory=False)
+        bnnzoo.diagnose(edited, store=False, kernels=False, theory=False)
 
 
 FSIZE_LIMITED = """
