@@ -33,6 +33,18 @@ def test_chunked_equals_plain_run(runs):
                                azcompat.get_group(plain, "predictions")["f"].values, rtol=1e-5, atol=1e-6)
 
 
+def test_one_chain_of_fixed_length_hmc_runs_chunked_with_the_same_draws():
+    """One chain of sampler="hmc" through the chunked driver (NumPyro's unbatched kernel returns its step count as a
+    Python int, which once failed there) gives the plain run's draws."""
+    t = bnnzoo.toy_task(P=6, N0=8)
+    kw = dict(width=3, num_warmup=10, num_samples=10, progress=False, sampler="hmc", num_steps=5, num_chains=1)
+    plain = bnnzoo.sample("deep_linear", t, **kw)
+    chunked = bnnzoo.sample("deep_linear", t, chunk_size=5, **kw)
+    np.testing.assert_array_equal(azcompat.get_group(chunked, "posterior")["a"].values,
+                                  azcompat.get_group(plain, "posterior")["a"].values)
+    assert (azcompat.get_group(chunked, "sample_stats")["n_steps"].values == 5).all()
+
+
 def test_site_thinning_keeps_every_kth_draw(runs):
     _, plain, chunked = runs
     th = azcompat.get_group(chunked, "posterior_thinned")["z1"]

@@ -142,7 +142,9 @@ def _to_batched(kernel, batched, model_args, model_kwargs):
     if not batched:
         def step(state):
             s = jax.tree.map(lambda x: x[0], state)
-            return jax.tree.map(lambda x: x[None], kernel.sample(s, model_args, model_kwargs))
+            new = kernel.sample(s, model_args, model_kwargs)
+            # (NumPyro's fixed-length HMC returns its step count as a Python int: cast to the state's own dtype)
+            return jax.tree.map(lambda x, old: jnp.asarray(x, old.dtype)[None], new, state)
     else:
         def step(state):
             return kernel.sample(state, model_args, model_kwargs)
