@@ -275,3 +275,26 @@ def test_exact_gibbs_run_is_judged_like_any_other():
     assert h.status == "relaxing", h
     assert rep.ergodicity["a"].verdict == "broken"
     assert all(str(v).startswith("relaxing: ") for v in rep.verdicts.values()), rep.verdicts
+
+
+def test_a_model_of_its_own_is_judged_on_its_variables():
+    """A NumPyro model with none of the zoo's sites used to come out "equilibrated" with no observable judged; its
+    own variables are judged now: a mixing run is equilibrated with their R̂ reported, chains started apart that
+    barely move are not."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    import bnnzoo
+
+    def linreg(X, Y=None):
+        w = numpyro.sample("w", dist.Normal(0, 1).expand([X.shape[1]]).to_event(1))
+        numpyro.sample("obs", dist.Normal(X @ w, 0.5).to_event(1), obs=None if Y is None else Y[:, 0])
+
+    t = bnnzoo.toy_task(P=4, N0=5, ratios=(0.5, 0.5))
+    good = sampler_health(bnnzoo.sample(linreg, t, num_chains=2, num_warmup=100, num_samples=200, progress=False))
+    assert good.status == "equilibrated" and "w" in good.rhat and good.rhat["w"] < 1.1
+    with pytest.warns(RuntimeWarning):
+        stuck = bnnzoo.sample(linreg, t, num_chains=2, num_warmup=0, num_samples=200, progress=False,
+                              sampler="hmc", num_steps=1, step_size=1e-4)
+    h = sampler_health(stuck)
+    assert h.status != "equilibrated" and any("w" in r for r in h.relaxing + h.reasons)

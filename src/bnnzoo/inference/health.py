@@ -30,7 +30,10 @@ points, judged by its worst entries), ``q_z<l>`` = mean of (zˡ)² (trace of lay
 preactivations were recorded) and ``n_outliers`` (readout outliers per draw, FCN readouts only).  Every one is
 judged by every check below; none is ever skipped, whichever sampler made the run.  Only the sampler-statistic
 checks a sampler has no statistics for are absent (the exact Gibbs sampler has no energies, so no E-BFMI and
-movement; tree depth is NUTS's), and the evidence lists the ones that ran.
+movement; tree depth is NUTS's), and the evidence lists the ones that ran.  A run of a model of its own with none of
+these sites (no ``mse``, ``a``, ``z<l>``, ``f``) is judged on every numeric variable of its posterior instead,
+entry by entry (at most 1000 entries per variable, by the worst): such a model declares no permutation symmetry, so
+its entries must mix across chains; a posterior with nothing to judge is "failed".
 
 Rules:
 
@@ -570,6 +573,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
     obs = invariant_observables(post, y) if observables is None else {k: np.asarray(v, float)
                                                                        for k, v in observables.items()}
+    if observables is None and not obs:   # a model of its own (no zoo sites): every entry of every variable
+        obs = _own_model_observables(post, C, int(post.sizes["draw"]))
     pop_se = population_se(post) if observables is None else {}
     samp = cfg.get("sampler", {})
     sampler = str(samp.get("sampler", "")) if isinstance(samp, dict) else str(samp or "")
@@ -612,6 +617,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                     _judge_entries(J, name, x3, "outputs" if name == "f" else "entries")
                 else:
                     _judge_scalar(J, name, x, pop_se.get(name))
+    if not obs:
+        reasons.append("no observable to judge: the posterior holds no numeric variable")
     if J.low_ess and not reasons:
         reasons.append(f"run too short: bulk ESS < {MIN_ESS:g} for " + ", ".join(J.low_ess))
     relaxing = J.relaxing
@@ -629,6 +636,25 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                          sampler=sampler, n_chains=C, n_draws=D, rhat=J.rhat, ess=J.ess, drift_z=J.drift,
                          mixed=J.mixed, tolerance=J.tolerance, entries=J.entries, populations=populations,
                          certification=cert, **st)
+
+
+OWN_MODEL_MAX_ENTRIES = 1000
+
+
+def _own_model_observables(post, C: int, D: int) -> dict:
+    """The observables of a run of a model with none of the zoo's sites: every numeric variable of the posterior,
+    scalars as (chain, draw), the rest as (chain, draw, entry) judged by their worst entries (at most the first
+    ``OWN_MODEL_MAX_ENTRIES`` entries each).  Such a model declares no permutation symmetry, so its entries are
+    expected to mix across chains."""
+    out = {}
+    for name in sorted(post.data_vars):
+        v = np.asarray(post[name].values)
+        if v.dtype.kind not in "fiu" or v.ndim < 2:
+            continue
+        v = _lead(v).reshape(C, D, -1)[..., :OWN_MODEL_MAX_ENTRIES].astype(float)
+        if v.shape[2]:
+            out[name] = v[..., 0] if v.shape[2] == 1 else v
+    return out
 
 
 def _evidence(status: str, J: _Judged, st: dict, C: int, relaxing: list, populations: str, cert) -> str:
