@@ -5,7 +5,7 @@ every primitive of the model and of its gradient is dispatched, and compiled, on
 was most of the fixed cost of a small ``bnnzoo.sample`` call (docs' Benchmarks page, "Fixed cost").  Here the
 model's structure comes from an abstract evaluation (``jax.eval_shape``: shapes and supports, nothing computed)
 and the starting points from NumPyro's own ``find_valid_initial_params`` inside the caller's jitted program, all
-chains at once.  The same keys give the same starting points as ``initialize_model``.
+chains at once.  The same keys give the same starting points as ``initialize_model``, to the bit.
 
 Models this path does not cover (``param`` / ``mutable`` sites, discrete latent sites, supports that depend on
 other values, subsampled plates) return None from :func:`model_functions`; the caller then uses
