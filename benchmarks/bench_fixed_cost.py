@@ -44,15 +44,12 @@ def one(cfg: dict) -> dict:
     t_start = time.perf_counter()
     import jax
 
-    if cfg.get("cache"):
-        import bnnzoo
-
-        bnnzoo.enable_compilation_cache(cfg["cache"])
-    import bnnzoo
-
-    out_src = str(Path(bnnzoo.__file__).parent)
     import bnnzoo
     from bnnzoo.tasks import toy_task
+
+    if cfg.get("cache"):
+        bnnzoo.enable_compilation_cache(cfg["cache"])
+    out_src = str(Path(bnnzoo.__file__).parent)
 
     task = toy_task(P=cfg["P"])
     t_import = time.perf_counter() - t_start

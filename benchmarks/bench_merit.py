@@ -227,9 +227,8 @@ def _run_bnnzoo(entry, task, model_kw, cfg):
 
 
 def _flops_per_gradient(potential, z):
-    """FLOPs of one gradient of the potential, by the matmul count of its jaxpr (``_bench.matmul_flops``: XLA's
-    cost analysis missed the float32 matmuls it hands to a library, reading 0.012 GFLOP against 0.524 at N = P =
-    500), or None when it has no matrix product."""
+    """FLOPs of one gradient of the potential, by the matmul count of its jaxpr (``_bench.matmul_flops``; XLA's
+    cost analysis misses the float32 matmuls it hands to a library), or None when it has no matrix product."""
     import jax
 
     from _bench import matmul_flops

@@ -22,7 +22,7 @@ from .. import azcompat
 __all__ = ["SAMPLE_STATS", "EXTRA_FIELDS", "sample_stats", "dataset", "thinned_dataset", "warmup_datasets",
            "gibbs_warmup_datasets", "infer_dims", "jsonable", "versions", "bnnzoo_version", "run_config",
            "posterior_group", "sample_stats_group", "observed_data_group", "constant_data_group", "predictions_group",
-           "predictions_constant_data_group", "provenance", "provenance_checksum", "check_provenance", "sealed"]
+           "predictions_constant_data_group", "lead_coords", "provenance", "provenance_checksum", "check_provenance", "sealed"]
 
 # sample_stats name -> (NumPyro extra field / engine state field, conversion).  NumPyro's extra fields and the
 # chunked driver's state fields carry the same names (engine.STAT_FIELDS keys), so one table serves both.
@@ -166,20 +166,21 @@ def run_config(idata) -> dict:
 # ------------------------------------------------------------------------------------------------ one function per group
 # (the predictive groups: bnnzoo.inference.predictive)
 
-def _lead(draws) -> tuple[tuple, dict]:
+def lead_coords(draws) -> tuple[tuple, dict]:
+    """("chain", "draw") and their coordinates for the draws of a :class:`~bnnzoo.inference.sampling.Draws`."""
     n_chain, n_draw = next(iter(draws.samples.values())).shape[:2]
     return ("chain", "draw"), {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
 
 
 def posterior_group(spec, draws) -> xr.Dataset:
     """``posterior``: every recorded site but the observations, with the entry's (or the given) dims."""
-    lead, coords = _lead(draws)
+    lead, coords = lead_coords(draws)
     return dataset({k: v for k, v in draws.samples.items() if k != "y"}, spec.site_dims, lead, coords)
 
 
 def sample_stats_group(spec, draws) -> xr.Dataset:
     """``sample_stats``: the sampler statistics (:data:`SAMPLE_STATS`, and the tempering samplers' own)."""
-    lead, coords = _lead(draws)
+    lead, coords = lead_coords(draws)
     return dataset(draws.stats, {}, lead, coords)
 
 
@@ -198,7 +199,7 @@ def constant_data_group(spec) -> xr.Dataset:
 
 def predictions_group(spec, draws) -> xr.Dataset:
     """``predictions``: the network outputs f (test_point, class) on the test set."""
-    lead, coords = _lead(draws)
+    lead, coords = lead_coords(draws)
     return dataset({"f": draws.f_test}, {"f": ["test_point", "class"]}, lead, coords)
 
 

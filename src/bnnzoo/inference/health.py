@@ -573,7 +573,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
     obs = invariant_observables(post, y) if observables is None else {k: np.asarray(v, float)
                                                                        for k, v in observables.items()}
-    if observables is None and not obs:   # a model of its own (no zoo sites): every entry of every variable
+    own_model = observables is None and not obs
+    if own_model:                         # a model of its own (no zoo sites): every entry of every variable
         obs = _own_model_observables(post, C, int(post.sizes["draw"]))
     pop_se = population_se(post) if observables is None else {}
     samp = cfg.get("sampler", {})
@@ -632,6 +633,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     families = ", ".join(str(f) for f in cert["families"]) if cert is not None else ""
     populations = ("not certified" if cert is None else f"certified by {families}" if certified else "metastable")
     evidence = _evidence(status, J, st, C, relaxing, populations, cert)
+    if own_model:                         # no declared symmetry: what was judged are the posterior's variables
+        evidence = evidence.replace("the invariant observables", "the posterior's variables")
     return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence,
                          sampler=sampler, n_chains=C, n_draws=D, rhat=J.rhat, ess=J.ess, drift_z=J.drift,
                          mixed=J.mixed, tolerance=J.tolerance, entries=J.entries, populations=populations,

@@ -29,7 +29,7 @@ from numpyro.infer.initialization import init_to_sample, init_to_uniform
 
 from .. import azcompat
 from ..tasks import Task
-from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_datasets, jsonable,
+from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_datasets, jsonable, lead_coords,
                       observed_data_group, posterior_group, predictions_constant_data_group, predictions_group,
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
@@ -363,16 +363,13 @@ def _draw_mcmc(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draws:
     return Draws(samples=samples, stats=sample_stats(fields), f_test=f_test)
 
 
-
-
 def inference_groups(spec: RunSpec, draws: Draws, key_pred) -> dict:
     """The ArviZ groups of a run, one function per group (:mod:`bnnzoo.inference.convert`,
     :mod:`bnnzoo.inference.predictive`)."""
     task, kw = spec.task, spec.model_kwargs
     groups = {"posterior": posterior_group(spec, draws), "sample_stats": sample_stats_group(spec, draws),
               "observed_data": observed_data_group(spec), "constant_data": constant_data_group(spec)}
-    lead, coords = ("chain", "draw"), {"chain": np.arange(draws.stats["diverging"].shape[0]),
-                                       "draw": np.arange(draws.stats["diverging"].shape[1])}
+    lead, coords = lead_coords(draws)
     y_dims = {"y": ["point", "class"]}
     if spec.log_likelihood:
         ll = _log_likelihood(spec.model, spec.entry, draws.samples, task.X, task.Y, kw)
