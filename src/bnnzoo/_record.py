@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import math
 from typing import Any
 
@@ -59,8 +60,16 @@ def jsonable(v: Any):
 
 def _fmt(v) -> str:
     if isinstance(v, (float, np.floating)):
-        return f"{float(v):.3g}"
+        return f"{float(v):.3g}" if np.isfinite(v) or np.isinf(v) else "n/a"
     return str(v)
+
+
+_NAN = re.compile(r"(?<![\w.])[+-]?nan(?!\w)")
+
+
+def nan_as_na(line: str) -> str:
+    """A summary line with every printed ``nan`` (a number that could not be computed) written "n/a"."""
+    return _NAN.sub("n/a", line)
 
 
 class Record:
@@ -82,7 +91,7 @@ class Record:
         return out
 
     def __repr__(self) -> str:
-        lines = self.summary()
+        lines = [nan_as_na(ln) for ln in self.summary()]
         return type(self).__name__ + "(\n" + "".join(f"  {ln}\n" for ln in lines) + ")"
 
     def _repr_pretty_(self, p, cycle):  # IPython

@@ -17,7 +17,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import arviz as az
 
-__all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "get_attrs",
+__all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "shallow_copy", "get_attrs",
            "to_netcdf", "from_netcdf", "plot_trace", "save_plot", "ess", "rhat", "is_idata", "plot_ppc", "loo_pit",
            "plot_loo_pit"]
 
@@ -78,6 +78,16 @@ def set_groups(idata, groups: Mapping[str, xr.Dataset]):
     for name, ds in groups.items():
         idata[name] = xr.DataTree(dataset=ds)
     return idata
+
+
+def shallow_copy(idata):
+    """A new container holding the same group datasets (not copied): adding or replacing groups in it leaves
+    ``idata`` unchanged."""
+    if AZ_MAJOR == 0:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return az.InferenceData(**{name: getattr(idata, name) for name in idata.groups()})
+    return idata.copy(deep=False)
 
 
 def get_attrs(idata) -> dict:

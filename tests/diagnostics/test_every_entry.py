@@ -81,7 +81,7 @@ def test_attention_prior_case(tmp_path):
     assert {"ergodicity[heads]", "ergodicity[head_readout]", "symmetry[heads]", "symmetry[head_readout]",
             "theory"} <= set(rep.verdicts)
     assert "codes[heads]" not in rep.verdicts  # one attention weight per token: no single sign per class
-    assert rep.verdicts["theory"] == "n/a" and "theory.gp" in rep.theory.skipped
+    assert rep.verdicts["theory"].startswith("not tested: theory.gp") and "theory.gp" in rep.theory.skipped
     # prior: E[cos²(Q_hᵀK_h, w_q w_kᵀ)] = 1/d² = 0.0625 and E[|V_h w_v|²/|V_h|²] = 1/d = 0.25; the per-draw sd of
     # the cosine is ≤ 1/d, over 2 heads × 60 correlated draws (ESS ≥ 10 per head) the mean |cos| stays below
     # √(E cos²) + 3·(1/d)/√20 ≈ 0.42

@@ -7,6 +7,7 @@ registration")."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -16,9 +17,7 @@ from numpyro import handlers
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.cli import build_task, main, task_model_keywords
-from bnnzoo.models import ZOO, ZooEntry, fcn, get_entry, list_entries, register
-from bnnzoo.models.fcn import check_fcn_args, fcn_dims
-from bnnzoo.tasks import toy_task
+from bnnzoo.models import ZOO, get_entry, list_entries
 
 # small sizes: model keywords by model, task keywords by task builder (names an entry does not take are not passed)
 SMALL_MODEL = {"fcn": dict(width=3), "three_layer": dict(width1=3, width2=3), "attention": dict(heads=1, key_dim=2),
@@ -68,6 +67,13 @@ def test_shell_sample_then_diagnose(name, tmp_path, capsys):
     assert main(["diagnose", str(out), "--json"]) == 0, capsys.readouterr().err
     report = json.loads(capsys.readouterr().out)
     assert isinstance(report, dict) and report
+    # predict leaves its input as it was, and the copy it returns is diagnosed like the run
+    groups = azcompat.group_names(idata)
+    X = np.asarray(azcompat.get_group(idata, "constant_data")["X"].values)
+    pred = bnnzoo.predict(idata, X[:3])
+    assert azcompat.group_names(idata) == groups and pred is not idata
+    assert azcompat.get_group(pred, "predictions")["f"].shape[2] == 3
+    assert set(bnnzoo.diagnose(pred, store=False).verdicts) == set(report["verdicts"])
 
 
 @pytest.mark.parametrize("name", ENTRIES)
@@ -94,23 +100,20 @@ def test_forward_and_likelihood_variance_match_the_model(name):
 NEW = "tiny_softplus_net_for_test"
 
 
+def _adding_an_entry_block() -> str:
+    """The code block of docs/contract.md's "Adding an entry" section, as the page shows it."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "contract.md").read_text()
+    block = page.split("<!-- adding-an-entry:begin -->", 1)[1].split("<!-- adding-an-entry:end -->", 1)[0]
+    return block.strip().removeprefix("```python").removesuffix("```")
+
+
 @pytest.fixture
 def new_entry():
-    """One registration: a two-hidden-layer softplus net on a small toy task (removed from the zoo afterwards)."""
-    entry = register(ZooEntry(
-        name=NEW,
-        model=fcn,
-        defaults=dict(width=4, depth=2, activation="softplus", readout="nonlazy", temperature=0.05, sigma_a2=0.5),
-        task_defaults=dict(P=6, y_pos=1.0, y_neg=-0.5),
-        make_task=toy_task,
-        validate=lambda X, Y=None, **kw: check_fcn_args(X, Y, **kw),
-        dims=lambda *, depth=1, record=(), X_test=None, **_: fcn_dims(depth, record, with_test=X_test is not None),
-        observables=get_entry("relu").observables,
-        description="a test's own entry: two-hidden-layer softplus net",
-        record=("z",),
-        forward=get_entry("relu").forward,
-        likelihood_variance=get_entry("relu").likelihood_variance,
-    ))
+    """The registration of docs/contract.md ("Adding an entry"), run as written (removed from the zoo afterwards)."""
+    namespace: dict = {}
+    exec(compile(_adding_an_entry_block(), "docs/contract.md", "exec"), namespace)
+    entry = namespace["entry"]
+    assert entry.name == NEW
     yield entry
     ZOO.pop(NEW, None)
 

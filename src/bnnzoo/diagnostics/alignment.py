@@ -102,7 +102,11 @@ def alignment(idata, y_test=None, mask=None) -> AlignmentResult:
         raise ValueError("no predictions group: sample on a task with a test set (X_test, Y_test)")
     f = np.asarray(azcompat.get_group(idata, "predictions")["f"].values)
     if y_test is None:
-        y_test = np.asarray(azcompat.get_group(idata, "predictions_constant_data")["y_test"].values)
+        pc = azcompat.get_group(idata, "predictions_constant_data")
+        if "y_test" not in pc:
+            raise ValueError("the run's test inputs have no targets y_test (e.g. added by bnnzoo.predict): pass "
+                             "y_test=")
+        y_test = np.asarray(pc["y_test"].values)
     return alignment_from_arrays(f, y_test, mask)
 
 

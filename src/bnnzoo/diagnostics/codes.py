@@ -187,6 +187,9 @@ class CodeResult(Record):
         if self.kind == "analog":
             q = self.strength_quantiles
             head += f"strength |z̄| 10/50/90 % = {q[0]:.2f}/{q[1]:.2f}/{q[2]:.2f}; "
+        if not self.n_selective:
+            return [head + f"no selective units (0/{self.n_units}): no coding scheme",
+                    f"  switching {self.switching_rate:.4f} per draw over all units, memory {self.code_memory:.2f}"]
         return [head + f"scheme {{{sch}}} over {self.n_selective}/{self.n_units} selective units",
                 f"  codes {self.verdict}: switching {self.switching_rate:.4f} ± {self.switching_rate_se:.4f} per "
                 f"draw, memory {self.code_memory:.2f}, persistence {self.persistence:.2f}, "
@@ -251,8 +254,10 @@ def codes_from_preactivations(z: np.ndarray, labels: np.ndarray, m: int, *, laye
     n_sel_c = np.maximum(s.sum(1), 1)
     p = mean_scheme[:, 0, :]
     null = float(np.mean(0.5 * np.sum(np.sqrt(2 * p * (1 - p) / (np.pi * n_sel_c[:, None])), -1)))
-    scheme = Counter(code_string(k, m) for k in modal[s])
-    n_sel = int(s.sum())
+    scheme = Counter(code_string(k, m) for k in modal[sel.astype(bool)])   # selective units only: none, no scheme
+    n_sel = int(sel.sum())
+    if not n_sel:
+        verdict = "no selective units"
     strength = np.linalg.norm(zb, axis=-1)
     if class_means_phi is None:
         class_means_phi = zb if phi is None else class_means(phi(z), labels, m)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import RunData, mean_se, run_data
-from .._record import Record
+from .._record import Record, array_field
 
 __all__ = ["Agreement", "TheoryComparison", "compare_with_theory", "MASS_TOLERANCE"]
 
@@ -76,8 +76,10 @@ class Agreement(Record):
         else:
             txt = (f"{self.quantity}: sampled {self.sampled:.3f} ± {self.sampled_se:.3f} vs theory "
                    f"{self.predicted:.3f} (Δ = {self.difference:+.3f}, z = {self.max_z:.1f})")
-        ok = "ok" if self.within else "OUTSIDE"
         note = f"; {self.note}" if self.note else ""
+        if not math.isfinite(self.tolerance):
+            return [f"{txt} — reported, not tested [{self.theory}]{note}"]
+        ok = "ok" if self.within else "OUTSIDE"
         return [f"{txt} — {ok} (tolerance {self.tolerance:.3g}) [{self.theory}]{note}"]
 
 
@@ -87,12 +89,18 @@ class TheoryComparison(Record):
 
     theories : names of the theories used.   skipped : {theory: why it was not applied}.
     agreements : tuple of :class:`Agreement`.   all_within : every agreement within its tolerance.
+    marginal_label, marginal_grid (grid,), marginal_density (class, grid) : the single-neuron readout marginal the
+    solved theory predicts (linear one-hidden-layer nets: N(0, U_rr); the mean field: its marginals), for the
+    figures; "" and None when no theory gives one.
     """
 
     theories: tuple
     skipped: dict
     agreements: tuple
     all_within: bool
+    marginal_label: str = ""
+    marginal_grid: np.ndarray | None = array_field("grid", default=None)
+    marginal_density: np.ndarray | None = array_field("class", "grid", default=None)
 
     def __getitem__(self, quantity: str) -> Agreement:
         return self.get(quantity)
@@ -106,8 +114,11 @@ class TheoryComparison(Record):
                        f"{[(a.quantity, a.theory) for a in self.agreements]}")
 
     def summary(self) -> list[str]:
+        tested = [a for a in self.agreements if math.isfinite(a.tolerance)]
         lines = [f"theories: {', '.join(self.theories) or 'none'}; "
-                 f"{sum(a.within for a in self.agreements)}/{len(self.agreements)} agreements within tolerance"]
+                 f"{sum(a.within for a in tested)}/{len(tested)} tested agreements within tolerance"
+                 + (f", {len(self.agreements) - len(tested)} reported only" if len(tested) < len(self.agreements)
+                    else "")]
         for a in self.agreements:
             lines += a.summary()
         for k, v in self.skipped.items():
@@ -156,7 +167,7 @@ def _per_draw_K(rd: RunData, layer: int, max_draws: int = 150) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------------------ theories
-def _linear(rd: RunData, out: list, used: list, skipped: dict):
+def _linear(rd: RunData, out: list, used: list, skipped: dict, solved: dict):
     from ..theory import linear as lt
 
     tol = _finite_n_tolerance(rd)
@@ -165,6 +176,10 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict):
                                     sigma_w2=rd.sigma_w2, readout=rd.readout, X_test=rd.X_test)
         name = "theory.linear.linear_saddle_point"
         used.append(name)
+        sd = np.sqrt(np.diag(th.U))
+        g = np.linspace(-4 * sd.max(), 4 * sd.max(), 400)
+        solved.update(marginal_label="theory N(0, U)", marginal_grid=g,
+                      marginal_density=np.array([np.exp(-g**2 / (2 * v**2)) / np.sqrt(2 * np.pi * v**2) for v in sd]))
         note = "N → ∞ theory; finite-N corrections O(1/N)"
         out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
         out.append(_matrix_agreement("K1", name, _per_draw_K(rd, 1), th.K1, tol, note))
@@ -211,7 +226,7 @@ def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
         out.append(_matrix_agreement(f"K{l}", name, _per_draw_K(rd, l), th.K[l - 1], tol, note))
 
 
-def _meanfield(rd: RunData, out: list, used: list, skipped: dict, codes=None):
+def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, codes=None):
     from ..theory import meanfield as mf
 
     name = "theory.meanfield.single_neuron_meanfield"
@@ -221,6 +236,8 @@ def _meanfield(rd: RunData, out: list, used: list, skipped: dict, codes=None):
         skipped[name] = th.status
         return th
     used.append(name)
+    solved.update(marginal_label="mean-field theory", marginal_grid=np.asarray(th.grid),
+                  marginal_density=np.asarray(th.marginals))
     from .codes import code_string, neural_codes
 
     cr = codes if codes is not None else neural_codes(rd, 1)
@@ -335,14 +352,15 @@ def compare_with_theory(idata, codes=None, branches=None) -> TheoryComparison:
     out: list[Agreement] = []
     used: list[str] = []
     skipped: dict[str, str] = {}
+    solved: dict = {}
     if rd.activation == "linear":
         try:
-            _linear(rd, out, used, skipped)
+            _linear(rd, out, used, skipped, solved)
         except (ValueError, RuntimeError) as e:
             skipped["theory.linear"] = str(e)
     elif rd.depth == 1 and rd.is_orthogonal_toy and rd.m <= 3 and rd.readout == "nonlazy":
         try:
-            _meanfield(rd, out, used, skipped, codes=codes)
+            _meanfield(rd, out, used, skipped, solved, codes=codes)
         except (ValueError, RuntimeError, NotImplementedError) as e:
             skipped["theory.meanfield"] = str(e)
     else:
@@ -354,4 +372,4 @@ def compare_with_theory(idata, codes=None, branches=None) -> TheoryComparison:
     except (ValueError, np.linalg.LinAlgError) as e:
         skipped["theory.gp.gp_posterior"] = str(e)
     return TheoryComparison(theories=tuple(used), skipped=skipped, agreements=tuple(out),
-                            all_within=bool(all(a.within for a in out)))
+                            all_within=bool(all(a.within for a in out)), **solved)

@@ -1,6 +1,8 @@
-"""The entry-specific part of :func:`bnnzoo.diagnose`: each function takes a run and returns
+"""The entry-specific part of :func:`bnnzoo.diagnose`: each function takes a run (a
+:class:`~bnnzoo.diagnostics.run.Run`, or anything :func:`~bnnzoo.diagnostics.run.read_run` reads) and returns
 ``{"numbers": {name: JSON value}, "theory": TheoryComparison}`` — the entry's own observables and their comparison
-with the theory that predicts them.  The zoo entries point at them (``ZooEntry.diagnose``).
+with the theory that predicts them.  :data:`bnnzoo.diagnostics.analyses.ANALYSES` runs them for the entries that
+declare the matching ``ZooEntry.analysis``.
 
 * :func:`three_layer_observables` — alignment A_f on the test set, first-layer specialists and second-layer
   overlaps (:mod:`bnnzoo.diagnostics.alignment`); theory: the NNGP posterior of the two-hidden-layer network
@@ -24,47 +26,28 @@ import math
 
 import numpy as np
 
-from .. import azcompat
 from ._data import mean_se
 from .compare import Agreement, TheoryComparison, _matrix_agreement, _scalar_agreement
 
 __all__ = ["three_layer_observables", "attention_observables", "gated_observables"]
 
 
-def _cfg(idata) -> dict:
-    from ..inference import run_config
+def _run(idata):
+    from .run import Run, read_run
 
-    try:
-        return run_config(idata)
-    except ValueError:
-        return {}
+    return idata if isinstance(idata, Run) else read_run(idata)
 
 
-def _has_test(idata) -> bool:
-    return "predictions" in azcompat.group_names(idata)
+def _alignment_numbers(run, numbers: dict):
+    """Alignment on the test set (None when the run has no test outputs or no test targets)."""
+    from .alignment import alignment_from_arrays
 
-
-def _alignment_numbers(idata, numbers: dict):
-    from .alignment import alignment
-
-    if not _has_test(idata):
+    if run.f_test is None or run.Y_test is None:
         return None
-    al = alignment(idata)
+    al = alignment_from_arrays(run.f_test, run.Y_test)
     numbers.update(alignment=al.mean_predictor, alignment_sd=al.sd, alignment_chain_means=list(al.chain_means),
                    test_rel_error=al.rel_error, n_test=al.n_test)
     return al
-
-
-def _train_data(idata):
-    X = np.asarray(azcompat.get_group(idata, "constant_data")["X"].values, float)
-    Y = np.asarray(azcompat.get_group(idata, "observed_data")["y"].values, float)
-    return X, Y
-
-
-def _test_data(idata):
-    pc = azcompat.get_group(idata, "predictions_constant_data")
-    f = np.asarray(azcompat.get_group(idata, "predictions")["f"].values, float)
-    return np.asarray(pc["X_test"].values, float), np.asarray(pc["y_test"].values, float), f
 
 
 def _comparison(out: list, used: list, skipped: dict) -> TheoryComparison:
@@ -77,17 +60,17 @@ def three_layer_observables(idata, max_test: int = 500) -> dict:
     """Observables and NNGP comparison of a three-layer run (module docstring)."""
     from .alignment import first_layer_overlaps, second_layer_overlaps
 
-    cfg = _cfg(idata)
-    mk = cfg.get("model_kwargs", {})
-    w_star = cfg.get("task", {}).get("w_star")
+    run = _run(idata)
+    mk = run.model_kwargs
+    w_star = run.config.get("task", {}).get("w_star")
     numbers: dict = {}
-    al = _alignment_numbers(idata, numbers)
+    al = _alignment_numbers(run, numbers)
     if w_star is not None:
-        fo = first_layer_overlaps(idata, w_star)
+        fo = first_layer_overlaps(run.idata, w_star)
         numbers.update(specialists=fo.mean_specialists, specialists_chance=fo.chance,
                        specialist_threshold=fo.threshold, q_star=fo.q_star)
-        if _has_test(idata):
-            so = second_layer_overlaps(idata, w_star, max_test=max_test)
+        if run.X_test is not None and run.f_test is not None:
+            so = second_layer_overlaps(run.idata, w_star, max_test=max_test)
             numbers.update(second_layer_q3=so.q3, second_layer_q1=so.q1, second_layer_max_r3=so.max_r3)
     out, used, skipped = [], [], {}
     name = "theory.gp.gp_posterior"
@@ -95,14 +78,13 @@ def three_layer_observables(idata, max_test: int = 500) -> dict:
     from ..theory import gp as gpt
 
     if al is None:
-        skipped[name] = "the run has no test set"
+        skipped[name] = "the run has no test set with targets"
     elif mk.get("readout", "standard") != "standard":
         skipped[name] = "the mean-field readout has no NNGP limit (only the standard readout does)"
     elif act not in gpt.NONLINEARITIES:
         skipped[name] = f"no NNGP kernel for {act!r}"
     else:
-        X, Y = _train_data(idata)
-        Xt, Yt, f = _test_data(idata)
+        X, Y, Xt, Yt, f = run.X, run.Y, run.X_test, run.Y_test, run.f_test
         gp = gpt.gp_posterior(X, Y, Xt, nonlinearity=act, depth=2, temperature=float(mk.get("kappa", 0.01)),
                               sigma_w2=(float(mk.get("sigma_w1", 1.0)), float(mk.get("sigma_w2", 1.0))),
                               sigma_a2=float(mk.get("sigma_a2", 1.0)))
@@ -120,11 +102,11 @@ def three_layer_observables(idata, max_test: int = 500) -> dict:
 # ------------------------------------------------------------------------------------------------------ attention
 def attention_observables(idata) -> dict:
     """Observables of a softmax-attention run (module docstring)."""
-    cfg = _cfg(idata)
-    task = cfg.get("task", {})
+    run = _run(idata)
+    task = run.config.get("task", {})
     numbers: dict = {}
-    _alignment_numbers(idata, numbers)
-    post = azcompat.get_group(idata, "posterior")
+    _alignment_numbers(run, numbers)
+    post = run.posterior
     if all(k in task for k in ("w_q", "w_k", "w_v")) and all(s in post for s in ("Q", "K", "V")):
         wq, wk, wv = (np.asarray(task[k], float) for k in ("w_q", "w_k", "w_v"))
         Q, K, V = (np.asarray(post[s].transpose("chain", "draw", "head", "key_dim", "input").values, float)
@@ -161,18 +143,18 @@ def gated_observables(idata) -> dict:
     from ..theory.linear import linear_exact_m1
     from .alignment import _spec_of, pathway_generalization, pathway_spectra
 
-    cfg = _cfg(idata)
-    mk = cfg.get("model_kwargs", {})
-    spec = _spec_of(idata, None)
-    X, Y = _train_data(idata)
+    run = _run(idata)
+    mk = run.model_kwargs
+    spec = _spec_of(run.idata, None)
+    X, Y = run.X, run.Y
     numbers: dict = {}
-    for s in pathway_spectra(idata):
+    for s in pathway_spectra(run.idata):
         numbers[f"pathway[{s.pathway}]"] = dict(n_active=s.n_active, sv_data=list(s.sv_data), sv_ls=list(s.sv_ls),
                                                 sv_mean_map=list(s.sv_mean_map),
                                                 sv_draws_mean=list(s.sv_draws_mean))
-    if _has_test(idata):
-        _alignment_numbers(idata, numbers)
-        for g in pathway_generalization(idata):
+    if run.Y_test is not None and run.f_test is not None:
+        _alignment_numbers(run, numbers)
+        for g in pathway_generalization(run.idata):
             numbers[f"pathway[{g.pathway}]"] = {**numbers.get(f"pathway[{g.pathway}]", {}),
                                                 "test_mse": g.mse, "test_baseline": g.baseline,
                                                 "trained": g.trained}
@@ -181,7 +163,7 @@ def gated_observables(idata) -> dict:
     s2 = edge_prior_variances(spec, mk.get("sigma2", 1.0) if isinstance(mk.get("sigma2", 1.0), (int, float, dict))
                               else 1.0)
     T = float(mk.get("temperature", 0.01))
-    post = azcompat.get_group(idata, "posterior")
+    post = run.posterior
     f = np.asarray(post["f"].values, float)
     out: list[Agreement] = []
     used, skipped = [], {}

@@ -1,11 +1,12 @@
 """``diagnose``: run every diagnostic that applies to a run, store the results in the InferenceData, and return a
 report a researcher can read (:func:`bnnzoo.plots.write_report` writes it as JSON and figures).
 
-The run's zoo entry (its provenance "model") says what to diagnose.  The fully-connected nets (entries without
-their own ``diagnose``) get the readout/codes/branches diagnostics of the paper; every other entry gets, for each
-of its unit layers (:class:`bnnzoo.models.zoo.UnitLayer`), ergodicity, permutation symmetry, unit clustering and
-(for layers with values on the training points) codes, then kernels and richness of those layers, order
-parameters, and the entry's own observables with their theory comparison (``entry.diagnose``).
+The run is read once into a :class:`~bnnzoo.diagnostics.run.Run` (:func:`~bnnzoo.diagnostics.run.read_run`): the
+posterior, the provenance, the zoo entry it is diagnosed as (its own, or ``entry=`` for a model of one's own), the
+data and the sampler health.  Every entry then goes through the same steps — health → units per layer
+(ergodicity, permutation symmetry, codes, clusters) → kernels → the entry's own observables → theory → verdicts —
+with the entry-specific parts supplied by the analysis its ``ZooEntry.analysis`` names
+(:mod:`bnnzoo.diagnostics.analyses`).
 
 Stored groups (they survive NetCDF; :func:`load_report` reads them back):
 
@@ -26,19 +27,25 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
 "metastable: <disagreements>".  In an equilibrated run without a certification the population verdicts (codes,
 branches, outliers) end in " (populations not certified)".
 
-Verdicts (``DiagnosticReport.verdicts``): ``ergodicity[<var>]``, ``symmetry[<var>]``, ``codes[<layer>]``, for the
+Verdicts (``DiagnosticReport.verdicts``): ``ergodicity[<var>]``, ``symmetry[<var>]``, ``codes[<layer>]`` (codes
+are counted over selective units; "no selective units" when there are none, with no scheme), for the
 fully-connected nets ``branches`` (the number of readout branches by BIC) and ``outliers`` (outlier units per chain),
-and ``theory``.
+and ``theory``: "agrees" / "disagrees" over the comparisons that were tested (those with a finite tolerance), "not
+tested: <why>" when none was.  A run of a model of its own diagnosed without ``entry=`` gets its health and the
+verdict ``units`` "not tested: ...".
 
 **Coding scheme** (data-driven, docs/theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
 preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
-``analog`` (one Gaussian branch); ``n/a`` for entries diagnosed through their unit layers.
+``analog`` (one Gaussian branch); ``n/a`` for entries diagnosed through their unit layers and for one-output
+(regression) tasks, which have no class codes.  Where the feature layer's codes and the readout branches differ in
+number, ``numbers["branches_and_codes"]`` says which codes share a branch.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 import warnings
@@ -48,16 +55,16 @@ import numpy as np
 import xarray as xr
 
 from .. import azcompat
-from ._data import RunData, run_data
-from .._record import Record, jsonable, record_from_dataset
-from .branches import BranchResult, readout_branches
-from .codes import code_string, neural_codes
-from .compare import TheoryComparison, compare_with_theory
-from .ergodicity import ergodicity, neuron_features
-from ..inference.health import SamplerHealth, gate_verdicts, sampler_health
-from .kernels import KernelResult, cka, kernels_and_richness
-from .symmetry import permutation_symmetry, symmetry_of
-from .units import codes_of, representation_kernels, unit_clusters, unit_trajectories
+from .._record import Record, jsonable, nan_as_na, record_from_dataset
+from .analyses import analysis_of
+from .branches import BranchResult
+from .compare import TheoryComparison
+from .ergodicity import ergodicity
+from ..inference.health import SamplerHealth, gate_verdicts
+from .kernels import KernelResult
+from .run import Run, read_run
+from .symmetry import symmetry_of
+from .units import unit_clusters
 
 __all__ = ["DiagnosticReport", "diagnose", "load_report", "order_parameters", "GROUP_PREFIX"]
 
@@ -149,9 +156,11 @@ class DiagnosticReport(Record):
             if r is not None:
                 lines.append(f"— {title}")
                 lines += ["  " + ln for ln in r.summary()]
+                if r is self.branches and self.numbers.get("branches_and_codes"):
+                    lines.append("  branches and codes: " + self.numbers["branches_and_codes"])
         if self.timings:
             lines.append("— timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items()))
-        return lines
+        return [nan_as_na(ln) for ln in lines]
 
     def __repr__(self) -> str:
         return "DiagnosticReport(\n" + "".join(f"  {ln}\n" for ln in self.summary()) + ")"
@@ -227,102 +236,32 @@ def load_report(idata) -> DiagnosticReport:
                             observables=head.get("observables", {}), health=parts.get("health"))
 
 
-def order_parameters(idata, codes: dict | None = None) -> xr.Dataset:
+def order_parameters(idata, entry=None) -> xr.Dataset:
     """Scalar order parameters per draw, (chain, draw) — what ``az.plot_trace`` can show without plotting thousands
-    of weights: ``mse``, ``q_a`` (class), and per layer l: ``target_alignment_z<l>`` (CKA of the draw's feature
-    kernel with YYᵀ), ``code_switches_z<l>`` (fraction of units whose code changed since the previous draw) and
-    ``code_fraction_z<l>`` (code: fraction of units carrying each code).  For entries diagnosed through their unit
-    layers: ``mse``, ``q_a`` when recorded and ``target_alignment_<layer>`` per unit layer with values on the
-    training points."""
-    if not isinstance(idata, RunData):
-        run = azcompat.from_netcdf(idata) if isinstance(idata, (str, os.PathLike)) else idata
-        cfg = _run_config(run)
-        entry = _entry_of(cfg)
-        if not _fcn_like(run, cfg, entry):
-            post = azcompat.get_group(run, "posterior")
-            layers = []
-            for ul in entry.units:
-                try:
-                    layers.append(unit_trajectories(post, ul))
-                except ValueError:
-                    pass
-            return _unit_order_parameters(post, layers, _data_of(run)[1])
-        idata = run
-    rd = run_data(idata)
-    C, D, m = rd.n_chains, rd.n_draws, rd.m
-    data = {}
-    q = np.einsum("cdnr,cdnr->cdr", rd.a, rd.a) / rd.width
-    data["q_a"] = (("chain", "draw", "class"), q)
-    if rd.f is not None:
-        data["mse"] = (("chain", "draw"), np.mean((rd.f - rd.Y) ** 2, axis=(2, 3)))
-    target = rd.Y @ rd.Y.T
-    coords = {"chain": np.arange(C), "draw": np.arange(D), "class": np.arange(m),
-              "code": [code_string(k, m) for k in range(1 << m)]}
-    for l in range(1, rd.depth + 1):
-        f = rd.phi(rd.z(l))
-        al = np.array([[cka(f[c, t].T @ f[c, t] / rd.width, target) for t in range(D)] for c in range(C)])
-        data[f"target_alignment_z{l}"] = (("chain", "draw"), al)
-        cr = codes.get(f"z{l}") if codes else None
-        ids = np.asarray(cr.ids) if cr is not None else None
-        if ids is None:
-            from .codes import code_ids
-
-            ids = code_ids(rd.class_means(l))
-        sw = np.concatenate([np.full((C, 1), np.nan), (ids[:, 1:] != ids[:, :-1]).mean(-1)], axis=1)
-        data[f"code_switches_z{l}"] = (("chain", "draw"), sw)
-        data[f"code_fraction_z{l}"] = (("chain", "draw", "code"),
-                                       np.stack([(ids == k).mean(-1) for k in range(1 << m)], -1))
-    return xr.Dataset(data, coords=coords)
+    of weights.  Fully-connected nets: ``mse``, ``q_a`` (class), and per layer l: ``target_alignment_z<l>`` (CKA of
+    the draw's feature kernel with YYᵀ), ``code_switches_z<l>`` (fraction of units whose code changed since the
+    previous draw) and ``code_fraction_z<l>`` (code: fraction of units carrying each code).  Entries diagnosed
+    through their unit layers: ``mse``, ``q_a`` when recorded and ``target_alignment_<layer>`` per unit layer with
+    values on the training points.  ``idata``: a run, its path, a RunData or a :class:`~bnnzoo.diagnostics.run.Run`;
+    ``entry``: as for :func:`diagnose`."""
+    run = idata if isinstance(idata, Run) else read_run(idata, entry=entry)
+    an = analysis_of(run)
+    return an.order_parameters(run, an.layers(run)[0])
 
 
-def _describe(rd: RunData) -> str:
-    cfg = rd.config
-    seed = cfg.get("seed", "?")
-    samp = cfg.get("sampler", {})
-    return (f"{cfg.get('model', 'run')}: φ = {rd.activation}, L = {rd.depth}, N = {rd.width}, P = {rd.P}, "
-            f"m = {rd.m}, T = {rd.temperature:g}, σ_a² = {rd.sigma_a2:.3g}, readout {rd.readout}; "
-            f"{rd.n_chains} chains × {rd.n_draws} draws ({samp.get('num_warmup', '?')} warm-up), seed {seed}")
-
-
-def _scheme(branches: BranchResult | None) -> str:
-    if branches is None:
-        return "unknown"
-    o = branches.outliers
-    if o is not None and len(o.per_chain) and min(o.per_chain) >= 1:
-        return "sparse"
-    return "redundant" if branches.n_branches >= 2 else "analog"
-
-
-def _run_config(idata) -> dict:
-    if isinstance(idata, RunData):
-        return idata.config
-    try:
-        from ..inference import run_config
-
-        return run_config(idata)
-    except ValueError:
-        return {}
-
-
-def _entry_of(cfg: dict):
-    """The registered zoo entry the run was made with (None for runs of other models)."""
-    from ..models.zoo import ZOO
-
-    return ZOO.get(cfg.get("model")) if isinstance(cfg.get("model"), str) else None
-
-
-def _fcn_like(idata, cfg: dict, entry) -> bool:
-    """Whether the run is diagnosed by the fully-connected path: a RunData (readout ``a`` (neuron, class), an
-    activation) and no entry-specific ``diagnose``."""
-    if isinstance(idata, RunData):
-        return True
-    if entry is None:
-        return True  # runs of other models: the readout path, which says what it needs
-    if entry.diagnose is not None:
-        return False
-    post = azcompat.get_group(idata, "posterior")
-    return ("a" in post and tuple(post["a"].dims[2:]) == ("neuron", "class")
-            and "activation" in cfg.get("model_kwargs", {}))
+def theory_verdict(comp: TheoryComparison) -> str:
+    """"agrees" / "disagrees" over the comparisons that were tested (a finite tolerance); "not tested: <why>" when
+    none was (every comparison reported only, or no theory applies)."""
+    tested = [a for a in comp.agreements if math.isfinite(a.tolerance)]
+    if not tested:
+        if comp.agreements:
+            return (f"not tested: {len(comp.agreements)} comparison(s) reported only, with no tolerance at this "
+                    f"size ({', '.join(a.quantity for a in comp.agreements)})")
+        why = "; ".join(f"{k}: {v}" for k, v in comp.skipped.items()) or "no theory applies to this run"
+        return f"not tested: {why}"
+    word = "agrees" if all(a.within for a in tested) else "disagrees"
+    rest = len(comp.agreements) - len(tested)
+    return word if not rest else f"{word} ({len(tested)} tested, {rest} reported only)"
 
 
 def _verdicts(erg: dict, sym: dict, codes: dict, comp, branches: BranchResult | None = None) -> dict:
@@ -343,11 +282,11 @@ def _verdicts(erg: dict, sym: dict, codes: dict, comp, branches: BranchResult | 
                                     "/".join(str(int(n)) for n in o.per_chain) + " per chain"
                                     + (", one per class" if o.one_per_class else ""))
     if comp is not None:
-        verdicts["theory"] = ("agrees" if comp.all_within else "disagrees") if comp.agreements else "n/a"
+        verdicts["theory"] = theory_verdict(comp)
     return verdicts
 
 
-def _layer_numbers(erg: dict, sym: dict, codes: dict) -> dict:
+def _layer_numbers(erg: dict, sym: dict, codes: dict, clusters: dict) -> dict:
     numbers: dict = {}
     for v, r in erg.items():
         numbers[f"ergodicity_ratio[{v}]"] = r.ratio
@@ -359,155 +298,72 @@ def _layer_numbers(erg: dict, sym: dict, codes: dict) -> dict:
         numbers[f"switching_rate[{v}]"] = r.switching_rate
         numbers[f"scheme_drift[{v}]"] = r.scheme_drift
         numbers[f"scheme[{v}]"] = r.scheme
-    return numbers
-
-
-def _diagnose_fcn(rd: RunData, timed, theory: bool, kernels: bool) -> dict:
-    """The fully-connected nets: readout and hidden layers, codes, branches, kernels, theory."""
-    variables = ["a"] + [f"z{l}" for l in range(1, rd.depth + 1)]
-    codes = timed("codes", lambda: {f"z{l}": neural_codes(rd, l) for l in range(1, rd.depth + 1)})
-    branches = timed("branches", readout_branches, rd)
-    erg = timed("ergodicity", lambda: {v: ergodicity(neuron_features(rd, v), variable=v) for v in variables})
-    sym = timed("symmetry", permutation_symmetry, rd, variables)
-    kern = timed("kernels", kernels_and_richness, rd) if kernels else None
-    comp = timed("theory", compare_with_theory, rd, codes=codes["z1"], branches=branches) if theory else None
-    # bulk ergodicity of the readout when outliers are present (the outliers alone break it)
-    o = branches.outliers
-    numbers: dict = {}
-    if o is not None and o.n_outliers:
-        keep = ~o.is_outlier.astype(bool).reshape(rd.n_chains, rd.width)
-        if keep.all(axis=0).sum() >= 4:
-            bulk = ergodicity(rd.a[:, :, keep.all(axis=0)], variable="a (bulk)", n_boot=0)
-            numbers["ergodicity_ratio_bulk"] = bulk.ratio
-    numbers.update(_layer_numbers(erg, sym, codes))
-    numbers["n_branches"] = branches.n_branches
-    numbers["branch_masses"] = [float(x) for x in branches.masses]
-    numbers["branch_codes"] = list(branches.codes)
-    if o is not None:
-        numbers["n_outliers"] = o.n_outliers
-        numbers["outliers_per_chain"] = list(o.per_chain)
-        numbers["outlier_classes"] = list(o.classes)
-    if kern is not None:
-        numbers["d_lr"] = [float(x) for x in kern.d_lr]
-        numbers["nc1"] = [float(x) for x in kern.nc1]
-        numbers["target_cka"] = [float(x) for x in kern.target_cka]
-    if comp is not None:
-        numbers["theory_agreements_within"] = int(sum(a.within for a in comp.agreements))
-        numbers["theory_agreements"] = len(comp.agreements)
-    return dict(run=_describe(rd), coding_scheme=_scheme(branches), numbers=numbers, ergodicity=erg, symmetry=sym,
-                codes=codes, branches=branches, kernels=kern, theory=comp, config=rd.config,
-                order=lambda: order_parameters(rd, codes))
-
-
-def _data_of(idata):
-    const = azcompat.get_group(idata, "constant_data") if "constant_data" in azcompat.group_names(idata) else None
-    obs = azcompat.get_group(idata, "observed_data") if "observed_data" in azcompat.group_names(idata) else None
-    if const is None or obs is None or "X" not in const or "y" not in obs:
-        raise ValueError("the run needs constant_data X and observed_data y (as bnnzoo.sample writes them)")
-    X = np.asarray(const["X"].values, float)
-    Y = np.asarray(obs["y"].values, float)
-    labels = np.asarray(const["labels"].values).astype(int) if "labels" in const else np.zeros(len(X), int)
-    return X, Y, labels
-
-
-def _describe_units(entry, cfg: dict, post, P: int, m: int) -> str:
-    mk = cfg.get("model_kwargs", {})
-    keys = [k for k, v in mk.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)
-            and k not in ("record",) and not (isinstance(v, str) and len(v) > 24)]
-    kw = ", ".join(f"{k} = {mk[k]}" for k in keys)
-    samp = cfg.get("sampler", {})
-    return (f"{entry.name}: {kw}; P = {P}, m = {m}; {post.sizes['chain']} chains × {post.sizes['draw']} draws "
-            f"({samp.get('num_warmup', '?') if isinstance(samp, dict) else '?'} warm-up), seed {cfg.get('seed', '?')}")
-
-
-def _unit_order_parameters(post, layers, Y) -> xr.Dataset:
-    """Scalar order parameters per draw for a unit-layer run: ``mse`` and ``q_a`` (when the model records them) and,
-    per unit layer with values on the training points, ``target_alignment_<layer>`` (CKA of the draw's
-    representation kernel with YYᵀ)."""
-    C, D = post.sizes["chain"], post.sizes["draw"]
-    data, coords = {}, {"chain": np.arange(C), "draw": np.arange(D)}
-    for name in ("mse", "q_a"):
-        if name in post:
-            da = post[name]
-            extra = [d for d in da.dims if d not in ("chain", "draw")]
-            data[name] = (("chain", "draw", *extra), np.asarray(da.values, float))
-            for d in extra:
-                coords[d] = np.arange(da.sizes[d])
-    target = Y @ Y.T
-    for t in layers:
-        if t.representation is None:
-            continue
-        r = t.representation
-        al = np.array([[cka(r[c, s].T @ r[c, s] / r.shape[2], target) for s in range(D)] for c in range(C)])
-        data[f"target_alignment_{t.name}"] = (("chain", "draw"), al)
-    return xr.Dataset(data, coords=coords)
-
-
-def _diagnose_units(idata, entry, cfg: dict, timed, theory: bool, kernels: bool) -> dict:
-    """An entry diagnosed through its unit layers and its own ``diagnose``."""
-    if not entry.units and entry.diagnose is None:
-        raise ValueError(f"zoo entry {entry.name!r} declares no unit layers (ZooEntry.units) and no diagnose: "
-                         "nothing to diagnose")
-    post = azcompat.get_group(idata, "posterior")
-    X, Y, labels = _data_of(idata)
-    m = int(labels.max()) + 1 if labels.size else 1
-    skipped: dict = {}
-    layers = []
-    for ul in entry.units:
-        try:
-            layers.append(unit_trajectories(post, ul))
-        except ValueError as e:
-            skipped[ul.name] = str(e)
-    act = str(cfg.get("model_kwargs", {}).get("activation", ""))
-    codes = timed("codes", lambda: {t.name: codes_of(t, labels, m, i + 1, act) for i, t in enumerate(layers)
-                                    if t.values is not None})
-    erg = timed("ergodicity", lambda: {t.name: ergodicity(t.features, variable=t.name) for t in layers})
-    sym = timed("symmetry", lambda: {t.name: symmetry_of(t.features, t.name, code_memory=codes[t.name].code_memory
-                                                         if t.name in codes else float("nan")) for t in layers})
-    clusters = timed("clusters", lambda: {t.name: unit_clusters(t.features, t.name) for t in layers})
-    f = np.asarray(post["f"].values, float) if "f" in post else None
-    kern = timed("kernels", representation_kernels, layers, X, Y, labels, f) if kernels else None
-    own = timed("observables", entry.diagnose, idata) if entry.diagnose is not None else {}
-    comp = own.get("theory") if theory else None
-    numbers: dict = _layer_numbers(erg, sym, codes)
     for v, r in clusters.items():
         numbers[f"n_clusters[{v}]"] = r.n_clusters
         numbers[f"cluster_masses[{v}]"] = [float(x) for x in r.masses]
+    return numbers
+
+
+def _walk(run, timed, theory: bool, kernels: bool) -> dict:
+    """The steps every entry goes through (module docstring), after the health: units per layer, kernels, the
+    entry's own observables and theory."""
+    an = analysis_of(run)
+    layers, skipped = timed("units", an.layers, run)
+    codes = {l.name: l.codes for l in layers if l.codes is not None}
+    erg = timed("ergodicity", lambda: {l.name: ergodicity(l.features, variable=l.name) for l in layers})
+    sym = timed("symmetry", lambda: {l.name: symmetry_of(l.features, l.name, code_memory=codes[l.name].code_memory
+                                                         if l.name in codes else float("nan")) for l in layers})
+    clusters = (timed("clusters", lambda: {l.name: unit_clusters(l.features, l.name) for l in layers})
+                if an.clusters else {})
+    kern = timed("kernels", an.kernels, run, layers) if kernels and layers else None
+    own = timed("observables", an.observables, run, layers, theory)
+    comp = own.get("theory") if theory else None
+    numbers = _layer_numbers(erg, sym, codes, clusters)
     if skipped:
         numbers["units_skipped"] = skipped
+    numbers.update(own.get("numbers", {}))
     if kern is not None:
-        numbers["target_cka"] = [float(x) for x in kern.target_cka]
         numbers["d_lr"] = [float(x) for x in kern.d_lr]
         numbers["nc1"] = [float(x) for x in kern.nc1]
-    if "mse" in post:
-        numbers["mse"] = float(np.mean(post["mse"].values))
+        numbers["target_cka"] = [float(x) for x in kern.target_cka]
     if comp is not None:
-        numbers["theory_agreements_within"] = int(sum(a.within for a in comp.agreements))
-        numbers["theory_agreements"] = len(comp.agreements)
-    return dict(run=_describe_units(entry, cfg, post, len(X), Y.shape[1]), coding_scheme="n/a", numbers=numbers,
-                ergodicity=erg, symmetry=sym, codes=codes, branches=None, kernels=kern, theory=comp, config=cfg,
-                clusters=clusters, observables=dict(own.get("numbers", {})), family="units",
-                order=lambda: _unit_order_parameters(post, layers, Y))
+        tested = [a for a in comp.agreements if math.isfinite(a.tolerance)]
+        numbers["theory_agreements_within"] = int(sum(a.within for a in tested))
+        numbers["theory_agreements"] = len(tested)
+        numbers["theory_reported_only"] = len(comp.agreements) - len(tested)
+    if run.from_posterior:
+        numbers["hyperparameters_from_posterior"] = dict(run.from_posterior)
+    return dict(run=an.describe(run), coding_scheme=an.scheme(run, own), numbers=numbers, ergodicity=erg,
+                symmetry=sym, codes=codes, branches=own.get("branches"), kernels=kern, theory=comp,
+                clusters=clusters, observables=own.get("observables", {}),
+                family="fcn" if run.analysis == "fcn" else "units", order=lambda: an.order_parameters(run, layers))
 
 
-def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = True,
-             verbose: bool = False) -> DiagnosticReport:
+def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool = True, theory: bool = True,
+             kernels: bool = True, verbose: bool = False) -> DiagnosticReport:
     """Run every diagnostic that applies to a run and return a :class:`DiagnosticReport`.
 
-    The sampler's health is judged first (:func:`bnnzoo.inference.health.sampler_health`) and the verdicts are
-    gated by it (:func:`bnnzoo.inference.health.gate_verdicts`); the module docstring says what runs for which
-    entry.
+    The run is read once (:func:`~bnnzoo.diagnostics.run.read_run`), its sampler health judged first (or read from
+    the run, where :func:`bnnzoo.sample` stored it) and every verdict gated by it
+    (:func:`bnnzoo.inference.health.gate_verdicts`); then every entry goes through the same steps (module
+    docstring of :mod:`bnnzoo.diagnostics.analyses`).
 
     Parameters
     ----------
-    idata : InferenceData, DataTree or path
+    idata : InferenceData, DataTree, path or RunData
         A run from :func:`bnnzoo.sample`, or the path to its NetCDF file.
+    entry : str, ZooEntry or None
+        Diagnose the run as this zoo entry: for a run of a model of one's own whose posterior holds the entry's
+        sites (e.g. a wrapper around :func:`bnnzoo.models.fcn` with priors on its hyperparameters; those named like
+        the entry's keywords are read from the posterior).  Default: the run's own model when it is a zoo entry;
+        a run of another model without ``entry`` gets its sampler health only.
+    model_kwargs : dict or None
+        Model keywords that override what the run records (e.g. ``{"activation": "sigmoid"}``).
     store : bool
         Add the results to ``idata`` as ``diagnostics*`` groups (ignored for a path); they survive
         ``azcompat.to_netcdf`` and come back with :func:`load_report`.
     theory : bool
-        Also compare with the analytic theories that apply (:func:`compare_with_theory` for the fully-connected
-        nets, the entry's own comparison otherwise).
+        Also compare with the analytic theories that apply.
     kernels : bool
         Also compute kernels, CKA, D_LR and NC1 (the costliest part on large P).
     verbose : bool
@@ -520,51 +376,47 @@ def diagnose(idata, *, store: bool = True, theory: bool = True, kernels: bool = 
     Raises
     ------
     ValueError
-        When the run lacks what the diagnostics read (constant/observed data, the posterior sites).
+        When the run lacks what the diagnostics read (constant/observed data, the entry's sites), or ``entry`` is
+        unknown.
     """
     is_path = isinstance(idata, (str, os.PathLike))
-    run = azcompat.from_netcdf(idata) if is_path else idata
+    source = azcompat.from_netcdf(idata) if is_path else idata
     timings: dict[str, float] = {}
 
     def timed(name, fn, *a, **kw):
         t0 = time.perf_counter()
         out = fn(*a, **kw)
         timings[name] = time.perf_counter() - t0
-        if verbose:
-            _logger.info("[diagnose] %s: %.1f s", name, timings[name])
-        else:
-            _logger.debug("[diagnose] %s: %.1f s", name, timings[name])
+        _logger.log(logging.INFO if verbose else logging.DEBUG, "[diagnose] %s: %.1f s", name, timings[name])
         return out
 
-    if not isinstance(run, RunData):
-        from ..inference.convert import check_provenance
-
-        doubt = check_provenance(run)
-        if doubt is not None:
-            warnings.warn(doubt, RuntimeWarning, stacklevel=2)
-    cfg = _run_config(run)
-    entry = _entry_of(cfg)
-    if _fcn_like(run, cfg, entry):
-        parts = _diagnose_fcn(run_data(run), timed, theory, kernels)
+    run = read_run(source, entry=entry, model_kwargs=model_kwargs)
+    if run.doubt is not None:
+        warnings.warn(run.doubt, RuntimeWarning, stacklevel=2)
+    health = timed("health", lambda: run.health)
+    if run.analysis == "none":
+        parts = dict(run=analysis_of(run).describe(run), coding_scheme="n/a", numbers={}, ergodicity={},
+                     symmetry={}, codes={}, branches=None, kernels=None, theory=None, order=None)
+        verdicts = {"units": "not tested: the run's model is not a zoo entry; pass entry= (e.g. 'sigmoidal') to "
+                             "diagnose a model whose posterior holds an entry's sites"}
     else:
-        parts = _diagnose_units(run, entry, cfg, timed, theory, kernels)
-    verdicts = _verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"], parts["branches"])
-    health = timed("health", sampler_health, run)
-    verdicts = gate_verdicts(verdicts, health)
+        parts = _walk(run, timed, theory, kernels)
+        verdicts = gate_verdicts(_verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"],
+                                           parts["branches"]), health)
     parts["numbers"]["health"] = health.status
-    cfg = parts["config"]
-    cfg_small = {k: cfg.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
-                 if k in cfg}
-    can_store = store and not is_path and not isinstance(run, RunData)
-    ops = timed("order_parameters", parts["order"]) if can_store else None
+    cfg_small = {k: run.config.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
+                 if k in run.config}
+    can_store = store and not is_path and run.idata is not None
+    ops = timed("order_parameters", parts["order"]) if can_store and parts["order"] is not None else None
     report = DiagnosticReport(run=parts["run"], config=jsonable(cfg_small), coding_scheme=parts["coding_scheme"],
                               verdicts=verdicts, numbers=jsonable(parts["numbers"]), ergodicity=parts["ergodicity"],
                               symmetry=parts["symmetry"], codes=parts["codes"], branches=parts["branches"],
                               kernels=parts["kernels"], theory=parts["theory"], timings=dict(timings),
-                              family=parts.get("family", "fcn"), clusters=parts.get("clusters", {}),
+                              family=parts.get("family", "units"), clusters=parts.get("clusters", {}),
                               observables=jsonable(parts.get("observables", {})), health=health)
     if can_store:
         groups = report.groups()
-        groups[f"{GROUP_PREFIX}_order_parameters"] = ops
+        if ops is not None:
+            groups[f"{GROUP_PREFIX}_order_parameters"] = ops
         azcompat.set_groups(idata, groups)
     return report

@@ -42,11 +42,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.flatten_util import ravel_pytree
-from numpyro.infer.initialization import init_to_sample, init_to_uniform
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import initialize_model
 
 from .initialize import _check_valid, initial_params, model_functions
+from .plan import init_strategy
 
 __all__ = ["ChEES", "CheesState", "CheesAdaptState", "halton", "trajectory_growth"]
 
@@ -189,7 +189,7 @@ class ChEES(MCMCKernel):
         self._fixed_step = None if step_size is None else float(step_size)
         self._max_steps = int(max_leapfrog_steps)
         self._target = float(target_accept)
-        self._init_strategy = init_to_sample if init == "prior" else init_to_uniform
+        self._init_strategy = init_strategy(init)
         self._pe_gen = self._pp_gen = self._unravel = None
         self._num_warmup = 0
         self._bounds: list[int] = []

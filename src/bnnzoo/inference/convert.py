@@ -74,18 +74,39 @@ def versions() -> dict:
             "devices": ", ".join(str(d) for d in jax.devices())}
 
 
+def known_dims() -> dict[str, list[str]]:
+    """The dims the zoo gives its sites ({site: dims}): the fully-connected nets' (up to ten layers, every
+    preactivation recorded) first, then every other entry's sites of other names."""
+    from ..models.fcn import fcn_dims
+    from ..models.zoo import list_entries
+
+    known = fcn_dims(10, ("z",), with_test=True)
+    for entry in list_entries():
+        try:
+            for k, v in entry.dims(**dict(entry.defaults, record=entry.record)).items():
+                known.setdefault(k, list(v))
+        except (TypeError, ValueError):
+            continue
+    return known
+
+
 def infer_dims(fn, X, Y, kw) -> dict[str, list[str]]:
-    """Dims of the sample sites of an arbitrary model from its plates (deterministic sites get none)."""
+    """Dims of the sample and deterministic sites of an arbitrary model: from its plates, and for the axes no
+    plate names, the zoo's dims of a site of the same name and rank (:func:`known_dims`: ``f`` (point, class),
+    ``q_a`` (class), ``a`` (neuron, class), ...); ``<site>_dim_<i>`` otherwise."""
     from numpyro import handlers
 
     tr = handlers.trace(handlers.seed(fn, 0)).get_trace(X, Y, **kw)
+    known = known_dims()
     dims = {}
     for name, site in tr.items():
-        if site["type"] != "sample":
+        if site["type"] not in ("sample", "deterministic"):
             continue
         shape = np.shape(site["value"])
         names = [f"{name}_dim_{i}" for i in range(len(shape))]
-        for frame in site["cond_indep_stack"]:
+        if name in known and len(known[name]) == len(shape):
+            names = list(known[name])
+        for frame in site.get("cond_indep_stack", ()):
             if -len(shape) <= frame.dim < 0:
                 names[len(shape) + frame.dim] = frame.name
         dims[name] = names
@@ -238,12 +259,14 @@ def check_provenance(idata) -> str | None:
     """None when the run's provenance matches its checksum (or carries none: made elsewhere, or by an older
     bnnzoo); otherwise a one-line message for a warning: its attributes were edited after it was written, so the
     model settings they state (activation, temperature, ...) may not be the ones its draws came from."""
-    attrs = azcompat.get_attrs(idata)
-    want = attrs.get("bnnzoo_checksum")
-    if want is None:
-        return None
     post = azcompat.get_group(idata, "posterior") if "posterior" in azcompat.group_names(idata) else None
-    if provenance_checksum(attrs, post) == str(want):
+    return provenance_doubt(azcompat.get_attrs(idata), post)
+
+
+def provenance_doubt(attrs: dict, posterior) -> str | None:
+    """:func:`check_provenance` on a run's attributes and posterior group, already read."""
+    want = attrs.get("bnnzoo_checksum")
+    if want is None or provenance_checksum(attrs, posterior) == str(want):
         return None
     return ("the run's provenance does not match its checksum (its attributes were edited after it was written): "
             "the model settings it states may not be the ones its draws came from")

@@ -125,6 +125,9 @@ __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealth
            "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
            "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR"]
 
+HEALTH_GROUP = "diagnostics_health"
+"""The group a run stores its :class:`SamplerHealth` in (:func:`bnnzoo.sample`, :func:`bnnzoo.diagnose`)."""
+
 MIN_DRAWS = 100
 MIN_CHAINS = 1
 MAX_DIVERGENCE_RATE = 0.01
@@ -689,6 +692,11 @@ def _evidence(status: str, J: _Judged, st: dict, C: int, relaxing: list, populat
     return out
 
 
+def _no_verdict(v) -> bool:
+    """"n/a" and "not tested: ..." say that nothing was concluded: no gate applies to them."""
+    return str(v) == "n/a" or str(v).startswith("not tested")
+
+
 def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     """The verdicts a run with this ``health`` can carry.
 
@@ -705,8 +713,8 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     dict
         A new dict with the same keys.  Status ``"failed"``: every verdict becomes ``"inconclusive: <reasons>"``.
         Status ``"metastable"``: every verdict becomes ``"metastable: <disagreements>"``; status ``"relaxing"``:
-        ``"relaxing: <evidence>"`` (a run away from equilibrium carries no per-unit or theory verdict; ``"n/a"``,
-        no verdict, stays).  Status ``"equilibrated"``: unchanged, except that without a certification the
+        ``"relaxing: <evidence>"`` (a run away from equilibrium carries no per-unit or theory verdict; ``"n/a"``
+        and ``"not tested: ..."``, no verdict, stay).  Status ``"equilibrated"``: unchanged, except that without a certification the
         population verdicts (names starting with one of ``POPULATION_VERDICTS``) get the suffix
         ``" (populations not certified)"`` (a suffix, so that prefix comparisons keep working).
     """
@@ -714,23 +722,26 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
         return {k: f"inconclusive: {health.reason}" for k in verdicts}
     if health.status in ("relaxing", "metastable"):
         text = f"{health.status}: {health.reason}"
-        return {k: v if str(v) == "n/a" else text for k, v in verdicts.items()}
+        return {k: v if _no_verdict(v) else text for k, v in verdicts.items()}
     if (health.populations or "not certified") != "not certified":
         return dict(verdicts)
-    return {k: f"{v}{NOT_CERTIFIED}" if k.startswith(POPULATION_VERDICTS) and str(v) != "n/a"
+    return {k: f"{v}{NOT_CERTIFIED}" if k.startswith(POPULATION_VERDICTS) and not _no_verdict(v)
             and not str(v).endswith(NOT_CERTIFIED) else v for k, v in verdicts.items()}
 
 
-def warn_if_unhealthy(idata, stacklevel: int = 3) -> SamplerHealth | None:
+def warn_if_unhealthy(idata, stacklevel: int = 3, store: bool = False) -> SamplerHealth | None:
     """Warn (RuntimeWarning) when the chains of a finished run did not mix, relax or move (status "relaxing" or
     "metastable", or "failed" for a stuck sampler, low E-BFMI, saturated trees, too few effective draws or a missing
     R̂); divergences are left to the sampler's own warning, and a run shorter than ``MIN_DRAWS`` is not warned about
-    (a deliberate short run).  Returns the :class:`SamplerHealth`, or None when it could not be judged (a run without
-    a posterior, or with a malformed certification)."""
+    (a deliberate short run).  With ``store`` the health is also stored in the run (group ``HEALTH_GROUP``), where
+    :func:`bnnzoo.diagnose` reads it instead of judging again.  Returns the :class:`SamplerHealth`, or None when it
+    could not be judged (a run without a posterior, or with a malformed certification)."""
     try:
         h = sampler_health(idata)
     except (KeyError, ValueError):
         return None
+    if store:
+        azcompat.set_groups(idata, {HEALTH_GROUP: h.to_dataset()})
     other = [r for r in h.reasons if "diverged" not in r and not r.startswith("too few draws")
              and "fewer than 4 draws" not in r]
     if h.status in ("relaxing", "metastable") or other:

@@ -30,7 +30,8 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
-           "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING"]
+           "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING",
+           "init_strategy", "strategy_name"]
 
 SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc")
 CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees.ChEES), two trajectory criteria
@@ -52,6 +53,29 @@ def _check_bool(name: str, value) -> None:
         raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
+def strategy_name(init) -> str | None:
+    """The name of a NumPyro ``init_to_*`` strategy (a function of :mod:`numpyro.infer.initialization`, possibly
+    with its arguments bound by ``functools.partial``), or None for anything else."""
+    import functools
+
+    from numpyro.infer import initialization
+
+    fn = init.func if isinstance(init, functools.partial) else init
+    name = getattr(fn, "__name__", "")
+    return name if name.startswith("init_to_") and getattr(initialization, name, None) is fn else None
+
+
+def init_strategy(init):
+    """The NumPyro init strategy for ``init`` of :func:`bnnzoo.sample`: "prior" → ``init_to_sample``, "uniform" →
+    ``init_to_uniform``, an ``init_to_*`` strategy itself; a dict of starting values → ``init_to_sample`` (the
+    given values replace what it draws)."""
+    from numpyro.infer.initialization import init_to_sample, init_to_uniform
+
+    if callable(init):
+        return init
+    return init_to_uniform if init == "uniform" else init_to_sample
+
+
 def check_init(init, num_chains: int) -> None:
     """Check ``init`` of :func:`bnnzoo.sample`: "prior", "uniform" or a dict {site name: array (chain, ...)} of
     starting values in the constrained space, one per chain (the site names and shapes are checked against the
@@ -64,9 +88,14 @@ def check_init(init, num_chains: int) -> None:
     """
     if isinstance(init, str) and init in ("prior", "uniform"):
         return
+    if callable(init):
+        if strategy_name(init) is None:
+            raise ValueError(f"init: a callable must be one of NumPyro's init_to_* strategies "
+                             f"(numpyro.infer.initialization), got {init!r}")
+        return
     if not isinstance(init, dict):
-        raise ValueError(f"init must be 'prior' (a draw from the prior), 'uniform' (NumPyro's default) or a dict "
-                         f"{{site: array (chain, ...)}} of starting values, got {init!r}")
+        raise ValueError(f"init must be 'prior' (a draw from the prior), 'uniform' (NumPyro's default), a NumPyro "
+                         f"init_to_* strategy or a dict {{site: array (chain, ...)}} of starting values, got {init!r}")
     if not init:
         raise ValueError("init: the dict of starting values is empty; give {site: array (chain, ...)}")
     for k, v in init.items():
@@ -261,6 +290,9 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                                 else f"a plain NumPyro model; zoo entries declare theirs (the fully-connected "
                                      f"nets: {list(REPARAMS)})"))
 
+    if callable(init) and sampler in ("gibbs",) + TEMPERING:
+        raise ValueError(f"init={strategy_name(init)} applies to the HMC samplers (nuts, hmc, chees, snaper), not "
+                         f"sampler={sampler!r}; use init='prior'")
     if isinstance(init, dict):
         clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("reparam", reparam),
                                 ("warm_start", warm_start)) if v]
@@ -432,6 +464,8 @@ class RunSpec:
 
     def init_summary(self):
         """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""
+        if callable(self.init):
+            return strategy_name(self.init)
         return self.init if isinstance(self.init, str) else {"values_for": sorted(self.init)}
 
     def sampler_config(self) -> dict:

@@ -117,12 +117,14 @@ def _stored_kwargs(entry, stored: dict) -> dict:
 
 
 def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
-    """Add the ``predictions`` group (``f`` and ``y`` on new inputs) to a run made by :func:`bnnzoo.sample`.
+    """A copy of a run made by :func:`bnnzoo.sample` with the ``predictions`` group (``f`` and ``y`` on new inputs);
+    the run itself is left as it was.
 
     At every posterior draw the network's output ``f`` on ``X_new`` is computed and ``y`` drawn from the
     likelihood around it, with the run's model and model arguments (from its provenance, see
-    :func:`bnnzoo.run_config`).  An existing ``predictions`` / ``predictions_constant_data`` group (the task's test
-    set) is replaced.
+    :func:`bnnzoo.run_config`).  In the copy, an existing ``predictions`` / ``predictions_constant_data`` group (the
+    task's test set) is replaced: the new inputs have no targets, so test-set comparisons that need them are not
+    made on the copy.
 
     Parameters
     ----------
@@ -135,8 +137,8 @@ def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
 
     Returns
     -------
-    The same ``idata``, with ``predictions`` {f, y: (chain, draw, test_point, class)} and
-    ``predictions_constant_data`` {X_test: (test_point, input)}.
+    A new InferenceData / DataTree sharing the run's other groups, with ``predictions`` {f, y: (chain, draw,
+    test_point, class)} and ``predictions_constant_data`` {X_test: (test_point, input)}.
 
     Raises
     ------
@@ -181,4 +183,4 @@ def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
     attrs = azcompat.get_attrs(idata)
     pred.attrs.update(attrs)
     const.attrs.update(attrs)
-    return azcompat.set_groups(idata, {"predictions": pred, "predictions_constant_data": const})
+    return azcompat.set_groups(azcompat.shallow_copy(idata), {"predictions": pred, "predictions_constant_data": const})

@@ -25,7 +25,6 @@ import jax
 import numpy as np
 import xarray as xr
 from numpyro.infer import HMC, MCMC, NUTS, Predictive
-from numpyro.infer.initialization import init_to_sample, init_to_uniform
 
 from .. import azcompat
 from ..tasks import Task
@@ -34,7 +33,7 @@ from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_d
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
 from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
-                   engine_chunk_size, make_spec)
+                   engine_chunk_size, init_strategy, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
@@ -133,8 +132,9 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
         harmonic mean over chains).
     max_tree_depth : int >= 1, NUTS: at most 2**max_tree_depth leapfrog steps per draw; ChEES: the same cap.
     dense_mass : NUTS / HMC: a dense mass matrix.
-    init : "prior" (each chain starts from a prior draw), "uniform" (NumPyro's default), or a dict of starting values
-        (given to the run as ``init_params``; the kernel then keeps "prior" as its own rule).
+    init : "prior" (each chain starts from a prior draw), "uniform" (NumPyro's default), a NumPyro ``init_to_*``
+        strategy, or a dict of starting values (given to the run as ``init_params``; the kernel then keeps "prior"
+        as its own rule).
 
     Returns
     -------
@@ -156,8 +156,9 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
         raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
     if isinstance(init, dict):   # the run starts from given values (init_params): the kernel's own rule goes unused
         init = "prior"
-    if init not in ("prior", "uniform"):
-        raise ValueError(f"init must be 'prior' (a draw from the prior) or 'uniform' (NumPyro's default), got {init!r}")
+    if not callable(init) and init not in ("prior", "uniform"):
+        raise ValueError(f"init must be 'prior' (a draw from the prior), 'uniform' (NumPyro's default) or a NumPyro "
+                         f"init_to_* strategy, got {init!r}")
     if sampler in CHEES_LIKE:
         from .chees import ChEES
 
@@ -172,7 +173,7 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
         adapt_step_size=step_size is None,
         dense_mass=dense_mass,
         target_accept_prob=target_accept,
-        init_strategy=init_to_sample if init == "prior" else init_to_uniform,
+        init_strategy=init_strategy(init),
     )
     if sampler == "nuts":
         if num_steps is not None:
@@ -242,13 +243,11 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
     if init_params is not None and np.ndim(init_keys) == 1:      # one chain: the kernel takes unbatched values
         init_params = jax.tree.map(lambda v: v[0], init_params)
     if spec.warm_start:
-        from numpyro.infer.initialization import init_to_sample, init_to_uniform
-
         from .warmstart import warm_start_params
 
         n_init = len(init_keys) if init_keys.ndim == 2 else 1      # every chain's keys for coupled multi-process
         init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_init,
-                                        init_to_sample if init == "prior" else init_to_uniform, spec.warm_start,
+                                        init_strategy(init), spec.warm_start,
                                         timing=ws_timing)
 
     run_store, manifest = None, None
@@ -487,8 +486,9 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         NUTS: at most 2**max_tree_depth leapfrog steps per draw; ChEES / SNAPER: the same cap per iteration.
     dense_mass : bool
         NUTS / HMC: adapt a dense mass matrix.
-    init : str or dict
-        "prior" (each chain starts from a prior draw), "uniform" (NumPyro's default, uniform in (-2, 2)), or a
+    init : str, callable or dict
+        "prior" (each chain starts from a prior draw), "uniform" (NumPyro's default, uniform in (-2, 2)), one of
+        NumPyro's ``init_to_*`` strategies (e.g. ``numpyro.infer.init_to_median()``; HMC samplers only), or a
         dict {site name: array (chain, ...)} giving every latent site's starting value for each chain, in the
         constrained space (the values a posterior draw holds); not with sampler="gibbs", ``reparam`` or
         ``warm_start``.
@@ -601,5 +601,5 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     from .health import warn_if_unhealthy    # chains that did not mix or move: warn, never silent
 
     if HEALTH_WARNINGS.get():                # off for the parts of a certified run (judged together)
-        warn_if_unhealthy(idata, stacklevel=3)
+        warn_if_unhealthy(idata, stacklevel=3, store=True)
     return idata

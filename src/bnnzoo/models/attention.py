@@ -34,7 +34,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..tasks.attention_task import attention_task
-from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, lazy, register
+from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, register
 from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
                       sqrt)
 
@@ -323,7 +323,7 @@ register(ZooEntry(
     units=(UnitLayer("heads", "attn", "head", "attention heads: attention weights on the training contexts "
                      "(record 'attn')"),
            UnitLayer("head_readout", "a", "head", "attention heads: readout weights of their outputs")),
-    diagnose=lazy(".diagnostics.observables:attention_observables"),
+    analysis="attention",
     resolve=_resolve,
     record=("attn",),
     forward=_forward,

@@ -36,7 +36,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..tasks.gated_tasks import GatedSpec, Pathway, get_spec, routing_spec, routing_task, xor_spec, xor_task
-from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, lazy, register
+from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, register
 from ._checks import check_bool, check_data, check_int, check_positive, check_record, is_traced, sqrt
 
 __all__ = ["gated", "gated_dims", "check_gated_args", "gated_forward", "gated_prior_variances", "edge_scales",
@@ -368,7 +368,7 @@ register(ZooEntry(
     reference="Saxe, Sodhani & Lewallen, ICML 2022; docs/theory.md §9",
     units=(UnitLayer("ha", "act_ha", "ha", "hidden node ha: activities on the training rows (record 'h')"),
            UnitLayer("hb", "act_hb", "hb", "hidden node hb: activities on the training rows (record 'h')")),
-    diagnose=lazy(".diagnostics.observables:gated_observables"),
+    analysis="gated",
     populations=_POPULATIONS,
 ))
 
@@ -390,6 +390,6 @@ register(ZooEntry(
     reference="Saxe, Sodhani & Lewallen, ICML 2022 (facebookresearch/gated-dln); docs/theory.md §9",
     units=(UnitLayer("h1", "act_h1", "h1", "shared hidden node h1: activities on the training rows (record 'h')"),
            UnitLayer("h2", "act_h2", "h2", "shared hidden node h2: activities on the training rows (record 'h')")),
-    diagnose=lazy(".diagnostics.observables:gated_observables"),
+    analysis="gated",
     populations=_POPULATIONS,
 ))

@@ -46,7 +46,7 @@ from ..tasks.hermite import hermite_task
 from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
                       sqrt)
 from .activations import ACTIVATIONS
-from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, lazy, register
+from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, register
 
 __all__ = ["three_layer", "three_layer_dims", "check_three_layer_args", "three_layer_forward",
            "three_layer_prior_variances", "THREE_LAYER_READOUTS", "get_three_layer_activation"]
@@ -331,7 +331,7 @@ register(ZooEntry(
                 "specialist neurons",
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; docs/theory.md §8",
     units=UNITS,
-    diagnose=lazy(".diagnostics.observables:three_layer_observables"),
+    analysis="three_layer",
     populations=_POPULATIONS,
 ))
 
@@ -352,6 +352,6 @@ register(ZooEntry(
     description="mean-field twin (1/N2 readout, likelihood variance kappa/N2) of three_layer_erf",
     reference="Rubin, Davidovich & Ringel, arXiv 2512.04165; docs/theory.md §8",
     units=UNITS,
-    diagnose=lazy(".diagnostics.observables:three_layer_observables"),
+    analysis="three_layer",
     populations=_POPULATIONS,
 ))

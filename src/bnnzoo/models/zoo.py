@@ -15,7 +15,7 @@ from .fcn import likelihood_variance as _fcn_noise_variance
 from .fcn import check_fcn_args, default_sigma_a2, fcn, fcn_dims, fcn_forward, fcn_prior_variances
 
 __all__ = ["Observable", "UnitLayer", "PopulationSpec", "ZooEntry", "ZOO", "register", "get_entry", "list_entries",
-           "lazy", "START_FAMILIES"]
+           "START_FAMILIES"]
 
 START_FAMILIES = ("prior", "annealed", "meanfield")
 """The start families :func:`bnnzoo.sample` can certify a run from (:mod:`bnnzoo.inference.certify`)."""
@@ -122,10 +122,12 @@ class ZooEntry:
         holds the values actually used.
     units : tuple of UnitLayer
         The layers of units the per-unit diagnostics run on (:class:`UnitLayer`).
-    diagnose : callable or None
-        ``diagnose(idata) -> dict`` with the entry's own observables and their theory comparison (keys "numbers":
-        {name: JSON-able value} and "theory": a :class:`~bnnzoo.diagnostics.compare.TheoryComparison` or None);
-        None for the fully-connected nets, whose observables :func:`bnnzoo.diagnostics.diagnose` computes itself.
+    analysis : str
+        What :func:`bnnzoo.diagnose` runs on the entry (``bnnzoo.diagnostics.analyses.ANALYSES``): "fcn" (readout,
+        hidden layers, codes, branches, outliers and the fully-connected theories), "three_layer", "attention",
+        "gated" (the declared unit layers and the entry's own observables and theory), or "units" (the declared
+        unit layers only, the default).  A kind, not a function: the diagnostics sit above the models in the
+        package's data flow.
     record : tuple of str
         The sites recorded by default (what ``bnnzoo sample`` records without ``--record``), names that the entry's
         ``dims`` and model accept (FCN: ``("z",)``, every layer's preactivations).
@@ -168,7 +170,7 @@ class ZooEntry:
     reference: str = ""
     resolve: Callable[[Any, dict], dict] | None = None
     units: tuple[UnitLayer, ...] = ()
-    diagnose: Callable | None = None
+    analysis: str = "units"
     record: tuple[str, ...] = ()
     forward: Callable | None = None
     likelihood_variance: Callable[[dict], float] | None = None
@@ -186,23 +188,6 @@ class ZooEntry:
 
 
 ZOO: dict[str, ZooEntry] = {}
-
-
-def lazy(target: str) -> Callable:
-    """A function named ``"module:function"`` (relative to the ``bnnzoo`` package), imported when first called.
-
-    Entries use it for ``diagnose=``: the diagnostics sit above the models in the package's data flow, so a model
-    file names its diagnostic function instead of importing it."""
-    module, _, fname = target.partition(":")
-
-    def call(*args, **kwargs):
-        import importlib
-
-        return getattr(importlib.import_module(module, __package__.rpartition(".")[0]), fname)(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = fname
-    call.__doc__ = f"{fname} of bnnzoo{module} (imported when called)."
-    return call
 
 
 def register(entry: ZooEntry) -> ZooEntry:
@@ -306,6 +291,7 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             dims=_fcn_dims,
             resolve=_fcn_resolve,
             units=_FCN_UNITS,
+            analysis="fcn",
             record=("z",),
             forward=fcn_forward,
             likelihood_variance=_fcn_likelihood_variance,

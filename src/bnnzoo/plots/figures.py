@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..diagnostics._data import RunData, run_data
+from ..diagnostics._data import RunData
 from ..diagnostics.codes import code_ids, code_string
 
 __all__ = ["plot_codes", "plot_layers", "plot_readout", "plot_code_switching", "plot_order_parameters",
@@ -39,8 +39,13 @@ def _plt():
     return plt
 
 
-def _rd(idata) -> RunData:
-    return run_data(idata)
+def _rd(idata, entry=None) -> RunData:
+    """The fully-connected view of a run (a RunData passes through; ``entry``: as for :func:`bnnzoo.diagnose`)."""
+    if isinstance(idata, RunData):
+        return idata
+    from ..diagnostics.run import read_run
+
+    return read_run(idata, entry=entry).fcn()
 
 
 def _code_cmap(m: int):
@@ -193,28 +198,17 @@ def plot_layers(idata, report=None, chain: int = 0, draw: int = -1):
     return fig
 
 
-def _theory_marginals(rd: RunData):
-    """(label, grid, densities (m, G)) of the single-neuron readout marginal, or None."""
-    try:
-        if rd.activation == "linear" and rd.depth == 1:
-            from ..theory.linear import linear_saddle_point
+def _theory_marginals(rd: RunData, report=None):
+    """(label, grid, densities (m, G)) of the single-neuron readout marginal the run's theory comparison solved (the
+    report's, or a comparison made here when no report is given), or None."""
+    comp = getattr(report, "theory", None)
+    if comp is None:
+        from ..diagnostics.compare import compare_with_theory
 
-            th = linear_saddle_point(rd.X, rd.Y, temperature=rd.temperature, sigma_a2=rd.sigma_a2,
-                                     sigma_w2=rd.sigma_w2, readout=rd.readout)
-            sd = np.sqrt(np.diag(th.U))
-            g = np.linspace(-4 * sd.max(), 4 * sd.max(), 400)
-            dens = np.array([np.exp(-g**2 / (2 * s**2)) / np.sqrt(2 * np.pi * s**2) for s in sd])
-            return "theory N(0, U)", g, dens
-        if rd.depth == 1 and rd.is_orthogonal_toy and rd.m <= 3 and rd.readout == "nonlazy":
-            from ..theory.meanfield import single_neuron_meanfield
-
-            th = single_neuron_meanfield(rd.X, rd.Y, labels=rd.labels, nonlinearity=rd.activation,
-                                         temperature=rd.temperature, sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2)
-            if th.normalizable:
-                return "mean-field theory", th.grid, th.marginals
-    except (ValueError, RuntimeError, NotImplementedError):
+        comp = compare_with_theory(rd)
+    if comp.marginal_grid is None or comp.marginal_density is None:
         return None
-    return None
+    return comp.marginal_label, np.asarray(comp.marginal_grid), np.asarray(comp.marginal_density)
 
 
 def _select_neurons(rd: RunData, report, chain: int, k: int = 5) -> list[int]:
@@ -240,7 +234,7 @@ def plot_readout(idata, report=None, chain: int = 0, neurons=None):
     plt = _plt()
     rd = _rd(idata)
     m = rd.m
-    th = _theory_marginals(rd)
+    th = _theory_marginals(rd, report)
     fig = plt.figure(figsize=(4 * m, 7.5), constrained_layout=True)
     gs = fig.add_gridspec(2, max(m, 2))
     sparse = getattr(report, "coding_scheme", None) == "sparse" or rd.activation == "relu"
@@ -339,7 +333,7 @@ def plot_order_parameters(idata, report=None, var_names=None):
             f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
         ds = azcompat.get_group(idata, f"{GROUP_PREFIX}_order_parameters")
     if ds is None:
-        ds = order_parameters(idata, getattr(report, "codes", None))
+        ds = order_parameters(idata)
     if var_names is None:
         var_names = [v for v in ds.data_vars if v in ("mse", "q_a") or v.startswith(("target_alignment",
                                                                                           "code_switches"))]
@@ -350,7 +344,7 @@ def plot_order_parameters(idata, report=None, var_names=None):
     return azcompat.plot_trace(tmp, var_names=list(var_names))
 
 
-def save_figures(idata, outdir, report=None, dpi: int = 110) -> list[str]:
+def save_figures(idata, outdir, report=None, dpi: int = 110, entry=None) -> list[str]:
     """Write every figure that applies to ``outdir`` and return their paths: for the fully-connected nets
     fig2_codes, fig3_layers, fig4_readout, fig5_switching and order_parameters; for entries diagnosed through their
     unit layers units.png (when a unit layer was recorded), kernels.png (layers with values on the training points), theory.png (when the entry
@@ -366,7 +360,7 @@ def save_figures(idata, outdir, report=None, dpi: int = 110) -> list[str]:
     if report is None:
         from ..diagnostics.report import diagnose
 
-        report = diagnose(idata, store=False)
+        report = diagnose(idata, store=False, entry=entry)
     paths = []
     if getattr(report, "family", "fcn") == "units":
         from .units import plot_representations, plot_theory, plot_units
@@ -387,14 +381,14 @@ def save_figures(idata, outdir, report=None, dpi: int = 110) -> list[str]:
         if f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
             ds = azcompat.get_group(idata, f"{GROUP_PREFIX}_order_parameters")
         else:
-            ds = order_parameters(idata)
+            ds = order_parameters(idata, entry=entry)
         if ds.data_vars:
             p = outdir / "order_parameters.png"
             tmp = azcompat.make_idata({"posterior": ds.copy()})
             azcompat.save_plot(azcompat.plot_trace(tmp, var_names=list(ds.data_vars)), p, dpi=dpi)
             paths.append(str(p))
         return paths
-    rd = _rd(idata)
+    rd = _rd(idata, entry)
     todo = [("fig2_codes.png", plot_codes), ("fig3_layers.png", plot_layers), ("fig4_readout.png", plot_readout)]
     todo.append(("fig5_switching.png", plot_code_switching))
     for name, fn in todo:

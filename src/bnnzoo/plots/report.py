@@ -41,7 +41,7 @@ def _runs(idata_or_paths) -> dict[str, object]:
 
 
 def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: bool = False,
-                 verbose: bool = False) -> dict:
+                 verbose: bool = False, entry=None) -> dict:
     """Diagnose one or several runs and write, per run, ``<outdir>/<name>/report.json``, ``report.txt`` (the
     report's repr) and the figures of :func:`bnnzoo.plots.save_figures` (paper-style figures for the
     fully-connected nets, unit-layer, kernel and theory figures for the other entries), plus
@@ -54,6 +54,8 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
     figures : also write the figures.
     save_netcdf : also write ``<name>/run.nc`` with the diagnostics groups added.
     verbose : print the time of each diagnostic.
+    entry : zoo entry name (or ZooEntry) to diagnose the runs as (runs of a model of one's own; see
+        :func:`bnnzoo.diagnose`); None: each run's own entry.
 
     Returns
     -------
@@ -64,7 +66,7 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
     result, summary = {}, {}
     for name, run in _runs(idata_or_paths).items():
         idata = azcompat.from_netcdf(run) if isinstance(run, (str, os.PathLike)) else run
-        rep = diagnose(idata, store=True, verbose=verbose)
+        rep = diagnose(idata, store=True, verbose=verbose, entry=entry)
         d = outdir / name
         d.mkdir(parents=True, exist_ok=True)
         files = []
@@ -75,7 +77,7 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
         p.write_text(repr(rep) + "\n")
         files.append(str(p))
         if figures:
-            files += save_figures(idata, d, report=rep)
+            files += save_figures(idata, d, report=rep, entry=entry)
         if save_netcdf:
             files.append(azcompat.to_netcdf(idata, d / "run.nc"))
         result[name] = {"report": rep, "files": files}

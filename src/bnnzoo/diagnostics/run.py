@@ -1,0 +1,267 @@
+"""A run, read once: :func:`read_run` turns a run (InferenceData / DataTree, the path to its NetCDF file, or a
+:class:`~bnnzoo.diagnostics._data.RunData`) into one :class:`Run` record that every diagnostic step takes.
+
+The record holds the posterior and sampler statistics, the run's provenance (parsed once), the zoo entry it is
+diagnosed as, the model keywords the theory is evaluated at, the training and test data, and the sampler health
+(the one :func:`bnnzoo.sample` stored with the run, or computed once when absent or stale).
+
+**Your own model.**  A run of a NumPyro model of one's own (e.g. a wrapper around :func:`bnnzoo.models.fcn` that puts
+priors on the temperature or σ_a²) is diagnosed as the zoo entry named by ``entry=``, as long as its posterior holds
+the entry's sites.  Its model keywords are, in increasing precedence: the entry's defaults, the keywords the run was
+sampled with (those the entry knows), the sizes read from the posterior's shapes (width, depth), the ``model_kwargs``
+given to :func:`read_run`, and finally every entry keyword that is a scalar site of the posterior (a hyperparameter
+with a prior, named like the keyword, e.g. ``numpyro.sample("temperature", ...)``): the theory is evaluated at its
+posterior median, and :attr:`Run.from_posterior` says which keywords were read that way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import azcompat
+
+__all__ = ["Run", "read_run"]
+
+from ..inference.health import HEALTH_GROUP
+
+
+@dataclass
+class Run:
+    """One run, read once (module docstring).
+
+    Attributes
+    ----------
+    idata : InferenceData, DataTree or None
+        The run itself (None when built from a RunData).
+    posterior : xarray.Dataset
+        The posterior group, dims (chain, draw, ...).
+    sample_stats : xarray.Dataset or None
+        The sampler statistics.
+    config : dict
+        The run's provenance (:func:`bnnzoo.run_config`; empty for runs made elsewhere).
+    entry : ZooEntry or None
+        The zoo entry the run is diagnosed as (None: a model of its own with no ``entry=``).
+    model_kwargs : dict
+        The model keywords the diagnostics and the theory use (module docstring).
+    from_posterior : dict
+        {keyword: posterior median} for the hyperparameters read from the posterior.
+    X, Y, labels : ndarray
+        Training inputs (point, input), targets (point, class) and class labels (point,).
+    X_test, Y_test, labels_test, f_test : ndarray or None
+        The test set and the network's outputs on it (chain, draw, test_point, class), when the run has them.
+    doubt : str or None
+        Why the run's provenance may not describe its draws (its checksum does not match), or None.
+    """
+
+    idata: object
+    posterior: object
+    sample_stats: object
+    config: dict
+    entry: object
+    model_kwargs: dict
+    X: np.ndarray
+    Y: np.ndarray
+    labels: np.ndarray
+    from_posterior: dict = field(default_factory=dict)
+    X_test: np.ndarray | None = None
+    Y_test: np.ndarray | None = None
+    labels_test: np.ndarray | None = None
+    f_test: np.ndarray | None = None
+    doubt: str | None = None
+    _health: object = None
+    _fcn: object = None
+
+    @property
+    def n_chains(self) -> int:
+        return int(self.posterior.sizes["chain"])
+
+    @property
+    def n_draws(self) -> int:
+        return int(self.posterior.sizes["draw"])
+
+    @property
+    def P(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def m(self) -> int:
+        return int(self.labels.max()) + 1 if self.labels.size else 1
+
+    @property
+    def analysis(self) -> str:
+        """What the entry is diagnosed by (``ZooEntry.analysis``); "none" without an entry."""
+        return getattr(self.entry, "analysis", "none") if self.entry is not None else "none"
+
+    @property
+    def health(self):
+        """The :class:`~bnnzoo.inference.health.SamplerHealth` of the run: the stored one when it matches the
+        posterior's size, else judged once here."""
+        if self._health is None:
+            from ..inference.health import sampler_health
+
+            self._health = sampler_health(self.idata if self.idata is not None else self.fcn())
+        return self._health
+
+    def fcn(self):
+        """The run as a :class:`~bnnzoo.diagnostics._data.RunData` (fully-connected nets: readout ``a`` (neuron,
+        class), hidden weights or recorded preactivations), built once."""
+        if self._fcn is None:
+            from ._data import RunData
+
+            post, mk = self.posterior, self.model_kwargs
+            if "a" not in post or tuple(post["a"].dims[2:]) != ("neuron", "class"):
+                raise ValueError(f"the posterior has no readout 'a' with dims (neuron, class), which the "
+                                 f"fully-connected diagnostics read; variables: {list(post.data_vars)}")
+            depth = int(mk.get("depth") or 1)
+            self._fcn = RunData(
+                a=np.asarray(post["a"].values, float), X=self.X, Y=self.Y, labels=self.labels,
+                activation=str(mk.get("activation")), depth=depth,
+                weights=[np.asarray(post[f"W{l}"].values, float) for l in range(1, depth + 1) if f"W{l}" in post],
+                recorded_z={l: np.asarray(post[f"z{l}"].values, float) for l in range(1, depth + 1)
+                            if f"z{l}" in post},
+                f=np.asarray(post["f"].values, float) if "f" in post else None,
+                X_test=self.X_test, Y_test=self.Y_test, labels_test=self.labels_test, f_test=self.f_test,
+                readout=mk.get("readout", "nonlazy"), temperature=_float(mk.get("temperature")),
+                sigma_a2=_float(mk.get("sigma_a2")), sigma_w2=_float(mk.get("sigma_w2", 1.0)), config=self.config)
+        return self._fcn
+
+
+def _float(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _values(ds, name):
+    return np.asarray(ds[name].values) if ds is not None and name in ds else None
+
+
+def _entry(entry, config: dict):
+    from ..models.zoo import ZOO, ZooEntry, get_entry
+
+    if entry is None:
+        return ZOO.get(config.get("model")) if isinstance(config.get("model"), str) else None
+    if isinstance(entry, ZooEntry):
+        return entry
+    if isinstance(entry, str):
+        return get_entry(entry)
+    raise ValueError(f"entry must be a zoo entry name or a ZooEntry, got {type(entry).__name__}")
+
+
+def _model_kwargs(entry, config: dict, post, X, overrides: dict) -> tuple[dict, dict]:
+    """The keywords the diagnostics use, and those read from the posterior (module docstring)."""
+    from ..inference.predictive import _stored_kwargs
+
+    stored = dict(config.get("model_kwargs", {}))
+    if entry is None:
+        return dict(stored, **overrides), {}
+    if config.get("model") == entry.name:                       # a run of the entry itself
+        return dict(_stored_kwargs(entry, stored), **overrides), {}
+    kw = dict(entry.defaults)
+    kw.update(_stored_kwargs(entry, {k: v for k, v in stored.items() if k in entry.defaults}))
+    if entry.analysis == "fcn":                                 # sizes from the shapes
+        if "a" in post and "neuron" in post["a"].dims:
+            kw["width"] = int(post["a"].sizes["neuron"])
+        depth = max([int(k[1:]) for k in post.data_vars if k[:1] in "Wz" and k[1:].isdigit()] or [0])
+        if depth:
+            kw["depth"] = depth
+    kw.update(overrides)
+    scalars = [k for k in entry.defaults.keys() | {"temperature", "sigma_a2", "sigma_w2"}
+               if k in post and tuple(post[k].dims) == ("chain", "draw") and k not in overrides]
+    medians = {k: float(np.median(np.asarray(post[k].values, float))) for k in sorted(scalars)}
+    kw.update(medians)
+    if entry.resolve is not None:
+        kw = entry.resolve(np.asarray(X), kw)
+    return kw, medians
+
+
+def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
+    """Read a run once into a :class:`Run`.
+
+    Parameters
+    ----------
+    idata : InferenceData, DataTree, path or RunData
+        A run of :func:`bnnzoo.sample` (of a zoo entry or of a model of one's own), its NetCDF file, or a RunData.
+    entry : str, ZooEntry or None
+        The zoo entry to diagnose the run as (default: the run's own model when it is a zoo entry).
+    model_kwargs : dict or None
+        Model keywords that override what the run says (e.g. ``{"activation": "sigmoid"}`` for a model of one's
+        own whose keywords the provenance does not hold).
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    ValueError
+        When ``entry`` is unknown, or the run lacks constant_data X or observed_data y.
+    """
+    from ._data import RunData
+
+    if isinstance(idata, RunData):
+        return _from_rundata(idata, entry)
+    if isinstance(idata, (str, os.PathLike)):
+        idata = azcompat.from_netcdf(idata)
+    names = azcompat.group_names(idata)
+    get = lambda g: azcompat.get_group(idata, g) if g in names else None  # noqa: E731
+    post, const, obs = get("posterior"), get("constant_data"), get("observed_data")
+    if post is None:
+        raise ValueError("idata has no posterior group: pass a run made by bnnzoo.sample")
+    X, Y = _values(const, "X"), _values(obs, "y")
+    if X is None or Y is None:
+        raise ValueError("the run needs constant_data X and observed_data y (as bnnzoo.sample writes them)")
+    import json
+
+    from ..inference.convert import provenance_doubt
+
+    attrs = azcompat.get_attrs(idata)
+    try:
+        config = json.loads(attrs["bnnzoo_config"]) if "bnnzoo_config" in attrs else {}
+    except (TypeError, ValueError):
+        config = {}
+    ent = _entry(entry, config)
+    kw, medians = _model_kwargs(ent, config, post, X, dict(model_kwargs or {}))
+    labels = _values(const, "labels")
+    labels = np.zeros(len(X), int) if labels is None else np.asarray(labels).astype(int)
+    test = {}
+    pc = get("predictions_constant_data")
+    if pc is not None and "predictions" in names:
+        test = dict(X_test=_values(pc, "X_test"), Y_test=_values(pc, "y_test"), labels_test=_values(pc, "labels_test"),
+                    f_test=_values(get("predictions"), "f"))
+        test = {k: (np.asarray(v, float) if k != "labels_test" and v is not None else v) for k, v in test.items()}
+    run = Run(idata=idata, posterior=post, sample_stats=get("sample_stats"), config=config, entry=ent,
+              model_kwargs=kw, X=np.asarray(X, float), Y=np.asarray(Y, float), labels=labels,
+              from_posterior=medians, doubt=provenance_doubt(attrs, post), **test)
+    stored = get(HEALTH_GROUP)
+    if stored is not None:
+        from .._record import record_from_dataset
+
+        h = record_from_dataset(stored)
+        if (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws):
+            run._health = h
+    return run
+
+
+def _from_rundata(rd, entry) -> Run:
+    """A :class:`Run` around a RunData (a fully-connected run in numpy arrays; no sampler statistics)."""
+    import xarray as xr
+
+    from ..models.zoo import ZooEntry
+
+    ent = _entry(entry, rd.config)
+    if ent is None or getattr(ent, "analysis", "") != "fcn":
+        ent = ZooEntry(name=str(rd.config.get("model", "fcn")), model=None, defaults={}, task_defaults={},
+                       make_task=None, validate=None, dims=None, observables=(), description="a RunData",
+                       analysis="fcn")
+    post = xr.Dataset({"a": (("chain", "draw", "neuron", "class"), rd.a)})
+    kw = dict(rd.config.get("model_kwargs", {}))
+    kw.update(activation=rd.activation, depth=rd.depth, readout=rd.readout, temperature=rd.temperature,
+              sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2, width=rd.width)
+    return Run(idata=None, posterior=post, sample_stats=None, config=rd.config, entry=ent, model_kwargs=kw,
+               X=rd.X, Y=rd.Y, labels=rd.labels, X_test=rd.X_test, Y_test=rd.Y_test, labels_test=rd.labels_test,
+               f_test=rd.f_test, _fcn=rd)

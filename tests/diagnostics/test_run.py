@@ -1,0 +1,89 @@
+"""A run read once (bnnzoo.diagnostics.run) and a model of one's own through sample → diagnose(entry=) → report."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer import init_to_median
+
+import bnnzoo
+from bnnzoo import azcompat
+from bnnzoo.diagnostics.run import read_run
+from bnnzoo.models import fcn
+
+WIDTH = 8
+
+
+def my_model(X, Y=None):
+    """A user's model: the sigmoidal zoo net with priors on its temperature and readout variance."""
+    T = numpyro.sample("temperature", dist.LogNormal(jnp.log(0.02), 0.1))
+    s2 = numpyro.sample("sigma_a2", dist.LogNormal(0.0, 0.1))
+    return fcn(X, Y, width=WIDTH, activation="sigmoid", temperature=T, sigma_a2=s2, record=("z",))
+
+
+@pytest.fixture(scope="module")
+def own_run():
+    task = bnnzoo.toy_task(P=12, y_neg=0.5, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return bnnzoo.sample(my_model, task, num_chains=2, num_warmup=40, num_samples=40, progress=False, seed=1)
+
+
+def test_a_models_own_sites_keep_the_zoos_dims(own_run):
+    post = azcompat.get_group(own_run, "posterior")
+    assert post["f"].dims == ("chain", "draw", "point", "class")
+    assert post["q_a"].dims == ("chain", "draw", "class")
+    assert post["z1"].dims == ("chain", "draw", "neuron", "point")
+    assert post["temperature"].dims == ("chain", "draw")
+    assert "diagnostics_health" in azcompat.group_names(own_run)      # sample stored its health
+
+
+def test_hyperparameters_with_priors_are_read_from_the_posterior(own_run):
+    run = read_run(own_run, entry="sigmoidal")
+    post = azcompat.get_group(own_run, "posterior")
+    for k in ("temperature", "sigma_a2"):
+        assert run.from_posterior[k] == pytest.approx(float(np.median(post[k].values)))
+        assert run.model_kwargs[k] == run.from_posterior[k]
+    rd = run.fcn()
+    assert (rd.width, rd.depth, rd.activation) == (WIDTH, 1, "sigmoid")
+    assert rd.temperature == pytest.approx(float(np.median(post["temperature"].values)))
+    assert run.health.n_draws == 40                                     # the stored health, read back
+    # a keyword given to read_run wins over the posterior's median
+    assert read_run(own_run, entry="sigmoidal", model_kwargs={"temperature": 0.5}).model_kwargs["temperature"] == 0.5
+
+
+def test_own_model_through_diagnose_and_write_report(own_run, tmp_path):
+    rep = bnnzoo.diagnose(own_run, entry="sigmoidal", store=False)
+    assert {"ergodicity[a]", "ergodicity[z1]", "codes[z1]", "branches", "theory"} <= set(rep.verdicts)
+    assert "posterior medians" in rep.run and "as sigmoidal" in rep.run
+    assert set(rep.numbers["hyperparameters_from_posterior"]) == {"temperature", "sigma_a2"}
+    assert rep.theory is not None and "theory.meanfield.single_neuron_meanfield" in rep.theory.theories
+    assert not any("nan" in ln.split() for ln in rep.summary())
+    res = bnnzoo.plots.write_report({"mine": own_run}, tmp_path / "report", entry="sigmoidal")
+    assert json.loads((tmp_path / "report" / "mine" / "report.json").read_text())["verdicts"]["branches"]
+    assert (tmp_path / "report" / "mine" / "fig4_readout.png").is_file()
+    assert res["mine"]["report"] is not None
+    # without entry=: the health, and one verdict saying what was not tested
+    bare = bnnzoo.diagnose(own_run, store=False)
+    assert list(bare.verdicts) == ["units"] and bare.verdicts["units"].startswith("not tested")
+    assert bare.health is not None
+
+
+def test_init_takes_numpyros_strategies():
+    task = bnnzoo.toy_task(P=8, y_neg=0.5, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        idata = bnnzoo.sample("sigmoidal", task, width=4, num_chains=2, num_warmup=5, num_samples=5,
+                              progress=False, init=init_to_median(num_samples=5))
+    assert bnnzoo.run_config(idata)["sampler"]["init"] == "init_to_median"
+    with pytest.raises(ValueError, match="init_to_"):
+        bnnzoo.sample("sigmoidal", task, width=4, num_chains=2, num_warmup=5, num_samples=5, init=lambda site: None)
+    with pytest.raises(ValueError, match="init=init_to_median applies to the HMC samplers"):
+        bnnzoo.sample("sigmoidal", task, width=4, num_chains=2, num_warmup=5, num_samples=5, sampler="pt",
+                      init=init_to_median())
