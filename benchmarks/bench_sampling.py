@@ -9,7 +9,7 @@ For every toy net (linear, sigmoidal, ReLU; paper targets y− = 0 / ½ / −½)
 own subprocess (so peak memory is its own) with the same seed, chains and draws:
 
 * ``baseline``   weight-space NUTS on ``bnnzoo.models.fcn`` (the plain NumPyro kernel; the chunked driver used here to
-  record the warm-up trace gives the same draws as ``numpyro.infer.MCMC``, see tests/perf/test_chunked.py);
+  record the warm-up trace gives the same draws as ``numpyro.infer.MCMC``, see tests/inference/test_chunked.py);
 * ``readout``    readout integrated out, drawn from its Gaussian conditional (``reparam=("readout",)``);
 * ``ro+data``    and the first layer sampled in data space (``reparam=("readout", "data_space")``);
 * ``ro+data+warm``  the same after a 300-step Adam warm start onto the solution space (its cost counted);

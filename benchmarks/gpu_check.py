@@ -1,7 +1,7 @@
 """What one accelerator gives bnnzoo at the paper's size, in one result file (run by ``benchmarks/gpu_check.sh``).
 
     SIZE=paper bash benchmarks/gpu_check.sh     # sigmoidal N = P = 500 (Fig. 2's size): about 8 minutes on one GPU
-    SIZE=ci bash benchmarks/gpu_check.sh        # N = P = 20 on a CPU in about a minute (tests/test_gpu_check.py)
+    SIZE=ci bash benchmarks/gpu_check.sh        # N = P = 20 on a CPU in about a minute (tests/perf/test_gpu_check.py)
 
 Parts, each with its own time limit so the whole fits 8 minutes (a part that runs out says so in the file):
 

@@ -54,7 +54,7 @@ if PAPER_SIZE:
     RUNS = {"sigmoid": ("sigmoidal", 0.5, 500, 2, 1000, 1000),
             "linear": ("deep_linear", -0.5, 200, 2, 1000, 1000)}
 else:
-    # the two-layer settings of tests/diagnostics (N = P = 100, 200 + 200 draws, 1 chain); the linear contrast is
+    # the two-layer settings of tests/acceptance (N = P = 100, 200 + 200 draws, 1 chain); the linear contrast is
     # smaller (its NUTS trees are deep, so it costs as much per draw as the sigmoidal net at N = 100)
     RUNS = {"sigmoid": ("sigmoidal", 0.5, 100, 1, 200, 200),
             "linear": ("deep_linear", -0.5, 60, 1, 100, 100)}

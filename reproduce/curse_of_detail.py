@@ -28,8 +28,8 @@ Three parts (``--part``):
   P (theory: count ∝ √(N/d), exponent ½).
 
 Sizes (``--size``, table ``SETTINGS``): ``ci`` N1 = N2 = 8, d ∈ {4, 6}, 40 warm-up + 20 draws, one seed (run by
-``tests/test_reproduce_curse.py``); ``cpu`` N1 = N2 = 32, d ∈ {6, 8, 12, 16}, P/d ∈ {4, 8, 12}, 150 + 100 draws,
-three seeds for the three-layer sweep (``--n-seeds 3`` for the others too), widths 16 … 128 at d = 8, P = 96;
+``tests/reproduce/test_reproduce_curse.py``); ``cpu`` N1 = N2 = 32, d ∈ {6, 8, 12, 16}, P/d ∈ {4, 8, 12}, 150 + 100
+draws, three seeds for the three-layer sweep (``--n-seeds 3`` for the others too), widths 16 … 128 at d = 8, P = 96;
 ``paper`` d up to 64, N1 = N2 = 128, widths up to 512, 1000 + 500 draws, five seeds, for one GPU — our choice of a
 proportional-limit sweep (the theory page does not give the paper's sizes).  A P* sweep whose A_f does not cross
 0.25 on its grid is extended by doubling P (up to ``max_p_over_d``), or by halving P when A_f is above 0.25 already

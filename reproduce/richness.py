@@ -7,7 +7,7 @@ per output entry, γ ∈ [½, 1].  It is sampled without a library change throug
 ``sigma_a2 = σ_a0² N^{1−2γ}`` and ``temperature = T N^{1−2γ}`` (:func:`family_kwargs`).  At γ = ½ this is the lazy
 model (prior σ_a0², variance T); at γ = 1 it is exactly the non-lazy model (readout 1/N, prior σ_a0², variance T/N)
 with its readout written as a = b/√N (:func:`nonlazy_readout`): equal outputs, and log densities that differ by the
-constant Jacobian ½ N m log N (checked in ``tests/test_reproduce_richness.py``).
+constant Jacobian ½ N m log N (checked in ``tests/reproduce/test_reproduce_richness.py``).
 
 The choice of σ_a0².  Interpolated between the two ends' defaults (:func:`sigma_a02`): σ_a0² = P^{1−2γ}, so
 σ_a0² = 1 at γ = ½ (the lazy default) and 1/P at γ = 1 (the paper's non-lazy rule for one hidden layer, every

@@ -13,8 +13,8 @@ It runs the same NumPyro kernel as the plain path (``kernel.init`` / ``kernel.sa
   ``chunks/warmup_00000.nc``) and then the sampler state after it (``state.npz``, the previous one kept), both by
   atomic rename, the state with the checksums of every chunk file.  A killed run resumes from the latest checkpoint
   that checks out: the same blocks are redone from the same state with the same keys, so the resumed run's draws are
-  those of the uninterrupted run (checked bit for bit by ``tests/perf/test_resume.py`` and ``tests/test_faults.py``,
-  which kill real processes and damage the store's files).  The store is locked while a run uses it;
+  those of the uninterrupted run (checked bit for bit by ``tests/system/test_resume.py`` and
+  ``tests/system/test_faults.py``, which kill real processes and damage the store's files).  The store is locked while a run uses it;
 * large sites are left out (``exclude``) or recorded every k-th kept draw only (``site_thinning``, group
   ``posterior_thinned``, whose ``draw`` coordinate holds the indices of the kept draws it belongs to).
 
@@ -552,7 +552,7 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
             datasets = _block_datasets(block, sites, st, bufs, main_sites, small_sites, site_thinning, num_chains,
                                        warm_time[-1] if block.kind == "warmup" else None)
             chunk_sums[store.block_path(block).name] = store.write_block(block, datasets)
-            if _TEST_PAUSE:  # tests/perf/test_resume.py: widen the window between a chunk and its checkpoint
+            if _TEST_PAUSE:  # tests/system/test_resume.py: widen the window between a chunk and its checkpoint
                 time.sleep(_TEST_PAUSE)
             save_state(store.state_path, host_state(state), {"block_done": block.index, "timing": timing,
                                                              "chunks": chunk_sums, "manifest": manifest_sha},

@@ -6,8 +6,8 @@ are split over the processes in order (process p runs chains ``p·k … p·k + k
 each process runs its share through the chunked driver on its own devices (vectorised, or sharded over its local
 devices), and at the end every process receives all chains (``multihost_utils.process_allgather``), so each one
 returns the same ArviZ object as a single-process run with the same seed: chain c starts from the same key and takes
-the same steps wherever it runs (``tests/perf/test_distributed.py`` runs two CPU processes and compares them with one,
-also after killing both mid-way and resuming).
+the same steps wherever it runs (``tests/inference/test_distributed.py`` runs two CPU processes and compares them with
+one, also after killing both mid-way and resuming).
 
 ChEES and SNAPER tune on all chains at once during warm-up: every process initialises all chains, keeps its own and
 the shared tuning state, and one program runs over all processes' devices (``jax.shard_map`` over a mesh of every

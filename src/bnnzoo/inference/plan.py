@@ -18,7 +18,7 @@ Across chain methods the draws agree only up to float rounding: XLA compiles a p
 holding a single chain, or a sequential chain) differently from one over a batch of chains, so the first draw
 agrees to the last float bit or so and the difference then grows with the chain's own dynamics (chaotic for
 nonlinear nets): float64 runs stay within about 1e-10 over short runs, float32 runs become different, equally valid
-chains after some tens of steps.  tests/test_reproducible.py pins both facts.
+chains after some tens of steps.  tests/system/test_reproducible.py pins both facts.
 """
 
 from __future__ import annotations

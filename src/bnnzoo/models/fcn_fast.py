@@ -82,7 +82,7 @@ def readout_marginal_loglik(feats, Y, sigma_a2: float, c: float, v: float):
     The gradient is written out (custom VJP) instead of differentiating through the Cholesky factor: with
     α = K⁻¹Y and g = σ_a² c²,  ∂/∂Φ = g (Φα αᵀ − m Φ K⁻¹),  and in the Woodbury form (P > N)  Φ K⁻¹ = A⁻¹Φ / v.
     It reuses the forward pass's factor, so a gradient costs one Cholesky and a few triangular solves (tested
-    against central differences of the closed-form Gaussian log-density in tests/perf/test_fast_exact.py)."""
+    against central differences of the closed-form Gaussian log-density in tests/models/test_fcn_fast.py)."""
     return _marginal_loglik(feats, Y, float(sigma_a2 * c * c), float(v))
 
 

@@ -18,7 +18,7 @@ an m × m root-finding problem for C_1, started from the leading order (which dr
 relative order 1/(B C_l)).  For σ_w² ≠ 1 the substitution a → σ_w^L a maps the net onto σ_w² = 1 with
 σ_a² → σ_a² σ_w^{2L}; K_l scales back by σ_w^{2l} and U by σ_w^{−2L} (as in :mod:`bnnzoo.theory.linear`).
 
-Checked in tests/theory/test_theory_deep_linear.py (tolerances in docs/validation.md): depth 1 is the one-layer
+Checked in tests/theory/test_deep_linear.py (tolerances in docs/validation.md): depth 1 is the one-layer
 T → 0 saddle point (:func:`~bnnzoo.theory.linear.linear_saddle_point`); the gap to the leading order falls like
 P^{-1/L}; against the exact deep Gibbs sampler (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`) U and every K_l
 agree to O(1/N).

@@ -1,0 +1,230 @@
+"""reproduce/curse_of_detail.py: argument errors, overwrite refusal, the NNGP baselines against GP regression written
+out here, the P*/slope/collapse bookkeeping on synthetic alignment curves with a known answer, and ``--size ci`` runs.
+
+Tolerances: the NNGP alignments against the independent formulas to 1e-8 (float64 linear algebra on the same
+data); the synthetic sweep A_f = g(P/d) has P* = c·d exactly, so the fitted slope is 1 to 1e-9 and the collapse
+spread 0 to 1e-12 (log-linear interpolation between grid points of one curve is exact in the crossing's position
+along P/d).  Sampled alignments are checked against the sanity bound [−1, 1] (Cauchy–Schwarz: |A_f| ≤ |f̄|/|y|, so a
+value outside needs a predictor larger than the target); specialist counts lie in [0, N1].  The sampling runs are
+marked slow (a single sampled entry takes about a minute on the shared CPU, mostly compilation).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.reproduce.reproduce_scripts import load_script, run_script
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = str(ROOT / "src")
+SCRIPT = ROOT / "reproduce" / "curse_of_detail.py"
+
+
+def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    return run_script(SCRIPT, *args, timeout=timeout)
+
+
+def _load(path=SCRIPT, name="reproduce_curse_of_detail"):
+    return load_script(path, name)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--part", "attention"], ["--part", "three_layer, specialists, two_layer"]),
+    (["--n-seeds", "0"], ["--n-seeds", ">= 1"]),
+    (["--seed", "-1"], ["--seed", ">= 0"]),
+    (["--name", "a/b"], ["--name", "plain file stem"]),
+])
+def test_bad_argument_one_line_error(tmp_path, args, words):
+    r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), *args, timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.startswith("curse_of_detail.py: error: ") and r.stderr.count("\n") == 1, r.stderr
+    for w in words:
+        assert w in r.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_cache_that_is_a_file_is_refused(tmp_path):
+    f = tmp_path / "cache"
+    f.write_text("x")
+    r = _run("--size", "ci", "--out", str(tmp_path / "out"), "--cache", str(f), timeout=300)
+    assert r.returncode == 2 and "--cache" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_refuses_to_overwrite(tmp_path):
+    old = tmp_path / "curse_of_detail_ci.md"
+    old.write_text("old")
+    r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), timeout=300)
+    assert r.returncode == 2 and "--overwrite" in r.stderr, r.stderr
+    assert old.read_text() == "old"
+
+
+def _gp_alignment(K, P, Y, Y_test, kappa):
+    """A_f of the GP posterior mean k(x)ᵀ(K + κI)⁻¹y, written out (K over training + test inputs)."""
+    f = K[P:, :P] @ np.linalg.solve(K[:P, :P] + kappa * np.eye(P), Y[:, 0])
+    y = Y_test[:, 0]
+    return float(f @ y / (y @ y))
+
+
+def test_nngp_baselines_equal_gp_regression():
+    """The script's NNGP alignments equal GP regression with kernels written out here (three-layer: also the
+    benchmark's own implementation, benchmarks/sample_complexity.py)."""
+    from bnnzoo.tasks.hermite import hermite_task
+
+    mod = _load()
+    bench = _load(ROOT / "benchmarks" / "sample_complexity.py", "bench_sample_complexity")
+    task = hermite_task(d=6, P=48, P_test=300, seed=3)
+    kappa = 0.05
+    X = np.concatenate([task.X, task.X_test])
+    d = X.shape[1]
+
+    def erf_k(S):  # E[erf(u) erf(v)] for (u, v) ~ N(0, S)
+        g = np.diag(S)
+        return (2 / math.pi) * np.arcsin(2 * S / np.sqrt(np.outer(1 + 2 * g, 1 + 2 * g)))
+
+    K3 = erf_k(erf_k(X @ X.T / d))
+    a3 = _gp_alignment(K3, task.P, task.Y, task.Y_test, kappa)
+    assert mod.nngp_alignment(task, "three_layer", kappa) == pytest.approx(a3, abs=1e-8)
+    assert bench.nngp_three_layer_alignment(task, kappa) == pytest.approx(a3, abs=1e-8)
+
+    # φ(z) = ½ + ½ erf(αz), α = √π/2: E[φ(u)φ(v)] = ¼ + ¼ E[erf(αu) erf(αv)], (αu, αv) ~ N(0, α² S)
+    S1 = X @ X.T / d
+    K2 = 0.25 + 0.25 * erf_k(math.pi / 4 * S1)
+    a2 = _gp_alignment(K2, task.P, task.Y, task.Y_test, kappa)
+    assert mod.nngp_alignment(task, "two_layer", kappa) == pytest.approx(a2, abs=1e-8)
+
+
+def test_pstar_slope_and_collapse_on_synthetic_curves():
+    """A_f = g(P/d) for every d and seed: P*(A) = c_A · d, so the slope is 1 and the curves collapse exactly."""
+    mod = _load()
+    g = lambda r: 1 - math.exp(-r / 10.0)  # noqa: E731  A = 0.25 at r = 10 ln(4/3), 0.5 at 10 ln 2
+    runs, nngp = [], []
+    for seed in (0, 1, 2):
+        for d in (6, 8, 12, 16):
+            for r in (2, 4, 8, 16):
+                runs.append(dict(A=g(r), config=dict(d=d, P=r * d, seed=seed)))
+            nngp.append(dict(d=d, seed=seed, P_star={"0.25": 2.0 * d ** 3, "0.5": 5.0 * d ** 3}))
+    s = mod.pstar_summary(runs, nngp)
+    for lv in ("0.25", "0.5"):
+        assert s["slope"][lv]["mean"] == pytest.approx(1.0, abs=1e-9)
+        assert s["slope"][lv]["pooled"] == pytest.approx(1.0, abs=1e-9)
+        assert s["nngp_slope"][lv]["mean"] == pytest.approx(3.0, abs=1e-9)
+    # log-linear interpolation between r = 2 and 4 (A = 0.25 lies there): exact in r, the same for every d
+    r25 = mod.crossing([2, 4, 8, 16], [g(r) for r in (2, 4, 8, 16)], 0.25)
+    assert s["per_d"]["0.25"]["8"]["over_d"] == pytest.approx(r25, rel=1e-12)
+    assert all(v["spread"] == pytest.approx(0.0, abs=1e-12) for v in s["collapse"].values())
+
+
+def test_width_exponent_on_synthetic_counts():
+    """Counts c · N^(1/3) (and c · N^(1/2)) give the exponent back exactly, per seed and for the seed means."""
+    mod = _load()
+    for expo in (1 / 3, 0.5):
+        runs = [dict(specialists=(1 + seed) * N ** expo, specialists_chance=0.0027 * N, A=0.5, A_nngp=0.1,
+                     q_star=1.0, config=dict(N1=N, d=8, seed=seed)) for seed in (0, 1) for N in (16, 32, 64, 128)]
+        e = mod.width_summary(runs, expo)["exponent"]
+        assert e["mean"] == pytest.approx(expo, abs=1e-9) and e["of_seed_means"] == pytest.approx(expo, abs=1e-9)
+        assert all(v == pytest.approx(expo, abs=1e-9) for v in e["per_seed"])
+
+
+def test_joint_fit_recovers_the_d_part_of_the_law():
+    """Counts c_seed · (N/d)^e over three d and four N give b = e and c = −e back exactly, jointly and per seed; counts
+    with no d dependence give c = 0; the per-d tables and the markdown carry every d."""
+    mod = _load()
+    for expo, dpow in ((1 / 3, -1 / 3), (0.5, -0.5), (1 / 3, 0.0)):
+        runs = [dict(specialists=(1 + 0.1 * seed) * N ** expo * d ** dpow, specialists_chance=0.0027 * N, A=0.5,
+                     A_nngp=0.1, q_star=1.0, health=dict(status="equilibrated", max_rhat=1.0),
+                     config=dict(N1=N, d=d, seed=seed, P=12 * d))
+                for seed in (0, 1, 2) for d in (4, 8, 16) for N in (16, 32, 64, 128)]
+        ws = mod.width_summary(runs, expo)
+        j = ws["joint"]
+        assert j["b"] == pytest.approx(expo, abs=1e-9) and j["c"] == pytest.approx(dpow, abs=1e-9)
+        assert all(v == pytest.approx(dpow, abs=1e-9) for v in j["per_seed_c"])
+        j2 = ws["joint_without_smallest_d"]
+        assert ws["smallest_d"] == 4 and j2["n_runs"] == 24 and j2["c"] == pytest.approx(dpow, abs=1e-9)
+        assert sorted(ws["per_d"], key=int) == ["4", "8", "16"]
+        assert all(w["exponent"]["mean"] == pytest.approx(expo, abs=1e-9) for w in ws["per_d"].values())
+        md = "\n".join(mod._width_md(ws, "N1", "(N1/d)^(1/3)"))
+        assert "**d = 16**" in md and "Joint fit over the 36 runs" in md and "at d = 4:" in md
+        assert "Without d = 4 (24 runs)" in md
+    one = mod.width_summary([r for r in runs if r["config"]["d"] == 8], 1 / 3)
+    assert "joint" not in one and one["rows"] and one["exponent"]["mean"] == pytest.approx(1 / 3, abs=1e-9)
+    with pytest.raises(ValueError, match="--spec-d"):
+        mod.main(["--size", "ci", "--spec-d", "4,4", "--out", "/nonexistent-dir"])
+
+
+def test_sweep_extension():
+    """Once a (d, seed) has its grid: P doubled while A_f < 0.25 everywhere (up to max_p_over_d), halved while
+    A_f ≥ 0.25 at the smallest P (down to P/d = 1); nothing before the grid is complete or for other parts."""
+    mod = _load()
+    s = dict(mod.SETTINGS["cpu"], p_over_d=(4, 12), max_p_over_d=24)
+    cfg = dict(model="three_layer", d=8, P=96, N1=32, seed=0)
+    r = lambda P, A: dict(A=A, config=dict(cfg, P=P))  # noqa: E731
+    assert mod._extension("three_layer", cfg, [r(96, 0.2)], s) is None  # P = 32 not run yet
+    assert mod._extension("three_layer", cfg, [r(32, 0.1), r(96, 0.2)], s)["P"] == 192
+    assert mod._extension("three_layer", cfg, [r(32, 0.1), r(96, 0.2), r(192, 0.2)], s) is None  # P/d 48 > 24
+    assert mod._extension("three_layer", cfg, [r(32, 0.1), r(96, 0.3)], s) is None  # crossed in range
+    assert mod._extension("three_layer", cfg, [r(32, 0.3), r(96, 0.5)], s)["P"] == 16
+    assert mod._extension("three_layer", cfg, [r(8, 0.3), r(16, 0.3), r(32, 0.3), r(96, 0.5)], s) is None  # P < d
+    assert mod._extension("specialists", cfg, [r(32, 0.1), r(96, 0.2)], s) is None
+
+
+def _check_common(summary, part):
+    for r in summary[part]:
+        assert -1.0 <= r["A"] <= 1.0 and -1.0 <= r["A_nngp"] <= 1.0
+        assert 0.0 <= r["specialists"] <= r["config"]["N1"]
+        assert r["health"]["status"] in ("equilibrated", "relaxing", "failed", "unknown")
+        assert len(r["A_chains"]) == 4
+
+
+@pytest.mark.slow
+def test_ci_two_layer_run(tmp_path):
+    """``--size ci --part two_layer``: the stored NNGP alignment is GP regression with the sigmoid kernel (computed
+    here), the specialist counts match their chance level's definition, the markdown has no relative links."""
+    from bnnzoo.tasks.hermite import hermite_task
+
+    r = _run("--size", "ci", "--part", "two_layer", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((tmp_path / "curse_of_detail_ci.json").read_text())
+    md = (tmp_path / "curse_of_detail_ci.md").read_text()
+    assert "](" not in md
+    _check_common(summary, "two_layer")
+    _check_common(summary, "two_layer_widths")
+    e = summary["two_layer"][0]
+    c = e["config"]
+    task = hermite_task(d=c["d"], P=c["P"], P_test=c["P_test"], seed=c["seed"])
+    X = np.concatenate([task.X, task.X_test])
+    S = math.pi / 4 * X @ X.T / c["d"]
+    g = np.diag(S)
+    K = 0.25 + 0.25 * (2 / math.pi) * np.arcsin(2 * S / np.sqrt(np.outer(1 + 2 * g, 1 + 2 * g)))
+    assert e["A_nngp"] == pytest.approx(_gp_alignment(K, task.P, task.Y, task.Y_test, c["kappa"]), abs=1e-8)
+    widths = summary["two_layer_widths_summary"]["rows"]
+    assert sorted(int(n) for n in widths) == [8]
+    for n, row in widths.items():
+        assert row["chance"] == pytest.approx(int(n) * math.erfc(3 / math.sqrt(2)), rel=1e-12)
+
+
+@pytest.mark.slow
+def test_ci_full_run(tmp_path):
+    """``--size ci``, every part: the three-layer NNGP alignment equals the benchmark's implementation, and at the
+    largest P of every d the BNN aligns better than the NNGP (feature learning)."""
+    from bnnzoo.tasks.hermite import hermite_task
+
+    bench = _load(ROOT / "benchmarks" / "sample_complexity.py", "bench_sample_complexity")
+    r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), timeout=1800)
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((tmp_path / "curse_of_detail_ci.json").read_text())
+    for part in ("three_layer", "specialists", "two_layer", "two_layer_widths"):
+        _check_common(summary, part)
+    for e in summary["three_layer"]:
+        c = e["config"]
+        task = hermite_task(d=c["d"], P=c["P"], P_test=c["P_test"], seed=c["seed"])
+        assert e["A_nngp"] == pytest.approx(bench.nngp_three_layer_alignment(task, c["kappa"]), abs=1e-8)
+    for d in {e["config"]["d"] for e in summary["three_layer"]}:
+        top = max((e for e in summary["three_layer"] if e["config"]["d"] == d), key=lambda e: e["config"]["P"])
+        assert top["A"] > top["A_nngp"]
+    assert summary["three_layer_summary"]["nngp_slope"]["0.25"]["mean"] > 1.5
