@@ -17,7 +17,7 @@ def test_unit_layers_on_known_arrays():
     from bnnzoo.models.zoo import UnitLayer
 
     rng = np.random.default_rng(0)
-    C, D, U, P = 2, 40, 10, 6
+    C, D, U, P = 2, 40, 10, 12     # 11 points on: the selectivity cut 3·√(q/P) ≈ 1.7 < 2
     off = np.where(np.arange(U) < U // 2, 2.0, -2.0)
     h = off[None, None, :, None] + 0.3 * rng.standard_normal((C, D, U, P))
     h[..., -1] = 0.0

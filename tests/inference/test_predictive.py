@@ -101,10 +101,16 @@ def test_predict_reproduces_the_sampled_outputs(linear_run):
 
 
 def test_diagnose_after_predict():
-    """New inputs without targets: diagnose still runs, and says why the test-set GP comparison was skipped."""
+    """predict returns a new object and leaves the run as it was; its new inputs have no targets: diagnose of the
+    copy still runs, and says why the test-set GP comparison was skipped."""
     task, idata = _run("deep_linear", num_warmup=50, num_samples=100)
-    bnnzoo.predict(idata, task.X_test[:2], seed=0)
-    rep = bnnzoo.diagnose(idata, kernels=False)
+    groups = azcompat.group_names(idata)
+    X_test = azcompat.get_group(idata, "predictions_constant_data")["X_test"].values.copy()
+    out = bnnzoo.predict(idata, task.X_test[:2], seed=0)
+    assert out is not idata and azcompat.group_names(idata) == groups
+    np.testing.assert_array_equal(azcompat.get_group(idata, "predictions_constant_data")["X_test"].values, X_test)
+    assert "y_test" in azcompat.get_group(idata, "predictions_constant_data")
+    rep = bnnzoo.diagnose(out, kernels=False)
     assert "no targets" in rep.theory.skipped["theory.gp.gp_posterior"]
     assert "theory" in rep.verdicts
 

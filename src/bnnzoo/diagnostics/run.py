@@ -154,15 +154,11 @@ def _entry(entry, config: dict):
 
 def _model_kwargs(entry, config: dict, post, X, overrides: dict) -> tuple[dict, dict]:
     """The keywords the diagnostics use, and those read from the posterior (module docstring)."""
-    from ..inference.predictive import _stored_kwargs
-
-    stored = dict(config.get("model_kwargs", {}))
-    if entry is None:
+    stored = dict(config.get("model_kwargs", {}))               # as the provenance holds them (JSON values)
+    if entry is None or config.get("model") == entry.name:      # no entry, or a run of the entry itself
         return dict(stored, **overrides), {}
-    if config.get("model") == entry.name:                       # a run of the entry itself
-        return dict(_stored_kwargs(entry, stored), **overrides), {}
     kw = dict(entry.defaults)
-    kw.update(_stored_kwargs(entry, {k: v for k, v in stored.items() if k in entry.defaults}))
+    kw.update({k: v for k, v in stored.items() if k in entry.defaults})
     if entry.analysis == "fcn":                                 # sizes from the shapes
         if "a" in post and "neuron" in post["a"].dims:
             kw["width"] = int(post["a"].sizes["neuron"])
