@@ -15,32 +15,11 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
 from .. import azcompat
+from ..models.activations import np_activation
 
 __all__ = ["RunData", "run_data", "np_activation", "ess_1d", "ess", "mean_se", "class_means"]
-
-_SQRT_PI_2 = math.sqrt(math.pi) / 2.0
-
-_NP_ACT = {
-    "linear": lambda z: z,
-    "sigmoid": lambda z: 0.5 * (1.0 + special.erf(_SQRT_PI_2 * z)),
-    "relu": lambda z: np.maximum(z, 0.0),
-    "softplus": lambda z: np.logaddexp(0.0, z),
-    "relu2": lambda z: np.maximum(z, 0.0) ** 2,
-}
-
-
-def np_activation(name: str):
-    """NumPy version of the activation called ``name`` (falls back to the JAX one of :mod:`bnnzoo.models`)."""
-    if name in _NP_ACT:
-        return _NP_ACT[name]
-    from ..models import get_activation
-
-    fn = get_activation(name)
-    return lambda z: np.asarray(fn(z))
-
 
 @dataclass
 class RunData:

@@ -171,7 +171,7 @@ def second_layer_overlaps(idata, w_star, X_test=None, activation: str | None = N
                           chunk: int = 64) -> SecondLayerOverlaps:
     """Correlations of h²_k(x) = W²_k φ(W¹x/√d)/√N1 with He₃(w*·x) and w*·x over the test inputs (default: the
     run's stored X_test, at most ``max_test`` of them); ``activation`` defaults to the run's."""
-    from ..models.three_layer import _numpy_activation
+    from ..models.activations import np_activation
     from ..tasks.hermite import he3
 
     post = azcompat.get_group(idata, "posterior")
@@ -180,7 +180,7 @@ def second_layer_overlaps(idata, w_star, X_test=None, activation: str | None = N
         X_test = np.asarray(azcompat.get_group(idata, "predictions_constant_data")["X_test"].values)
     X_test = np.asarray(X_test, dtype=float)[:max_test]
     act = activation or _model_kwargs(idata).get("activation", "erf")
-    phi = _numpy_activation(act)
+    phi = np_activation(act)
     w = np.asarray(w_star, dtype=float).ravel()
     w = w / np.linalg.norm(w)
     z = X_test @ w

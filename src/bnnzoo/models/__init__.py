@@ -5,8 +5,7 @@ from .fcn import (check_fcn_args, default_sigma_a2, fcn, fcn_dims, fcn_forward, 
                   likelihood_variance, readout_scale)
 from .zoo import ZOO, Observable, ZooEntry, get_entry, list_entries, register
 
-# The rest of the zoo registers its entries on import.
-from . import attention, gated, three_layer  # noqa: E402,F401
+# Each model file registers its entries on import.
 from .attention import attention, attention_forward, attention_prior_variances  # noqa: E402
 from .gated import gated, gated_forward, gated_prior_variances, pathway_map  # noqa: E402
 from .three_layer import three_layer, three_layer_forward, three_layer_prior_variances  # noqa: E402

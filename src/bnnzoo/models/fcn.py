@@ -290,3 +290,106 @@ def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", re
         _, f_test = _forward(X_test, Ws, a, phi, N0, width, scale)
         numpyro.deterministic("f_test", f_test)
     return f
+
+
+# ------------------------------------------------------------------------------------------------ the zoo entries
+# deep_linear, sigmoidal, relu and their lazy twins (registered on import)
+from ..tasks import toy_task  # noqa: E402
+from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, register  # noqa: E402
+
+
+def _fcn_validate(X, Y=None, **kw):
+    check_fcn_args(X, Y, **kw)
+
+
+def _fcn_resolve(X, kw):
+    kw = dict(kw)
+    check_fcn_args(X, None, **dict(kw, num_outputs=1))     # depth, width, ... first: the rule below divides by depth
+    if kw.get("sigma_a2") is None:
+        kw["sigma_a2"] = default_sigma_a2(kw.get("activation", "linear"), kw.get("readout", "nonlazy"),
+                                               len(X), kw.get("depth", 1))
+    return kw
+
+
+def _fcn_dims(*, depth=1, record=(), X_test=None, **_):
+    return fcn_dims(depth, record, with_test=X_test is not None)
+
+
+def _fcn_likelihood_variance(kw: dict) -> float:
+    return likelihood_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"])
+
+
+_FCN_COMMON = (
+    Observable("f", "network output on the training inputs (point, class)",
+               "theory.linear (linear nets), theory.gp (lazy readout), theory.meanfield (one hidden layer)"),
+    Observable("q_a", "readout second moment aᵀa/N per class (permutation invariant)",
+               "theory.linear: diag U (linear); theory.meanfield: E[a²] of the single-neuron marginal"),
+    Observable("mse", "training mean squared error; its equilibrium level shows the net fits the task", ""),
+    Observable("a", "readout weights (neuron, class): their marginal and branches",
+               "theory.meanfield.readout_marginal (one hidden layer, orthogonal toy task)"),
+    Observable("z1..zL", "preactivations on the training inputs (neuron, point), recorded with record=('z',); "
+               "their per-neuron class means are the neural codes; zᵀz/N is the learned kernel",
+               "theory.linear kernels K_l (linear); theory.meanfield codes (one hidden layer)"),
+)
+
+_FCN_UNITS = (
+    UnitLayer("a", "a", "neuron", "readout vectors of the last hidden layer's neurons (features: classes)"),
+    UnitLayer("z1", "z1", "neuron", "neurons of hidden layer 1 (features: class means of their preactivations); "
+              "deeper nets add z2..zL the same way"),
+)
+
+_MEANFIELD_NOTE = ("meanfield: the single-neuron mean field (bnnzoo.theory.meanfield) covers the one-hidden-layer net "
+                   "with the non-lazy readout on orthogonal inputs")
+
+
+def _fcn_populations(act: str, lazy_readout: bool) -> PopulationSpec:
+    """Linear nets: analog codes (the class block of the kernel) and no outliers; the others: binary codes and
+    outliers.  The mean-field start needs the non-lazy readout and a bounded or linear φ: ReLU's single-neuron
+    density is not normalisable (its outliers lie outside the mean field)."""
+    codes = ("class_kernel",) if act == "linear" else ("code_fraction", "outliers")
+    meanfield = not lazy_readout and act in ("linear", "sigmoid")
+    why = ("" if meanfield else
+           "no meanfield start: " + ("the lazy readout has no single-neuron mean field in bnnzoo.theory"
+                                     if lazy_readout else "the ReLU single-neuron density is not normalisable "
+                                     "(its outliers lie outside the mean field)"))
+    return PopulationSpec(observables=codes + ("branch_mass", "mse"),
+                          families=("prior", "annealed") + (("meanfield",) if meanfield else ()),
+                          temperature="temperature", note=why or _MEANFIELD_NOTE)
+
+
+_ENTRIES = [
+    ("deep_linear", "linear", "nonlazy", dict(y_pos=1.0, y_neg=0.0),
+     "deep linear net, mean-field readout: analog code, Gaussian readout posterior, ergodic (paper Figs. 2-4)"),
+    ("sigmoidal", "sigmoid", "nonlazy", dict(y_pos=1.0, y_neg=0.5),
+     "erf-sigmoid net, mean-field readout: redundant code, readout branches, broken ergodicity"),
+    ("relu", "relu", "nonlazy", dict(y_pos=1.0, y_neg=-0.5),
+     "ReLU net, mean-field readout: sparse code with O(sqrt N) outlier neurons"),
+]
+
+for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
+    for _lazy in (False, True):
+        register(ZooEntry(
+            name=_name + ("_lazy" if _lazy else ""),
+            model=fcn,
+            defaults=dict(width=100, depth=1, activation=_act, readout="lazy" if _lazy else "nonlazy",
+                          temperature=0.01),
+            task_defaults=dict(P=100, **_task_kw),
+            make_task=toy_task,
+            validate=_fcn_validate,
+            dims=_fcn_dims,
+            resolve=_fcn_resolve,
+            units=_FCN_UNITS,
+            analysis="fcn",
+            record=("z",),
+            forward=fcn_forward,
+            likelihood_variance=_fcn_likelihood_variance,
+            prior_variances=fcn_prior_variances,
+            observables=_FCN_COMMON,
+            description=(f"lazy twin of {_name}: 1/sqrt(N) readout, likelihood variance T, sigma_a^2 = 1 "
+                         "(GP limit)" if _lazy else _desc),
+            reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); docs/theory.md §1-3"
+                      + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
+            samplers=("nuts", "hmc", "chees", "snaper", "pt", "smc") + (("gibbs",) if _act == "linear" else ()),
+            reparams=("readout", "data_space"),
+            populations=_fcn_populations(_act, _lazy),
+        ))

@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -45,7 +44,7 @@ import numpyro.distributions as dist
 from ..tasks.hermite import hermite_task
 from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
                       sqrt)
-from .activations import ACTIVATIONS
+from .activations import NP_ACTIVATIONS, get_activation, np_activation
 from .zoo import Observable, PopulationSpec, UnitLayer, ZooEntry, register
 
 __all__ = ["three_layer", "three_layer_dims", "check_three_layer_args", "three_layer_forward",
@@ -57,11 +56,7 @@ _RECORD = ("h1", "h2")
 
 def get_three_layer_activation(name: str):
     """φ by name: "erf" (erf(z), the default) or any entry of :data:`bnnzoo.models.activations.ACTIVATIONS`."""
-    if name == "erf":
-        return jax.scipy.special.erf
-    if name in ACTIVATIONS:
-        return ACTIVATIONS[name]
-    raise ValueError(f"activation must be 'erf' or one of {sorted(ACTIVATIONS)}, got {name!r}")
+    return get_activation(name, extra=True)
 
 
 def _readout(readout: str, width2: int, kappa):
@@ -90,7 +85,7 @@ def check_three_layer_args(X, Y=None, *, width1=64, width2=64, activation="erf",
     check_int("width1", width1, 1)
     check_int("width2", width2, 1)
     if not isinstance(activation, str):
-        raise ValueError(f"activation must be 'erf' or one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        raise ValueError(f"activation must be one of {sorted(NP_ACTIVATIONS)}, got {activation!r}")
     get_three_layer_activation(activation)
     if not isinstance(readout, str) or readout not in THREE_LAYER_READOUTS:
         raise ValueError(f"readout must be one of {THREE_LAYER_READOUTS}, got {readout!r}")
@@ -155,7 +150,7 @@ def three_layer_forward(X, params, W2=None, a=None, *, activation="erf", readout
     """
     if not isinstance(readout, str) or readout not in THREE_LAYER_READOUTS:
         raise ValueError(f"readout must be one of {THREE_LAYER_READOUTS}, got {readout!r}")
-    phi = get_three_layer_activation(activation) if xp is jnp else _numpy_activation(activation)
+    phi = get_three_layer_activation(activation) if xp is jnp else np_activation(activation)
     if not isinstance(params, Mapping):
         return _layers(X, params, W2, a, phi, readout, xp)
     missing = [k for k in ("W1", "W2", "a") if k not in params]
@@ -167,20 +162,6 @@ def three_layer_forward(X, params, W2=None, a=None, *, activation="erf", readout
         raise ValueError(f"weights do not fit X (n, {X.shape[1]}): W1 {W1.shape}, W2 {W2.shape}, a {a.shape}; "
                          f"expected (N1, d), (N2, N1), (N2, m)")
     return _layers(X, W1, W2, a, phi, readout, xp)[2]
-
-
-def _numpy_activation(name):
-    """φ in float64 NumPy (for post-hoc analysis of draws)."""
-    from scipy.special import erf
-
-    table = {"erf": erf, "linear": lambda z: z, "relu": lambda z: np.maximum(z, 0.0),
-             "sigmoid": lambda z: 0.5 * (1.0 + erf(math.sqrt(math.pi) / 2.0 * z)),
-             "softplus": lambda z: np.logaddexp(0.0, z), "relu2": lambda z: np.maximum(z, 0.0) ** 2}
-    if name not in table:
-        get_three_layer_activation(name)  # raises the informative error for unknown names
-        fn = get_three_layer_activation(name)
-        return lambda z: np.asarray(fn(jnp.asarray(z)), dtype=float)
-    return table[name]
 
 
 def three_layer(X, Y=None, *, width1: int = 64, width2: int = 64, activation: str = "erf",
