@@ -82,7 +82,7 @@ class DiagnosticReport(Record):
     run : str
         Short description (model, activation, depth, width, P, T, seed).
     config : dict
-        The run's provenance summary.
+        The run's provenance summary, and "entry": the zoo entry it was diagnosed as.
     coding_scheme : str
         ``"analog"``, ``"redundant"`` or ``"sparse"`` (module docstring).
     verdicts : dict
@@ -406,6 +406,8 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
     parts["numbers"]["health"] = health.status
     cfg_small = {k: run.config.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
                  if k in run.config}
+    if run.entry is not None:
+        cfg_small["entry"] = run.entry.name            # the entry the run was diagnosed as
     can_store = store and not is_path and run.idata is not None
     ops = timed("order_parameters", parts["order"]) if can_store and parts["order"] is not None else None
     report = DiagnosticReport(run=parts["run"], config=jsonable(cfg_small), coding_scheme=parts["coding_scheme"],

@@ -36,7 +36,7 @@ def _wrap(text: str, width: int) -> str:
 def _layer_sites(report) -> dict:
     from ..models.zoo import ZOO
 
-    entry = ZOO.get(report.config.get("model"))
+    entry = ZOO.get(report.config.get("entry", report.config.get("model")))
     return {u.name: u for u in entry.units} if entry is not None else {}
 
 
