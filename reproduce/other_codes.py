@@ -122,10 +122,10 @@ def outliers(rd, n_cls: int) -> dict:
 
 def net_entry(net: str, s: dict, args) -> dict:
     """Sample ``net`` with the settings ``s`` and return its summary (JSON values): health, coding scheme (the
-    rule of :mod:`bnnzoo.diagnostics.report`), ergodicity, codes, branches, outliers and the theory comparison."""
+    rule of :mod:`bnnzoo.diagnostics.analyses`), ergodicity, codes, branches, outliers and the theory comparison."""
     from bnnzoo.diagnostics.branches import readout_branches
     from bnnzoo.diagnostics.ergodicity import ergodicity
-    from bnnzoo.diagnostics.report import _scheme
+    from bnnzoo.diagnostics.analyses import coding_scheme
 
     N = s["N"]
     warmup = s["warmup_sparse"] if net in SPARSE_LIKE else s["warmup"]
@@ -139,7 +139,7 @@ def net_entry(net: str, s: dict, args) -> dict:
     e = dict(net=net, part=part_of(net), activation=ACTIVATION[net], N=N, P=N, N0=task.X.shape[1], m=rd.m,
              classes=n_cls, y=sorted(set(np.asarray(task.Y).ravel().tolist()), reverse=True), warmup=warmup,
              samples=s["samples"], seconds=round(dt, 1), sigma_a2=rd.sigma_a2, temperature=rd.temperature,
-             health=C.health_summary(run), coding_scheme=_scheme(b),
+             health=C.health_summary(run), coding_scheme=coding_scheme(b, rd.m),
              ergodicity=dict(ratio=erg.ratio, ratio_se=erg.ratio_se, verdict=erg.verdict), codes=codes,
              branches=dict(n_branches=b.n_branches, masses=b.masses.tolist(), mass_se=b.mass_se.tolist(),
                            centres=b.centres.tolist(), codes=list(b.codes), silhouette=b.silhouette),

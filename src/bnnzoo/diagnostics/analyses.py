@@ -30,7 +30,8 @@ from .kernels import cka, kernels_and_richness
 from .observables import attention_observables, gated_observables, three_layer_observables
 from .units import codes_of, representation_kernels, unit_trajectories
 
-__all__ = ["Layer", "Analysis", "FcnAnalysis", "UnitAnalysis", "ANALYSES", "analysis_of"]
+__all__ = ["Layer", "Analysis", "FcnAnalysis", "UnitAnalysis", "ANALYSES", "analysis_of", "coding_scheme",
+           "branches_and_codes"]
 
 
 @dataclass
@@ -179,17 +180,7 @@ class FcnAnalysis(Analysis):
         return {"numbers": numbers, "theory": comp, "branches": branches}
 
     def scheme(self, run, own):
-        """``sparse`` when every chain has outlier units, else ``redundant`` with two or more readout branches,
-        else ``analog``; "n/a" on a one-output (regression) task, which has no class codes."""
-        branches = own.get("branches")
-        if run.Y.shape[1] == 1 or run.m == 1:
-            return "n/a"
-        if branches is None:
-            return "unknown"
-        o = branches.outliers
-        if o is not None and len(o.per_chain) and min(o.per_chain) >= 1:
-            return "sparse"
-        return "redundant" if branches.n_branches >= 2 else "analog"
+        return coding_scheme(own.get("branches"), min(run.Y.shape[1], run.m))
 
     def describe(self, run):
         rd, cfg = run.fcn(), run.config
@@ -226,6 +217,20 @@ class FcnAnalysis(Analysis):
             data[f"code_fraction_z{l}"] = (("chain", "draw", "code"),
                                            np.stack([(ids == k).mean(-1) for k in range(1 << m)], -1))
         return xr.Dataset(data, coords=coords)
+
+
+def coding_scheme(branches, m: int) -> str:
+    """The coding scheme a fully-connected net's readout shows: ``sparse`` when every chain has outlier units, else
+    ``redundant`` with two or more readout branches, else ``analog``; "n/a" for ``m`` = 1 (a one-output regression
+    task has no class codes), "unknown" without ``branches`` (a :class:`~bnnzoo.diagnostics.branches.BranchResult`)."""
+    if m == 1:
+        return "n/a"
+    if branches is None:
+        return "unknown"
+    o = branches.outliers
+    if o is not None and len(o.per_chain) and min(o.per_chain) >= 1:
+        return "sparse"
+    return "redundant" if branches.n_branches >= 2 else "analog"
 
 
 def branches_and_codes(branches, codes, min_fraction: float = 0.05) -> str:

@@ -234,11 +234,14 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
               model_kwargs=kw, X=np.asarray(X, float), Y=np.asarray(Y, float), labels=labels,
               from_posterior=medians, doubt=provenance_doubt(attrs, post), **test)
     stored = get(HEALTH_GROUP)
-    if stored is not None:
+    if stored is not None:                  # judged again when unreadable or of another size than the posterior
         from .._record import record_from_dataset
 
-        h = record_from_dataset(stored)
-        if (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws):
+        try:
+            h = record_from_dataset(stored)
+        except (KeyError, ValueError, TypeError):
+            h = None
+        if h is not None and (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws):
             run._health = h
     return run
 
