@@ -139,7 +139,7 @@ def net_entry(net: str, s: dict, args) -> dict:
     e = dict(net=net, part=part_of(net), activation=ACTIVATION[net], N=N, P=N, N0=task.X.shape[1], m=rd.m,
              classes=n_cls, y=sorted(set(np.asarray(task.Y).ravel().tolist()), reverse=True), warmup=warmup,
              samples=s["samples"], seconds=round(dt, 1), sigma_a2=rd.sigma_a2, temperature=rd.temperature,
-             health=C.health_summary(run), coding_scheme=coding_scheme(b, rd.m),
+             health=C.health_summary(run), coding_scheme=coding_scheme(b, n_cls),
              ergodicity=dict(ratio=erg.ratio, ratio_se=erg.ratio_se, verdict=erg.verdict), codes=codes,
              branches=dict(n_branches=b.n_branches, masses=b.masses.tolist(), mass_se=b.mass_se.tolist(),
                            centres=b.centres.tolist(), codes=list(b.codes), silhouette=b.silhouette),

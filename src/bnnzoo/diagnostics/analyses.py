@@ -171,7 +171,7 @@ class FcnAnalysis(Analysis):
         numbers["branch_masses"] = [float(x) for x in branches.masses]
         numbers["branch_codes"] = list(branches.codes)
         feature = codes.get(f"z{rd.depth}")
-        if feature is not None and rd.m > 1:
+        if feature is not None and run.m > 1:
             numbers["branches_and_codes"] = branches_and_codes(branches, feature)
         if o is not None:
             numbers["n_outliers"] = o.n_outliers
@@ -180,7 +180,7 @@ class FcnAnalysis(Analysis):
         return {"numbers": numbers, "theory": comp, "branches": branches}
 
     def scheme(self, run, own):
-        return coding_scheme(own.get("branches"), min(run.Y.shape[1], run.m))
+        return coding_scheme(own.get("branches"), run.m)
 
     def describe(self, run):
         rd, cfg = run.fcn(), run.config
@@ -221,8 +221,9 @@ class FcnAnalysis(Analysis):
 
 def coding_scheme(branches, m: int) -> str:
     """The coding scheme a fully-connected net's readout shows: ``sparse`` when every chain has outlier units, else
-    ``redundant`` with two or more readout branches, else ``analog``; "n/a" for ``m`` = 1 (a one-output regression
-    task has no class codes), "unknown" without ``branches`` (a :class:`~bnnzoo.diagnostics.branches.BranchResult`)."""
+    ``redundant`` with two or more readout branches, else ``analog``; "n/a" when the task has ``m`` = 1 class (a
+    regression task: no class codes), "unknown" without ``branches`` (a
+    :class:`~bnnzoo.diagnostics.branches.BranchResult`)."""
     if m == 1:
         return "n/a"
     if branches is None:

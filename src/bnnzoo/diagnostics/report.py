@@ -36,8 +36,8 @@ verdict ``units`` "not tested: ...".
 
 **Coding scheme** (data-driven, docs/theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
 preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
-``analog`` (one Gaussian branch); ``n/a`` for entries diagnosed through their unit layers and for one-output
-(regression) tasks, which have no class codes.  Where the feature layer's codes and the readout branches differ in
+``analog`` (one Gaussian branch); ``n/a`` for entries diagnosed through their unit layers and for regression
+tasks (one class), which have no class codes.  Where the feature layer's codes and the readout branches differ in
 number, ``numbers["branches_and_codes"]`` says which codes share a branch.
 """
 
