@@ -91,7 +91,13 @@ def test_branches_and_codes_name_the_codes_that_share_a_branch():
                       unit_chain=np.zeros(N, int), unit_neuron=np.arange(N))
     text = branches_and_codes(br, cr)
     assert text.startswith("3 code(s) in z1") and "2 readout branch(es)" in text
-    assert "codes 100, 110 share one branch" in text
+    assert "codes 100, 110 share branch 0" in text and "spreads" not in text
+    labels_b = np.array([u % 3 if u % 3 else (u // 3) % 2 * 3 for u in range(N)])   # code 110 over branches 0, 3
+    br = BranchResult(n_branches=4, k_tried=(1, 4), silhouette=0.5, n_units=N, codes=("110", "100", "011", "110"),
+                      centres=np.zeros((4, 3)), masses=np.full(4, 0.25), mass_se=np.zeros(4), spreads=np.zeros(4),
+                      jitter=np.zeros(4), bic=np.zeros(4), labels=labels_b, unit_chain=np.zeros(N, int),
+                      unit_neuron=np.arange(N))
+    assert branches_and_codes(br, cr).endswith("4 readout branch(es); code 110 spreads over branches 0, 3")
 
 
 def test_nan_prints_as_na():

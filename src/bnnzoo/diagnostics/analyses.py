@@ -171,7 +171,7 @@ class FcnAnalysis(Analysis):
         numbers["branch_masses"] = [float(x) for x in branches.masses]
         numbers["branch_codes"] = list(branches.codes)
         feature = codes.get(f"z{rd.depth}")
-        if feature is not None and run.m > 1:
+        if feature is not None and run.m > 1 and feature.kind == "binary":
             numbers["branches_and_codes"] = branches_and_codes(branches, feature)
         if o is not None:
             numbers["n_outliers"] = o.n_outliers
@@ -235,33 +235,36 @@ def coding_scheme(branches, m: int) -> str:
 
 
 def branches_and_codes(branches, codes, min_fraction: float = 0.05) -> str:
-    """How the readout branches and the feature layer's codes correspond, in one line: the codes carried by at
-    least ``min_fraction`` of the selective units, and the branch most of each code's units fall into.  Codes
-    that share a branch are named: BIC did not separate their readout vectors."""
-    keep = {c for c in codes.codes(min_fraction)}
-    if not keep:
-        return f"no code is carried by ≥ {min_fraction:.0%} of selective units; {branches.n_branches} branch(es)"
-    modal = np.asarray(codes.modal)
-    where: dict[str, int] = {}
-    for code in sorted(keep):
-        k = _code_id(code)
-        units = [i for i, (c, n) in enumerate(zip(branches.unit_chain, branches.unit_neuron))
-                 if modal[c, n] == k and branches.labels[i] >= 0]
-        if units:
-            lab = np.bincount(np.asarray(branches.labels)[units])
-            where[code] = int(np.argmax(lab))
-    shared: dict[int, list[str]] = {}
-    for code, b in where.items():
-        shared.setdefault(b, []).append(code)
+    """How the readout branches and the feature layer's binary codes correspond, in one line: the codes carried by
+    at least ``min_fraction`` of the selective units; codes whose units fall mostly into one branch (BIC did not
+    separate their readout vectors), and codes whose units spread over several branches (at least
+    ``min_fraction`` of the code's units in each: the readout splits the code)."""
+    keep = sorted(codes.codes(min_fraction))
     text = f"{len(keep)} code(s) in z{codes.layer} (≥ {min_fraction:.0%} of selective units), " \
            f"{branches.n_branches} readout branch(es)"
-    merged = [v for v in shared.values() if len(v) > 1]
-    if merged:
-        text += "; " + "; ".join(f"codes {', '.join(v)} share one branch" for v in merged) + \
-                " (BIC did not separate their readout vectors)"
-    elif len(keep) == branches.n_branches:
-        text += ", one branch per code"
-    return text
+    if not keep:
+        return text
+    modal = np.asarray(codes.modal)
+    labels = np.asarray(branches.labels)
+    unit_code = modal[np.asarray(branches.unit_chain), np.asarray(branches.unit_neuron)]
+    main, spread = {}, {}
+    for code in keep:
+        lab = labels[(unit_code == _code_id(code)) & (labels >= 0)]
+        if not lab.size:
+            continue
+        counts = np.bincount(lab, minlength=branches.n_branches) / lab.size
+        main[code] = int(np.argmax(counts))
+        several = [int(b) for b in np.flatnonzero(counts >= min_fraction)]
+        if len(several) > 1:
+            spread[code] = several
+    shared: dict[int, list[str]] = {}
+    for code, b in main.items():
+        shared.setdefault(b, []).append(code)
+    parts = [f"codes {', '.join(v)} share branch {b}" for b, v in sorted(shared.items()) if len(v) > 1]
+    parts += [f"code {c} spreads over branches {', '.join(map(str, v))}" for c, v in spread.items()]
+    if not parts and len(keep) == branches.n_branches:
+        parts.append("one branch per code")
+    return text + ("; " + "; ".join(parts) if parts else "")
 
 
 def _code_id(code: str) -> int:
