@@ -237,8 +237,9 @@ def coding_scheme(branches, m: int) -> str:
 def branches_and_codes(branches, codes, min_fraction: float = 0.05) -> str:
     """How the readout branches and the feature layer's binary codes correspond, in one line: the codes carried by
     at least ``min_fraction`` of the selective units; codes whose units fall mostly into one branch (BIC did not
-    separate their readout vectors), and codes whose units spread over several branches (at least
-    ``min_fraction`` of the code's units in each: the readout splits the code)."""
+    separate their readout vectors), codes whose units spread over several branches (at least ``min_fraction`` of
+    the code's units in each: the readout splits the code), and codes carried mostly by outlier units, which the
+    branches leave out."""
     keep = sorted(codes.codes(min_fraction))
     text = f"{len(keep)} code(s) in z{codes.layer} (≥ {min_fraction:.0%} of selective units), " \
            f"{branches.n_branches} readout branch(es)"
@@ -247,9 +248,13 @@ def branches_and_codes(branches, codes, min_fraction: float = 0.05) -> str:
     modal = np.asarray(codes.modal)
     labels = np.asarray(branches.labels)
     unit_code = modal[np.asarray(branches.unit_chain), np.asarray(branches.unit_neuron)]
-    main, spread = {}, {}
+    main, spread, outlying = {}, {}, []
     for code in keep:
-        lab = labels[(unit_code == _code_id(code)) & (labels >= 0)]
+        mine = labels[unit_code == _code_id(code)]
+        lab = mine[mine >= 0]
+        if mine.size and (mine < 0).mean() > 0.5:
+            outlying.append(code)
+            continue
         if not lab.size:
             continue
         counts = np.bincount(lab, minlength=branches.n_branches) / lab.size
@@ -262,6 +267,9 @@ def branches_and_codes(branches, codes, min_fraction: float = 0.05) -> str:
         shared.setdefault(b, []).append(code)
     parts = [f"codes {', '.join(v)} share branch {b}" for b, v in sorted(shared.items()) if len(v) > 1]
     parts += [f"code {c} spreads over branches {', '.join(map(str, v))}" for c, v in spread.items()]
+    if outlying:
+        parts.append(f"code{'s' if len(outlying) > 1 else ''} {', '.join(outlying)} carried mostly by outlier units "
+                     f"(outside the branches)")
     if not parts and len(keep) == branches.n_branches:
         parts.append("one branch per code")
     return text + ("; " + "; ".join(parts) if parts else "")
