@@ -626,15 +626,21 @@ def _read_run(path: str):
 
 def _cmd_diagnose(args) -> int:
     from .diagnostics import diagnose
+    from .models import get_entry
 
     figures = _check_path(args.figures, "--figures", folder=True) if args.figures else None
     save = _check_path(args.save, "--save", overwrite=args.overwrite) if args.save else None
+    if args.entry is not None:
+        try:
+            get_entry(args.entry)
+        except ValueError as e:
+            raise ValueError(f"--entry: {e}") from None
     idata = _read_run(args.run)
-    rep = diagnose(idata, store=save is not None, kernels=not args.no_kernels)
+    rep = diagnose(idata, store=save is not None, kernels=not args.no_kernels, entry=args.entry)
     if figures is not None:
         from .plots import save_figures
 
-        save_figures(idata, figures, report=rep)
+        save_figures(idata, figures, report=rep, entry=args.entry)
     if save is not None:
         _write_run(idata, save, "--save", source=Path(args.run))
     if args.json:
@@ -778,6 +784,8 @@ def build_parser() -> argparse.ArgumentParser:
     pg.add_argument("--overwrite", action="store_true", help="replace an existing --save file")
     pg.add_argument("--no-kernels", dest="no_kernels", action="store_true",
                     help="skip kernels, CKA, D_LR and NC1 (the costliest part at large P)")
+    pg.add_argument("--entry", metavar="NAME", help="diagnose the run as this zoo entry (a run of a model of your "
+                                                    "own whose posterior holds the entry's sites)")
     pg.set_defaults(func=_cmd_diagnose)
     return p
 

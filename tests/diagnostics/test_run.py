@@ -87,3 +87,16 @@ def test_init_takes_numpyros_strategies():
     with pytest.raises(ValueError, match="init=init_to_median applies to the HMC samplers"):
         bnnzoo.sample("sigmoidal", task, width=4, num_chains=2, num_warmup=5, num_samples=5, sampler="pt",
                       init=init_to_median())
+
+
+def test_cli_diagnoses_a_models_own_run_as_an_entry(own_run, tmp_path, capsys):
+    from bnnzoo.cli import main
+
+    path = tmp_path / "mine.nc"
+    azcompat.to_netcdf(own_run, path)
+    assert main(["diagnose", str(path), "--entry", "sigmoidal", "--json", "--no-kernels"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["entry"] == "sigmoidal" and "branches" in out["verdicts"]
+    assert main(["diagnose", str(path), "--entry", "no_such_net"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bnnzoo: error: --entry: unknown zoo entry 'no_such_net'")
