@@ -100,3 +100,15 @@ def test_cli_diagnoses_a_models_own_run_as_an_entry(own_run, tmp_path, capsys):
     assert main(["diagnose", str(path), "--entry", "no_such_net"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("bnnzoo: error: --entry: unknown zoo entry 'no_such_net'")
+
+
+def test_run_data_of_a_models_own_run_takes_its_hyperparameters_from_the_posterior(own_run):
+    from bnnzoo.diagnostics import run_data
+
+    post = azcompat.get_group(own_run, "posterior")
+    rd = run_data(own_run, activation="sigmoid")
+    assert rd.temperature == pytest.approx(float(np.median(post["temperature"].values)))
+    assert rd.sigma_a2 == pytest.approx(float(np.median(post["sigma_a2"].values)))
+    assert (rd.width, rd.depth) == (WIDTH, 1)
+    with pytest.raises(ValueError, match="pass activation=, or diagnose it as a zoo entry"):
+        run_data(own_run)

@@ -2,7 +2,7 @@
 
 :func:`run_data` accepts an ArviZ InferenceData / DataTree made by :func:`bnnzoo.sample` (or a path to its NetCDF
 file, or a :class:`RunData` itself) and returns a :class:`RunData` with plain numpy arrays, leading axes
-(chain, draw).  Preactivations that were not recorded with ``record=("z",)`` are recomputed from the weights
+(chain, draw); it reads the run through :func:`bnnzoo.diagnostics.run.read_run`, the one reader of runs.  Preactivations that were not recorded with ``record=("z",)`` are recomputed from the weights
 (z¹ = W¹ xᵀ/√N0, zˡ = Wˡ φ(zˡ⁻¹)/√N), which is also how test-point preactivations are obtained.
 
 Small statistics helpers shared by the diagnostic modules live here too (effective sample size, standard errors).
@@ -11,12 +11,10 @@ Small statistics helpers shared by the diagnostic modules live here too (effecti
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import azcompat
 from ..models.activations import np_activation
 
 __all__ = ["RunData", "run_data", "np_activation", "ess_1d", "ess", "mean_se", "class_means"]
@@ -133,56 +131,21 @@ def class_means(x: np.ndarray, labels: np.ndarray, m: int | None = None) -> np.n
     return (x @ onehot) / np.where(counts > 0, counts, 1)
 
 
-def _var(ds, name):
-    return np.asarray(ds[name].values) if ds is not None and name in ds else None
-
-
 def run_data(idata, activation: str | None = None) -> RunData:
-    """Build a :class:`RunData` from a run (InferenceData / DataTree, a path to its NetCDF file, or a RunData)."""
+    """Build a :class:`RunData` from a run (InferenceData / DataTree, a path to its NetCDF file, or a RunData),
+    through :func:`bnnzoo.diagnostics.run.read_run`: ``activation`` names φ for a run whose provenance does not, and
+    hyperparameters with priors (scalar sites named ``temperature``, ``sigma_a2``, ``sigma_w2``) are taken at their
+    posterior median."""
     if isinstance(idata, RunData):
         return idata
-    if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.from_netcdf(idata)
-    groups = azcompat.group_names(idata)
-    post = azcompat.get_group(idata, "posterior")
-    const = azcompat.get_group(idata, "constant_data") if "constant_data" in groups else None
-    obs = azcompat.get_group(idata, "observed_data") if "observed_data" in groups else None
-    try:
-        from ..inference import run_config
+    from .run import read_run
 
-        cfg = run_config(idata)
-    except ValueError:
-        cfg = {}
-    mk = cfg.get("model_kwargs", {})
-    act = activation or mk.get("activation")
-    if act is None and cfg.get("model"):
-        raise ValueError(f"run_data reads fully-connected runs (readout 'a', an activation); this is a run of "
-                         f"{cfg.get('model')!r}: diagnose it with bnnzoo.diagnose, which uses the entry's unit layers")
-    if act is None:
-        raise ValueError("cannot tell the activation of this run (it has no bnnzoo provenance): pass activation=")
-    if "a" not in post:
-        raise ValueError(f"the posterior has no readout 'a'; variables: {list(post.data_vars)}")
-    a = np.asarray(post["a"].values, dtype=float)
-    depth = int(mk.get("depth", 0)) or max([int(k[1:]) for k in post.data_vars
-                                            if k[:1] in "Wz" and k[1:].isdigit()] or [1])
-    weights = [np.asarray(post[f"W{l}"].values, dtype=float) for l in range(1, depth + 1) if f"W{l}" in post]
-    recorded = {l: np.asarray(post[f"z{l}"].values, dtype=float) for l in range(1, depth + 1) if f"z{l}" in post}
-    X = _var(const, "X")
-    labels = _var(const, "labels")
-    Y = _var(obs, "y")
-    if X is None or Y is None or labels is None:
-        raise ValueError("the run needs constant_data X, labels and observed_data y (as bnnzoo.sample writes them)")
-    kw = {}
-    if "predictions_constant_data" in groups:
-        pc = azcompat.get_group(idata, "predictions_constant_data")
-        kw.update(X_test=_var(pc, "X_test"), Y_test=_var(pc, "y_test"), labels_test=_var(pc, "labels_test"))
-        if "predictions" in groups:
-            kw["f_test"] = _var(azcompat.get_group(idata, "predictions"), "f")
-    return RunData(a=a, X=np.asarray(X, float), Y=np.asarray(Y, float), labels=np.asarray(labels).astype(int),
-                   activation=act, depth=depth, weights=weights, recorded_z=recorded, f=_var(post, "f"),
-                   readout=mk.get("readout", "nonlazy"), temperature=float(mk.get("temperature", float("nan"))),
-                   sigma_a2=float(mk.get("sigma_a2") if mk.get("sigma_a2") is not None else float("nan")),
-                   sigma_w2=float(mk.get("sigma_w2", 1.0)), config=cfg, **kw)
+    run = read_run(idata, model_kwargs={"activation": activation} if activation else None)
+    if run.model_kwargs.get("activation") is None:
+        model = run.config.get("model")
+        raise ValueError("cannot tell the activation of this run" + (f" of {model!r}" if model else "") +
+                         ": pass activation=, or diagnose it as a zoo entry with bnnzoo.diagnose(idata, entry=NAME)")
+    return run.fcn()
 
 
 # ----------------------------------------------------------------------------------------------------- statistics

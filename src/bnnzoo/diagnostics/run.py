@@ -9,9 +9,11 @@ diagnosed as, the model keywords the theory is evaluated at, the training and te
 priors on the temperature or σ_a²) is diagnosed as the zoo entry named by ``entry=``, as long as its posterior holds
 the entry's sites.  Its model keywords are, in increasing precedence: the entry's defaults, the keywords the run was
 sampled with (those the entry knows), the sizes read from the posterior's shapes (width, depth), the ``model_kwargs``
-given to :func:`read_run`, and finally every entry keyword that is a scalar site of the posterior (a hyperparameter
-with a prior, named like the keyword, e.g. ``numpyro.sample("temperature", ...)``): the theory is evaluated at its
-posterior median, and :attr:`Run.from_posterior` says which keywords were read that way.
+given to :func:`read_run`, and finally every entry keyword (and ``temperature``, ``sigma_a2``, ``sigma_w2``) that is a
+scalar site of the posterior (a hyperparameter with a prior, named like the keyword, e.g.
+``numpyro.sample("temperature", ...)``): the theory is evaluated at its posterior median, and
+:attr:`Run.from_posterior` says which keywords were read that way.  Without an entry the same holds with the run's
+own keywords in place of the entry's defaults.
 """
 
 from __future__ import annotations
@@ -155,22 +157,21 @@ def _entry(entry, config: dict):
 def _model_kwargs(entry, config: dict, post, X, overrides: dict) -> tuple[dict, dict]:
     """The keywords the diagnostics use, and those read from the posterior (module docstring)."""
     stored = dict(config.get("model_kwargs", {}))               # as the provenance holds them (JSON values)
-    if entry is None or config.get("model") == entry.name:      # no entry, or a run of the entry itself
+    if entry is not None and config.get("model") == entry.name:  # a run of the entry itself
         return dict(stored, **overrides), {}
-    kw = dict(entry.defaults)
-    kw.update({k: v for k, v in stored.items() if k in entry.defaults})
-    if entry.analysis == "fcn":                                 # sizes from the shapes
-        if "a" in post and "neuron" in post["a"].dims:
-            kw["width"] = int(post["a"].sizes["neuron"])
+    kw = dict(entry.defaults) if entry is not None else {}
+    kw.update({k: v for k, v in stored.items() if entry is None or k in entry.defaults})
+    if (entry is None or entry.analysis == "fcn") and "a" in post and "neuron" in post["a"].dims:
+        kw["width"] = int(post["a"].sizes["neuron"])          # sizes from the shapes
         depth = max([int(k[1:]) for k in post.data_vars if k[:1] in "Wz" and k[1:].isdigit()] or [0])
-        if depth:
+        if depth and (entry is not None or "depth" not in kw):
             kw["depth"] = depth
     kw.update(overrides)
-    scalars = [k for k in entry.defaults.keys() | {"temperature", "sigma_a2", "sigma_w2"}
-               if k in post and tuple(post[k].dims) == ("chain", "draw") and k not in overrides]
+    names = (set(entry.defaults) if entry is not None else set()) | {"temperature", "sigma_a2", "sigma_w2"}
+    scalars = [k for k in names if k in post and tuple(post[k].dims) == ("chain", "draw") and k not in overrides]
     medians = {k: float(np.median(np.asarray(post[k].values, float))) for k in sorted(scalars)}
     kw.update(medians)
-    if entry.resolve is not None:
+    if entry is not None and entry.resolve is not None:
         kw = entry.resolve(np.asarray(X), kw)
     return kw, medians
 
