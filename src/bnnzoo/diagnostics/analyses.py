@@ -119,7 +119,7 @@ class UnitAnalysis(Analysis):
     def layers(self, run):
         out, skipped = [], {}
         act = str(run.model_kwargs.get("activation", ""))
-        for i, ul in enumerate(run.entry.units):
+        for ul in run.entry.units:
             try:
                 t = unit_trajectories(run.posterior, ul)
             except ValueError as e:
