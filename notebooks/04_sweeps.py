@@ -58,6 +58,7 @@ import numpy as np
 
 import bnnzoo
 from bnnzoo import theory
+from bnnzoo.diagnostics.codes import code_string
 
 if PAPER_SIZE:
     N = P = 500
@@ -134,8 +135,10 @@ print(f"mean-field critical temperature (P = {P}, y− = {Y_NEG}): T_c = {T_c:.4
 #
 # `bnnzoo.diagnose` (kernels and the theory comparison switched off: only codes, branches, ergodicity, symmetry) on
 # each run. The sampled mass of a code is the fraction of units (a neuron of one chain) whose modal code over the run
-# is that code, with the binomial standard error. The first layer is sampled in data space (`reparam="data_space"`,
-# the same posterior, fewer dimensions; `bnnzoo.models.fcn_fast`).
+# is that code, with the binomial standard error, over all units: far above T_c no unit is class-selective (the
+# report's scheme, counted over selective units, is then empty), and code 111, on for every class, is exactly that
+# unselective state. The first layer is sampled in data space (`reparam="data_space"`, the same posterior, fewer
+# dimensions; `bnnzoo.models.fcn_fast`).
 
 # %%
 def run(task, T):
@@ -145,9 +148,10 @@ def run(task, T):
     rep = bnnzoo.diagnose(idata, kernels=False, theory=False, store=False)
     c = rep.codes["z1"]
     n = c.n_units
-    frac = {k: float(c.scheme_fraction.get(k, 0.0)) for k in CODES}
+    modal = [code_string(int(k), 3) for k in np.asarray(c.modal).ravel()]      # every unit's modal code
+    frac = {k: modal.count(k) / n for k in CODES}
     se = {k: float(np.sqrt(max(v * (1 - v), 1.0 / n) / n)) for k, v in frac.items()}
-    return dict(frac=frac, se=se, n_branches=int(rep.branches.n_branches),
+    return dict(frac=frac, se=se, n_branches=int(rep.branches.n_branches), n_selective=int(c.n_selective),
                 erg_ratio=float(rep.numbers["ergodicity_ratio[a]"]), erg=rep.verdicts["ergodicity[a]"],
                 memory=float(c.code_memory))
 
@@ -157,8 +161,8 @@ for T in T_SAMPLED:
     t0 = time.time()
     samp_T[T] = run(task_T, T)
     s = samp_T[T]
-    print(f"T = {T:<5g} sampled codes {json.dumps({k: round(v, 2) for k, v in s['frac'].items() if v})}; "
-          f"{s['n_branches']} readout branches (BIC); ergodicity of a: {s['erg']} (ratio {s['erg_ratio']:.2f}); "
+    print(f"T = {T:<5g} sampled codes {json.dumps({k: round(v, 2) for k, v in s['frac'].items() if v})} "
+          f"({s['n_selective']} class-selective units); {s['n_branches']} readout branches (BIC); ergodicity of a: {s['erg']} (ratio {s['erg_ratio']:.2f}); "
           f"code memory {s['memory']:.2f}   [{time.time() - t0:.0f} s]")
 
 # %% [markdown]
@@ -297,6 +301,7 @@ for k in ("011", "101", "110", "111"):
     assert abs(s[k] - th.get(k, 0.0)) < 0.15, (k, s[k], th.get(k))
 assert samp_T[T_RUN]["erg_ratio"] < 0.3, "readout should be frozen below T_c"
 assert samp_T[max(T_SAMPLED)]["frac"]["111"] > 0.9, "far above T_c every neuron has code 111"
+assert samp_T[T_RUN]["n_selective"] > samp_T[max(T_SAMPLED)]["n_selective"], "selectivity is lost above T_c"
 assert samp_T[max(T_SAMPLED)]["erg_ratio"] > 0.5, "readout should be ergodic far above T_c"
 # the y− sweep: mean field has the same three codes (no 111) for y− <= 0.4 and adds 111 at 0.5
 assert all(mf_y[0.0][y].get("111", 0.0) < 0.01 for y in ys if y <= 0.4)
