@@ -70,6 +70,10 @@ class Analysis:
     def scheme(self, run, own: dict) -> str:
         return "n/a"
 
+    def not_tested(self, run) -> dict:
+        """Verdicts of what this analysis cannot test on the run ({name: "not tested: <why>"})."""
+        return {}
+
     def describe(self, run) -> str:
         mk = run.model_kwargs
         keys = [k for k, v in mk.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)
@@ -282,9 +286,14 @@ def _code_id(code: str) -> int:
 
 
 class NoAnalysis(Analysis):
-    """A model of one's own diagnosed without an entry: nothing but its sampler health."""
+    """A model of one's own diagnosed without an entry: its sampler health (and the order parameters it records),
+    no unit layers."""
 
     clusters = False
+
+    def not_tested(self, run):
+        return {"units": "not tested: the run's model is not a zoo entry; pass entry= (e.g. 'sigmoidal') to "
+                         "diagnose a model whose posterior holds an entry's sites"}
 
 
 ANALYSES: dict[str, Analysis] = {

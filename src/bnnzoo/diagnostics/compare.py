@@ -102,6 +102,11 @@ class TheoryComparison(Record):
     marginal_grid: np.ndarray | None = array_field("grid", default=None)
     marginal_density: np.ndarray | None = array_field("class", "grid", default=None)
 
+    @property
+    def tested(self) -> tuple:
+        """The agreements that were tested: those with a finite tolerance (the others are reported only)."""
+        return tuple(a for a in self.agreements if math.isfinite(a.tolerance))
+
     def __getitem__(self, quantity: str) -> Agreement:
         return self.get(quantity)
 
@@ -114,7 +119,7 @@ class TheoryComparison(Record):
                        f"{[(a.quantity, a.theory) for a in self.agreements]}")
 
     def summary(self) -> list[str]:
-        tested = [a for a in self.agreements if math.isfinite(a.tolerance)]
+        tested = self.tested
         lines = [f"theories: {', '.join(self.theories) or 'none'}; "
                  f"{sum(a.within for a in tested)}/{len(tested)} tested agreements within tolerance"
                  + (f", {len(self.agreements) - len(tested)} reported only" if len(tested) < len(self.agreements)

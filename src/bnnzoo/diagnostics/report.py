@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 import warnings
@@ -252,7 +251,7 @@ def order_parameters(idata, entry=None) -> xr.Dataset:
 def theory_verdict(comp: TheoryComparison) -> str:
     """"agrees" / "disagrees" over the comparisons that were tested (a finite tolerance); "not tested: <why>" when
     none was (every comparison reported only, or no theory applies)."""
-    tested = [a for a in comp.agreements if math.isfinite(a.tolerance)]
+    tested = comp.tested
     if not tested:
         if comp.agreements:
             return (f"not tested: {len(comp.agreements)} comparison(s) reported only, with no tolerance at this "
@@ -327,7 +326,7 @@ def _walk(run, timed, theory: bool, kernels: bool) -> dict:
         numbers["nc1"] = [float(x) for x in kern.nc1]
         numbers["target_cka"] = [float(x) for x in kern.target_cka]
     if comp is not None:
-        tested = [a for a in comp.agreements if math.isfinite(a.tolerance)]
+        tested = comp.tested
         numbers["theory_agreements_within"] = int(sum(a.within for a in tested))
         numbers["theory_agreements"] = len(tested)
         numbers["theory_reported_only"] = len(comp.agreements) - len(tested)
@@ -394,22 +393,17 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
     if run.doubt is not None:
         warnings.warn(run.doubt, RuntimeWarning, stacklevel=2)
     health = timed("health", lambda: run.health)
-    if run.analysis == "none":
-        parts = dict(run=analysis_of(run).describe(run), coding_scheme="n/a", numbers={}, ergodicity={},
-                     symmetry={}, codes={}, branches=None, kernels=None, theory=None, order=None)
-        verdicts = {"units": "not tested: the run's model is not a zoo entry; pass entry= (e.g. 'sigmoidal') to "
-                             "diagnose a model whose posterior holds an entry's sites"}
-    else:
-        parts = _walk(run, timed, theory, kernels)
-        verdicts = gate_verdicts(_verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"],
-                                           parts["branches"]), health)
+    parts = _walk(run, timed, theory, kernels)
+    verdicts = gate_verdicts(_verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"],
+                                       parts["branches"]), health)
+    verdicts.update(analysis_of(run).not_tested(run))
     parts["numbers"]["health"] = health.status
     cfg_small = {k: run.config.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
                  if k in run.config}
     if run.entry is not None:
         cfg_small["entry"] = run.entry.name            # the entry the run was diagnosed as
     can_store = store and not is_path and run.idata is not None
-    ops = timed("order_parameters", parts["order"]) if can_store and parts["order"] is not None else None
+    ops = timed("order_parameters", parts["order"]) if can_store else None
     report = DiagnosticReport(run=parts["run"], config=jsonable(cfg_small), coding_scheme=parts["coding_scheme"],
                               verdicts=verdicts, numbers=jsonable(parts["numbers"]), ergodicity=parts["ergodicity"],
                               symmetry=parts["symmetry"], codes=parts["codes"], branches=parts["branches"],
@@ -418,7 +412,7 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
                               observables=jsonable(parts.get("observables", {})), health=health)
     if can_store:
         groups = report.groups()
-        if ops is not None:
+        if ops is not None and ops.data_vars:
             groups[f"{GROUP_PREFIX}_order_parameters"] = ops
         azcompat.set_groups(idata, groups)
     return report
