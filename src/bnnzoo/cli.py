@@ -476,7 +476,7 @@ def _check_sample_flags(args) -> None:
                          f"{args.sampler}")
     if args.step_size is not None and args.sampler == "gibbs":
         raise ValueError("--step-size does not apply to --sampler gibbs")
-    if args.exclude is not None and not [s for s in args.exclude.split(",") if s.strip()]:
+    if args.exclude is not None and args.exclude.strip() and not [s for s in args.exclude.split(",") if s.strip()]:
         raise ValueError(f"--exclude takes comma-separated site names, got {args.exclude!r}")
 
 
@@ -506,12 +506,16 @@ def _cmd_sample(args) -> int:
     else:
         _use_cpu_cores(args)
     record = entry.record if args.record is None else tuple(r for r in args.record.split(",") if r)
+    long_run = _long_run_options(args)
+    if (args.exclude is None and "summaries" in record and entry.unread_sites is not None
+            and args.sampler not in ("gibbs", "pt", "smc")):     # these keep every draw: no streamed kernels
+        long_run["exclude"] = tuple(entry.unread_sites(dict(entry.defaults, **overrides)))
     precision = None if args.matmul_precision == "jax" else args.matmul_precision
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
                    seed=args.seed, thinning=args.thin, record=record, progress=_progress(args),
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
-                   step_size=args.step_size, certify=_certify_option(args), **_long_run_options(args),
+                   step_size=args.step_size, certify=_certify_option(args), **long_run,
                    **({"tempering": {"num_replicas": args.replicas}} if args.replicas is not None else {}),
                    **overrides)
     if args.distributed:
@@ -726,7 +730,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="fixed leapfrog step size (nuts, hmc, chees, snaper; default: adapted during warm-up)")
     ps.add_argument("--seed", type=int, default=0, help="sampler seed (the task's own seed: --param seed=)")
     ps.add_argument("--record", help="comma-separated extra sites to record ('' for none; default: the entry's, "
-                    "e.g. 'z' for the fully-connected nets, see `bnnzoo list -v`)")
+                    "'summaries' for the fully-connected nets (per-unit class means, per-draw richness, kernels as "
+                    "block means); 'z' adds every preactivation; see `bnnzoo list -v`)")
     ps.add_argument("--quiet", action="store_true", help="no progress bar")
     ps.add_argument("--out", required=True, help="output NetCDF file (written beside it under a temporary name, "
                     "then renamed; an existing file is refused unless --overwrite)")
@@ -736,7 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--store", help="folder for the chunks and checkpoints (default: OUT.store)")
     ps.add_argument("--resume", action="store_true", help="continue the interrupted run in the store folder "
                     "(same arguments)")
-    ps.add_argument("--exclude", help="comma-separated sites not to record (e.g. W1)")
+    ps.add_argument("--exclude", help="comma-separated sites not to record (default: the sites the diagnostics do "
+                    "not read: the hidden weights W1..WL of the fully-connected nets when they record 'summaries'; "
+                    "--exclude '' keeps every site)")
     ps.add_argument("--reparam", help="faster exact sampling: 'readout', 'data_space' or 'readout,data_space'")
     ps.add_argument("--warm-start", dest="warm_start", type=int, default=0,
                     help="Adam steps onto the solution space before warm-up")

@@ -308,9 +308,9 @@ def test_bad_output_paths_are_refused_before_sampling(capsys, tmp_path):
 def test_impossible_exclude_fails_before_sampling_and_overwrite_keeps_the_old_file(capsys, tmp_path):
     existing = tmp_path / "old.nc"
     existing.write_bytes(b"a previous run")
-    sites = "W1,a,f,mse,q_a,z1"
-    _one_line_error(capsys, SMALL + ["--out", str(existing), "--overwrite", "--exclude", sites + ",K1"],
-                    "unknown site(s) ['K1']")
+    sites = "W1,a,f,mse,q_a,zbar1,hbar1,zsq1,d_lr1,nc1_1,cka_y1,K1,Kz1"
+    _one_line_error(capsys, SMALL + ["--out", str(existing), "--overwrite", "--exclude", sites + ",nosuch"],
+                    "unknown site(s) ['nosuch']")
     _one_line_error(capsys, SMALL + ["--out", str(existing), "--overwrite", "--exclude", sites],
                     "exclude names every recorded site")
     assert existing.read_bytes() == b"a previous run"        # a failed run with --overwrite leaves the old file

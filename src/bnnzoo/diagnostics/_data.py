@@ -27,6 +27,11 @@ class RunData:
     weights : [W1 (C, D, N, N0), W2.. (C, D, N, N)] hidden weights (may be empty if only z were stored).
     X : (P, N0), Y : (P, m), labels : (P,) training data.   X_test, Y_test, labels_test, f_test : test set or None.
     activation, depth, width, readout, temperature, sigma_a2, sigma_w2 : the model's settings.
+    recorded_z : {layer: (C, D, N, P)} recorded preactivations.   summaries : {site: (C, D, ...)} the recorded
+    per-draw summaries (:mod:`bnnzoo.models.summaries`: zbar1, hbar1, zsq1, d_lr1, nc1_1, cka_y1, ...).
+    kernel_means : {"K1": (C, B, P, P), "Kz1": ..., "K1_draws": draws per mean} the streamed kernel means.
+    Every per-unit quantity is read from the summaries when they were recorded, else from z (recorded, or
+    recomputed from the weights).
     config : :func:`bnnzoo.run_config` (empty dict for runs made elsewhere).
     """
 
@@ -39,6 +44,8 @@ class RunData:
     weights: list = field(default_factory=list)
     recorded_z: dict = field(default_factory=dict)
     f: np.ndarray | None = None
+    summaries: dict = field(default_factory=dict)
+    kernel_means: dict = field(default_factory=dict)
     X_test: np.ndarray | None = None
     Y_test: np.ndarray | None = None
     labels_test: np.ndarray | None = None
@@ -86,6 +93,14 @@ class RunData:
         K0 = self.X @ self.X.T / self.X.shape[1]
         return bool(np.allclose(K0, np.eye(self.P), atol=1e-6))
 
+    def has_z(self, layer: int) -> bool:
+        """Whether the preactivations of ``layer`` at every draw can be had (recorded, or the weights are)."""
+        return layer in self.recorded_z or len(self.weights) >= self.depth
+
+    def has_kernels(self, layer: int) -> bool:
+        """Whether the kernels of ``layer`` can be had (streamed block means, or from z)."""
+        return (f"K{layer}" in self.kernel_means and f"Kz{layer}" in self.kernel_means) or self.has_z(layer)
+
     def z(self, layer: int) -> np.ndarray:
         """Preactivations of hidden layer ``layer`` (1-based) on the training points, (C, D, N, P)."""
         if not 1 <= layer <= self.depth:
@@ -104,8 +119,8 @@ class RunData:
         if key in self._cache:
             return self._cache[key]
         if len(self.weights) < self.depth:
-            raise ValueError("the posterior holds no hidden weights W1..WL to recompute preactivations from; "
-                             "sample with record=('z',) or keep the weights")
+            raise ValueError("the posterior holds neither the preactivations nor the hidden weights W1..WL; "
+                             "sample with record=('z',), or without exclude= of the weights")
         N0 = X.shape[1]
         zs = [np.einsum("cdni,pi->cdnp", self.weights[0], X, optimize=True) / math.sqrt(N0)]
         for W in self.weights[1:]:
@@ -115,10 +130,46 @@ class RunData:
 
     def class_means(self, layer: int, activated: bool = False) -> np.ndarray:
         """Per-class mean of the layer's preactivations (or activations if ``activated``), (C, D, N, m)."""
+        site = f"{'hbar' if activated else 'zbar'}{layer}"
+        if site in self.summaries:
+            return self.summaries[site]
         key = ("cm", layer, activated)
         if key not in self._cache:
             z = self.z(layer)
             self._cache[key] = class_means(self.phi(z) if activated else z, self.labels, self.m)
+        return self._cache[key]
+
+    def unit_msq(self, layer: int) -> np.ndarray:
+        """Every unit's mean of z² over the training points, (C, D, N)."""
+        site = f"zsq{layer}"
+        if site in self.summaries:
+            return self.summaries[site]
+        return np.mean(self.z(layer) ** 2, axis=-1)
+
+    def per_draw(self, name: str, layer: int) -> np.ndarray | None:
+        """A recorded per-draw scalar of ``layer`` ("d_lr", "nc1_", "cka_y"), (C, D), or None."""
+        return self.summaries.get(f"{name}{layer}")
+
+    def kernel_batches(self, layer: int, n_batches: int = 10, pre: bool = False):
+        """The layer's feature kernel φ(z)ᵀφ(z)/N (or, ``pre``, zᵀz/N) averaged over blocks of consecutive draws:
+        (blocks (C·B, P, P), weights (C·B,) the draws in each).  From the streamed kernel means when recorded,
+        else from z in ``n_batches`` blocks per chain."""
+        site = f"{'Kz' if pre else 'K'}{layer}"
+        if site in self.kernel_means:
+            Kb = self.kernel_means[site]
+            C, B = Kb.shape[:2]
+            return Kb.reshape((C * B,) + Kb.shape[2:]), np.full(C * B, float(self.kernel_means[site + "_draws"]))
+        key = ("kb", layer, n_batches, pre)
+        if key not in self._cache:
+            z = self.z(layer)
+            f = z if pre else self.phi(z)
+            C, D, N, P = f.shape
+            edges = np.linspace(0, D, min(n_batches, D) + 1).astype(int)
+            bt = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+            Kb = np.array([[np.einsum("dnp,dnq->pq", f[c, a:b], f[c, a:b], optimize=True) / ((b - a) * N)
+                            for a, b in bt] for c in range(C)]).reshape(-1, P, P)
+            w = np.array([[b - a for a, b in bt] for _ in range(C)], float).reshape(-1)
+            self._cache[key] = (Kb, w)
         return self._cache[key]
 
 

@@ -157,7 +157,10 @@ class FcnAnalysis(Analysis):
         return out, {}
 
     def kernels(self, run, layers):
-        return kernels_and_richness(run.fcn())
+        rd = run.fcn()
+        if not all(rd.has_kernels(l) for l in range(1, rd.depth + 1)):
+            return None                        # neither z, the weights nor the streamed kernels were recorded
+        return kernels_and_richness(rd)
 
     def observables(self, run, layers, theory):
         rd = run.fcn()
@@ -211,8 +214,10 @@ class FcnAnalysis(Analysis):
                   "code": [code_string(k, m) for k in range(1 << m)]}
         by_name = {layer.name: layer for layer in layers}
         for l in range(1, rd.depth + 1):
-            f = rd.phi(rd.z(l))
-            al = np.array([[cka(f[c, t].T @ f[c, t] / rd.width, target) for t in range(D)] for c in range(C)])
+            al = rd.per_draw("cka_y", l)
+            if al is None:
+                f = rd.phi(rd.z(l))
+                al = np.array([[cka(f[c, t].T @ f[c, t] / rd.width, target) for t in range(D)] for c in range(C)])
             data[f"target_alignment_z{l}"] = (("chain", "draw"), al)
             cr = getattr(by_name.get(f"z{l}"), "codes", None)
             ids = np.asarray(cr.ids) if cr is not None else code_ids(rd.class_means(l))

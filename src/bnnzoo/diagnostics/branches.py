@@ -168,17 +168,20 @@ def cluster_bic(points: np.ndarray, k_max: int = 8, seed: int = 0, n_init: int =
     return k, lab, np.array(bics), tuple(ks), sil
 
 
-def find_outliers(a: np.ndarray, z: np.ndarray | None = None, factor: float | None = None) -> OutlierResult:
+def find_outliers(a: np.ndarray, z: np.ndarray | None = None, factor: float | None = None, *,
+                  unit_msq: np.ndarray | None = None) -> OutlierResult:
     """Outlier units from readouts ``a`` (chain, draw, neuron, class) and feature-layer preactivations ``z``
-    (chain, draw, neuron, point) — see the module docstring for the criterion."""
+    (chain, draw, neuron, point), or instead of z their mean square over the points ``unit_msq`` (chain, draw,
+    neuron) — see the module docstring for the criterion."""
     a = np.asarray(a, float)
     C, D, N, m = a.shape
     factor = float(N ** 0.25) if factor is None else float(factor)
     rs = np.sqrt(np.mean(np.sum(a**2, -1), axis=1)).reshape(-1)  # (C*N,)
     bulk_r = float(np.median(rs))
     out_r = rs > factor * bulk_r
-    if z is not None:
-        zs = np.sqrt(np.mean(np.asarray(z, float) ** 2, axis=(1, 3))).reshape(-1)
+    if z is not None or unit_msq is not None:
+        msq = np.mean(np.asarray(z, float) ** 2, axis=-1) if unit_msq is None else np.asarray(unit_msq, float)
+        zs = np.sqrt(np.mean(msq, axis=1)).reshape(-1)
         bulk_z = float(np.median(zs))
         out_z = zs > factor * bulk_z
     else:
@@ -217,7 +220,7 @@ def readout_branches(idata, k_max: int = 8, seed: int = 0, codes: np.ndarray | N
     outl = None
     keep = np.ones(C * N, bool)
     if detect_outliers:
-        outl = find_outliers(a, rd.z(rd.depth) if rd is not None else None)
+        outl = find_outliers(a, unit_msq=rd.unit_msq(rd.depth) if rd is not None else None)
         keep = ~outl.is_outlier.astype(bool)
     abar = a.mean(1).reshape(C * N, m)
     units = np.flatnonzero(keep)

@@ -203,30 +203,38 @@ def neural_codes(idata, layer: int | None = None) -> CodeResult:
     """Codes of ``layer`` (default: the feature layer L) of a run; see the module docstring for every definition."""
     rd = run_data(idata)
     layer = rd.depth if layer is None else int(layer)
-    return codes_from_preactivations(rd.z(layer), rd.labels, rd.m, layer=layer, activation=rd.activation,
+    return codes_from_preactivations(None, rd.labels, rd.m, layer=layer, activation=rd.activation,
                                      class_means_z=rd.class_means(layer),
                                      class_means_phi=rd.class_means(layer, activated=True),
-                                     analog=rd.activation == "linear")
+                                     unit_msq=rd.unit_msq(layer), analog=rd.activation == "linear")
 
 
 def codes_from_preactivations(z: np.ndarray, labels: np.ndarray, m: int, *, layer: int = 1, activation: str = "",
                               phi=None, class_means_z: np.ndarray | None = None,
-                              class_means_phi: np.ndarray | None = None, analog: bool = False) -> CodeResult:
+                              class_means_phi: np.ndarray | None = None, unit_msq: np.ndarray | None = None,
+                              analog: bool = False) -> CodeResult:
     """Codes of one layer of units from their values ``z`` (chain, draw, unit, point) on the training points with
     class ``labels`` (point,) in 0..m−1 (module docstring for every definition).
 
     ``phi`` (NumPy function; identity when None) gives the activations whose class means are reported as
-    ``mean_activation``; ``class_means_z`` / ``class_means_phi`` (chain, draw, unit, m) may be passed when already
-    computed.  ``analog`` marks a code without a threshold in φ (linear units).
+    ``mean_activation``; ``class_means_z`` / ``class_means_phi`` (chain, draw, unit, m) and ``unit_msq`` (chain,
+    draw, unit: the mean of z² over the points) may be passed when already computed; with all three, ``z`` may be
+    None (a run that recorded the summaries, not z).  ``analog`` marks a code without a threshold in φ (linear
+    units).
     """
-    z = np.asarray(z)
-    if z.ndim != 4:
-        raise ValueError(f"z must have shape (chain, draw, unit, point), got {z.shape}")
     labels = np.asarray(labels).astype(int)
+    if z is None:
+        if class_means_z is None or unit_msq is None or (class_means_phi is None and phi is not None):
+            raise ValueError("without z, pass class_means_z, unit_msq (and class_means_phi when phi is given)")
+    else:
+        z = np.asarray(z)
+        if z.ndim != 4:
+            raise ValueError(f"z must have shape (chain, draw, unit, point), got {z.shape}")
     zb = class_means(z, labels, m) if class_means_z is None else class_means_z  # (C, D, N, m)
     C, D, N, m = zb.shape
     n_codes = 1 << m
-    q = float(np.median(np.mean(z**2, axis=(1, 3))))
+    msq = np.mean(z**2, axis=-1) if unit_msq is None else np.asarray(unit_msq)    # (C, D, N)
+    q = float(np.median(np.mean(msq, axis=1)))
     counts = np.bincount(labels, minlength=m)
     thr = SELECTIVITY_SIGMAS * np.sqrt(q / max(counts[counts > 0].min(), 1))
     sel = np.median(np.max(np.abs(zb), -1), axis=1) > thr  # (C, N)

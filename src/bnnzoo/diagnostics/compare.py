@@ -164,7 +164,21 @@ def _per_draw_U(rd: RunData) -> np.ndarray:
     return np.einsum("cdnr,cdns->cdrs", rd.a, rd.a, optimize=True) / rd.width
 
 
+def _kernel_agreement(out, skipped, quantity, name, rd, layer, predicted, tol, note):
+    """The kernel of ``layer`` against the theory's, or a note in ``skipped`` when the run holds no kernel."""
+    if not rd.has_kernels(layer):
+        skipped[f"{name} [{quantity}]"] = (f"the run recorded neither z{layer}, the weights nor the kernel "
+                                           f"Kz{layer}")
+        return
+    out.append(_matrix_agreement(quantity, name, _per_draw_K(rd, layer), predicted, tol, note))
+
+
 def _per_draw_K(rd: RunData, layer: int, max_draws: int = 150) -> np.ndarray:
+    """zᵀz/N of ``layer`` at up to ``max_draws`` draws per chain, (C, D', P, P); without z, the streamed block
+    means (C, B, P, P), whose spread gives the batch-means error."""
+    if not rd.has_z(layer):
+        Kb, _ = rd.kernel_batches(layer, pre=True)
+        return Kb.reshape((rd.n_chains, -1) + Kb.shape[1:])
     z = rd.z(layer)
     D = z.shape[1]
     sub = np.unique(np.linspace(0, D - 1, min(max_draws, D)).astype(int))
@@ -187,7 +201,7 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict, solved: dict):
                       marginal_density=np.array([np.exp(-g**2 / (2 * v**2)) / np.sqrt(2 * np.pi * v**2) for v in sd]))
         note = "N → ∞ theory; finite-N corrections O(1/N)"
         out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
-        out.append(_matrix_agreement("K1", name, _per_draw_K(rd, 1), th.K1, tol, note))
+        _kernel_agreement(out, skipped, "K1", name, rd, 1, th.K1, tol, note)
         if rd.f is not None:
             out.append(_matrix_agreement("f_train", name, rd.f, th.f_train, tol, note))
         if rd.f_test is not None and th.f_test is not None:
@@ -205,7 +219,7 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict, solved: dict):
         tol = max(tol, 0.5)
         out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
         for l in range(1, rd.depth + 1):
-            out.append(_matrix_agreement(f"K{l}", name, _per_draw_K(rd, l), th.K[l - 1], tol, note))
+            _kernel_agreement(out, skipped, f"K{l}", name, rd, l, th.K[l - 1], tol, note)
         _deep_linear_t0(rd, out, used, skipped)
 
 
@@ -228,7 +242,7 @@ def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
     note = "N → ∞, T → 0 at finite P: corrections O(1/N) and O(T)"
     out.append(_matrix_agreement("U", name, _per_draw_U(rd), th.U, tol, note))
     for l in range(1, rd.depth + 1):
-        out.append(_matrix_agreement(f"K{l}", name, _per_draw_K(rd, l), th.K[l - 1], tol, note))
+        _kernel_agreement(out, skipped, f"K{l}", name, rd, l, th.K[l - 1], tol, note)
 
 
 def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, codes=None):
@@ -297,7 +311,7 @@ def _outliers(rd: RunData, out: list, used: list, branches=None):
     from .branches import find_outliers
 
     o = branches.outliers if branches is not None and branches.outliers is not None else \
-        find_outliers(rd.a, rd.z(rd.depth))
+        find_outliers(rd.a, unit_msq=rd.unit_msq(rd.depth))
     name = "docs/theory.md §3 (sparse code: m outliers, one per class)"
     used.append(name)
     per = np.array(o.per_chain, float)

@@ -176,36 +176,26 @@ class KernelResult(Record):
         return max(self.learned_eigs.shape[1] // 2, 1)
 
 
-def _batches(n_draws: int, n_batches: int):
-    edges = np.linspace(0, n_draws, min(n_batches, n_draws) + 1).astype(int)
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
-
-
 def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior_width: int = 4000,
                          seed: int = 0) -> KernelResult:
     """Posterior kernels of every layer and the richness measures of docs/theory.md §7 (module docstring)."""
     rd: RunData = run_data(idata)
-    L, m, P = rd.depth, rd.m, rd.P
+    L, m = rd.depth, rd.m
     C, D = rd.n_chains, rd.n_draws
     phi = rd.phi
     Y = rd.Y
     target = Y @ Y.T
     K0 = rd.X @ rd.X.T / rd.X.shape[1]
     Kf_prior, _ = prior_kernels(rd.X, rd.activation, L, rd.sigma_w2, prior_width, seed)
-    bt = _batches(D, n_batches)
     Ks, Kzs, tcka, tcka_se, eigs, lfrac, lrfrac = [], [], [], [], [], [], []
     dl, dl_se, nc, nc_se = [], [], [], []
     sub = np.unique(np.linspace(0, D - 1, min(max_draws, D)).astype(int))
     y_rank = max(int(np.linalg.matrix_rank(Y - Y.mean(0))), 1)
+    n_used = 0
     for l in range(1, L + 1):
-        z = rd.z(l)  # (C, D, N, P)
-        N = z.shape[2]
-        f = phi(z)
-        Kb = np.array([[np.einsum("dnp,dnq->pq", f[c, a:b], f[c, a:b], optimize=True) / ((b - a) * N)
-                        for a, b in bt] for c in range(C)]).reshape(-1, P, P)
-        Kzb = np.array([[np.einsum("dnp,dnq->pq", z[c, a:b], z[c, a:b], optimize=True) / ((b - a) * N)
-                         for a, b in bt] for c in range(C)]).reshape(-1, P, P)
-        w = np.array([[b - a for a, b in bt] for _ in range(C)], float).reshape(-1)
+        Kb, w = rd.kernel_batches(l, n_batches)                 # (C·B, P, P) block means, draws per block
+        Kzb, _ = rd.kernel_batches(l, n_batches, pre=True)
+        n_used = len(w)
         K = np.tensordot(w / w.sum(), Kb, 1)
         Ks.append(K)
         Kzs.append(np.tensordot(w / w.sum(), Kzb, 1))
@@ -219,11 +209,14 @@ def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior
         tot = float(np.sum(ev**2))
         lrfrac.append(float(np.sum(ev[:m] ** 2) / tot) if tot > 0 else float("nan"))
         lfrac.append(float(np.linalg.norm(dK) / max(np.linalg.norm(K), 1e-300)))
-        if rd.f is not None:
-            dvals = np.array([[d_lr(f[c, t].T, rd.f[c, t], rank=y_rank) for t in sub] for c in range(C)])
-        else:
-            dvals = np.full((C, len(sub)), np.nan)
-        nvals = np.array([[nc1(f[c, t].T, rd.labels) for t in sub] for c in range(C)])
+        dvals, nvals = rd.per_draw("d_lr", l), rd.per_draw("nc1_", l)     # recorded at every draw, or:
+        if dvals is None or nvals is None:
+            f = phi(rd.z(l))
+            if rd.f is not None:
+                dvals = np.array([[d_lr(f[c, t].T, rd.f[c, t], rank=y_rank) for t in sub] for c in range(C)])
+            else:
+                dvals = np.full((C, len(sub)), np.nan)
+            nvals = np.array([[nc1(f[c, t].T, rd.labels) for t in sub] for c in range(C)])
         for vals, mu_l, se_l in ((dvals, dl, dl_se), (nvals, nc, nc_se)):
             mu, se = mean_se(vals) if np.all(np.isfinite(vals)) else (np.nanmean(vals), np.nan)
             mu_l.append(float(mu))
@@ -232,7 +225,7 @@ def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior
     allk = [K0] + Ks + [target]
     cm = np.array([[cka(a, b) for b in allk] for a in allk])
     K_test = K_tt = None
-    if rd.X_test is not None and len(rd.weights) >= L:
+    if rd.X_test is not None and len(rd.weights) >= L:    # test kernels need the weights
         K_test, K_tt = [], []
         for l in range(1, L + 1):
             ft = phi(rd.z_test(l))
@@ -243,7 +236,8 @@ def kernels_and_richness(idata, n_batches: int = 10, max_draws: int = 100, prior
         K_test, K_tt = np.array(K_test), np.array(K_tt)
     return KernelResult(
         kernel_names=names, d_lr_isotropic=float(1 - math.sqrt(y_rank / rd.width)),
-        n_batches=len(bt), prior_width=int(prior_width), K=np.array(Ks), K_pre=np.array(Kzs), K_prior=Kf_prior,
+        n_batches=n_used // max(C, 1), prior_width=int(prior_width), K=np.array(Ks), K_pre=np.array(Kzs),
+        K_prior=Kf_prior,
         learned_eigs=np.array(eigs), learned_fraction=np.array(lfrac), lowrank_fraction=np.array(lrfrac),
         target_cka=np.array(tcka), target_cka_se=np.array(tcka_se), cka_matrix=cm, d_lr=np.array(dl),
         d_lr_se=np.array(dl_se), nc1=np.array(nc), nc1_se=np.array(nc_se), K_test=K_test, K_train_test=K_tt)

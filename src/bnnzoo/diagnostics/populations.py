@@ -15,8 +15,9 @@ Kinds (the names an entry declares) and the observables they give:
   on the sigmoidal nets (every unit selective) these are the report's per-draw coding scheme.  All units are
   counted: the report's selectivity cut is a median over a unit's whole trajectory, a run-level quantity that would
   tie the draws (and the start families) together; on ReLU nets the task-agnostic bulk's codes are therefore
-  included and the sparse code is measured by ``outliers``.  Needs the recorded preactivations (``record=("z",)``,
-  the entries' default); a layer that was not recorded is skipped, with the reason in
+  included and the sparse code is measured by ``outliers``.  Needs the recorded class means ``zbar1..zbarL``
+  (``record=("summaries",)``, the entries' default) or preactivations (``record=("z",)``); a layer with neither is
+  skipped, with the reason in
   :attr:`PopulationValues.skipped`.
 * ``"class_kernel"`` (linear nets, whose code is analog: a unit's class-mean vector is continuous and its signs
   carry no discrete population): ``class_kernel[z<l>][c,c']`` = the mean over units of z̄_ic z̄_ic' at that draw
@@ -188,6 +189,12 @@ def _labels(idata) -> np.ndarray:
     return np.asarray(azcompat.get_group(idata, "constant_data")["labels"].values).astype(int)
 
 
+def _argmax_labels(idata, m: int, labels: np.ndarray) -> bool:
+    """Whether the run's labels are the classes the model's summaries used (argmax of the targets)."""
+    y = np.asarray(azcompat.get_group(idata, "observed_data")["y"].values)
+    return bool(np.array_equal(np.argmax(y, 1) if m > 1 else np.zeros(len(y), int), labels))
+
+
 def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
     if "a" not in post:
         for k in kinds & {"code_fraction", "class_kernel", "branch_mass", "outliers"}:
@@ -201,11 +208,15 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
     if kinds & {"code_fraction", "class_kernel"}:
         labels = _labels(idata)
         for l in range(1, depth + 1):
-            if f"z{l}" not in post:
+            if f"zbar{l}" in post and _argmax_labels(idata, m, labels):
+                zb = _site(post, f"zbar{l}", ("neuron", "class"))                   # (C, D, N, m) recorded
+            elif f"z{l}" in post:
+                zb = class_means(_site(post, f"z{l}", ("neuron", "point")), labels, m)
+            else:
                 for k in kinds & {"code_fraction", "class_kernel"}:
-                    out.skipped[f"{k}[z{l}]"] = f"z{l} was not recorded (sample with record=('z',))"
+                    out.skipped[f"{k}[z{l}]"] = (f"neither zbar{l} nor z{l} was recorded (sample with "
+                                                 f"record=('summaries',) or ('z',))")
                 continue
-            zb = class_means(_site(post, f"z{l}", ("neuron", "point")), labels, m)    # (C, D, N, m)
             if "code_fraction" in kinds:
                 ids = code_ids(zb)                                                  # (C, D, N)
                 for k in np.unique(ids):

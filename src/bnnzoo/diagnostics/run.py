@@ -125,10 +125,41 @@ class Run:
                 recorded_z={l: np.asarray(post[f"z{l}"].values, float) for l in range(1, depth + 1)
                             if f"z{l}" in post},
                 f=np.asarray(post["f"].values, float) if "f" in post else None,
+                summaries=self._summaries(depth), kernel_means=self._kernel_means(depth),
                 X_test=self.X_test, Y_test=self.Y_test, labels_test=self.labels_test, f_test=self.f_test,
                 readout=mk.get("readout", "nonlazy"), temperature=_float(mk.get("temperature")),
                 sigma_a2=_float(mk.get("sigma_a2")), sigma_w2=_float(mk.get("sigma_w2", 1.0)), config=self.config)
         return self._fcn
+
+
+    def _summaries(self, depth: int) -> dict:
+        """The recorded per-draw summaries (:mod:`bnnzoo.models.summaries`) as float arrays (chain, draw, ...);
+        empty when the classes the model computed them for (argmax of the targets) are not the run's labels."""
+        from ..models.summaries import summary_names
+
+        names = [k for k in summary_names(depth) if k in self.posterior]
+        if not names:
+            return {}
+        m = self.Y.shape[1]
+        model_labels = np.argmax(self.Y, axis=1) if m > 1 else np.zeros(len(self.Y), int)
+        if not np.array_equal(model_labels, self.labels):
+            return {}
+        return {k: np.asarray(self.posterior[k].values, float) for k in names}
+
+    def _kernel_means(self, depth: int) -> dict:
+        """{"K1": (chain, batch, point, point), ...}: the streamed kernel means of ``posterior_thinned``, with
+        ``"<site>_draws"`` the number of draws in each mean."""
+        names = azcompat.group_names(self.idata) if self.idata is not None else []
+        if "posterior_thinned" not in names:
+            return {}
+        th = azcompat.get_group(self.idata, "posterior_thinned")
+        out = {}
+        for l in range(1, depth + 1):
+            for k in (f"K{l}", f"Kz{l}"):
+                if k in th and "bnnzoo_mean_of_draws" in th[k].attrs:
+                    out[k] = np.asarray(th[k].values, float)
+                    out[k + "_draws"] = int(th[k].attrs["bnnzoo_mean_of_draws"])
+        return out
 
 
 def _float(v) -> float:

@@ -151,12 +151,14 @@ def _to_batched(kernel, batched, model_args, model_kwargs):
     return step
 
 
-def _make_block_fn(step, post, wcap: int, dcap: int, thinning: int, main_sites, small_sites, site_thinning):
+def _make_block_fn(step, post, wcap: int, dcap: int, thinning: int, main_sites, small_sites, site_thinning,
+                   means=frozenset()):
     """One function for every block (a single compilation, with one copy of the kernel step): ``(state, chain_ids,
     warm, pre, steps, draw0) -> (state, outputs)``.  It takes ``steps`` kernel steps; in a warm-up block
     (``warm`` true) it records the small sites and the stats after every step (``wcap`` slots), in a block of draws
     every ``thinning``-th step after the first ``pre`` (``dcap`` slots; sites in ``site_thinning`` on every k-th
-    kept draw only).  Outputs have the chain axis first."""
+    kept draw only, those also in ``means`` as the running mean of each k consecutive kept draws).  Outputs have
+    the chain axis first.  Warm-up steps compute only the small sites (the others are dead code there)."""
     getters = {name: _getter(f) for f, name in STAT_FIELDS.items()}
 
     def stats_of(state):
@@ -178,21 +180,20 @@ def _make_block_fn(step, post, wcap: int, dcap: int, thinning: int, main_sites, 
         dbufs = alloc(({k: shapes[k] for k in main_sites}, stat_shapes), dcap + 1)
         tbufs = {k: jnp.zeros((dcap // e + 1,) + shapes[k].shape, shapes[k].dtype) for k, e in site_thinning.items()}
         zeros = jax.tree.map(lambda sh: jnp.zeros(sh.shape, sh.dtype), shapes)
+        small_zeros = {k: zeros[k] for k in small_sites}
 
         def body(i, carry):
             s, wb, db, tb = carry
             s = step(s)
             keep = ~warm & (i >= pre) & ((i - pre + 1) % thinning == 0)
             j = (i - pre + 1) // thinning - 1
-            sites = lax.cond(warm | keep, lambda z: post(z, chain_ids, jnp.where(warm, jnp.int32(-1), draw0 + j)),
-                             lambda z: zeros, s.z)
+            small = lax.cond(warm, lambda z: {k: v for k, v in post(z, chain_ids, jnp.int32(-1)).items()
+                                              if k in small_zeros}, lambda z: small_zeros, s.z)
+            sites = lax.cond(keep, lambda z: post(z, chain_ids, draw0 + j), lambda z: zeros, s.z)
             st = stats_of(s)
-            wb = put(wb, jnp.where(warm, i, wcap), ({k: sites[k] for k in small_sites}, st))
+            wb = put(wb, jnp.where(warm, i, wcap), (small, st))
             db = put(db, jnp.where(keep, j, dcap), ({k: sites[k] for k in main_sites}, st))
-            tb = {k: lax.dynamic_update_index_in_dim(
-                      t, sites[k], jnp.where(keep & ((j + 1) % site_thinning[k] == 0), j // site_thinning[k],
-                                             t.shape[0] - 1), 0)
-                  for k, t in tb.items()}
+            tb = {k: _update_thinned(t, sites[k], keep, j, site_thinning[k], k in means) for k, t in tb.items()}
             return s, wb, db, tb
 
         state, wbufs, dbufs, tbufs = lax.fori_loop(0, steps, body, (state, wbufs, dbufs, tbufs))
@@ -200,6 +201,17 @@ def _make_block_fn(step, post, wcap: int, dcap: int, thinning: int, main_sites, 
         return state, jax.tree.map(drop, (wbufs, dbufs, tbufs))
 
     return run
+
+
+def _update_thinned(buf, value, keep, j, e: int, mean: bool):
+    """Kept draw ``j`` into a thinned buffer: every ``e``-th draw into slot j // e, or (``mean``) each draw added
+    with weight 1/e to slot j // e; a step that keeps nothing writes the spare last slot."""
+    if mean:
+        slot = jnp.where(keep, j // e, buf.shape[0] - 1)
+        old = lax.dynamic_index_in_dim(buf, slot, 0, keepdims=False)
+        return lax.dynamic_update_index_in_dim(buf, old + value / e, slot, 0)
+    return lax.dynamic_update_index_in_dim(buf, value, jnp.where(keep & ((j + 1) % e == 0), j // e,
+                                                                 buf.shape[0] - 1), 0)
 
 
 def _shardings(chain_method, state_axes=None):
@@ -276,7 +288,8 @@ def _compile_block(run, chain_method, state_axes=None):
 def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Callable, init_keys, num_chains: int,
                 num_warmup: int, num_samples: int, thinning: int, chunk_size: int, chain_method: str = "vectorized",
                 init_params=None, exclude: Sequence[str] = (), site_thinning: Mapping[str, int] | None = None,
-                store: RunStore | None = None, resume: bool = False, manifest: dict | None = None,
+                site_means: Mapping[str, int] | None = None, store: RunStore | None = None, resume: bool = False,
+                manifest: dict | None = None,
                 progress: bool = False, max_blocks: int | None = None, chain_offset: int = 0) -> ChunkedResult:
     """Run ``kernel`` block by block (see the module docstring).
 
@@ -302,6 +315,9 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
         Sites not to record.
     site_thinning : mapping or None
         ``{site: k}``: record these sites every k-th kept draw only (``thinned``).
+    site_means : mapping or None
+        ``{site: k}``: record these sites as the mean of each k consecutive kept draws (``thinned``, the draw index
+        of a mean being its last draw's), summed in the loop; kept draws past the last full k are in no mean.
     store : RunStore or None
         The run's folder (:class:`~bnnzoo.inference.store.RunStore`): every block is written there with a
         checkpoint after it; the store is locked (``fcntl.flock``) while this call runs.
@@ -341,8 +357,8 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
                             init_keys=init_keys, num_chains=num_chains, num_warmup=num_warmup,
                             num_samples=num_samples, thinning=thinning, chunk_size=chunk_size,
                             chain_method=chain_method, init_params=init_params, exclude=exclude,
-                            site_thinning=site_thinning, store=store, resume=resume, manifest=manifest,
-                            progress=progress, max_blocks=max_blocks, chain_offset=chain_offset,
+                            site_thinning=site_thinning, site_means=site_means, store=store, resume=resume,
+                            manifest=manifest, progress=progress, max_blocks=max_blocks, chain_offset=chain_offset,
                             lock_refusal=lock_refusal)
     finally:
         if store is not None:
@@ -390,12 +406,19 @@ def _check_manifest(store: RunStore, ckpt, manifest: dict | None) -> dict | None
 
 
 def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_chains, num_warmup, num_samples,
-                 thinning, chunk_size, chain_method, init_params, exclude, site_thinning, store, resume, manifest,
-                 progress, max_blocks, chain_offset, lock_refusal) -> ChunkedResult:
+                 thinning, chunk_size, chain_method, init_params, exclude, site_thinning, site_means, store, resume,
+                 manifest, progress, max_blocks, chain_offset, lock_refusal) -> ChunkedResult:
+    site_means = {k: int(v) for k, v in (site_means or {}).items()}
+    both = sorted(set(site_means) & set(site_thinning or {}))
+    if both:
+        raise ValueError(f"site_thinning and site_means both name {both}: a site is thinned or averaged, not both")
     site_thinning = {k: int(v) for k, v in (site_thinning or {}).items()}
-    for k, e in site_thinning.items():
+    for k, e in list(site_thinning.items()) + list(site_means.items()):
         if e < 1 or chunk_size % e:
-            raise ValueError(f"site_thinning[{k!r}] = {e} must be >= 1 and divide chunk_size = {chunk_size}")
+            raise ValueError(f"site_thinning / site_means[{k!r}] = {e} must be >= 1 and divide chunk_size = "
+                             f"{chunk_size}")
+    means = frozenset(site_means)
+    site_thinning = dict(site_thinning, **site_means)     # from here on one kind of buffer; ``means`` says which
     if chain_method == "sharded":
         n_dev = jax.local_device_count()
         if num_chains % n_dev:
@@ -452,7 +475,8 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
     probe = jax.eval_shape(lambda z: post(z, chain_ids, jnp.int32(0)), state.z)
     unknown = [k for k in list(exclude) + list(site_thinning) if k not in probe]
     if unknown:
-        raise ValueError(f"exclude / site_thinning name unknown site(s) {unknown}; sites: {sorted(probe)}")
+        raise ValueError(f"exclude / site_thinning / site_means name unknown site(s) {unknown}; sites: "
+                         f"{sorted(probe)}")
     main_sites = [k for k in probe if k not in exclude and k not in site_thinning]
     if not main_sites and not site_thinning:
         raise ValueError(f"exclude names every recorded site ({sorted(probe)}): nothing would be recorded")
@@ -519,7 +543,7 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
                 pbar.stage("compiling")
             tc = time.perf_counter()
             fn = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
-                                               site_thinning), chain_method, state_axes)
+                                               site_thinning, means), chain_method, state_axes)
             compiled["fn"] = fn.lower(state, chain_ids, *args).compile()
             timing["compile_s"] += time.perf_counter() - tc
         tb = time.perf_counter()

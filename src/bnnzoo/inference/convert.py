@@ -131,15 +131,17 @@ def dataset(arrays: dict, dims: dict, lead: Sequence[str], lead_coords: dict) ->
     return xr.Dataset(data_vars, coords=coords)
 
 
-def thinned_dataset(res, site_dims) -> xr.Dataset:
-    """The ``posterior_thinned`` group: each site on its own kept draws (dim ``draw_<site>``)."""
+def thinned_dataset(res, site_dims, site_means=None) -> xr.Dataset:
+    """The ``posterior_thinned`` group: each site on its own kept draws (dim ``draw_<site>``); a site in
+    ``site_means`` ({site: e}) holds means of e consecutive kept draws, at the index of each mean's last draw,
+    and says so in its attribute ``bnnzoo_mean_of_draws``."""
     data, coords = {}, {"chain": np.arange(next(iter(res.thinned.values())).shape[0])}
     for k, arr in res.thinned.items():
         d = list(site_dims.get(k, []))[-(arr.ndim - 2):] if arr.ndim > 2 else []
         if len(d) != arr.ndim - 2:
             d = [f"{k}_dim_{i}" for i in range(arr.ndim - 2)]
         full = ["chain", f"draw_{k}"] + d
-        data[k] = (full, arr)
+        data[k] = (full, arr, {"bnnzoo_mean_of_draws": int(site_means[k])} if k in (site_means or {}) else {})
         coords[f"draw_{k}"] = res.thinned_draws[k]
         for dim, n in zip(full[2:], arr.shape[2:]):
             coords.setdefault(dim, np.arange(n))

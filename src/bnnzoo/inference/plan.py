@@ -356,6 +356,31 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     return RunPlan(method, use_engine, n_devices, n_processes, local, record, reparam)
 
 
+KERNEL_BATCHES = 10
+"""Streamed kernels: about this many means per chain (the batch means of their Monte-Carlo error)."""
+
+
+def streamed_kernels(entry, kw: dict, plan, sampler, record: tuple, n_keep: int, chunk_size, store, site_thinning,
+                     exclude=()):
+    """(record, site_means): a run of an entry with ``streamed_kernels`` that records ``"summaries"`` through the
+    chunked driver also records ``"kernels"``, each kernel site as the mean of every e kept draws, e dividing the
+    chunk and giving about :data:`KERNEL_BATCHES` means per chain.  The other engines keep every draw of a site,
+    so they record no kernels (the diagnostics then use z or the weights); kernels named in ``exclude`` or
+    ``site_thinning`` are left to those."""
+    if (entry is None or not getattr(entry, "streamed_kernels", False) or "summaries" not in record
+            or "kernels" in record or not plan.use_engine or sampler == "gibbs" or sampler in TEMPERING
+            or n_keep < 1):
+        return record, {}
+    from ..models.summaries import kernel_names
+
+    chunk = engine_chunk_size(chunk_size, n_keep, store, site_thinning)
+    target = max(1, n_keep // KERNEL_BATCHES)
+    e = max(d for d in range(1, min(target, chunk) + 1) if chunk % d == 0)
+    means = {k: e for k in kernel_names(int(kw.get("depth", 1)))
+             if k not in tuple(exclude or ()) and k not in (site_thinning or {})}
+    return record + ("kernels",), means
+
+
 def engine_chunk_size(chunk_size, n_keep: int, store, site_thinning) -> int:
     """Kept draws per chunk: ``chunk_size``, else all draws (100 with a store), rounded to a multiple of every
     site-thinning factor."""
@@ -420,6 +445,7 @@ class RunSpec:
     ``target_accept``, ``max_tree_depth``, ``dense_mass``, ``init``); what is reported and added (``progress``,
     ``log_likelihood``, ``posterior_predictive``, ``prior_predictive``); ``site_dims`` ({site: dims}); the
     long-run options (``chunk_size``, ``store``, ``resume``, ``exclude``, ``site_thinning``, ``warm_start``);
+    ``site_means`` (the streamed kernels, {site: draws per mean}, :func:`streamed_kernels`);
     ``matmul_precision``; ``tempering`` (the checked options of "pt" / "smc", None for the others).
     """
 
@@ -458,6 +484,7 @@ class RunSpec:
     resume: bool
     exclude: tuple
     site_thinning: dict
+    site_means: dict
     warm_start: int
     matmul_precision: Any
     tempering: Any
@@ -498,6 +525,8 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
         raise ValueError(f"task must be a bnnzoo.tasks.Task, got {type(task).__name__}")
     for flag, value in (("posterior_predictive", posterior_predictive), ("prior_predictive", prior_predictive)):
         _check_bool(flag, value)
+    if record is None:                    # the entry's default recording (FCN: the per-unit summaries)
+        record = entry.record if entry is not None else ()
     record = normalize_record(record)     # first: a string would otherwise be split into letters
     kw = resolve_kwargs(name, fn, entry, task, model_kwargs, record)
     requested = sampler
@@ -512,6 +541,11 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
                      exclude=exclude, site_thinning=site_thinning, reparam=reparam, warm_start=warm_start,
                      matmul_precision=matmul_precision, n_devices=jax.local_device_count(),
                      n_processes=jax.process_count())
+    record, site_means = streamed_kernels(entry, kw, plan, sampler, record,
+                                          int(num_samples) // max(int(thinning), 1), chunk_size, store, site_thinning,
+                                          exclude)
+    if record != plan.record:
+        kw = dict(kw, record=record)
     if sampler in TEMPERING:
         from .tempering import check_options
 
@@ -532,7 +566,7 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
             site_dims = infer_dims(fn, task.X, task.Y, kw)
     return RunSpec(name=name, model=fn, entry=entry, task=task, model_kwargs=kw, sampler=sampler,
                    sampler_requested=requested, num_chains=int(num_chains), num_warmup=int(num_warmup),
-                   num_samples=int(num_samples), thinning=int(thinning), seed=int(seed), record=plan.record,
+                   num_samples=int(num_samples), thinning=int(thinning), seed=int(seed), record=record,
                    chain_method=plan.chain_method, use_engine=plan.use_engine, n_devices=plan.n_devices,
                    n_processes=plan.n_processes, local_chains=plan.local_chains, reparam=plan.reparam,
                    step_size=step_size, num_steps=num_steps, target_accept=target_accept,
@@ -540,4 +574,5 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
                    log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
                    prior_predictive=prior_predictive, site_dims=site_dims, chunk_size=chunk_size, store=store,
                    resume=resume, exclude=tuple(exclude), site_thinning=dict(site_thinning or {}),
+                   site_means=site_means,
                    warm_start=int(warm_start), matmul_precision=matmul_precision, tempering=tempering)

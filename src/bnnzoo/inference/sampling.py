@@ -214,6 +214,7 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
         if store is not None:                         # over all processes' devices (engine.run_chunked)
             store = Path(store) / f"process_{proc}"
     chunk_size = engine_chunk_size(spec.chunk_size, spec.num_samples // thinning, store, site_thinning)
+    site_means = spec.site_means
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
 
     if reparam:
@@ -256,6 +257,7 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
                      num_chains=num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
                      thinning=thinning, chunk_size=chunk_size, exclude=list(exclude),
                      site_thinning=jsonable(site_thinning or {}), reparam=list(reparam), warm_start=spec.warm_start,
+                     **({"site_means": jsonable(site_means)} if site_means else {}),
                      task=jsonable(task.meta))
         if n_proc > 1:
             ident.update(process_index=proc, process_count=n_proc)
@@ -270,7 +272,8 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
                           num_chains=n_local, chain_offset=chain0, num_warmup=spec.num_warmup,
                           num_samples=spec.num_samples, thinning=thinning, chunk_size=chunk_size,
                           chain_method=chain_method, init_params=init_params, exclude=exclude,
-                          site_thinning=site_thinning, store=run_store, resume=spec.resume, manifest=manifest,
+                          site_thinning=site_thinning, site_means=site_means, store=run_store, resume=spec.resume,
+                          manifest=manifest,
                           progress=spec.progress)
     timing = dict(res.timing, **ws_timing)
     if n_proc > 1:                         # every process gets all chains, in chain order
@@ -283,7 +286,8 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
             warmup=dict(gather_chains({k: v for k, v in res.warmup.items() if k != "time"}),
                         **({} if warm_t is None else {"time": warm_t})))
     cfg = dict(chain_method=chain_method, chunk_size=chunk_size, store=None if spec.store is None else str(spec.store),
-               exclude=list(exclude), site_thinning=dict(site_thinning or {}), reparam=list(reparam),
+               exclude=list(exclude), site_thinning=dict(site_thinning or {}), site_means=dict(site_means),
+               reparam=list(reparam),
                warm_start=spec.warm_start, n_devices=n_dev, resumed_from_block=res.resumed_from_block,
                n_processes=n_proc, process_index=proc,
                timing={k: round(v, 4) for k, v in timing.items()})
@@ -299,7 +303,7 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
         if spec.sampler in CHEES_LIKE:
             _check_trajectory_settled(spec.sampler, res.warmup, cfg)
     return Draws(samples=samples, stats=sample_stats({src: res.stats[stat] for src, stat in STAT_FIELDS.items()}),
-                 f_test=f_test, engine=cfg, thinned=thinned_dataset(res, spec.site_dims) if res.thinned else None,
+                 f_test=f_test, engine=cfg, thinned=thinned_dataset(res, spec.site_dims, spec.site_means) if res.thinned else None,
                  warmup=warmup)
 
 
@@ -419,7 +423,7 @@ def _check_trajectory_settled(sampler, warmup, engine_cfg):
 
 
 def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num_samples: int = 500,
-           sampler: str = "auto", seed: int = 0, thinning: int = 1, record: str | Sequence[str] = (),
+           sampler: str = "auto", seed: int = 0, thinning: int = 1, record: str | Sequence[str] | None = None,
            progress: bool = True, chain_method: str = "auto", step_size: float | None = None,
            num_steps: int | None = None, target_accept: float | None = None, max_tree_depth: int = 10,
            dense_mass: bool = False, init: str | dict = "prior", log_likelihood: bool = False,
@@ -464,8 +468,12 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     seed : int
         PRNG seed (>= 0).  The same seed gives the same draws with and without ``chunk_size`` / ``store`` and for
         "parallel" and "sharded"; other chain methods agree up to float rounding (:mod:`bnnzoo.inference.plan`).
-    record : str or sequence of str
-        Extra sites to record, e.g. "z" (or ("z",)) for the preactivations of every layer, "z1" for the first.
+    record : str, sequence of str, or None
+        Extra sites to record; None: the entry's default (``ZooEntry.record``; the fully-connected nets:
+        "summaries", every unit's class means and mean square and the per-draw D_LR / NC1 / target CKA of every
+        layer, plus, through the chunked driver, the kernels ``K``/``Kz`` as means over about 10 blocks of draws
+        per chain in ``posterior_thinned``), () for nothing extra.  "z" (or ("z",)) adds the preactivations of
+        every layer (neuron, point) at every draw, "z1" those of the first: memory grows as N·P per draw.
     progress : bool
         Report progress: a bar when stderr is a terminal, otherwise INFO lines on the ``bnnzoo`` logger.
     chain_method : str

@@ -28,6 +28,7 @@ import numpyro.distributions as dist
 from ._checks import (check_bool, check_data, check_int, check_positive, check_record, check_targets_and_test,
                       sqrt)
 from .activations import ACTIVATIONS, get_activation
+from .summaries import KERNEL_SITES, SUMMARY_SITES, layer_summaries
 
 __all__ = ["fcn", "fcn_forward", "fcn_prior_variances", "default_sigma_a2", "likelihood_variance", "readout_scale",
            "fcn_dims", "check_fcn_args", "recorded_layers"]
@@ -56,17 +57,28 @@ def likelihood_variance(readout: str, width: int, temperature: float) -> float:
     return temperature / width if readout == "nonlazy" else temperature
 
 
+RECORD_HELP = "'summaries', 'kernels', 'z' (all layers) or 'z1'..'z{depth}'"
+"""What ``record`` of :func:`fcn` takes (``{depth}`` filled in)."""
+
+
 def recorded_layers(record: Sequence[str] | str, depth: int) -> list[int]:
-    """Layers whose preactivations are recorded: "z" means all, "z1".."zL" single layers (a string is one name)."""
+    """Layers whose preactivations are recorded: "z" means all, "z1".."zL" single layers (a string is one name);
+    "summaries" and "kernels" record no preactivations."""
     layers = set()
     for r in ((record,) if isinstance(record, str) else record):
+        if r in ("summaries", "kernels"):
+            continue
         if r == "z":
             layers.update(range(1, depth + 1))
         elif isinstance(r, str) and r.startswith("z") and r[1:].isdigit() and 1 <= int(r[1:]) <= depth:
             layers.add(int(r[1:]))
         else:
-            raise ValueError(f"record: unknown entry {r!r}; use 'z' (all layers) or 'z1'..'z{depth}'")
+            raise ValueError(f"record: unknown entry {r!r}; use " + RECORD_HELP.format(depth=depth))
     return sorted(layers)
+
+
+def _records(record, name: str) -> bool:
+    return name in ((record,) if isinstance(record, str) else tuple(record))
 
 
 def check_fcn_args(X, Y=None, *, width=None, depth=1, activation="linear", readout="nonlazy", temperature=0.01,
@@ -102,7 +114,7 @@ def check_fcn_args(X, Y=None, *, width=None, depth=1, activation="linear", reado
         check_positive("sigma_a2", sigma_a2)
     check_positive("sigma_w2", sigma_w2)
     check_bool("likelihood", likelihood)
-    recorded_layers(check_record(record, f"'z' (all layers) or 'z1'..'z{depth}'", lambda r: True), depth)
+    recorded_layers(check_record(record, RECORD_HELP.format(depth=depth), lambda r: True), depth)
 
 
 def fcn_dims(depth: int, record: Sequence[str] | str = (), with_test: bool = False) -> dict[str, list[str]]:
@@ -113,6 +125,11 @@ def fcn_dims(depth: int, record: Sequence[str] | str = (), with_test: bool = Fal
         dims[f"W{l}"] = ["neuron", "neuron_in"]
     for l in recorded_layers(record, depth):
         dims[f"z{l}"] = ["neuron", "point"]
+    for l in range(1, depth + 1):
+        if _records(record, "summaries"):
+            dims.update({f"{p}{l}": list(d) for p, d in SUMMARY_SITES.items()})
+        if _records(record, "kernels"):
+            dims.update({f"{p}{l}": list(d) for p, d in KERNEL_SITES.items()})
     if with_test:
         dims["f_test"] = ["test_point", "class"]
     return dims
@@ -232,7 +249,11 @@ def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", re
     num_outputs : m; required when Y is None, else it must equal Y's columns.
     X_test : optional (P_test, N0) inputs; the network output there is recorded as the deterministic ``f_test``
         (no latent site is added, so passing X_test to MCMC does not change the posterior).
-    record : preactivations to record as deterministic sites: "z" (all layers) or "z1".."zL".
+    record : extra deterministic sites: "z" (the preactivations of all layers, (neuron, point) each) or
+        "z1".."zL" (one layer); "summaries" (per layer: the units' class means ``zbar``/``hbar`` (neuron, class),
+        their mean square ``zsq`` (neuron,), and D_LR, NC1 and the CKA with YYᵀ at each draw; needs ``Y``);
+        "kernels" (per layer: ``K`` = φ(z)ᵀφ(z)/N and ``Kz`` = zᵀz/N (point, point_b); needs ``Y``).  See
+        :mod:`bnnzoo.models.summaries`.
     likelihood : False leaves out the observation site ``y`` (and ``mse``): the model is then the prior of the
         weights and the deterministic f, to be used inside another model.
 
@@ -280,6 +301,13 @@ def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", re
         numpyro.deterministic(f"z{l}", zs[l - 1])
     numpyro.deterministic("f", f)
     numpyro.deterministic("q_a", jnp.mean(a**2, axis=-2))
+    summaries, kernels = _records(record, "summaries"), _records(record, "kernels")
+    if (summaries or kernels) and Y is not None:
+        for l in range(1, depth + 1):
+            s = layer_summaries(zs[l - 1], phi(zs[l - 1]), f, Y, l, width, kernels=kernels)
+            for k, v in s.items():
+                if summaries or k[:1] == "K":
+                    numpyro.deterministic(k, v)
     if likelihood:
         if Y is not None:
             numpyro.deterministic("mse", jnp.mean((Y - f) ** 2))
@@ -315,6 +343,10 @@ def _fcn_dims(*, depth=1, record=(), X_test=None, **_):
     return fcn_dims(depth, record, with_test=X_test is not None)
 
 
+def _fcn_weights(kw: dict) -> tuple:
+    return tuple(f"W{l}" for l in range(1, int(kw.get("depth", 1)) + 1))
+
+
 def _fcn_likelihood_variance(kw: dict) -> float:
     return likelihood_variance(kw.get("readout", "nonlazy"), kw["width"], kw["temperature"])
 
@@ -330,6 +362,12 @@ _FCN_COMMON = (
     Observable("z1..zL", "preactivations on the training inputs (neuron, point), recorded with record=('z',); "
                "their per-neuron class means are the neural codes; zᵀz/N is the learned kernel",
                "theory.linear kernels K_l (linear); theory.meanfield codes (one hidden layer)"),
+    Observable("zbar1..zbarL", "per-neuron class means of the preactivations (neuron, class), recorded by default "
+               "(record 'summaries', with hbar, zsq, d_lr, nc1_, cka_y): the neural codes without z",
+               "theory.meanfield codes (one hidden layer)"),
+    Observable("K1..KL", "feature kernels φ(z)ᵀφ(z)/N (point, point_b), recorded by default as means over blocks of "
+               "draws (group posterior_thinned; Kz1..KzL the same for zᵀz/N)",
+               "theory.linear kernels K_l (linear); theory.gp (lazy readout)"),
 )
 
 _FCN_UNITS = (
@@ -380,7 +418,9 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
             resolve=_fcn_resolve,
             units=_FCN_UNITS,
             analysis="fcn",
-            record=("z",),
+            record=("summaries",),
+            streamed_kernels=True,
+            unread_sites=_fcn_weights,
             forward=fcn_forward,
             likelihood_variance=_fcn_likelihood_variance,
             prior_variances=fcn_prior_variances,

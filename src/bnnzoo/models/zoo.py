@@ -130,8 +130,18 @@ class ZooEntry:
         unit layers only, the default).  A kind, not a function: the diagnostics sit above the models in the
         package's data flow.
     record : tuple of str
-        The sites recorded by default (what ``bnnzoo sample`` records without ``--record``), names that the entry's
-        ``dims`` and model accept (FCN: ``("z",)``, every layer's preactivations).
+        The sites recorded by default (what :func:`bnnzoo.sample` and ``bnnzoo sample`` record without
+        ``record=`` / ``--record``), names that the entry's ``dims`` and model accept (FCN: ``("summaries",)``,
+        the per-unit class means and per-draw richness of every layer, :mod:`bnnzoo.models.summaries`).
+    streamed_kernels : bool
+        The model records its layers' kernels with ``record=("kernels",)`` (sites ``K1``, ``Kz1``, ...), and
+        :func:`bnnzoo.sample` adds them, as means over blocks of draws, to a run that records ``"summaries"``
+        through the chunked driver.
+    unread_sites : callable or None
+        ``unread_sites(model_kwargs) -> tuple`` of latent sites the diagnostics do not read when the run records
+        ``"summaries"`` (the fully-connected nets: the hidden weights W1..WL, N·N0 + (L−1)·N² numbers per draw);
+        ``bnnzoo sample`` leaves them out unless ``--exclude`` says otherwise.  :func:`bnnzoo.sample` keeps them
+        (:func:`bnnzoo.predict` needs them).
     forward : callable or None
         ``forward(X, params, **model_kwargs) -> f`` of shape (point, class): the network output for one parameter
         draw ``params`` (a dict of the weight sites, e.g. ``{"W1": ..., "a": ...}``) without the likelihood, so the
@@ -173,6 +183,8 @@ class ZooEntry:
     units: tuple[UnitLayer, ...] = ()
     analysis: str = "units"
     record: tuple[str, ...] = ()
+    streamed_kernels: bool = False
+    unread_sites: Callable[[dict], tuple] | None = None
     forward: Callable | None = None
     likelihood_variance: Callable[[dict], float] | None = None
     prior_variances: Callable[..., dict[str, float]] | None = None

@@ -33,6 +33,15 @@ _CLASS_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b
                  "#bcbd22", "#17becf"]
 
 
+def _activations(rd, layer: int, chain: int, draw: int):
+    """(activations (neuron, point) of one draw, their name): φ(z) when z can be had, else each unit's class-mean
+    activation spread over its class's points (a run that recorded the summaries only)."""
+    if rd.has_z(layer):
+        return rd.phi(rd.z(layer)[chain, draw]), "activations"
+    hb = rd.class_means(layer, activated=True)[chain, draw]      # (N, m)
+    return hb[:, np.asarray(rd.labels)], "class-mean activations"
+
+
 def _plt():
     import matplotlib.pyplot as plt  # headless machines fall back to the Agg backend by themselves
 
@@ -102,7 +111,8 @@ def plot_codes(idata, report=None, chain: int = 0, draw: int = -1):
     order, key = _sort_units(rd, L, chain, draw, sel)
     ids = code_ids(rd.class_means(L)[chain, draw])
     a = rd.a[chain, draw][order]
-    act = rd.phi(rd.z(L)[chain, draw])[order]
+    act, what = _activations(rd, L, chain, draw)
+    act = act[order]
     fig, axes = plt.subplots(1, 3, figsize=(11, 5.2), gridspec_kw={"width_ratios": [0.5, 1.3, 4]},
                              constrained_layout=True)
     cmap = _code_cmap(m)
@@ -138,7 +148,8 @@ def plot_codes(idata, report=None, chain: int = 0, draw: int = -1):
         axes[2].axvline(x, color="white", lw=1.2)
     axes[2].set_xlabel("training point μ (grouped by class)")
     axes[2].set_yticks([])
-    axes[2].set_title(f"activations $\\phi(z^{{{L}}}_{{i\\mu}})$ (layer {L})"
+    axes[2].set_title((f"activations $\\phi(z^{{{L}}}_{{i\\mu}})$" if what == "activations" else
+                       "class-mean activations (z not recorded)") + f" (layer {L})"
                       + (" — colour scale saturates on outliers" if (~bulk_rows).any() else ""))
     fig.colorbar(im2, ax=axes[2], location="bottom", shrink=0.5, pad=0.02)
     scheme = getattr(report, "coding_scheme", None)
@@ -163,7 +174,8 @@ def plot_layers(idata, report=None, chain: int = 0, draw: int = -1):
     edges = _class_edges(rd.labels)
     for l in range(1, L + 1):
         order, key = _sort_units(rd, l, chain, draw, _selective(rd, report, l, chain))
-        act = rd.phi(rd.z(l)[chain, draw])[order]
+        act, what = _activations(rd, l, chain, draw)
+        act = act[order]
         bulk_rows = key[order] != -1
         ax = axes[0, l - 1]
         lim = np.max(np.abs(act))
@@ -174,7 +186,7 @@ def plot_layers(idata, report=None, chain: int = 0, draw: int = -1):
                   else None)
         for x in edges:
             ax.axvline(x, color="white", lw=1)
-        ax.set_title(f"layer {l}: activations (sorted by code)")
+        ax.set_title(f"layer {l}: {what} (sorted by code)")
         ax.set_xlabel("point μ")
         ax.set_ylabel("neuron" if l == 1 else "")
         K = kr.K[l - 1]
