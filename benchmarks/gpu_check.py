@@ -15,7 +15,12 @@ Parts, each with its own time limit so the whole fits 8 minutes (a part that run
    ``timing``) and gradients per second while sampling (leapfrog steps of all chains / sampling seconds), and that
    as a fraction of the ceiling at the same number of chains.
 3. **Call to report**: the wall seconds of ``bnnzoo sample sigmoidal --width N --P P --out run.nc`` (its defaults
-   otherwise) and then ``bnnzoo diagnose run.nc --figures DIR``.
+   otherwise: the device's default number of chains, the streamed summaries) and then ``bnnzoo diagnose run.nc
+   --figures DIR``.
+4. **Precision on the observables**: the sigmoidal net at N = P = 100 (20 at ``ci``), sampled with the same seed and
+   settings at matmul precision "highest" (float32 products), "tensorfloat32" and "bfloat16", and in float64
+   (``JAX_ENABLE_X64=1``), each in a fresh process: every verdict of ``bnnzoo.diagnose`` and the population
+   observables (q_a, training error, the code masses of the mean-field comparison, branch masses) against float64.
 
 The device is named from JAX (``jax.devices()[0]``), whatever finished.  Writes ``OUT.md`` and ``OUT.json`` after
 every part.
@@ -37,9 +42,11 @@ from _bench import matmul_flops, run_child
 
 SIZES = {
     "paper": dict(N=500, P=500, ceiling_chains=[1, 8, 64, 256, 1024], chains=64, warmup=150, samples=50,
-                  nuts_warmup=50, nuts_samples=20, loop=10, limits=dict(ceiling=100, snaper=150, nuts=100, cli=120)),
+                  nuts_warmup=50, nuts_samples=20, loop=10, prec_N=100, prec_warmup=300, prec_samples=200,
+                  limits=dict(ceiling=70, snaper=120, nuts=70, cli=120, precision=45)),
     "ci": dict(N=20, P=20, ceiling_chains=[1, 4], chains=4, warmup=20, samples=20, nuts_warmup=10, nuts_samples=10,
-               loop=100, limits=dict(ceiling=200, snaper=200, nuts=200, cli=300)),
+               loop=100, prec_N=20, prec_warmup=30, prec_samples=20,
+               limits=dict(ceiling=200, snaper=200, nuts=200, cli=300, precision=200)),
 }
 
 
@@ -113,11 +120,44 @@ def sampler(cfg: dict) -> dict:
                 grads_per_s=round(steps / max(timing["sampling_s"], 1e-9), 1))
 
 
+PRECISIONS = ("float64", "highest", "tensorfloat32", "bfloat16")
+
+
+def precision(cfg: dict) -> dict:
+    """One precision's run and its report (part 4)."""
+    import warnings
+
+    import numpy as np
+
+    import bnnzoo
+
+    warnings.simplefilter("ignore")
+    N = cfg["prec_N"]
+    task = bnnzoo.toy_task(P=N)
+    t0 = time.perf_counter()
+    idata = bnnzoo.sample("sigmoidal", task, width=N, num_chains=cfg["chains"], num_warmup=cfg["prec_warmup"],
+                          num_samples=cfg["prec_samples"], progress=False, seed=0,
+                          matmul_precision="highest" if cfg["precision"] == "float64" else cfg["precision"])
+    wall = time.perf_counter() - t0
+    rep = bnnzoo.diagnose(idata)
+    post = idata.posterior
+    th = rep.theory
+    masses = {a.quantity: round(float(a.sampled), 4) for a in (th.agreements if th is not None else [])
+              if a.quantity.startswith("mass[")}
+    return dict(precision=cfg["precision"], dtype=str(post["a"].dtype), wall_s=round(wall, 1),
+                health=rep.health.status if rep.health is not None else "n/a",
+                verdicts=dict(rep.verdicts), q_a=[round(float(x), 4) for x in post["q_a"].mean(("chain", "draw"))],
+                mse=float(post["mse"].mean()), code_masses=masses,
+                branch_masses=[round(float(x), 4) for x in rep.numbers.get("branch_masses", [])],
+                max_rhat_q_a=float(np.nanmax(bnnzoo.azcompat.rhat(post[["q_a"]])["q_a"].values)))
+
+
 def one(cfg: dict) -> dict:
     import jax
 
     out = dict(device=f"{jax.devices()[0].platform}: {jax.devices()[0].device_kind}", n_devices=jax.device_count())
-    out.update(ceiling(cfg) if cfg["part"] == "ceiling" else sampler(cfg))
+    part = {"ceiling": ceiling, "sampler": sampler, "precision": precision}[cfg["part"]]
+    out.update(part(cfg))
     return out
 
 
@@ -182,6 +222,23 @@ def render(res: dict) -> str:
         lines += ([f"Not finished: {cl['error']}."] if "error" in cl else
                   [f"sample {cl['sample_s']} s + diagnose {cl['diagnose_s']} s = **{cl['total_s']} s**.", "",
                    "The report's first lines:", "", "```"] + cl["verdicts"] + ["```"])
+    lines += ["", f"## 4. Matrix-product precision on the observables (sigmoidal N = P = {c['prec_N']}, "
+                  f"{c['chains']} chains, {c['prec_warmup']} + {c['prec_samples']} draws, seed 0)", ""]
+    pr = res.get("precision", [])
+    ref = next((r for r in pr if r.get("precision") == "float64" and "error" not in r), None)
+    if pr:
+        lines += ["| precision | dtype | wall s | health | q_a | training error | code masses | verdicts that differ "
+                  "from float64 |", "|---|---|---|---|---|---|---|---|"]
+    for r in pr:
+        if "error" in r:
+            lines.append(f"| {r['precision']} | — | — | — | — | — | — | not finished: {r['error']} |")
+            continue
+        diff = "(reference)" if r is ref else ("no float64 reference" if ref is None else
+                                               "; ".join(f"{k}: {v}" for k, v in r["verdicts"].items()
+                                                         if ref["verdicts"].get(k) != v) or "none")
+        cm = ", ".join(f"{k[5:-1]} {v:.3f}" for k, v in r["code_masses"].items())
+        lines.append(f"| {r['precision']} | {r['dtype']} | {r['wall_s']} | {r['health']} | "
+                     f"{', '.join(f'{x:.3f}' for x in r['q_a'])} | {r['mse']:.2e} | {cm} | {diff} |")
     return "\n".join(lines) + "\n"
 
 
@@ -233,6 +290,16 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         res["cli"] = cli(cfg, Path(tmp), lim["cli"])
     save()
+    res["precision"] = []
+    for p in PRECISIONS:
+        if p == "float64":
+            os.environ["JAX_ENABLE_X64"] = "1"
+        try:
+            r = child(dict(cfg, part="precision", precision=p), lim["precision"])
+        finally:
+            os.environ.pop("JAX_ENABLE_X64", None)
+        res["precision"].append(dict({k: v for k, v in r.items() if k != "limits"}, precision=p))
+        save()
     print(out.with_suffix(".md").read_text())
     return 0
 

@@ -345,7 +345,9 @@ def _use_cpu_cores(args) -> None:
     user_set = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
     if not getattr(args, "own_process", False) or user_set:
         return
-    n = min(int(args.chains), os.cpu_count() or 1)
+    from .inference.plan import DEFAULT_CHAINS
+
+    n = min(int(args.chains or DEFAULT_CHAINS["cpu"]), os.cpu_count() or 1)   # before JAX starts: the CPU's default
     if n > 1:
         import numpyro
 
@@ -707,7 +709,8 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--sigma-a2", dest="sigma_a2", type=float,
                     help="readout prior variance (default: the entry's; fully-connected nets: the paper's rule)")
     ps.add_argument("--y-neg", dest="y_neg", type=float, help="target on the wrong classes (toy task)")
-    ps.add_argument("--chains", type=int, default=2, help="number of chains")
+    ps.add_argument("--chains", type=int, default=None, help="number of chains (default: the device's, 4 on a CPU, "
+                    "64 on a GPU)")
     ps.add_argument("--warmup", type=int, default=300, help="warm-up steps per chain")
     ps.add_argument("--samples", type=int, default=300, help="kept draws per chain")
     ps.add_argument("--thin", type=int, default=1, help="keep every k-th draw")

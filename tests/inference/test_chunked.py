@@ -143,3 +143,29 @@ def test_reparam_only_for_fcn_entries():
     idata = bnnzoo.sample(model, toy_task(P=4, N0=5), num_samples=2, num_warmup=1, reparam=None, num_chains=1,
                           progress=False, sampler="nuts")
     assert azcompat.get_group(idata, "posterior")["w"].shape == (1, 2)
+
+
+def test_kernel_means_are_the_means_of_the_per_draw_kernels():
+    """The default recording streams the kernels as block means summed in the loop (``site_means``); across chunk
+    boundaries they equal the means of the same run's per-draw kernels, which record=("summaries", "kernels")
+    keeps."""
+    t = toy_task(P=5, N0=9, y_neg=0.5)
+    kw = dict(KW, record=None, chunk_size=15)
+    per_draw = bnnzoo.sample("sigmoidal", t, **dict(kw, record=("summaries", "kernels")))
+    streamed = bnnzoo.sample("sigmoidal", t, **kw)
+    K = azcompat.get_group(per_draw, "posterior")["K1"].values                 # (chain, draw, point, point_b)
+    th = azcompat.get_group(streamed, "posterior_thinned")["K1"]
+    assert th.attrs["bnnzoo_mean_of_draws"] == 3 and "K1" not in azcompat.get_group(streamed, "posterior")
+    np.testing.assert_array_equal(th["draw_K1"].values, np.arange(2, 30, 3))
+    np.testing.assert_allclose(th.values, K.reshape(2, 10, 3, 5, 5).mean(2), rtol=1e-5, atol=1e-6)
+    cfg = bnnzoo.run_config(streamed)
+    assert cfg["engine"]["site_means"] == {"K1": 3, "Kz1": 3} and cfg["model_kwargs"]["record"] == ["summaries",
+                                                                                                    "kernels"]
+
+
+def test_an_explicit_site_thinning_of_a_kernel_wins_over_its_mean():
+    t = toy_task(P=5, N0=9)
+    run = bnnzoo.sample("sigmoidal", t, **dict(KW, record=None, chunk_size=15, site_thinning={"K1": 5}))
+    th = azcompat.get_group(run, "posterior_thinned")
+    assert "bnnzoo_mean_of_draws" not in th["K1"].attrs and th.sizes["draw_K1"] == 6
+    assert th["Kz1"].attrs["bnnzoo_mean_of_draws"] == 3

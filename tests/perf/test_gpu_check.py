@@ -29,5 +29,12 @@ def test_gpu_check_ci_size(tmp_path):
     assert {s["sampler"] for s in r["samplers"]} == {"snaper", "nuts"}
     assert "error" not in r["cli"], r["cli"]
     assert r["cli"]["total_s"] > 0 and any("sampler health" in ln or "verdicts" in ln for ln in r["cli"]["verdicts"])
+    # part 4: every precision ran; on a CPU the float32 precisions are one computation, so they agree exactly
+    prec = {r["precision"]: r for r in r["precision"]}
+    assert set(prec) == {"float64", "highest", "tensorfloat32", "bfloat16"}
+    assert all("error" not in p for p in prec.values()), prec
+    assert prec["float64"]["dtype"] == "float64" and prec["highest"]["dtype"] == "float32"
+    assert prec["tensorfloat32"]["q_a"] == prec["highest"]["q_a"] == prec["bfloat16"]["q_a"]
+    assert prec["tensorfloat32"]["verdicts"] == prec["highest"]["verdicts"]
     md = out.with_suffix(".md").read_text()
-    assert "cpu" in md.splitlines()[0] and "## 3." in md
+    assert "cpu" in md.splitlines()[0] and "## 3." in md and "## 4." in md

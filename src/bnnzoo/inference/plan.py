@@ -356,8 +356,26 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     return RunPlan(method, use_engine, n_devices, n_processes, local, record, reparam)
 
 
-KERNEL_BATCHES = 10
-"""Streamed kernels: about this many means per chain (the batch means of their Monte-Carlo error)."""
+DEFAULT_CHAINS = {"cpu": 4, "gpu": 64, "tpu": 64}
+"""Chains a run gets when ``num_chains`` is not given, by JAX's default backend: a CPU runs 4 chains in the time of
+about 4 (they are vectorised over its cores); an accelerator runs 64 in little more than the time of one (the
+batched gradient's throughput grows about 5× from 1 to 64 chains on one H200, ``benchmarks/results/
+gpu_check_paper.md``)."""
+
+
+def default_num_chains() -> tuple[int, str]:
+    """(chains, backend): the number of chains for JAX's default backend (:data:`DEFAULT_CHAINS`; 4 for a backend
+    it does not name)."""
+    import jax
+
+    backend = jax.default_backend()
+    return DEFAULT_CHAINS.get(backend, 4), backend
+
+
+KERNEL_BATCHES = (10, 40)
+"""Streamed kernels: about ``max(1, min(10, ⌈40 / chains⌉))`` means per chain — 10 with 4 chains, 1 with 64 — so a
+run holds at least about 40 block means for the Monte-Carlo error and at most one P × P kernel per chain and layer
+when it has many chains."""
 
 
 def streamed_kernels(entry, kw: dict, plan, sampler, record: tuple, n_keep: int, chunk_size, store, site_thinning,
@@ -374,7 +392,9 @@ def streamed_kernels(entry, kw: dict, plan, sampler, record: tuple, n_keep: int,
     from ..models.summaries import kernel_names
 
     chunk = engine_chunk_size(chunk_size, n_keep, store, site_thinning)
-    target = max(1, n_keep // KERNEL_BATCHES)
+    per_chain, total = KERNEL_BATCHES
+    chains = max(int(plan.local_chains) * max(int(plan.n_processes), 1), 1)
+    target = max(1, n_keep // max(1, min(per_chain, -(-total // chains))))
     e = max(d for d in range(1, min(target, chunk) + 1) if chunk % d == 0)
     means = {k: e for k in kernel_names(int(kw.get("depth", 1)))
              if k not in tuple(exclude or ()) and k not in (site_thinning or {})}
@@ -446,7 +466,9 @@ class RunSpec:
     ``log_likelihood``, ``posterior_predictive``, ``prior_predictive``); ``site_dims`` ({site: dims}); the
     long-run options (``chunk_size``, ``store``, ``resume``, ``exclude``, ``site_thinning``, ``warm_start``);
     ``site_means`` (the streamed kernels, {site: draws per mean}, :func:`streamed_kernels`);
-    ``matmul_precision``; ``tempering`` (the checked options of "pt" / "smc", None for the others).
+    ``matmul_precision``; ``tempering`` (the checked options of "pt" / "smc", None for the others);
+    ``chains_default`` (the backend whose default number of chains the run got, None when ``num_chains`` was
+    given).
     """
 
     name: str
@@ -488,6 +510,7 @@ class RunSpec:
     warm_start: int
     matmul_precision: Any
     tempering: Any
+    chains_default: str | None = None
 
     def init_summary(self):
         """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""
@@ -501,7 +524,8 @@ class RunSpec:
                     num_warmup=self.num_warmup, num_samples=self.num_samples, thinning=self.thinning,
                     chain_method=self.chain_method, step_size=self.step_size, num_steps=self.num_steps,
                     target_accept=self.target_accept, max_tree_depth=self.max_tree_depth, dense_mass=self.dense_mass,
-                    init=self.init_summary(), matmul_precision=self.matmul_precision)
+                    init=self.init_summary(), matmul_precision=self.matmul_precision,
+                    **({"num_chains_default": self.chains_default} if self.chains_default else {}))
 
 
 def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_samples, sampler, seed, thinning,

@@ -33,7 +33,7 @@ from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_d
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
 from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
-                   engine_chunk_size, init_strategy, make_spec)
+                   default_num_chains, engine_chunk_size, init_strategy, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
@@ -422,7 +422,7 @@ def _check_trajectory_settled(sampler, warmup, engine_cfg):
                       RuntimeWarning, stacklevel=3)
 
 
-def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num_samples: int = 500,
+def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int = 500, num_samples: int = 500,
            sampler: str = "auto", seed: int = 0, thinning: int = 1, record: str | Sequence[str] | None = None,
            progress: bool = True, chain_method: str = "auto", step_size: float | None = None,
            num_steps: int | None = None, target_accept: float | None = None, max_tree_depth: int = 10,
@@ -441,7 +441,10 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
         ``model(X, Y, **model_kwargs)``.
     task : Task
         The data (:class:`~bnnzoo.tasks.Task`): X (point, input), Y (point, class), optional test set.
-    num_chains, num_warmup, num_samples, thinning : int
+    num_chains : int or None
+        Chains; None: the device's default (:data:`~bnnzoo.inference.plan.DEFAULT_CHAINS`: 4 on a CPU, 64 on a
+        GPU), logged when the run starts and recorded in the provenance (``num_chains_default``).
+    num_warmup, num_samples, thinning : int
         MCMC sizes (>= 1, >= 0, >= 1, >= 1); each chain keeps num_samples // thinning draws.
     sampler : str
         "auto" (default): the fastest sampler the performance benchmark found for the run at hand
@@ -568,11 +571,18 @@ def sample(model, task: Task, *, num_chains: int = 4, num_warmup: int = 500, num
     ValueError
         On any bad argument, before anything compiles.
     """
+    chains_default = None
+    if num_chains is None:
+        num_chains, chains_default = default_num_chains()
+        _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
     call = dict(locals())                    # the arguments, for certify (model_kwargs passed on separately)
+    call.pop("chains_default")
     call.pop("model_kwargs")
     t_start = time.time()
     spec = make_spec(model, task, model_kwargs=model_kwargs, **{k: v for k, v in call.items()
                                                                if k not in ("model", "task", "certify")})
+    if chains_default is not None:
+        spec = dataclasses.replace(spec, chains_default=chains_default)
     if certify is not False:
         from .certify import certified_sample
 

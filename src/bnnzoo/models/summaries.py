@@ -81,9 +81,10 @@ def _d_lr(K, f, Y):
 
 
 def _nc1(K, onehot, width):
-    """NC1 = tr(Σ_B⁺ Σ_W)/C with features h (N, P): class means M = h A, Σ_B = Mc Mcᵀ/C; in the eigenbasis of
-    G = Mcᵀ Mc = N Aᵀ K A (C × C) the trace is Σ_k (u_kᵀ Mcᵀ Σ_W Mc u_k)/λ_k² · C/C, with
-    Mcᵀ Σ_W Mc = (N²/P) Aᵀ K B K A and B the within-class projector."""
+    """NC1 of features h (N, P) from their centred kernel K: with the centred class means Mc = h Ac (N, C),
+    G = Mcᵀ Mc = N Acᵀ K Ac (C × C) with eigenpairs (λ_k, v_k), and S = Mcᵀ Σ_W Mc = (N²/P) Acᵀ K Bw Bwᵀ K Ac
+    (Bw = I − A onehotᵀ leaves each point's deviation from its class mean), NC1 = Σ_k v_kᵀ S v_k / λ_k² — the
+    sum kernels.nc1 takes over the left singular vectors of Mc, without forming an N × N matrix."""
     P, m = onehot.shape
     counts = onehot.sum(0)
     present = counts > 0
@@ -98,7 +99,7 @@ def _nc1(K, onehot, width):
     lam, V = jnp.linalg.eigh(G)                             # λ = s² of Mc
     # eigenvalues of G carry an absolute error of about eps·λ_max: the zero mode of the centred means is cut there
     keep = lam > 10 * _rank_tol(lam.dtype, m) * jnp.maximum(lam.max(), 1e-30)
-    proj = jnp.einsum("ik,ij,jk->k", V, S, V)               # u_kᵀ Mcᵀ Σ_W Mc u_k = λ_k · mean over points of (resid·U_k)²
+    proj = jnp.einsum("ik,ij,jk->k", V, S, V)               # v_kᵀ S v_k
     tr = jnp.sum(jnp.where(keep, proj / jnp.where(keep, lam, 1.0) ** 2, 0.0))
     return jnp.where(jnp.any(keep), tr, jnp.nan)
 
