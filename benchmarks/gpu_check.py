@@ -43,7 +43,7 @@ from _bench import matmul_flops, run_child
 SIZES = {
     "paper": dict(N=500, P=500, ceiling_chains=[1, 8, 64, 256, 1024], chains=64, warmup=150, samples=50,
                   nuts_warmup=50, nuts_samples=20, loop=10, prec_N=100, prec_warmup=300, prec_samples=200,
-                  limits=dict(ceiling=70, snaper=120, nuts=70, cli=120, precision=45)),
+                  limits=dict(ceiling=70, snaper=120, nuts=70, cli=150, precision=40)),
     "ci": dict(N=20, P=20, ceiling_chains=[1, 4], chains=4, warmup=20, samples=20, nuts_warmup=10, nuts_samples=10,
                loop=100, prec_N=20, prec_warmup=30, prec_samples=20,
                limits=dict(ceiling=200, snaper=200, nuts=200, cli=300, precision=200)),

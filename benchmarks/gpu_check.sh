@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bnnzoo on one accelerator (benchmarks/gpu_check.py): the batched-gradient ceiling, the samplers at 64 chains and
-# `bnnzoo sample` + `bnnzoo diagnose` at N = P = 500, in about 8 minutes, into one result file.
+# `bnnzoo sample` + `bnnzoo diagnose` at N = P = 500, in at most 9.5 minutes, into one result file.
 #   SIZE=paper bash benchmarks/gpu_check.sh    (default; on a GPU)
 #   SIZE=ci    bash benchmarks/gpu_check.sh    (N = P = 20 on a CPU, about a minute; tested)
 # OUT sets the output prefix (default benchmarks/results/gpu_check_$SIZE); PYTHON the interpreter.
