@@ -24,10 +24,11 @@ def best_of(fn, *args, repeats=3):
     return best, out
 
 
-def run_child(script: str, cfg: dict, timeout: int) -> dict:
-    """Run ``script --one <cfg as JSON>`` in a fresh process (its own JAX backend, its own peak memory) and return the
-    JSON dict it prints last; on a timeout or a failure, ``cfg`` with an ``error`` entry."""
-    env = dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+def run_child(script: str, cfg: dict, timeout: int, env_extra: dict | None = None) -> dict:
+    """Run ``script --one <cfg as JSON>`` in a fresh process (its own JAX backend, its own peak memory; ``env_extra``
+    added to its environment) and return the JSON dict it prints last; on a timeout or a failure, ``cfg`` with an
+    ``error`` entry."""
+    env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), **(env_extra or {})}
     try:
         res = subprocess.run([sys.executable, script, "--one", json.dumps(cfg)], capture_output=True, text=True,
                              timeout=timeout, env=env)

@@ -573,7 +573,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2
         _logger.info("[demo] sampling %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, width, task, chains,
                      n_warm, samples)
         idata = sample(entry, task, num_chains=chains, num_warmup=n_warm, num_samples=samples, seed=seed,
-                       record=("z",), progress=progress, width=width, sampler=sampler, warm_start=warm_start)
+                       exclude=entry.unread_sites(dict(entry.defaults, width=width)), progress=progress,
+                       width=width, sampler=sampler, warm_start=warm_start)
         dt = time.time() - t0
         nc = out / f"{name}.nc"
         azcompat.to_netcdf(idata, nc)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from bnnzoo.diagnostics import ergodicity, rhat_neurons
 from tests._helpers import rng
 
@@ -26,3 +28,17 @@ def test_ergodicity_ergodic_and_broken():
     half = ergodicity(iid + r.standard_normal((2, 1, 80, 3)), "x")
     assert abs(half.ratio - 0.5) < 0.1 and half.confidence == "marginal"
     assert half.ratio_per_neuron.shape == (2, 80) and half.ratio_per_feature.shape == (3,)
+
+
+def test_ks_2samp_rows_is_scipys_statistic_ties_included():
+    """The per-neuron split KS statistic is computed for all neurons at once; it equals scipy.stats.ks_2samp's
+    statistic row by row (float64 rounding), also when values tie within and across the two halves."""
+    from scipy import stats
+
+    from bnnzoo.diagnostics.ergodicity import ks_2samp_rows
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(40, 30)), rng.normal(0.4, 1.0, size=(40, 33))
+    for x, y in ((a, b), (np.round(a, 1), np.round(b, 1))):
+        want = np.array([stats.ks_2samp(x[i], y[i]).statistic for i in range(len(x))])
+        np.testing.assert_allclose(ks_2samp_rows(x, y), want, rtol=0, atol=1e-12)

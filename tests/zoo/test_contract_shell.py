@@ -54,11 +54,14 @@ def test_shell_sample_then_diagnose(name, tmp_path, capsys):
     model_kw, task_kw = _small(entry)
     assert {k: cfg["model_kwargs"][k] for k in model_kw} == model_kw
     assert {k: cfg["task"][k] for k in task_kw} == task_kw
-    assert tuple(cfg["record"]) == entry.record
-    # every site the entry's dims name for these settings is in the run (the recorded ones included)
+    assert tuple(cfg["record"])[:len(entry.record)] == entry.record     # (+ "kernels", streamed as block means)
+    # every site the entry's dims name for these settings is in the run (the recorded ones included), but for those
+    # the shell leaves out by default (the FCNs' hidden weights) and the kernels (group posterior_thinned)
     kw = dict(cfg["model_kwargs"], record=entry.record)
     post = azcompat.get_group(idata, "posterior")
-    sites = set(entry.dims(**kw)) - {"y", "f_test"}
+    left_out = set(entry.unread_sites(cfg["model_kwargs"])) if entry.unread_sites is not None else set()
+    assert set(cfg.get("engine", {}).get("exclude", [])) == left_out
+    sites = set(entry.dims(**kw)) - {"y", "f_test"} - left_out
     assert sites <= set(post.data_vars), sites - set(post.data_vars)
     for site, dims in entry.dims(**kw).items():
         if site in post.data_vars:
@@ -67,9 +70,19 @@ def test_shell_sample_then_diagnose(name, tmp_path, capsys):
     assert main(["diagnose", str(out), "--json"]) == 0, capsys.readouterr().err
     report = json.loads(capsys.readouterr().out)
     assert isinstance(report, dict) and report
-    # predict leaves its input as it was, and the copy it returns is diagnosed like the run
+    # predict leaves its input as it was, and the copy it returns is diagnosed like the run; a run without the
+    # hidden weights says in one line how to keep them
     groups = azcompat.group_names(idata)
     X = np.asarray(azcompat.get_group(idata, "constant_data")["X"].values)
+    if left_out:
+        with pytest.raises(ValueError, match="--exclude ''"):
+            bnnzoo.predict(idata, X[:3])
+        assert main(["sample", name, *_params(entry), "--chains", "2", "--warmup", "10", "--samples", "4", "--quiet",
+                     "--exclude", "", "--out", str(out), "--overwrite"]) == 0, capsys.readouterr().err
+        idata = azcompat.from_netcdf(out)
+        assert {f"W{l}" for l in range(1, cfg["model_kwargs"].get("depth", 1) + 1)} <= set(
+            azcompat.get_group(idata, "posterior").data_vars)
+        groups = azcompat.group_names(idata)
     pred = bnnzoo.predict(idata, X[:3])
     assert azcompat.group_names(idata) == groups and pred is not idata
     assert azcompat.get_group(pred, "predictions")["f"].shape[2] == 3

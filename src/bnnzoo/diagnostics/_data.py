@@ -164,13 +164,18 @@ class RunData:
             z = self.z(layer)
             f = z if pre else self.phi(z)
             C, D, N, P = f.shape
-            edges = np.linspace(0, D, min(n_batches, D) + 1).astype(int)
-            bt = [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+            bt = batches(D, n_batches)
             Kb = np.array([[np.einsum("dnp,dnq->pq", f[c, a:b], f[c, a:b], optimize=True) / ((b - a) * N)
                             for a, b in bt] for c in range(C)]).reshape(-1, P, P)
             w = np.array([[b - a for a, b in bt] for _ in range(C)], float).reshape(-1)
             self._cache[key] = (Kb, w)
         return self._cache[key]
+
+
+def batches(n_draws: int, n_batches: int) -> list[tuple[int, int]]:
+    """``n_batches`` blocks of consecutive draws (fewer when there are fewer draws), as (start, stop) pairs."""
+    edges = np.linspace(0, n_draws, min(n_batches, n_draws) + 1).astype(int)
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
 
 def class_means(x: np.ndarray, labels: np.ndarray, m: int | None = None) -> np.ndarray:

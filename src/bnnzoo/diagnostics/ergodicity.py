@@ -101,13 +101,29 @@ def rhat_neurons(x: np.ndarray) -> float:
     return float(np.sqrt(((half - 1) / half * W + B / half) / W))
 
 
-def _ks_to_pool(vals: np.ndarray, pool_sorted: np.ndarray) -> float:
-    v = np.sort(vals)
-    n, M = len(v), len(pool_sorted)
+def _ks_to_pool(vals: np.ndarray, pool_sorted: np.ndarray) -> np.ndarray:
+    """KS distance of each column of ``vals`` (n, units) to the empirical distribution of ``pool_sorted``."""
+    v = np.sort(vals, axis=0)
+    n, M = v.shape[0], len(pool_sorted)
     Fr = np.searchsorted(pool_sorted, v, side="right") / M
     Fl = np.searchsorted(pool_sorted, v, side="left") / M
-    j = np.arange(1, n + 1) / n
-    return float(max(np.max(np.abs(j - Fr)), np.max(np.abs(j - 1.0 / n - Fl))))
+    j = (np.arange(1, n + 1) / n)[:, None]
+    return np.maximum(np.max(np.abs(j - Fr), 0), np.max(np.abs(j - 1.0 / n - Fl), 0))
+
+
+def ks_2samp_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The two-sample KS statistic of every row pair of ``a`` (rows, n) and ``b`` (rows, m): scipy.stats.ks_2samp's
+    statistic (ties included), for many rows at once."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n, m = a.shape[1], b.shape[1]
+    allv = np.concatenate([a, b], axis=1)
+    order = np.argsort(allv, axis=1, kind="stable")
+    vals = np.take_along_axis(allv, order, axis=1)
+    step = np.where(order < n, 1.0 / n, -1.0 / m)
+    diff = np.cumsum(step, axis=1)                        # F_a − F_b just after each sorted value
+    last = np.ones_like(vals, bool)                       # only the last of tied values is a point of both CDFs
+    last[:, :-1] = vals[:, 1:] != vals[:, :-1]
+    return np.max(np.where(last, np.abs(diff), 0.0), axis=1)
 
 
 def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_THRESHOLD, n_boot: int = 200,
@@ -143,10 +159,9 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
     h = D // 2
     for c in range(C):
         for k in range(K):
-            pool = np.sort(x[c, :, :, k].ravel())
-            for i in range(N):
-                ks.append(_ks_to_pool(x[c, :, i, k], pool))
-                ks_split.append(stats.ks_2samp(x[c, :h, i, k], x[c, D - h:, i, k]).statistic)
+            ks.append(_ks_to_pool(x[c, :, :, k], np.sort(x[c, :, :, k].ravel())))
+            ks_split.append(ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T))
+    ks, ks_split = np.concatenate(ks), np.concatenate(ks_split)
     # per-neuron ESS: each neuron's trajectory taken as one chain
     ess_each = ess(x.transpose(1, 0, 2, 3).reshape(1, D, C * N * K))
     verdict = "broken" if ratio < threshold else "ergodic"

@@ -171,7 +171,8 @@ def representation_kernels(layers: list[UnitTrajectories], X: np.ndarray, Y: np.
     outputs ``f`` (chain, draw, point, class), when given) and NC1 per draw as in
     :func:`~bnnzoo.diagnostics.kernels.kernels_and_richness`.  Returns None when no layer has a ``point`` dim.
     """
-    from .kernels import KernelResult, _batches, cka, d_lr, nc1
+    from ._data import batches as _batches
+    from .kernels import KernelResult, cka, d_lr, nc1
 
     reps = [t for t in layers if t.representation is not None]
     if not reps:

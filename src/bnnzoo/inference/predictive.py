@@ -45,8 +45,10 @@ def _need_latents(fn, X, kw, samples, what: str) -> list[str]:
     names = latent_sites(fn, X, kw)
     missing = [k for k in names if k not in samples]
     if missing:
-        raise ValueError(f"{what} needs the draws of every latent site of the model; missing {missing} (excluded or "
-                         f"reparametrised run); record them, or use a zoo entry that declares likelihood_variance")
+        raise ValueError(f"{what} needs the draws of every latent site of the model; missing {missing}: the run left "
+                         f"them out (exclude=, or the hidden weights `bnnzoo sample` leaves out by default) or "
+                         f"reparametrised them; sample again keeping them (bnnzoo.sample without exclude=, "
+                         f"`bnnzoo sample --exclude ''`)")
     return names
 
 

@@ -119,6 +119,7 @@ def layer_summaries(z, h, f, Y, layer: int, width: int, kernels: bool = False) -
     dict
         {site name: array}.
     """
+    Y = jnp.asarray(Y, dtype=f.dtype)     # float32 under JAX's default (a float64 NumPy Y would warn)
     m = Y.shape[1]
     onehot = _onehot(Y, m)
     counts = onehot.sum(0)
