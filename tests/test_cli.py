@@ -99,7 +99,7 @@ def test_sample_with_params_records_them(tmp_path, capsys):
     mk = cfg["model_kwargs"]
     assert (mk["width"], mk["activation"], mk["sigma_w2"], mk["temperature"]) == (3, "sigmoid", 0.5, 0.05)
     assert mk["sigma_a2"] == pytest.approx(1 / 6)           # the paper's rule for the sigmoid, resolved with P=6
-    assert mk["record"] == ["z"]                            # the entry's default record
+    assert mk["record"] == ["summaries", "kernels"]         # the entry's default, kernels streamed as block means
     assert (cfg["task"]["P"], cfg["task"]["seed"], cfg["task"]["y_neg"]) == (6, 2, -0.5)
     capsys.readouterr()
 

@@ -214,7 +214,7 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
                 zb = class_means(_site(post, f"z{l}", ("neuron", "point")), labels, m)
             else:
                 for k in kinds & {"code_fraction", "class_kernel"}:
-                    out.skipped[f"{k}[z{l}]"] = (f"neither zbar{l} nor z{l} was recorded (sample with "
+                    out.skipped[f"{k}[z{l}]"] = (f"zbar{l} / z{l} not recorded (sample with "
                                                  f"record=('summaries',) or ('z',))")
                 continue
             if "code_fraction" in kinds:

@@ -347,6 +347,19 @@ def gibbs_linear(
                              zs=tuple(z_out) if store_z else None)
 
 
+def _summaries(zs, f, Y, width: int) -> dict:
+    """The per-draw summaries of every layer (linear units: activations = preactivations), {site: (draw, ...)}."""
+    import jax
+
+    from ..models.summaries import layer_summaries
+
+    out = {}
+    for l, z in enumerate(zs, start=1):
+        one = jax.jit(jax.vmap(lambda zd, fd, l=l: layer_summaries(zd, zd, fd, Y, l, width)))
+        out.update({k: np.asarray(v) for k, v in one(np.asarray(z, np.float32), np.asarray(f, np.float32)).items()})
+    return out
+
+
 def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, thinning: int = 1, seed: int = 0,
                  width: int, depth: int = 1, activation: str = "linear", readout: str = "nonlazy",
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
@@ -355,7 +368,8 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     chain per seed ``SeedSequence([seed, chain])`` — what ``bnnzoo.sample(..., sampler="gibbs")`` runs.
 
     Returns ``(samples, stats, info)``: samples {site: (chain, draw, ...)} with W1..WL (unless in ``exclude``), a, f,
-    q_a, mse, the recorded preactivations z_l, and f_test when ``X_test`` is given; stats {"diverging", "n_steps"}
+    q_a, mse, the recorded preactivations z_l, the summaries of every layer when ``record`` holds "summaries"
+    (:mod:`bnnzoo.models.summaries`, computed from the drawn preactivations), and f_test when ``X_test`` is given; stats {"diverging", "n_steps"}
     (n_steps: Gibbs sweeps per kept draw); info {"timing": {"warmup_s", "sampling_s"} summed over the chains,
     "warmup_mse", "warmup_time": (chain, sweep) training MSE and seconds since the chain's start}.
     num_samples // thinning draws are kept per chain, as for NUTS.
@@ -366,6 +380,7 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         raise ValueError(f"sampler='gibbs' is exact for linear networks only, got activation={activation!r}")
     L = int(depth)
     layers = recorded_layers(record, L)
+    summaries = "summaries" in ((record,) if isinstance(record, str) else tuple(record))
     keep_W = [f"W{l}" for l in range(1, L + 1) if f"W{l}" not in exclude]
     n_keep = int(num_samples) // int(thinning)
     out: dict[str, list] = {}
@@ -377,7 +392,7 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         t0 = time.perf_counter()
         g = gibbs_linear(X, Y, width=width, temperature=temperature, depth=L, sigma_a2=sigma_a2, sigma_w2=sigma_w2,
                          readout=readout, num_samples=n_keep, num_warmup=num_warmup, seed=chain_seed,
-                         thin=int(thinning), store_W=bool(keep_W), store_z=bool(layers), X_test=X_test,
+                         thin=int(thinning), store_W=bool(keep_W), store_z=bool(layers) or summaries, X_test=X_test,
                          trace_warmup=True)
         timing["warmup_s"] += g.params["warmup_seconds"]
         timing["sampling_s"] += g.params["seconds"] - g.params["warmup_seconds"]
@@ -392,6 +407,8 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             sites[name] = g.Ws[int(name[1:]) - 1]
         for l in layers:
             sites[f"z{l}"] = g.zs[l - 1]
+        if summaries:
+            sites.update(_summaries(g.zs, g.f, Y, int(width)))
         if X_test is not None:
             sites["f_test"] = g.f_test
         for k, v in sites.items():

@@ -81,6 +81,18 @@ def _records(record, name: str) -> bool:
     return name in ((record,) if isinstance(record, str) else tuple(record))
 
 
+def record_summaries(record, zs, phi, f, Y, width: int) -> None:
+    """The deterministic sites ``record`` asks for of "summaries" and "kernels" (:mod:`bnnzoo.models.summaries`)
+    of every layer, given its preactivations ``zs`` on the training points; nothing without targets ``Y``."""
+    summaries, kernels = _records(record, "summaries"), _records(record, "kernels")
+    if not (summaries or kernels) or Y is None:
+        return
+    for l, z in enumerate(zs, start=1):
+        for k, v in layer_summaries(z, phi(z), f, Y, l, width, kernels=kernels).items():
+            if summaries or k[:1] == "K":
+                numpyro.deterministic(k, v)
+
+
 def check_fcn_args(X, Y=None, *, width=None, depth=1, activation="linear", readout="nonlazy", temperature=0.01,
                    sigma_a2=None, sigma_w2=1.0, num_outputs=None, X_test=None, record=(), likelihood=True):
     """Validate the arguments of :func:`fcn` before anything is compiled.
@@ -301,13 +313,7 @@ def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", re
         numpyro.deterministic(f"z{l}", zs[l - 1])
     numpyro.deterministic("f", f)
     numpyro.deterministic("q_a", jnp.mean(a**2, axis=-2))
-    summaries, kernels = _records(record, "summaries"), _records(record, "kernels")
-    if (summaries or kernels) and Y is not None:
-        for l in range(1, depth + 1):
-            s = layer_summaries(zs[l - 1], phi(zs[l - 1]), f, Y, l, width, kernels=kernels)
-            for k, v in s.items():
-                if summaries or k[:1] == "K":
-                    numpyro.deterministic(k, v)
+    record_summaries(record, zs, phi, f, Y, width)
     if likelihood:
         if Y is not None:
             numpyro.deterministic("mse", jnp.mean((Y - f) ** 2))

@@ -33,7 +33,7 @@ import numpyro.distributions as dist
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .activations import get_activation
-from .fcn import default_sigma_a2, likelihood_variance, readout_scale, recorded_layers
+from .fcn import default_sigma_a2, likelihood_variance, readout_scale, record_summaries, recorded_layers
 
 __all__ = ["fcn_fast", "data_space_basis", "readout_marginal_loglik", "draw_readout", "draw_first_layer",
            "INTERNAL_SITES"]
@@ -215,6 +215,7 @@ def fcn_fast(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear
         numpyro.deterministic(f"z{l}", zs[l - 1])
     numpyro.deterministic("f", f)
     numpyro.deterministic("q_a", jnp.mean(a**2, axis=-2))
+    record_summaries(record, zs, phi, f, Y, width)
     if Y is not None:
         numpyro.deterministic("mse", jnp.mean((Y - f) ** 2))
     if not marginal:
