@@ -357,10 +357,9 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
 
 
 DEFAULT_CHAINS = {"cpu": 4, "gpu": 64, "tpu": 64}
-"""Chains a run gets when ``num_chains`` is not given, by JAX's default backend: a CPU runs 4 chains in the time of
-about 4 (they are vectorised over its cores); an accelerator runs 64 in little more than the time of one (the
-batched gradient's throughput grows about 5× from 1 to 64 chains on one H200, ``benchmarks/results/
-gpu_check_paper.md``)."""
+"""Chains a run gets when ``num_chains`` is not given, by JAX's default backend: a CPU runs vectorised chains in
+about their summed time, so 4 (enough to compare chains); an accelerator runs many at little more than the time of
+one (the docs' benchmark page measures how much), so 64."""
 
 
 def default_num_chains() -> tuple[int, str]:
