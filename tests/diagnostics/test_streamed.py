@@ -52,7 +52,7 @@ def test_the_same_chains_recorded_both_ways(pair):
     np.testing.assert_array_equal(full.posterior["a"].values, streamed.posterior["a"].values)
     assert "z1" in full.posterior and "zbar1" not in full.posterior and "W1" in full.posterior
     assert "z1" not in streamed.posterior and "W1" not in streamed.posterior
-    assert {f"zbar{depth}", f"hbar{depth}", f"zsq{depth}", f"d_lr{depth}"} <= set(streamed.posterior.data_vars)
+    assert {f"zbar{depth}", f"hbar{depth}", f"zsq{depth}", f"kc_mm{depth}"} <= set(streamed.posterior.data_vars)
     th = azcompat.get_group(streamed, "posterior_thinned")
     e = th[f"K{depth}"].attrs["bnnzoo_mean_of_draws"]
     assert th.sizes[f"draw_K{depth}"] * e == 60 and e == 6     # 10 means of 6 draws per chain

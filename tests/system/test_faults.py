@@ -308,7 +308,7 @@ def test_bad_output_paths_are_refused_before_sampling(capsys, tmp_path):
 def test_impossible_exclude_fails_before_sampling_and_overwrite_keeps_the_old_file(capsys, tmp_path):
     existing = tmp_path / "old.nc"
     existing.write_bytes(b"a previous run")
-    sites = "W1,a,f,mse,q_a,zbar1,hbar1,zsq1,d_lr1,nc1_1,cka_y1,K1,Kz1"
+    sites = "W1,a,f,mse,q_a,zbar1,hbar1,zsq1,kc_ff1,kc_yy1,kc_mm1,kc_mw1,kc_norm1,K1,Kz1"
     _one_line_error(capsys, SMALL + ["--out", str(existing), "--overwrite", "--exclude", sites + ",nosuch"],
                     "unknown site(s) ['nosuch']")
     _one_line_error(capsys, SMALL + ["--out", str(existing), "--overwrite", "--exclude", sites],

@@ -28,7 +28,7 @@ class RunData:
     X : (P, N0), Y : (P, m), labels : (P,) training data.   X_test, Y_test, labels_test, f_test : test set or None.
     activation, depth, width, readout, temperature, sigma_a2, sigma_w2 : the model's settings.
     recorded_z : {layer: (C, D, N, P)} recorded preactivations.   summaries : {site: (C, D, ...)} the recorded
-    per-draw summaries (:mod:`bnnzoo.models.summaries`: zbar1, hbar1, zsq1, d_lr1, nc1_1, cka_y1, ...).
+    per-draw summaries (:mod:`bnnzoo.models.summaries`: zbar1, hbar1, zsq1, kc_ff1, ..., kc_norm1, ...).
     kernel_means : {"K1": (C, B, P, P), "Kz1": ..., "K1_draws": draws per mean} the streamed kernel means.
     Every per-unit quantity is read from the summaries when they were recorded, else from z (recorded, or
     recomputed from the weights).
@@ -147,8 +147,20 @@ class RunData:
         return np.mean(self.z(layer) ** 2, axis=-1)
 
     def per_draw(self, name: str, layer: int) -> np.ndarray | None:
-        """A recorded per-draw scalar of ``layer`` ("d_lr", "nc1_", "cka_y"), (C, D), or None."""
-        return self.summaries.get(f"{name}{layer}")
+        """``name`` ("d_lr", "nc1", "cka_y") of ``layer`` at every draw, (C, D), from the recorded projections of
+        the centred kernel (:func:`~bnnzoo.diagnostics.kernels.richness_from_projections`); None when the run did
+        not record them (or the outputs ``f``)."""
+        sites = [f"{p}{layer}" for p in ("kc_ff", "kc_yy", "kc_mm", "kc_mw", "kc_norm")]
+        if self.f is None or not all(s in self.summaries for s in sites):
+            return None
+        key = ("richness", layer)
+        if key not in self._cache:
+            from .kernels import richness_from_projections
+
+            rank = max(int(np.linalg.matrix_rank(self.Y - self.Y.mean(0))), 1)
+            d, n, c = richness_from_projections(self.f, self.Y, *(self.summaries[s] for s in sites), rank=rank)
+            self._cache[key] = {"d_lr": d, "nc1": n, "cka_y": c}
+        return self._cache[key][name]
 
     def kernel_batches(self, layer: int, n_batches: int = 10, pre: bool = False):
         """The layer's feature kernel φ(z)ᵀφ(z)/N (or, ``pre``, zᵀz/N) averaged over blocks of consecutive draws:

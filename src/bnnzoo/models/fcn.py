@@ -369,7 +369,7 @@ _FCN_COMMON = (
                "their per-neuron class means are the neural codes; zᵀz/N is the learned kernel",
                "theory.linear kernels K_l (linear); theory.meanfield codes (one hidden layer)"),
     Observable("zbar1..zbarL", "per-neuron class means of the preactivations (neuron, class), recorded by default "
-               "(record 'summaries', with hbar, zsq, d_lr, nc1_, cka_y): the neural codes without z",
+               "(record 'summaries', with hbar, zsq and the kernel projections kc_*): the neural codes without z",
                "theory.meanfield codes (one hidden layer)"),
     Observable("K1..KL", "feature kernels φ(z)ᵀφ(z)/N (point, point_b), recorded by default as means over blocks of "
                "draws (group posterior_thinned; Kz1..KzL the same for zᵀz/N)",

@@ -2,16 +2,19 @@
 sampling loop): what the diagnostics read, without recording the preactivations (docs/theory.md §7).
 
 For hidden layer l with preactivations z (N, P) on the training points, activations h = φ(z), class labels
-argmax(Y) (all points one class when m = 1) and network outputs f (P, m):
+argmax(Y) (all points one class when m = 1), network outputs f (P, m) and the centred feature kernel
+Kc = H hᵀh H / N (H the centring over the points):
 
 * ``zbar{l}`` (neuron, class), ``hbar{l}`` (neuron, class): every unit's class means of z and of h — its code;
 * ``zsq{l}`` (neuron,): every unit's mean of z² over the points — its scale (outliers, code selectivity);
+* ``kc_ff{l}``, ``kc_yy{l}``, ``kc_mm{l}``, ``kc_mw{l}`` (class, class_b) and ``kc_norm{l}`` (): Kc seen from the
+  centred outputs Fc (Fcᵀ Kc Fc), from the centred targets (Ycᵀ Kc Yc), from the centred class means
+  (N Acᵀ Kc Ac, Ac the centred class-mean operator) and from the within-class deviations (N²/P Acᵀ Kc Bw Bwᵀ Kc Ac),
+  and ‖Kc‖_F: m × m numbers from which :mod:`bnnzoo.diagnostics.kernels` gets the draw's D_LR, NC1 and CKA with
+  YYᵀ exactly as from the activations (``richness_from_projections``).  Only matrix products run in the loop: no
+  SVD or eigendecomposition is compiled into it;
 * ``K{l}`` (point, point_b) = hᵀh/N and ``Kz{l}`` = zᵀz/N: the layer's kernels at this draw (recorded only as
-  means over blocks of draws, see :func:`bnnzoo.sample`);
-* ``d_lr{l}``, ``nc1_{l}``, ``cka_y{l}`` (scalars): D_LR with the outputs' leading directions, NC1 and the CKA of
-  K with YYᵀ at this draw — the same definitions as :func:`bnnzoo.diagnostics.kernels.d_lr`,
-  :func:`~bnnzoo.diagnostics.kernels.nc1` and :func:`~bnnzoo.diagnostics.kernels.cka`, written through the P × P
-  kernel so that no N × N matrix is formed.
+  means over blocks of draws, see :func:`bnnzoo.sample`).
 """
 
 from __future__ import annotations
@@ -20,20 +23,13 @@ import jax.numpy as jnp
 
 __all__ = ["SUMMARY_SITES", "KERNEL_SITES", "summary_names", "kernel_names", "layer_summaries"]
 
-SUMMARY_SITES = {"zbar": ["neuron", "class"], "hbar": ["neuron", "class"], "zsq": ["neuron"], "d_lr": [],
-                 "nc1_": [], "cka_y": []}
+SUMMARY_SITES = {"zbar": ["neuron", "class"], "hbar": ["neuron", "class"], "zsq": ["neuron"],
+                 "kc_ff": ["class", "class_b"], "kc_yy": ["class", "class_b"], "kc_mm": ["class", "class_b"],
+                 "kc_mw": ["class", "class_b"], "kc_norm": []}
 """Per-draw summary sites of each layer (name prefix → dims); the site is the prefix followed by the layer."""
 
 KERNEL_SITES = {"K": ["point", "point_b"], "Kz": ["point", "point_b"]}
 """Kernel sites of each layer (prefix → dims)."""
-
-_TOL = 1e-8       # relative singular-value cut of kernels.d_lr
-
-
-def _rank_tol(dtype, n: int):
-    """Relative cut below which a singular value counts as zero: numpy.linalg.matrix_rank's n·eps (float32 runs
-    leave exact zeros at about eps relative, not 1e-16)."""
-    return n * jnp.finfo(dtype).eps
 
 
 def summary_names(depth: int) -> list[str]:
@@ -46,62 +42,18 @@ def kernel_names(depth: int) -> list[str]:
     return [f"{p}{l}" for l in range(1, depth + 1) for p in KERNEL_SITES]
 
 
-def _onehot(Y, m):
-    P = Y.shape[0]
-    if m == 1:
-        return jnp.ones((P, 1), Y.dtype)
-    return (jnp.argmax(Y, axis=1)[:, None] == jnp.arange(m)[None, :]).astype(Y.dtype)
-
-
-def _centre(K):
-    return K - K.mean(0, keepdims=True) - K.mean(1, keepdims=True) + K.mean()
-
-
-def _cka(K, L):
-    Kc = _centre(K)
-    hkl, hkk, hll = jnp.sum(Kc * L), jnp.sum(Kc * K), jnp.sum(_centre(L) * L)
-    den = jnp.sqrt(jnp.maximum(hkk * hll, 0.0))
-    return jnp.where(den > 0, hkl / jnp.where(den > 0, den, 1.0), jnp.nan)
-
-
-def _d_lr(K, f, Y):
-    """D_LR = 1 − tr(Qᵀ HKH Q)/(‖HKH‖_F √r), Q the r leading left singular vectors of the centred outputs, r the
-    rank of the centred targets (kernels.d_lr with rank=that rank)."""
-    F = f - f.mean(0, keepdims=True)
-    U, s, _ = jnp.linalg.svd(F, full_matrices=False)
-    sy = jnp.linalg.svd(Y - Y.mean(0, keepdims=True), compute_uv=False)
-    r_y = jnp.maximum(jnp.sum(sy > _rank_tol(sy.dtype, max(Y.shape)) * sy.max()), 1)
-    keep = (s > jnp.maximum(_TOL, _rank_tol(s.dtype, max(f.shape))) * jnp.maximum(s.max(), 1e-30)) \
-        & (jnp.arange(s.shape[0]) < r_y)
-    r = jnp.sum(keep)
-    Kc = _centre(K)
-    num = jnp.sum(jnp.where(keep, jnp.einsum("pk,pq,qk->k", U, Kc, U), 0.0))
-    den = jnp.linalg.norm(Kc) * jnp.sqrt(r.astype(K.dtype))
-    return jnp.where((den > 0) & (r > 0), 1.0 - num / jnp.where(den > 0, den, 1.0), jnp.nan)
-
-
-def _nc1(K, onehot, width):
-    """NC1 of features h (N, P) from their centred kernel K: with the centred class means Mc = h Ac (N, C),
-    G = Mcᵀ Mc = N Acᵀ K Ac (C × C) with eigenpairs (λ_k, v_k), and S = Mcᵀ Σ_W Mc = (N²/P) Acᵀ K Bw Bwᵀ K Ac
-    (Bw = I − A onehotᵀ leaves each point's deviation from its class mean), NC1 = Σ_k v_kᵀ S v_k / λ_k² — the
-    sum kernels.nc1 takes over the left singular vectors of Mc, without forming an N × N matrix."""
-    P, m = onehot.shape
+def class_operators(Y):
+    """(onehot (P, m), A (P, m) the class-mean operator, Ac (P, m) the same centred over the present classes,
+    Bw (P, P) the within-class deviation operator: h Bw = h − class mean of h at each point)."""
+    P, m = Y.shape
+    onehot = (jnp.ones((P, 1), Y.dtype) if m == 1 else
+              (jnp.argmax(Y, axis=1)[:, None] == jnp.arange(m)[None, :]).astype(Y.dtype))
     counts = onehot.sum(0)
-    present = counts > 0
-    A = onehot / jnp.where(present, counts, 1.0)            # (P, m): class-mean operator
-    nC = jnp.sum(present)
-    Ac = (A - jnp.where(present, 1.0, 0.0)[None, :] * (A.sum(1, keepdims=True) / jnp.maximum(nC, 1))) \
-        * present[None, :]                                  # centred over the present classes
-    # within-class residual operator: h − class mean(h) = h (I − A onehotᵀ)
-    Bw = jnp.eye(P, dtype=K.dtype) - A @ onehot.T
-    G = width * Ac.T @ K @ Ac                               # Mcᵀ Mc
-    S = (width ** 2 / P) * Ac.T @ K @ Bw @ Bw.T @ K @ Ac    # Mcᵀ Σ_W Mc
-    lam, V = jnp.linalg.eigh(G)                             # λ = s² of Mc
-    # eigenvalues of G carry an absolute error of about eps·λ_max: the zero mode of the centred means is cut there
-    keep = lam > 10 * _rank_tol(lam.dtype, m) * jnp.maximum(lam.max(), 1e-30)
-    proj = jnp.einsum("ik,ij,jk->k", V, S, V)               # v_kᵀ S v_k
-    tr = jnp.sum(jnp.where(keep, proj / jnp.where(keep, lam, 1.0) ** 2, 0.0))
-    return jnp.where(jnp.any(keep), tr, jnp.nan)
+    present = (counts > 0).astype(Y.dtype)
+    A = onehot / jnp.where(counts > 0, counts, 1.0)
+    Ac = (A - present[None, :] * A.sum(1, keepdims=True) / jnp.maximum(present.sum(), 1.0)) * present[None, :]
+    Bw = jnp.eye(P, dtype=Y.dtype) - A @ onehot.T
+    return onehot, A, Ac, Bw
 
 
 def layer_summaries(z, h, f, Y, layer: int, width: int, kernels: bool = False) -> dict:
@@ -120,18 +72,20 @@ def layer_summaries(z, h, f, Y, layer: int, width: int, kernels: bool = False) -
         {site name: array}.
     """
     Y = jnp.asarray(Y, dtype=f.dtype)     # float32 under JAX's default (a float64 NumPy Y would warn)
-    m = Y.shape[1]
-    onehot = _onehot(Y, m)
-    counts = onehot.sum(0)
-    A = onehot / jnp.where(counts > 0, counts, 1.0)
-    # the centred kernel HKH from the centred activations: float32 loses HKH to cancellation when φ has a large
-    # mean (the sigmoid); K itself is HKH plus its rank-two constant part
+    P = Y.shape[0]
+    _, A, Ac, Bw = class_operators(Y)
+    # the centred kernel from the centred activations: float32 loses H K H to cancellation when φ has a large
+    # mean (the sigmoid); K itself is Kc plus its rank-two constant part
     mu = h.mean(-1, keepdims=True)
     hc = h - mu
     Kc = hc.T @ hc / width
+    Fc = f - f.mean(0, keepdims=True)
+    Yc = Y - Y.mean(0, keepdims=True)
+    KA = Kc @ Ac
+    W = Bw.T @ KA
     out = {f"zbar{layer}": z @ A, f"hbar{layer}": h @ A, f"zsq{layer}": jnp.mean(z**2, axis=-1),
-           f"d_lr{layer}": _d_lr(Kc, f, Y), f"nc1_{layer}": _nc1(Kc, onehot, width),
-           f"cka_y{layer}": _cka(Kc, Y @ Y.T)}
+           f"kc_ff{layer}": Fc.T @ Kc @ Fc, f"kc_yy{layer}": Yc.T @ Kc @ Yc, f"kc_mm{layer}": width * Ac.T @ KA,
+           f"kc_mw{layer}": (width**2 / P) * W.T @ W, f"kc_norm{layer}": jnp.sqrt(jnp.sum(Kc**2))}
     if kernels:
         v = (hc.T @ mu)[:, 0] / width
         out[f"K{layer}"] = Kc + v[:, None] + v[None, :] + jnp.sum(mu**2) / width
