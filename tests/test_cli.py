@@ -143,7 +143,7 @@ def test_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["sample", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for d in ("(default: 2)", "(default: 300)", "(default: auto)", "(default: highest)"):
+    for d in ("4 on a CPU, 64 on a GPU", "(default: 300)", "(default: auto)", "(default: highest)"):
         assert d in text
     assert "(default: None)" not in text and "(default: False)" not in text
     assert "--param NAME=VALUE" in text

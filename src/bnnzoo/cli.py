@@ -483,6 +483,7 @@ def _check_sample_flags(args) -> None:
 
 
 def _cmd_sample(args) -> int:
+    from . import azcompat
     from .inference import sample
     from .models import get_entry
 
@@ -528,7 +529,8 @@ def _cmd_sample(args) -> int:
                          out)
             return 0
     _write_run(idata, out, store=store)
-    _logger.info("wrote %s (%.1f s; %r)", out, time.time() - t0, task)
+    _logger.info("wrote %s (%.1f s; %d chains; %r)", out, time.time() - t0,
+                 int(azcompat.get_group(idata, "posterior").sizes["chain"]), task)
     return 0
 
 

@@ -574,15 +574,15 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     chains_default = None
     if num_chains is None:
         num_chains, chains_default = default_num_chains()
-        _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
     call = dict(locals())                    # the arguments, for certify (model_kwargs passed on separately)
     call.pop("chains_default")
     call.pop("model_kwargs")
     t_start = time.time()
     spec = make_spec(model, task, model_kwargs=model_kwargs, **{k: v for k, v in call.items()
                                                                if k not in ("model", "task", "certify")})
-    if chains_default is not None:
+    if chains_default is not None:        # stated once the arguments checked out
         spec = dataclasses.replace(spec, chains_default=chains_default)
+        _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
     if certify is not False:
         from .certify import certified_sample
 
