@@ -19,7 +19,8 @@ together, part 4 at most 2.5 minutes; where one device command may run 10 minute
    otherwise: the device's default number of chains, the streamed summaries) and then ``bnnzoo diagnose run.nc
    --figures DIR``.
 4. **Precision on the observables**: the sigmoidal net at N = P = 100 (20 at ``ci``), sampled with the same seed and
-   settings at matmul precision "highest" (float32 products), "tensorfloat32" and "bfloat16", and in float64
+   settings at matmul precision "highest" (float32 products), "tensorfloat32" and "bfloat16" (not at ``ci``: a CPU
+   computes all three alike), and in float64
    (``JAX_ENABLE_X64=1``), each in a fresh process, the four side by side: every verdict of ``bnnzoo.diagnose`` and the population
    observables (q_a, training error, the code masses of the mean-field comparison, branch masses) against float64.
 
@@ -46,7 +47,7 @@ SIZES = {
                   nuts_warmup=20, nuts_samples=10, loop=10, prec_N=100, prec_warmup=200, prec_samples=100,
                   limits=dict(ceiling=70, snaper=120, nuts=90, cli_sample=170, cli_diagnose=100, precision=150)),
     "ci": dict(N=20, P=20, ceiling_chains=[1, 4], chains=4, warmup=20, samples=20, nuts_warmup=10, nuts_samples=10,
-               loop=100, prec_N=20, prec_warmup=30, prec_samples=20,
+               loop=100, prec_N=20, prec_warmup=30, prec_samples=20, precisions=["float64", "highest"],
                limits=dict(ceiling=200, snaper=200, nuts=200, cli_sample=200, cli_diagnose=200, precision=200)),
 }
 
@@ -310,10 +311,11 @@ def main(argv=None) -> int:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(len(PRECISIONS)) as pool:
+            precisions = cfg.get("precisions", PRECISIONS)
             futs = [pool.submit(child, dict(cfg, part="precision", precision=p), lim["precision"],
-                                {"JAX_ENABLE_X64": "1"} if p == "float64" else None) for p in PRECISIONS]
+                                {"JAX_ENABLE_X64": "1"} if p == "float64" else None) for p in precisions]
             res["precision"] = [dict({k: v for k, v in f.result().items() if k != "limits"}, precision=p)
-                                for p, f in zip(PRECISIONS, futs)]
+                                for p, f in zip(precisions, futs)]
         save()
     print(out.with_suffix(".md").read_text())
     return 0

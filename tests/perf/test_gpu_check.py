@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -29,12 +31,13 @@ def test_gpu_check_ci_size(tmp_path):
     assert {s["sampler"] for s in r["samplers"]} == {"snaper", "nuts"}
     assert "error" not in r["cli"], r["cli"]
     assert r["cli"]["total_s"] > 0 and any("sampler health" in ln or "verdicts" in ln for ln in r["cli"]["verdicts"])
-    # part 4: every precision ran; on a CPU the float32 precisions are one computation, so they agree exactly
+    # part 4 at CI size: float64 against float32 ("highest"), same seed: q_a within 10 % (the chaotic trajectories
+    # part after some steps; the GPU's TF32 runs were 42 % off).  A CPU computes TF32 / bfloat16 as float32: not run
+    # there.
     prec = {r["precision"]: r for r in r["precision"]}
-    assert set(prec) == {"float64", "highest", "tensorfloat32", "bfloat16"}
+    assert set(prec) == {"float64", "highest"}
     assert all("error" not in p for p in prec.values()), prec
     assert prec["float64"]["dtype"] == "float64" and prec["highest"]["dtype"] == "float32"
-    assert prec["tensorfloat32"]["q_a"] == prec["highest"]["q_a"] == prec["bfloat16"]["q_a"]
-    assert prec["tensorfloat32"]["verdicts"] == prec["highest"]["verdicts"]
+    assert np.allclose(prec["float64"]["q_a"], prec["highest"]["q_a"], rtol=0.1)
     md = out.with_suffix(".md").read_text()
     assert "cpu" in md.splitlines()[0] and "## 3." in md and "## 4." in md
