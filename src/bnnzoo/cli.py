@@ -485,6 +485,7 @@ def _check_sample_flags(args) -> None:
 def _cmd_sample(args) -> int:
     from . import azcompat
     from .inference import sample
+    from .inference.plan import TEMPERING
     from .models import get_entry
 
     _check_sample_flags(args)
@@ -511,7 +512,7 @@ def _cmd_sample(args) -> int:
     record = entry.record if args.record is None else tuple(r for r in args.record.split(",") if r)
     long_run = _long_run_options(args)
     if (args.exclude is None and "summaries" in record and entry.unread_sites is not None
-            and args.sampler not in ("gibbs", "pt", "smc")):     # these keep every draw: no streamed kernels
+            and args.sampler not in ("gibbs",) + TEMPERING):      # these keep every draw: no streamed kernels
         long_run["exclude"] = tuple(entry.unread_sites(dict(entry.defaults, **overrides)))
     precision = None if args.matmul_precision == "jax" else args.matmul_precision
     t0 = time.time()

@@ -175,10 +175,12 @@ def _kernel_agreement(out, skipped, quantity, name, rd, layer, predicted, tol, n
 
 def _per_draw_K(rd: RunData, layer: int, max_draws: int = 150) -> np.ndarray:
     """zᵀz/N of ``layer`` at up to ``max_draws`` draws per chain, (C, D', P, P); without z, the streamed block
-    means (C, B, P, P), whose spread gives the batch-means error."""
+    means (C, B, P, P), whose spread gives the batch-means error — as one sequence (1, C·B, P, P) when a chain holds
+    fewer than 4 blocks (many chains), too few for a within-chain autocorrelation."""
     if not rd.has_z(layer):
         Kb, _ = rd.kernel_batches(layer, pre=True)
-        return Kb.reshape((rd.n_chains, -1) + Kb.shape[1:])
+        per_chain = Kb.shape[0] // rd.n_chains
+        return Kb.reshape(((rd.n_chains, per_chain) if per_chain >= 4 else (1, Kb.shape[0])) + Kb.shape[1:])
     z = rd.z(layer)
     D = z.shape[1]
     sub = np.unique(np.linspace(0, D - 1, min(max_draws, D)).astype(int))

@@ -189,10 +189,12 @@ def _labels(idata) -> np.ndarray:
     return np.asarray(azcompat.get_group(idata, "constant_data")["labels"].values).astype(int)
 
 
-def _argmax_labels(idata, m: int, labels: np.ndarray) -> bool:
-    """Whether the run's labels are the classes the model's summaries used (argmax of the targets)."""
+def _argmax_labels(idata, labels: np.ndarray) -> bool:
+    """Whether the run's labels are the classes the model's summaries used."""
+    from ..models.summaries import summary_labels
+
     y = np.asarray(azcompat.get_group(idata, "observed_data")["y"].values)
-    return bool(np.array_equal(np.argmax(y, 1) if m > 1 else np.zeros(len(y), int), labels))
+    return bool(np.array_equal(summary_labels(y), labels))
 
 
 def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
@@ -208,7 +210,7 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
     if kinds & {"code_fraction", "class_kernel"}:
         labels = _labels(idata)
         for l in range(1, depth + 1):
-            if f"zbar{l}" in post and _argmax_labels(idata, m, labels):
+            if f"zbar{l}" in post and _argmax_labels(idata, labels):
                 zb = _site(post, f"zbar{l}", ("neuron", "class"))                   # (C, D, N, m) recorded
             elif f"z{l}" in post:
                 zb = class_means(_site(post, f"z{l}", ("neuron", "point")), labels, m)

@@ -135,14 +135,10 @@ class Run:
     def _summaries(self, depth: int) -> dict:
         """The recorded per-draw summaries (:mod:`bnnzoo.models.summaries`) as float arrays (chain, draw, ...);
         empty when the classes the model computed them for (argmax of the targets) are not the run's labels."""
-        from ..models.summaries import summary_names
+        from ..models.summaries import summary_labels, summary_names
 
         names = [k for k in summary_names(depth) if k in self.posterior]
-        if not names:
-            return {}
-        m = self.Y.shape[1]
-        model_labels = np.argmax(self.Y, axis=1) if m > 1 else np.zeros(len(self.Y), int)
-        if not np.array_equal(model_labels, self.labels):
+        if not names or not np.array_equal(summary_labels(self.Y), self.labels):
             return {}
         return {k: np.asarray(self.posterior[k].values, float) for k in names}
 

@@ -369,7 +369,8 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
 
     Returns ``(samples, stats, info)``: samples {site: (chain, draw, ...)} with W1..WL (unless in ``exclude``), a, f,
     q_a, mse, the recorded preactivations z_l, the summaries of every layer when ``record`` holds "summaries"
-    (:mod:`bnnzoo.models.summaries`, computed from the drawn preactivations), and f_test when ``X_test`` is given; stats {"diverging", "n_steps"}
+    (:mod:`bnnzoo.models.summaries`, computed from the drawn preactivations), and f_test when ``X_test`` is given;
+    stats {"diverging", "n_steps"}
     (n_steps: Gibbs sweeps per kept draw); info {"timing": {"warmup_s", "sampling_s"} summed over the chains,
     "warmup_mse", "warmup_time": (chain, sweep) training MSE and seconds since the chain's start}.
     num_samples // thinning draws are kept per chain, as for NUTS.

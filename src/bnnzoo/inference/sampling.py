@@ -303,7 +303,8 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
         if spec.sampler in CHEES_LIKE:
             _check_trajectory_settled(spec.sampler, res.warmup, cfg)
     return Draws(samples=samples, stats=sample_stats({src: res.stats[stat] for src, stat in STAT_FIELDS.items()}),
-                 f_test=f_test, engine=cfg, thinned=thinned_dataset(res, spec.site_dims, spec.site_means) if res.thinned else None,
+                 f_test=f_test, engine=cfg,
+                 thinned=thinned_dataset(res, spec.site_dims, spec.site_means) if res.thinned else None,
                  warmup=warmup)
 
 
@@ -473,10 +474,11 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         "parallel" and "sharded"; other chain methods agree up to float rounding (:mod:`bnnzoo.inference.plan`).
     record : str, sequence of str, or None
         Extra sites to record; None: the entry's default (``ZooEntry.record``; the fully-connected nets:
-        "summaries", every unit's class means and mean square and the per-draw D_LR / NC1 / target CKA of every
-        layer, plus, through the chunked driver, the kernels ``K``/``Kz`` as means over about 10 blocks of draws
-        per chain in ``posterior_thinned``), () for nothing extra.  "z" (or ("z",)) adds the preactivations of
-        every layer (neuron, point) at every draw, "z1" those of the first: memory grows as N·P per draw.
+        "summaries", every unit's class means and mean square and what each draw's D_LR / NC1 / target CKA need, of
+        every layer, plus, through the chunked driver, the kernels ``K``/``Kz`` as means over blocks of draws in
+        ``posterior_thinned``, :data:`~bnnzoo.inference.plan.KERNEL_BATCHES`), () for nothing extra.  "z" (or
+        ("z",)) adds the preactivations of every layer (neuron, point) at every draw, "z1" those of the first:
+        memory grows as N·P per draw.
     progress : bool
         Report progress: a bar when stderr is a terminal, otherwise INFO lines on the ``bnnzoo`` logger.
     chain_method : str

@@ -263,7 +263,8 @@ def fcn(X, Y=None, *, width: int, depth: int = 1, activation: str = "linear", re
         (no latent site is added, so passing X_test to MCMC does not change the posterior).
     record : extra deterministic sites: "z" (the preactivations of all layers, (neuron, point) each) or
         "z1".."zL" (one layer); "summaries" (per layer: the units' class means ``zbar``/``hbar`` (neuron, class),
-        their mean square ``zsq`` (neuron,), and D_LR, NC1 and the CKA with YYᵀ at each draw; needs ``Y``);
+        their mean square ``zsq`` (neuron,), and the projections of the centred kernel from which the diagnostics get
+        each draw's D_LR, NC1 and CKA with YYᵀ; needs ``Y``);
         "kernels" (per layer: ``K`` = φ(z)ᵀφ(z)/N and ``Kz`` = zᵀz/N (point, point_b); needs ``Y``).  See
         :mod:`bnnzoo.models.summaries`.
     likelihood : False leaves out the observation site ``y`` (and ``mse``): the model is then the prior of the

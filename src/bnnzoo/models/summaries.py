@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-__all__ = ["SUMMARY_SITES", "KERNEL_SITES", "summary_names", "kernel_names", "layer_summaries"]
+import numpy as np
+
+__all__ = ["SUMMARY_SITES", "KERNEL_SITES", "summary_names", "kernel_names", "layer_summaries", "summary_labels"]
 
 SUMMARY_SITES = {"zbar": ["neuron", "class"], "hbar": ["neuron", "class"], "zsq": ["neuron"],
                  "kc_ff": ["class", "class_b"], "kc_yy": ["class", "class_b"], "kc_mm": ["class", "class_b"],
@@ -40,6 +42,13 @@ def summary_names(depth: int) -> list[str]:
 def kernel_names(depth: int) -> list[str]:
     """The kernel site names of a net with ``depth`` hidden layers."""
     return [f"{p}{l}" for l in range(1, depth + 1) for p in KERNEL_SITES]
+
+
+def summary_labels(Y) -> np.ndarray:
+    """The classes the summaries are computed for, (P,): argmax of the targets, all 0 when m = 1.  A run whose own
+    labels differ cannot read its class means from the summaries."""
+    Y = np.asarray(Y)
+    return np.argmax(Y, axis=1) if Y.shape[1] > 1 else np.zeros(len(Y), int)
 
 
 def class_operators(Y):
