@@ -10,14 +10,17 @@ together, part 4 at most 2.5 minutes; where one device command may run 10 minute
 1. **Ceiling**: the jitted, batched value-and-gradient of the sigmoidal net's potential (the model bnnzoo samples),
    against the number of chains: gradients per second (10 batched calls inside one jitted loop, 100 at ``ci``, best
    of 3) and the matmul FLOP rate, FLOPs per gradient counted from the jaxpr's matrix products (``_bench.matmul_flops``; XLA's
-   cost analysis misses the matmuls it hands to a library), at the default matmul precision ("highest").
-2. **Samplers**: ``bnnzoo.sample`` with the default sampler (SNAPER) and with NUTS at 64 chains (4 at ``ci``), no
-   extra sites recorded, each in a fresh process: init, compile, warm-up and sampling seconds (the engine's
-   ``timing``) and gradients per second while sampling (leapfrog steps of all chains / sampling seconds), and that
-   as a fraction of the ceiling at the same number of chains.
+   cost analysis misses the matmuls it hands to a library), at the default matmul precision ("highest"); at 64
+   chains (4 at ``ci``) compiled with and without XLA's autotuning of matrix products (compile seconds against
+   gradients per second: bnnzoo compiles its programs without it on a GPU).
+2. **Samplers**: ``bnnzoo.sample`` with the default sampler (SNAPER; on a GPU also with XLA's autotuning,
+   ``BNNZOO_XLA_AUTOTUNE=1``) and with NUTS at 64 chains (4 at ``ci``), default recording, each in a fresh
+   process: init, compile, warm-up and sampling seconds (the engine's ``timing``), the XLA compilations of the call
+   (``jax.monitoring``) and gradients per second while sampling (leapfrog steps of all chains / sampling seconds),
+   and that as a fraction of the ceiling at the same number of chains.
 3. **Call to report**: the wall seconds of ``bnnzoo sample sigmoidal --width N --P P --out run.nc`` (its defaults
    otherwise: the device's default number of chains, the streamed summaries) and then ``bnnzoo diagnose run.nc
-   --figures DIR``.
+   --figures DIR``, with the sample's last log lines and the diagnosis's own timings.
 4. **Precision on the observables**: the sigmoidal net at N = P = 100 (20 at ``ci``), sampled with the same seed and
    settings at matmul precision "highest" (float32 products), "tensorfloat32" and "bfloat16" (not at ``ci``: a CPU
    computes all three alike), and in float64
@@ -45,9 +48,11 @@ from _bench import matmul_flops, run_child
 SIZES = {
     "paper": dict(N=500, P=500, ceiling_chains=[1, 8, 64, 256, 1024], chains=64, warmup=150, samples=50,
                   nuts_warmup=20, nuts_samples=10, loop=10, prec_N=100, prec_warmup=200, prec_samples=100,
-                  limits=dict(ceiling=70, snaper=120, nuts=90, cli_sample=170, cli_diagnose=100, precision=150)),
+                  autotune_chains=[64],
+                  limits=dict(ceiling=100, snaper=120, nuts=75, cli_sample=170, cli_diagnose=120, precision=150)),
     "ci": dict(N=20, P=20, ceiling_chains=[1, 4], chains=4, warmup=20, samples=20, nuts_warmup=10, nuts_samples=10,
                loop=100, prec_N=20, prec_warmup=30, prec_samples=20, precisions=["float64", "highest"],
+               autotune_chains=[4],
                limits=dict(ceiling=200, snaper=200, nuts=200, cli_sample=200, cli_diagnose=200, precision=200)),
 }
 
@@ -88,19 +93,19 @@ def ceiling(cfg: dict) -> dict:
                 return x + 1e-6 * g, acc + jnp.sum(u)
             return jax.lax.fori_loop(0, n, body, (x, jnp.zeros((), x.dtype)))
 
-        f = jax.jit(ten)
-        t0 = time.perf_counter()
-        f = f.lower(x).compile()
-        compile_s = time.perf_counter() - t0
-        jax.block_until_ready(f(x))
-        best = float("inf")
-        for _ in range(3):
+        for autotune in ([True, False] if C in cfg["autotune_chains"] else [True]):
             t0 = time.perf_counter()
+            f = jax.jit(ten).lower(x).compile(None if autotune else {"xla_gpu_autotune_level": 0})
+            compile_s = time.perf_counter() - t0
             jax.block_until_ready(f(x))
-            best = min(best, time.perf_counter() - t0)
-        gps = n * C / best
-        rows.append(dict(chains=C, compile_s=round(compile_s, 3), grads_per_s=round(gps, 1),
-                         tflops=round(gps * flops / 1e12, 3)))
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.perf_counter()
+                jax.block_until_ready(f(x))
+                best = min(best, time.perf_counter() - t0)
+            gps = n * C / best
+            rows.append(dict(chains=C, autotune=autotune, compile_s=round(compile_s, 3), grads_per_s=round(gps, 1),
+                             tflops=round(gps * flops / 1e12, 3)))
     return dict(flops_per_grad=flops, dim=int(flat0.size), rows=rows)
 
 
@@ -109,6 +114,15 @@ def sampler(cfg: dict) -> dict:
 
     import bnnzoo
 
+    import jax
+
+    compiles: list = []
+
+    def listen(event, seconds, **_):
+        if event.endswith("backend_compile_duration"):
+            compiles.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
     task, e, kw, _ = _net(cfg["N"], cfg["P"])
     t0 = time.perf_counter()
     idata = bnnzoo.sample("sigmoidal", task, width=cfg["N"], num_chains=cfg["chains"], num_warmup=cfg["warmup"],
@@ -119,7 +133,10 @@ def sampler(cfg: dict) -> dict:
     steps = float(np.asarray(idata.sample_stats["n_steps"]).sum())
     return dict(sampler=cfg["sampler"], chains=cfg["chains"], wall_s=round(wall, 2),
                 **{k: round(float(timing[k]), 2) for k in ("init_s", "compile_s", "warmup_s", "sampling_s")},
-                grads_per_s=round(steps / max(timing["sampling_s"], 1e-9), 1))
+                grads_per_s=round(steps / max(timing["sampling_s"], 1e-9), 1),
+                autotune=bool(os.environ.get("BNNZOO_XLA_AUTOTUNE")), backend_compiles=len(compiles),
+                backend_compile_s=round(sum(compiles), 2),
+                largest_compiles_s=[round(x, 2) for x in sorted(compiles, reverse=True)[:3]])
 
 
 PRECISIONS = ("float64", "highest", "tensorfloat32", "bfloat16")
@@ -169,8 +186,7 @@ def cli(cfg: dict, tmp: Path, timeouts: tuple[int, int]) -> dict:
     run = tmp / "run.nc"
     exe = [sys.executable, "-m", "bnnzoo.cli"]
     extra = [] if cfg["size"] == "paper" else ["--warmup", str(cfg["warmup"]), "--samples", str(cfg["samples"])]
-    cmd_s = exe + ["sample", "sigmoidal", "--width", str(cfg["N"]), "--P", str(cfg["P"]), "--out", str(run),
-                   "--quiet"] + extra
+    cmd_s = exe + ["sample", "sigmoidal", "--width", str(cfg["N"]), "--P", str(cfg["P"]), "--out", str(run)] + extra
     cmd_d = exe + ["diagnose", str(run), "--figures", str(tmp / "figures")]
     out = dict(command=" ".join(["bnnzoo"] + cmd_s[3:]) + " && " + " ".join(["bnnzoo"] + cmd_d[3:]))
     t0 = time.perf_counter()
@@ -185,8 +201,12 @@ def cli(cfg: dict, tmp: Path, timeouts: tuple[int, int]) -> dict:
             out["error"] = f"{name[:-2]}: " + (res.stderr.strip().splitlines() or [f"rc {res.returncode}"])[-1]
             return out
         out[name] = round(time.perf_counter() - t1, 2)
+        if name == "sample_s":       # its progress and "wrote" lines: where the seconds went
+            out["sample_log"] = [ln for ln in res.stderr.splitlines() if ln.strip()][-12:]
         if name == "diagnose_s":
-            out["verdicts"] = [ln for ln in res.stdout.splitlines() if ln.strip()][:12]
+            lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+            out["verdicts"] = lines[:12]
+            out["diagnose_timings"] = next((ln.strip() for ln in lines if "timings:" in ln), "")
     out["total_s"] = round(time.perf_counter() - t0, 2)
     return out
 
@@ -204,21 +224,33 @@ def render(res: dict) -> str:
         lines += [f"Not measured: {ce['error']}.", ""]
     elif ce:
         lines += [f"FLOPs per gradient by the matmul count: {ce['flops_per_grad'] / 1e9:.4f} GFLOP (D = {ce['dim']}).",
-                  "", "| chains | compile s | gradients/s | TFLOP/s |", "|---|---|---|---|"]
-        lines += [f"| {r['chains']} | {r['compile_s']} | {r['grads_per_s']:.0f} | {r['tflops']:.3f} |"
-                  for r in ce["rows"]]
+                  "", "| chains | XLA autotuning | compile s | gradients/s | TFLOP/s |", "|---|---|---|---|---|"]
+        lines += [f"| {r['chains']} | {'on' if r.get('autotune', True) else 'off'} | {r['compile_s']} | "
+                  f"{r['grads_per_s']:.0f} | {r['tflops']:.3f} |" for r in ce["rows"]]
         lines.append("")
-    lines += ["## 2. Samplers", "", "| sampler | chains | warm-up + draws | init s | compile s | warm-up s | "
-              "sampling s | call wall s | gradients/s | of the ceiling |", "|---|---|---|---|---|---|---|---|---|---|"]
-    ceil = {r["chains"]: r["grads_per_s"] for r in ce.get("rows", [])}
+    lines += ["## 2. Samplers", "", "XLA autotuning: bnnzoo's own programs compile without it on a GPU "
+              "(`bnnzoo.inference.compilation.compiler_options`); \"on\" is the run with `BNNZOO_XLA_AUTOTUNE=1`. "
+              "Backend compiles: XLA compilations in the call (count, seconds, the three longest). The ceiling is "
+              "part 1's best rate at the same number of chains.", "",
+              "| sampler | chains | XLA autotuning | warm-up + draws | init s | compile s | warm-up s | sampling s | "
+              "call wall s | backend compiles | gradients/s | of the ceiling |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ceil: dict = {}
+    for r in ce.get("rows", []):
+        ceil[r["chains"]] = max(ceil.get(r["chains"], 0.0), r["grads_per_s"])
     for s in res.get("samplers", []):
         wd = f"{s.get('warmup')} + {s.get('samples')}"
+        tune = ("on" if s.get("autotune") else "off" if s["sampler"] != "nuts" else "on (NumPyro's programs)"
+                ) if str(res.get("device", "")).startswith("gpu") else "— (CPU)"
         if "error" in s:
-            lines.append(f"| {s['sampler']} | {s['chains']} | {wd} | — | — | — | — | — | — | {s['error']} |")
+            lines.append(f"| {s['sampler']} | {s['chains']} | {tune} | {wd} | — | — | — | — | — | — | — | "
+                         f"{s['error']} |")
             continue
         frac = f"{s['grads_per_s'] / ceil[s['chains']]:.0%}" if s["chains"] in ceil else "—"
-        lines.append(f"| {s['sampler']} | {s['chains']} | {wd} | {s['init_s']} | {s['compile_s']} | "
-                     f"{s['warmup_s']} | {s['sampling_s']} | {s['wall_s']} | {s['grads_per_s']:.0f} | {frac} |")
+        bc = f"{s.get('backend_compiles', '—')}: {s.get('backend_compile_s', '—')} s ({s.get('largest_compiles_s')})"
+        lines.append(f"| {s['sampler']} | {s['chains']} | {tune} | {wd} | {s['init_s']} | {s['compile_s']} | "
+                     f"{s['warmup_s']} | {s['sampling_s']} | {s['wall_s']} | {bc} | {s['grads_per_s']:.0f} | "
+                     f"{frac} |")
     lines += ["", "## 3. From the command line to a report", ""]
     cl = res.get("cli")
     if cl:
@@ -226,7 +258,9 @@ def render(res: dict) -> str:
         lines += ([f"Not finished: {cl['error']}" + (f" (sample took {cl['sample_s']} s)." if "sample_s" in cl
                                                        else ".")] if "error" in cl else
                   [f"sample {cl['sample_s']} s + diagnose {cl['diagnose_s']} s = **{cl['total_s']} s**.", "",
-                   "The report's first lines:", "", "```"] + cl["verdicts"] + ["```"])
+                   "The sample's last log lines:", "", "```"] + cl.get("sample_log", []) +
+                  ["```", "", f"Diagnose {cl.get('diagnose_timings', '')}", "", "The report's first lines:", "",
+                   "```"] + cl["verdicts"] + ["```"])
     lines += ["", f"## 4. Matrix-product precision on the observables (sigmoidal N = P = {c['prec_N']}, "
                   f"{c['chains']} chains, {c['prec_warmup']} + {c['prec_samples']} draws, seed 0)", ""]
     pr = res.get("precision", [])
@@ -296,12 +330,15 @@ def main(argv=None) -> int:
         save()
     if "samplers" in parts:
         res["samplers"] = []
-        for name, w, s in (("snaper", cfg["warmup"], cfg["samples"]),
-                           ("nuts", cfg["nuts_warmup"], cfg["nuts_samples"])):
+        runs = [("snaper", cfg["warmup"], cfg["samples"], None)]
+        if res["device"].startswith("gpu"):      # XLA's autotuning, bnnzoo's default turns off on a GPU
+            runs.append(("snaper", cfg["warmup"], cfg["samples"], {"BNNZOO_XLA_AUTOTUNE": "1"}))
+        runs.append(("nuts", cfg["nuts_warmup"], cfg["nuts_samples"], None))
+        for name, w, s, env in runs:
             r = child(dict(cfg, part="sampler", sampler=name, warmup=w, samples=s),
-                      lim["snaper" if name == "snaper" else "nuts"])
+                      lim["snaper" if name == "snaper" else "nuts"], env)
             res["samplers"].append(dict({k: v for k, v in r.items() if k != "limits"}, sampler=name, warmup=w,
-                                        samples=s, chains=cfg["chains"]))
+                                        samples=s, chains=cfg["chains"], autotune=bool(env)))
             save()
     if "cli" in parts:
         with tempfile.TemporaryDirectory() as tmp:

@@ -23,14 +23,18 @@ def test_gpu_check_ci_size(tmp_path):
     # backward W1's gradient, the readout's gradient and the gradient through φ(z): 2PN(2N0 + 3m)
     N, P, N0, m = 20, 20, 40, 3
     assert r["ceiling"]["flops_per_grad"] == 2 * P * N * (2 * N0 + 3 * m)
-    assert [row["chains"] for row in r["ceiling"]["rows"]] == [1, 4]
+    # 4 chains compiled with and without XLA's autotuning (a CPU has none to turn off: both run)
+    assert [(row["chains"], row["autotune"]) for row in r["ceiling"]["rows"]] == [(1, True), (4, True), (4, False)]
     assert all(row["grads_per_s"] > 0 for row in r["ceiling"]["rows"])
     for s in r["samplers"]:
         assert "error" not in s, s
         assert s["init_s"] >= 0 and s["compile_s"] > 0 and s["sampling_s"] > 0 and s["grads_per_s"] > 0
+        assert s["backend_compiles"] >= 1 and s["backend_compile_s"] > 0
     assert {s["sampler"] for s in r["samplers"]} == {"snaper", "nuts"}
     assert "error" not in r["cli"], r["cli"]
     assert r["cli"]["total_s"] > 0 and any("sampler health" in ln or "verdicts" in ln for ln in r["cli"]["verdicts"])
+    assert any("wrote" in ln for ln in r["cli"]["sample_log"]), r["cli"]["sample_log"]
+    assert r["cli"]["diagnose_timings"].startswith("— timings: health"), r["cli"]["diagnose_timings"]
     # part 4 at CI size: float64 against float32 ("highest"), same seed: q_a within 10 % (the chaotic trajectories
     # part after some steps; the GPU's TF32 runs were 42 % off).  A CPU computes TF32 / bfloat16 as float32: not run
     # there.
