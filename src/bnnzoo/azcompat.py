@@ -18,8 +18,8 @@ with warnings.catch_warnings():
     import arviz as az
 
 __all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "shallow_copy", "get_attrs",
-           "to_netcdf", "from_netcdf", "plot_trace", "save_plot", "ess", "rhat", "is_idata", "plot_ppc", "loo_pit",
-           "plot_loo_pit"]
+           "to_netcdf", "to_netcdf_bytes", "group_datasets", "COMPRESSION", "from_netcdf", "plot_trace", "save_plot",
+           "ess", "rhat", "is_idata", "plot_ppc", "loo_pit", "plot_loo_pit"]
 
 AZ_VERSION: str = az.__version__
 AZ_MAJOR: int = int(AZ_VERSION.split(".")[0])
@@ -97,42 +97,54 @@ def get_attrs(idata) -> dict:
     return dict(idata.attrs) or (dict(idata["posterior"].attrs) if "posterior" in idata.children else {})
 
 
-def to_netcdf(idata, path) -> str:
-    """Write every group (with attributes) to one NetCDF file."""
-    path = str(path)
+COMPRESSION = {"zlib": True, "complevel": 1, "shuffle": True}
+"""How :func:`to_netcdf` and :func:`to_netcdf_bytes` store every numeric variable: HDF5's byte shuffle, then zlib at
+level 1 (a run's float draws compress about as well as at zlib's default level, in less time: the docs'
+Benchmarks page, "NetCDF encodings")."""
+
+
+def group_datasets(idata) -> dict:
+    """{NetCDF group path: Dataset} of every group in the order they are written, the run-level attributes first
+    (an empty dataset at the root, when there are any)."""
+    out = {}
     if AZ_MAJOR == 0:
-        idata.to_netcdf(path, engine="h5netcdf")
-    else:
-        idata.to_netcdf(path, engine="h5netcdf")
+        if getattr(idata, "_attrs", None):
+            out["/"] = xr.Dataset(attrs=idata._attrs)
+        for g in idata._groups_all:
+            out[f"//{g}"] = getattr(idata, g)
+        return out
+    for node in idata.subtree:
+        try:
+            out[node.path] = node.to_dataset(inherit=False)      # the node's own variables (xarray >= 2024.10)
+        except TypeError:
+            out[node.path] = node.to_dataset()
+    return out
+
+
+def _write(idata, target) -> None:
+    mode = "w"
+    for group, ds in group_datasets(idata).items():
+        enc = {k: dict(COMPRESSION) for k, v in ds.variables.items()
+               if np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_}
+        ds.to_netcdf(target, mode=mode, group=group, engine="h5netcdf", encoding=enc)
+        mode = "a"
+
+
+def to_netcdf(idata, path) -> str:
+    """Write every group (with attributes) to one NetCDF file, numeric variables compressed (``COMPRESSION``)."""
+    path = str(path)
+    _write(idata, path)
     return path
 
 
 def to_netcdf_bytes(idata) -> bytes:
     """Every group (with attributes) as the bytes of one NetCDF file, built in memory: a caller writes them with
     plain file I/O, so a full disk or a file-size limit is one ``OSError`` and HDF5 never writes to the disk.  The
-    file is the one :func:`to_netcdf` writes (ArviZ 0.x compresses the float variables with zlib, as there)."""
+    file is the one :func:`to_netcdf` writes."""
     import io
 
     bio = io.BytesIO()
-    mode = "w"
-    if AZ_MAJOR == 0:
-        if getattr(idata, "_attrs", None):
-            xr.Dataset(attrs=idata._attrs).to_netcdf(bio, mode=mode, engine="h5netcdf", group="/")
-            mode = "a"
-        for g in idata._groups_all:
-            data = getattr(idata, g)
-            enc = {k: {"zlib": True} for k, v in data.variables.items()
-                   if np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_}
-            data.to_netcdf(bio, mode=mode, group=f"//{g}", engine="h5netcdf", encoding=enc)
-            mode = "a"
-    else:
-        for node in idata.subtree:
-            try:
-                ds = node.to_dataset(inherit=False)      # the node's own variables (xarray >= 2024.10)
-            except TypeError:
-                ds = node.to_dataset()
-            ds.to_netcdf(bio, mode=mode, group=node.path, engine="h5netcdf")
-            mode = "a"
+    _write(idata, bio)
     return bio.getvalue()
 
 
