@@ -49,7 +49,7 @@ SIZES = {
     "paper": dict(N=500, P=500, ceiling_chains=[1, 8, 64, 256, 1024], chains=64, warmup=150, samples=50,
                   nuts_warmup=20, nuts_samples=10, loop=10, prec_N=100, prec_warmup=200, prec_samples=100,
                   autotune_chains=[64],
-                  limits=dict(ceiling=100, snaper=120, nuts=75, cli_sample=170, cli_diagnose=120, precision=150)),
+                  limits=dict(ceiling=100, snaper=120, nuts=60, cli_sample=170, cli_diagnose=120, precision=150)),
     "ci": dict(N=20, P=20, ceiling_chains=[1, 4], chains=4, warmup=20, samples=20, nuts_warmup=10, nuts_samples=10,
                loop=100, prec_N=20, prec_warmup=30, prec_samples=20, precisions=["float64", "highest"],
                autotune_chains=[4],
