@@ -12,10 +12,10 @@ together, part 4 at most 2.5 minutes; where one device command may run 10 minute
    of 3) and the matmul FLOP rate, FLOPs per gradient counted from the jaxpr's matrix products (``_bench.matmul_flops``; XLA's
    cost analysis misses the matmuls it hands to a library), at the default matmul precision ("highest"); at 64
    chains (4 at ``ci``) compiled with and without XLA's autotuning of matrix products (compile seconds against
-   gradients per second: bnnzoo compiles its programs without it on a GPU).
-2. **Samplers**: ``bnnzoo.sample`` with the default sampler (SNAPER; on a GPU also with XLA's autotuning,
-   ``BNNZOO_XLA_AUTOTUNE=1``) and with NUTS at 64 chains (4 at ``ci``), default recording, each in a fresh
-   process: init, compile, warm-up and sampling seconds (the engine's ``timing``), the XLA compilations of the call
+   gradients per second).
+2. **Samplers**: ``bnnzoo.sample`` with the default sampler (SNAPER; on a GPU also with no autotuning anywhere
+   and matrix products on cuBLAS, ``XLA_FLAGS=`` the ``NO_TUNING`` flags) and with NUTS at 64 chains (4 at ``ci``),
+   default recording, each in a fresh process (``--samplers`` picks them): init, compile, warm-up and sampling seconds (the engine's ``timing``), the XLA compilations of the call
    (``jax.monitoring``) and gradients per second while sampling (leapfrog steps of all chains / sampling seconds),
    and that as a fraction of the ceiling at the same number of chains.
 3. **Call to report**: the wall seconds of ``bnnzoo sample sigmoidal --width N --P P --out run.nc`` (its defaults
@@ -134,12 +134,14 @@ def sampler(cfg: dict) -> dict:
     return dict(sampler=cfg["sampler"], chains=cfg["chains"], wall_s=round(wall, 2),
                 **{k: round(float(timing[k]), 2) for k in ("init_s", "compile_s", "warmup_s", "sampling_s")},
                 grads_per_s=round(steps / max(timing["sampling_s"], 1e-9), 1),
-                autotune=bool(os.environ.get("BNNZOO_XLA_AUTOTUNE")), backend_compiles=len(compiles),
+                xla_flags=os.environ.get("XLA_FLAGS", ""), backend_compiles=len(compiles),
                 backend_compile_s=round(sum(compiles), 2),
                 largest_compiles_s=[round(x, 2) for x in sorted(compiles, reverse=True)[:3]])
 
 
 PRECISIONS = ("float64", "highest", "tensorfloat32", "bfloat16")
+NO_TUNING = "--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
+"""XLA_FLAGS of part 2's "snaper-no-tuning" run: no autotuning anywhere, matrix products on cuBLAS."""
 
 
 def precision(cfg: dict) -> dict:
@@ -219,7 +221,8 @@ def render(res: dict) -> str:
              f"Python {res.get('python', platform.python_version())}, {res.get('versions', '')}. Sigmoidal net, toy task, "
              f"N = P = {c['N']}, T = 0.01, float32, matmul precision 'highest'.", ""]
     ce = res.get("ceiling", {})
-    lines += ["## 1. Batched-gradient ceiling", ""]
+    if ce:
+        lines += ["## 1. Batched-gradient ceiling", ""]
     if "error" in ce:
         lines += [f"Not measured: {ce['error']}.", ""]
     elif ce:
@@ -228,11 +231,12 @@ def render(res: dict) -> str:
         lines += [f"| {r['chains']} | {'on' if r.get('autotune', True) else 'off'} | {r['compile_s']} | "
                   f"{r['grads_per_s']:.0f} | {r['tflops']:.3f} |" for r in ce["rows"]]
         lines.append("")
-    lines += ["## 2. Samplers", "", "XLA autotuning: bnnzoo's own programs compile without it on a GPU "
-              "(`bnnzoo.inference.compilation.compiler_options`); \"on\" is the run with `BNNZOO_XLA_AUTOTUNE=1`. "
-              "Backend compiles: XLA compilations in the call (count, seconds, the three longest). The ceiling is "
-              "part 1's best rate at the same number of chains.", "",
-              "| sampler | chains | XLA autotuning | warm-up + draws | init s | compile s | warm-up s | sampling s | "
+    lines += ["## 2. Samplers", "", "XLA: bnnzoo's default compiles the chains' initialisation without autotuning "
+              "on a GPU (`bnnzoo.inference.compilation.init_compiler_options`) and the sampling programs with XLA's "
+              "default; a row with XLA_FLAGS ran with those flags on every program. Backend compiles: XLA "
+              "compilations in the call (count, seconds, the three longest). The ceiling is part 1's best rate at "
+              "the same number of chains.", "",
+              "| sampler | chains | XLA | warm-up + draws | init s | compile s | warm-up s | sampling s | "
               "call wall s | backend compiles | gradients/s | of the ceiling |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     ceil: dict = {}
@@ -240,8 +244,7 @@ def render(res: dict) -> str:
         ceil[r["chains"]] = max(ceil.get(r["chains"], 0.0), r["grads_per_s"])
     for s in res.get("samplers", []):
         wd = f"{s.get('warmup')} + {s.get('samples')}"
-        tune = ("on" if s.get("autotune") else "off" if s["sampler"] != "nuts" else "on (NumPyro's programs)"
-                ) if str(res.get("device", "")).startswith("gpu") else "— (CPU)"
+        tune = f"`XLA_FLAGS={s['xla_flags']}`" if s.get("xla_flags") else "default"
         if "error" in s:
             lines.append(f"| {s['sampler']} | {s['chains']} | {tune} | {wd} | — | — | — | — | — | — | — | "
                          f"{s['error']} |")
@@ -251,19 +254,19 @@ def render(res: dict) -> str:
         lines.append(f"| {s['sampler']} | {s['chains']} | {tune} | {wd} | {s['init_s']} | {s['compile_s']} | "
                      f"{s['warmup_s']} | {s['sampling_s']} | {s['wall_s']} | {bc} | {s['grads_per_s']:.0f} | "
                      f"{frac} |")
-    lines += ["", "## 3. From the command line to a report", ""]
     cl = res.get("cli")
     if cl:
-        lines += [f"`{cl['command']}`", ""]
+        lines += ["", "## 3. From the command line to a report", "", f"`{cl['command']}`", ""]
         lines += ([f"Not finished: {cl['error']}" + (f" (sample took {cl['sample_s']} s)." if "sample_s" in cl
                                                        else ".")] if "error" in cl else
                   [f"sample {cl['sample_s']} s + diagnose {cl['diagnose_s']} s = **{cl['total_s']} s**.", "",
                    "The sample's last log lines:", "", "```"] + cl.get("sample_log", []) +
                   ["```", "", f"Diagnose {cl.get('diagnose_timings', '')}", "", "The report's first lines:", "",
                    "```"] + cl["verdicts"] + ["```"])
-    lines += ["", f"## 4. Matrix-product precision on the observables (sigmoidal N = P = {c['prec_N']}, "
-                  f"{c['chains']} chains, {c['prec_warmup']} + {c['prec_samples']} draws, seed 0)", ""]
     pr = res.get("precision", [])
+    if pr:
+        lines += ["", f"## 4. Matrix-product precision on the observables (sigmoidal N = P = {c['prec_N']}, "
+                      f"{c['chains']} chains, {c['prec_warmup']} + {c['prec_samples']} draws, seed 0)", ""]
     ref = next((r for r in pr if r.get("precision") == "float64" and "error" not in r), None)
     if pr:
         lines += ["Verdicts are compared by their word (\"relaxing\", \"inconclusive\", ...), not by the evidence "
@@ -291,9 +294,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="output prefix (default benchmarks/results/gpu_check_<size>)")
     ap.add_argument("--parts", default="ceiling,samplers,cli,precision",
                     help="comma-separated parts to run (ceiling, samplers, cli, precision)")
+    ap.add_argument("--samplers", default="snaper,snaper-no-tuning,nuts",
+                    help="comma-separated runs of part 2 (snaper, snaper-no-tuning: on a GPU only, nuts)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+    bad = sorted(set(args.samplers.split(",")) - {"snaper", "snaper-no-tuning", "nuts"})
+    if bad:
+        ap.error(f"--samplers takes snaper, snaper-no-tuning, nuts; got {bad}")
     if args.one:
         print(json.dumps(one(json.loads(args.one))))
         return 0
@@ -330,15 +338,17 @@ def main(argv=None) -> int:
         save()
     if "samplers" in parts:
         res["samplers"] = []
-        runs = [("snaper", cfg["warmup"], cfg["samples"], None)]
-        if res["device"].startswith("gpu"):      # XLA's autotuning, bnnzoo's default turns off on a GPU
-            runs.append(("snaper", cfg["warmup"], cfg["samples"], {"BNNZOO_XLA_AUTOTUNE": "1"}))
-        runs.append(("nuts", cfg["nuts_warmup"], cfg["nuts_samples"], None))
-        for name, w, s, env in runs:
+        variants = {"snaper": ("snaper", cfg["warmup"], cfg["samples"], None),
+                    "snaper-no-tuning": ("snaper", cfg["warmup"], cfg["samples"], {"XLA_FLAGS": NO_TUNING}),
+                    "nuts": ("nuts", cfg["nuts_warmup"], cfg["nuts_samples"], None)}
+        for v in args.samplers.split(","):
+            if v == "snaper-no-tuning" and not res["device"].startswith("gpu"):
+                continue                         # GPU flags: a CPU-only XLA refuses them
+            name, w, s, env = variants[v]
             r = child(dict(cfg, part="sampler", sampler=name, warmup=w, samples=s),
                       lim["snaper" if name == "snaper" else "nuts"], env)
             res["samplers"].append(dict({k: v for k, v in r.items() if k != "limits"}, sampler=name, warmup=w,
-                                        samples=s, chains=cfg["chains"], autotune=bool(env)))
+                                        samples=s, chains=cfg["chains"], xla_flags=(env or {}).get("XLA_FLAGS", "")))
             save()
     if "cli" in parts:
         with tempfile.TemporaryDirectory() as tmp:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jax
 
-__all__ = ["enable_compilation_cache", "compiler_options", "ENV_VAR", "AUTOTUNE_ENV_VAR", "CACHE_WARNING"]
+__all__ = ["enable_compilation_cache", "init_compiler_options", "ENV_VAR", "CACHE_WARNING"]
 
 CACHE_WARNING = r"Error (reading|writing) persistent compilation cache entry"
 """JAX's warning when a cache entry cannot be read or written (a full disk): the program is then compiled as without
@@ -25,24 +25,20 @@ the cache, so the warning is not shown."""
 
 ENV_VAR = "BNNZOO_COMPILATION_CACHE"
 
-AUTOTUNE_ENV_VAR = "BNNZOO_XLA_AUTOTUNE"
+def init_compiler_options() -> dict:
+    """XLA options for the jitted initialisation of the chains on JAX's default backend.
 
-
-def compiler_options() -> dict:
-    """XLA options for bnnzoo's own sampling programs (the chunked driver's blocks and the jitted initialisation)
-    on JAX's default backend.
-
-    On a GPU, XLA's autotuning of matrix products is off (``xla_gpu_autotune_level=0``): it times candidate
-    kernels for every product of every program, a fixed cost each sampling call pays before its first draw (the
-    docs' Benchmarks page, "One accelerator").  ``BNNZOO_XLA_AUTOTUNE=1`` in the environment restores XLA's
-    default.  On a CPU there is nothing to tune: no options.
+    On a GPU, XLA times candidate kernels for every matrix product of a program it compiles (autotuning). The
+    initialisation runs once, so its tuning is pure cost: it compiles without (``xla_gpu_autotune_level=0``). The
+    sampling programs keep XLA's default: without tuning they ran at less than half the speed (the docs'
+    Benchmarks page, "One GPU at the paper's size"). On a CPU: no options.
 
     Returns
     -------
     dict
         ``compiler_options`` for :func:`jax.jit` (empty when XLA's defaults apply).
     """
-    if jax.default_backend() != "gpu" or os.environ.get(AUTOTUNE_ENV_VAR, "") not in ("", "0"):
+    if jax.default_backend() != "gpu":
         return {}
     return {"xla_gpu_autotune_level": 0}
 
