@@ -13,9 +13,9 @@ together, part 4 at most 2.5 minutes; where one device command may run 10 minute
    cost analysis misses the matmuls it hands to a library), at the default matmul precision ("highest"); at 64
    chains (4 at ``ci``) compiled with and without XLA's autotuning of matrix products (compile seconds against
    gradients per second).
-2. **Samplers**: ``bnnzoo.sample`` with the default sampler (SNAPER; on a GPU also with no autotuning anywhere
-   and matrix products on cuBLAS, ``XLA_FLAGS=`` the ``NO_TUNING`` flags) and with NUTS at 64 chains (4 at ``ci``),
-   default recording, each in a fresh process (``--samplers`` picks them): init, compile, warm-up and sampling seconds (the engine's ``timing``), the XLA compilations of the call
+2. **Samplers**: ``bnnzoo.sample`` with the default sampler (SNAPER; on a GPU also with XLA's default autotuning
+   and Triton products, ``BNNZOO_XLA_TUNING=1``) and with NUTS at 64 chains (4 at ``ci``), default recording, each
+   in a fresh process (``--samplers`` picks them): init, compile, warm-up and sampling seconds (the engine's ``timing``), the XLA compilations of the call
    (``jax.monitoring``) and gradients per second while sampling (leapfrog steps of all chains / sampling seconds),
    and that as a fraction of the ceiling at the same number of chains.
 3. **Call to report**: the wall seconds of ``bnnzoo sample sigmoidal --width N --P P --out run.nc`` (its defaults
@@ -134,14 +134,12 @@ def sampler(cfg: dict) -> dict:
     return dict(sampler=cfg["sampler"], chains=cfg["chains"], wall_s=round(wall, 2),
                 **{k: round(float(timing[k]), 2) for k in ("init_s", "compile_s", "warmup_s", "sampling_s")},
                 grads_per_s=round(steps / max(timing["sampling_s"], 1e-9), 1),
-                xla_flags=os.environ.get("XLA_FLAGS", ""), backend_compiles=len(compiles),
+                xla_tuning=bool(os.environ.get("BNNZOO_XLA_TUNING")), backend_compiles=len(compiles),
                 backend_compile_s=round(sum(compiles), 2),
                 largest_compiles_s=[round(x, 2) for x in sorted(compiles, reverse=True)[:3]])
 
 
 PRECISIONS = ("float64", "highest", "tensorfloat32", "bfloat16")
-NO_TUNING = "--xla_gpu_autotune_level=0 --xla_gpu_enable_triton_gemm=false"
-"""XLA_FLAGS of part 2's "snaper-no-tuning" run: no autotuning anywhere, matrix products on cuBLAS."""
 
 
 def precision(cfg: dict) -> dict:
@@ -231,9 +229,9 @@ def render(res: dict) -> str:
         lines += [f"| {r['chains']} | {'on' if r.get('autotune', True) else 'off'} | {r['compile_s']} | "
                   f"{r['grads_per_s']:.0f} | {r['tflops']:.3f} |" for r in ce["rows"]]
         lines.append("")
-    lines += ["## 2. Samplers", "", "XLA: bnnzoo's default compiles the chains' initialisation without autotuning "
-              "on a GPU (`bnnzoo.inference.compilation.init_compiler_options`) and the sampling programs with XLA's "
-              "default; a row with XLA_FLAGS ran with those flags on every program. Backend compiles: XLA "
+    lines += ["## 2. Samplers", "", "XLA: on a GPU bnnzoo compiles its programs without autotuning and with "
+              "products on cuBLAS (`bnnzoo.inference.compilation.compiler_options`); \"XLA's tuning\" is the run "
+              "with `BNNZOO_XLA_TUNING=1` (XLA's defaults). Backend compiles: XLA "
               "compilations in the call (count, seconds, the three longest). The ceiling is part 1's best rate at "
               "the same number of chains.", "",
               "| sampler | chains | XLA | warm-up + draws | init s | compile s | warm-up s | sampling s | "
@@ -244,7 +242,8 @@ def render(res: dict) -> str:
         ceil[r["chains"]] = max(ceil.get(r["chains"], 0.0), r["grads_per_s"])
     for s in res.get("samplers", []):
         wd = f"{s.get('warmup')} + {s.get('samples')}"
-        tune = f"`XLA_FLAGS={s['xla_flags']}`" if s.get("xla_flags") else "default"
+        tune = ("XLA's tuning" if s.get("xla_tuning") else "bnnzoo's" if str(res.get("device", "")).startswith("gpu")
+                else "— (CPU)")
         if "error" in s:
             lines.append(f"| {s['sampler']} | {s['chains']} | {tune} | {wd} | — | — | — | — | — | — | — | "
                          f"{s['error']} |")
@@ -294,14 +293,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="output prefix (default benchmarks/results/gpu_check_<size>)")
     ap.add_argument("--parts", default="ceiling,samplers,cli,precision",
                     help="comma-separated parts to run (ceiling, samplers, cli, precision)")
-    ap.add_argument("--samplers", default="snaper,snaper-no-tuning,nuts",
-                    help="comma-separated runs of part 2 (snaper, snaper-no-tuning: on a GPU only, nuts)")
+    ap.add_argument("--samplers", default="snaper,snaper-xla-tuning,nuts",
+                    help="comma-separated runs of part 2 (snaper, snaper-xla-tuning: on a GPU only, nuts)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    bad = sorted(set(args.samplers.split(",")) - {"snaper", "snaper-no-tuning", "nuts"})
+    bad = sorted(set(args.samplers.split(",")) - {"snaper", "snaper-xla-tuning", "nuts"})
     if bad:
-        ap.error(f"--samplers takes snaper, snaper-no-tuning, nuts; got {bad}")
+        ap.error(f"--samplers takes snaper, snaper-xla-tuning, nuts; got {bad}")
     if args.one:
         print(json.dumps(one(json.loads(args.one))))
         return 0
@@ -339,16 +338,16 @@ def main(argv=None) -> int:
     if "samplers" in parts:
         res["samplers"] = []
         variants = {"snaper": ("snaper", cfg["warmup"], cfg["samples"], None),
-                    "snaper-no-tuning": ("snaper", cfg["warmup"], cfg["samples"], {"XLA_FLAGS": NO_TUNING}),
+                    "snaper-xla-tuning": ("snaper", cfg["warmup"], cfg["samples"], {"BNNZOO_XLA_TUNING": "1"}),
                     "nuts": ("nuts", cfg["nuts_warmup"], cfg["nuts_samples"], None)}
         for v in args.samplers.split(","):
-            if v == "snaper-no-tuning" and not res["device"].startswith("gpu"):
-                continue                         # GPU flags: a CPU-only XLA refuses them
+            if v == "snaper-xla-tuning" and not res["device"].startswith("gpu"):
+                continue                         # a CPU has no tuning to restore
             name, w, s, env = variants[v]
             r = child(dict(cfg, part="sampler", sampler=name, warmup=w, samples=s),
                       lim["snaper" if name == "snaper" else "nuts"], env)
             res["samplers"].append(dict({k: v for k, v in r.items() if k != "limits"}, sampler=name, warmup=w,
-                                        samples=s, chains=cfg["chains"], xla_flags=(env or {}).get("XLA_FLAGS", "")))
+                                        samples=s, chains=cfg["chains"], xla_tuning=bool(env)))
             save()
     if "cli" in parts:
         with tempfile.TemporaryDirectory() as tmp:

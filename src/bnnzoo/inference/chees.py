@@ -45,7 +45,7 @@ from jax.flatten_util import ravel_pytree
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import initialize_model
 
-from .compilation import init_compiler_options
+from .compilation import compiler_options
 from .initialize import _check_valid, initial_params, model_functions
 from .plan import init_strategy
 
@@ -249,7 +249,7 @@ class ChEES(MCMCKernel):
                      else (init_params, jnp.ones((C,), bool)))
             return self._start(rng_key, z, model_args, model_kwargs), ok
 
-        state, ok = jax.jit(start, compiler_options=init_compiler_options() or None)(rng_key, init_params)
+        state, ok = jax.jit(start, compiler_options=compiler_options() or None)(rng_key, init_params)
         _check_valid(ok)
         return state
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jax
 
-__all__ = ["enable_compilation_cache", "init_compiler_options", "ENV_VAR", "CACHE_WARNING"]
+__all__ = ["enable_compilation_cache", "compiler_options", "ENV_VAR", "TUNING_ENV_VAR", "CACHE_WARNING"]
 
 CACHE_WARNING = r"Error (reading|writing) persistent compilation cache entry"
 """JAX's warning when a cache entry cannot be read or written (a full disk): the program is then compiled as without
@@ -25,22 +25,27 @@ the cache, so the warning is not shown."""
 
 ENV_VAR = "BNNZOO_COMPILATION_CACHE"
 
-def init_compiler_options() -> dict:
-    """XLA options for the jitted initialisation of the chains on JAX's default backend.
+TUNING_ENV_VAR = "BNNZOO_XLA_TUNING"
 
-    On a GPU, XLA times candidate kernels for every matrix product of a program it compiles (autotuning). The
-    initialisation runs once, so its tuning is pure cost: it compiles without (``xla_gpu_autotune_level=0``). The
-    sampling programs keep XLA's default: without tuning they ran at less than half the speed (the docs'
-    Benchmarks page, "One GPU at the paper's size"). On a CPU: no options.
+
+def compiler_options() -> dict:
+    """XLA options for bnnzoo's own programs (the jitted initialisation of the chains and the chunked driver's
+    sampling blocks) on JAX's default backend.
+
+    On a GPU, XLA by default times candidate kernels for every matrix product of a program it compiles
+    (autotuning) and fuses products into generated (Triton) kernels. For these nets the products on cuBLAS without
+    any tuning compile in a fraction of the time and sample as fast (the docs' Benchmarks page, "One GPU at the
+    paper's size"): ``xla_gpu_autotune_level=0`` and ``xla_gpu_enable_triton_gemm=False``. ``BNNZOO_XLA_TUNING=1``
+    in the environment restores XLA's defaults. On a CPU: no options.
 
     Returns
     -------
     dict
         ``compiler_options`` for :func:`jax.jit` (empty when XLA's defaults apply).
     """
-    if jax.default_backend() != "gpu":
+    if jax.default_backend() != "gpu" or os.environ.get(TUNING_ENV_VAR, "") not in ("", "0"):
         return {}
-    return {"xla_gpu_autotune_level": 0}
+    return {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
