@@ -567,12 +567,21 @@ def test_a_full_disk_at_the_final_write_leaves_no_partial_file(tmp_path, with_st
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".r.nc")]
     if with_store:
         assert f"the draws are kept in the store {out}.store" in lines[0]
-        assert load_store(str(out) + ".store")["posterior"].sizes["draw"] == 20
+        kept = load_store(str(out) + ".store")
+        assert kept["posterior"].sizes["draw"] == 20
         # the message's other way out: --resume once there is space writes the whole run
         res = subprocess.run(_cli(args + ["--resume"]), env=_env(tmp_path), capture_output=True, text=True,
                              timeout=300)
         assert res.returncode == 0, res.stderr
-        assert azcompat.get_group(azcompat.from_netcdf(out), "posterior").sizes["draw"] == 20
+        run = azcompat.from_netcdf(out)
+        assert azcompat.get_group(run, "posterior").sizes["draw"] == 20
+        # the kernels' block means, each site along its own kept-draw dim (the store's other dims are unnamed),
+        # are the run's own
+        thinned = azcompat.get_group(run, "posterior_thinned")
+        assert set(kept["posterior_thinned"].data_vars) == set(thinned.data_vars) == {"K1", "Kz1"}
+        for k in thinned.data_vars:
+            assert kept["posterior_thinned"][k].dims[:2] == thinned[k].dims[:2] == ("chain", f"draw_{k}")
+            np.testing.assert_array_equal(kept["posterior_thinned"][k].values, thinned[k].values)
     else:
         assert "the run is lost" in lines[0]
 

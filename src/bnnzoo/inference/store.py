@@ -524,5 +524,16 @@ def load_store(path):
              if names else {g: [] for g in ("posterior", "sample_stats", "posterior_thinned")})
     out = {"manifest": man, "block_done": upto}
     for g, lst in parts.items():
-        out[g] = xr.concat(lst, dim="draw") if lst else None
+        out[g] = _concat_blocks(g, lst) if lst else None
     return out
+
+
+def _concat_blocks(group: str, blocks: list):
+    """One group's block datasets joined in draw order: along ``draw``, or for ``posterior_thinned`` each site along
+    its own kept-draw dim ``draw_<site>`` (its blocks hold different numbers of kept draws)."""
+    import xarray as xr
+
+    if group != "posterior_thinned":
+        return xr.concat(blocks, dim="draw", join="exact")
+    return xr.Dataset({k: xr.concat([b[k] for b in blocks], dim=f"draw_{k}", join="exact")
+                       for k in blocks[0].data_vars})
