@@ -190,3 +190,30 @@ def test_unsettled_trajectory_warns():
             _check_trajectory_settled("snaper", trace, cfg)
         assert any("had not settled" in str(w.message) for w in rec) == warns
         assert (cfg["trajectory_growth"] > 2.0) == warns
+
+
+@pytest.mark.parametrize("n", [1, 5, 7])
+def test_unrolled_leapfrog_is_the_same_trajectory(n):
+    """k leapfrog steps per loop iteration, the steps past n discarded: the same n-step trajectory as one step per
+    iteration, bit for bit on a CPU (the discarded steps of an exploding trajectory do not leak NaNs either)."""
+    A = jnp.asarray(np.diag(np.geomspace(0.5, 4.0, 6)), jnp.float32)
+    vg = jax.vmap(jax.value_and_grad(lambda x: 0.5 * x @ A @ x + 0.1 * jnp.sum(x**4)))
+    x = jax.random.normal(jax.random.PRNGKey(1), (3, 6))
+    p = jax.random.normal(jax.random.PRNGKey(2), (3, 6))
+    _, g = vg(x)
+    ref = ChEES._leapfrog(vg, x, p, g, 0.3, jnp.ones(6), jnp.int32(n), 1)
+    for k in (2, 3, 4):
+        out = jax.jit(lambda n: ChEES._leapfrog(vg, x, p, g, 0.3, jnp.ones(6), n, k))(jnp.int32(n))
+        for a, b in zip(ref, out):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # a step size past stability: the trajectory blows up; the discarded extra steps must not turn it into NaN
+    big = [np.asarray(a) for a in ChEES._leapfrog(vg, x, p, g, 3.0, jnp.ones(6), jnp.int32(n), 1)]
+    out = [np.asarray(a) for a in ChEES._leapfrog(vg, x, p, g, 3.0, jnp.ones(6), jnp.int32(n), 4)]
+    for a, b in zip(big, out):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_leapfrog_unroll_is_checked():
+    with pytest.raises(ValueError, match="leapfrog_unroll must be an int >= 1"):
+        ChEES(bnnzoo.models.fcn, leapfrog_unroll=0)
+    assert ChEES(bnnzoo.models.fcn, leapfrog_unroll=3).leapfrog_unroll() == 3

@@ -45,7 +45,7 @@ from jax.flatten_util import ravel_pytree
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import initialize_model
 
-from .compilation import compiler_options
+from .compilation import compile_cached
 from .initialize import _check_valid, initial_params, model_functions
 from .plan import init_strategy
 
@@ -151,6 +151,12 @@ def _window_bounds(num_warmup: int):
     return bounds
 
 
+LEAPFROG_UNROLL = 2
+"""Leapfrog steps per iteration of the trajectory loop (``ChEES(leapfrog_unroll=None)``): each iteration of a loop
+whose trip count is traced has a fixed cost (on a GPU, the host waits for the loop's condition), which two steps per
+iteration halve (``benchmarks/bench_leapfrog_loop.py``)."""
+
+
 class ChEES(MCMCKernel):
     """ChEES-HMC on the unconstrained sites of a NumPyro ``model``; state and steps are batched over all chains.
 
@@ -168,17 +174,21 @@ class ChEES(MCMCKernel):
         Initial positions: a prior draw per chain, or NumPyro's uniform initialisation in (−2, 2).
     criterion : {"chees", "snaper"}, default "chees"
         The trajectory-length criterion.
+    leapfrog_unroll : int or None, default None
+        Leapfrog steps per iteration of the compiled trajectory loop (≥ 1); the steps past the trajectory's end in
+        the last iteration are computed and discarded, so the trajectory is the same. None: ``LEAPFROG_UNROLL``.
 
     Raises
     ------
     ValueError
-        If ``criterion``, ``max_leapfrog_steps`` or ``target_accept`` is out of range.
+        If ``criterion``, ``max_leapfrog_steps``, ``target_accept`` or ``leapfrog_unroll`` is out of range.
     """
 
     sample_field = "z"
 
     def __init__(self, model, *, step_size: float | None = None, max_leapfrog_steps: int = 1000,
-                 target_accept: float = TARGET_ACCEPT, init: str = "prior", criterion: str = "chees"):
+                 target_accept: float = TARGET_ACCEPT, init: str = "prior", criterion: str = "chees",
+                 leapfrog_unroll: int | None = None):
         if criterion not in CRITERIA:
             raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
         self._criterion = criterion
@@ -186,6 +196,9 @@ class ChEES(MCMCKernel):
             raise ValueError(f"max_leapfrog_steps must be >= 1, got {max_leapfrog_steps}")
         if not 0 < target_accept < 1:
             raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
+        if leapfrog_unroll is not None and (not isinstance(leapfrog_unroll, int) or leapfrog_unroll < 1):
+            raise ValueError(f"leapfrog_unroll must be an int >= 1 or None, got {leapfrog_unroll!r}")
+        self._unroll = leapfrog_unroll
         self._model = model
         self._fixed_step = None if step_size is None else float(step_size)
         self._max_steps = int(max_leapfrog_steps)
@@ -249,7 +262,7 @@ class ChEES(MCMCKernel):
                      else (init_params, jnp.ones((C,), bool)))
             return self._start(rng_key, z, model_args, model_kwargs), ok
 
-        state, ok = jax.jit(start, compiler_options=compiler_options() or None)(rng_key, init_params)
+        state, ok = compile_cached(jax.jit(start).lower(rng_key, init_params))(rng_key, init_params)
         _check_valid(ok)
         return state
 
@@ -280,15 +293,30 @@ class ChEES(MCMCKernel):
         return jax.vmap(jax.value_and_grad(lambda x: pe(unravel(x))))
 
     @staticmethod
-    def _leapfrog(vg, x, p, g, eps, inv_mass, n):
-        def body(_, c):
+    def _leapfrog(vg, x, p, g, eps, inv_mass, n, unroll=1):
+        """``n`` leapfrog steps (traced), ``unroll`` of them per loop iteration (the steps past ``n`` discarded)."""
+        def one(c):
             x, p, g, _u = c
             p = p - 0.5 * eps * g
             x = x + eps * inv_mass * p
             u, g = vg(x)
             return x, p - 0.5 * eps * g, g, u
 
-        return lax.fori_loop(0, n, body, (x, p, g, jnp.zeros(x.shape[0], x.dtype)))
+        init = (x, p, g, jnp.zeros(x.shape[0], x.dtype))
+        if unroll == 1:
+            return lax.fori_loop(0, n, lambda _, c: one(c), init)
+
+        def body(i, c):
+            for j in range(unroll):
+                live = i * unroll + j < n
+                c = jax.tree.map(lambda new, old: jnp.where(live, new, old), one(c), c)
+            return c
+
+        return lax.fori_loop(0, (n + unroll - 1) // unroll, body, init)
+
+    def leapfrog_unroll(self) -> int:
+        """The leapfrog steps per loop iteration this kernel compiles (see ``leapfrog_unroll``)."""
+        return LEAPFROG_UNROLL if self._unroll is None else self._unroll
 
     def _initial_step_size(self, vg, x, u, g, inv_mass, key):
         """The largest ε = 2^-k (k ≥ 0) at which one leapfrog step's harmonic-mean acceptance is ≥ 1/2."""
@@ -317,7 +345,7 @@ class ChEES(MCMCKernel):
         n = jnp.clip(jnp.ceil(u_t * T / eps), 1, self._max_steps).astype(jnp.int32)
 
         p0 = jax.vmap(lambda k: jax.random.normal(k, (D,), x.dtype))(keys[:, 0]) / jnp.sqrt(ad.inv_mass)
-        x1, p1, g1, u1 = self._leapfrog(vg, x, p0, state.grad, eps, ad.inv_mass, n)
+        x1, p1, g1, u1 = self._leapfrog(vg, x, p0, state.grad, eps, ad.inv_mass, n, self.leapfrog_unroll())
         kin = lambda p: 0.5 * jnp.sum(ad.inv_mass * p**2, -1)  # noqa: E731
         h0, h1 = state.potential_energy + kin(p0), u1 + kin(p1)
         dh = jnp.nan_to_num(h1 - h0, nan=jnp.inf)

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .compilation import compiler_options
+from .compilation import compile_cached
 from .distributed import agree_to_start
 from .store import (RunStore, StoreError, describe_differences, load_state, manifest_digest, save_state,
                     version_changes)
@@ -531,7 +531,6 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
 
     if pbar is not None and start > 0:
         pbar.resume_at(sum(b.steps for b in blocks[:start]))
-    t_warm_origin = timing["warmup_s"]
     n_run = 0
     for block in blocks[start:]:
         if max_blocks is not None and n_run >= max_blocks:
@@ -545,7 +544,7 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
             tc = time.perf_counter()
             fn = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
                                                site_thinning, means), chain_method, state_axes)
-            compiled["fn"] = fn.lower(state, chain_ids, *args).compile(compiler_options() or None)
+            compiled["fn"] = compile_cached(fn.lower(state, chain_ids, *args))
             timing["compile_s"] += time.perf_counter() - tc
         tb = time.perf_counter()
         state, ((wsites, wst), (dsites, dst), bufs) = compiled["fn"](state, chain_ids, *args)

@@ -1,5 +1,11 @@
-"""JAX's persistent compilation cache, opt-in: compiled programs are kept on disk and reused by later calls and
-later processes with the same model, data shapes, sizes and sampler settings.
+"""How bnnzoo compiles its programs: XLA options, an in-process cache of compiled programs, and JAX's persistent
+compilation cache (opt-in).
+
+Within one process, :func:`compile_cached` keeps the last compiled programs (the chains' initialisation and the
+sampling blocks) keyed by their lowered program text, so a second ``bnnzoo.sample`` call with the same model, data,
+sizes and sampler settings (another seed, say) skips XLA's compile.  Across processes, JAX's persistent
+compilation cache keeps compiled programs on disk and reuses them in later calls and later processes with the same
+model, data shapes, sizes and sampler settings.
 
 A small ``bnnzoo.sample`` call on 2 CPU cores spends most of its time compiling (the docs' Benchmarks page, "Fixed
 cost"); with the cache a repeated call skips that.  It is off unless asked for, by
@@ -11,13 +17,21 @@ draws do not change; the data enter the programs as constants, so a new data set
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 
 import jax
 
-__all__ = ["enable_compilation_cache", "compiler_options", "ENV_VAR", "TUNING_ENV_VAR", "CACHE_WARNING"]
+__all__ = ["enable_compilation_cache", "compiler_options", "compile_cached", "clear_compiled", "ENV_VAR",
+           "TUNING_ENV_VAR", "CACHE_WARNING"]
+
+_COMPILED: OrderedDict = OrderedDict()
+_COMPILED_MAX = 16          # programs kept (least recently used dropped): each holds its data as constants
+_LOCK = threading.Lock()
 
 CACHE_WARNING = r"Error (reading|writing) persistent compilation cache entry"
 """JAX's warning when a cache entry cannot be read or written (a full disk): the program is then compiled as without
@@ -46,6 +60,48 @@ def compiler_options() -> dict:
     if jax.default_backend() != "gpu" or os.environ.get(TUNING_ENV_VAR, "") not in ("", "0"):
         return {}
     return {"xla_gpu_autotune_level": 0, "xla_gpu_enable_triton_gemm": False}
+
+
+def compile_cached(lowered: jax.stages.Lowered) -> jax.stages.Compiled:
+    """Compile a lowered program with :func:`compiler_options`, or return the program compiled earlier in this
+    process from the same lowered text.
+
+    The key is the program's StableHLO text (the data enter as constants, so they are part of it), its argument and
+    result structure, the options and the devices: a hit is the program XLA would compile again.  The last 16
+    programs are kept.
+
+    Parameters
+    ----------
+    lowered : jax.stages.Lowered
+        ``jax.jit(f).lower(*args)``.
+
+    Returns
+    -------
+    jax.stages.Compiled
+        Callable with the arguments ``lowered`` was lowered for.
+    """
+    opts = compiler_options()
+    h = hashlib.sha256(lowered.as_text().encode())
+    h.update(repr((lowered.in_tree, lowered.out_tree, sorted(opts.items()), jax.default_backend(),
+                   [str(d) for d in jax.devices()], jax.config.jax_default_device)).encode())
+    key = h.hexdigest()
+    with _LOCK:
+        hit = _COMPILED.get(key)
+        if hit is not None:
+            _COMPILED.move_to_end(key)
+            return hit
+    compiled = lowered.compile(opts or None)
+    with _LOCK:
+        _COMPILED[key] = compiled
+        while len(_COMPILED) > _COMPILED_MAX:
+            _COMPILED.popitem(last=False)
+    return compiled
+
+
+def clear_compiled() -> None:
+    """Forget the programs :func:`compile_cached` keeps (their memory is freed when nothing else holds them)."""
+    with _LOCK:
+        _COMPILED.clear()
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:

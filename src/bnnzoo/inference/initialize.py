@@ -23,7 +23,7 @@ from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.util import find_valid_initial_params, get_potential_fn
 
-from .compilation import compiler_options
+from .compilation import compile_cached
 
 __all__ = ["ModelFunctions", "model_functions", "initial_params", "fast_kernel"]
 
@@ -145,7 +145,7 @@ class _FastInit:
             return state, (True if self._fast_ok is None else self._fast_ok)
 
         # the model's arguments enter as constants: the warm-up adaptation keeps closures over them after init
-        state, ok = jax.jit(run, compiler_options=compiler_options() or None)(rng_key, init_params)
+        state, ok = compile_cached(jax.jit(run).lower(rng_key, init_params))(rng_key, init_params)
         _check_valid(ok)
         return state
 
