@@ -26,6 +26,9 @@ together, part 4 at most 2.5 minutes; where one device command may run 10 minute
    computes all three alike), and in float64
    (``JAX_ENABLE_X64=1``), each in a fresh process, the four side by side: every verdict of ``bnnzoo.diagnose`` and the population
    observables (q_a, training error, the code masses of the mean-field comparison, branch masses) against float64.
+5. **Profile** (``--parts profile``, not in the default parts): SNAPER's call at 64 chains traced by JAX's profiler
+   after an identical call has compiled: device busy time against its span, matrix products against the rest, the
+   longest kernels.
 
 The device is named from JAX (``jax.devices()[0]``), whatever finished.  Writes ``OUT.md`` and ``OUT.json`` after
 every part.
@@ -49,11 +52,14 @@ SIZES = {
     "paper": dict(N=500, P=500, ceiling_chains=[1, 8, 64, 256, 1024], chains=64, warmup=150, samples=50,
                   nuts_warmup=20, nuts_samples=10, loop=10, prec_N=100, prec_warmup=200, prec_samples=100,
                   autotune_chains=[64],
-                  limits=dict(ceiling=100, snaper=120, nuts=60, cli_sample=170, cli_diagnose=120, precision=150)),
+                  prof_warmup=20, prof_samples=10,
+                  limits=dict(ceiling=100, snaper=120, nuts=60, cli_sample=170, cli_diagnose=120, precision=150,
+                              profile=120)),
     "ci": dict(N=20, P=20, ceiling_chains=[1, 4], chains=4, warmup=20, samples=20, nuts_warmup=10, nuts_samples=10,
                loop=100, prec_N=20, prec_warmup=30, prec_samples=20, precisions=["float64", "highest"],
-               autotune_chains=[4],
-               limits=dict(ceiling=200, snaper=200, nuts=200, cli_sample=200, cli_diagnose=200, precision=200)),
+               autotune_chains=[4], prof_warmup=10, prof_samples=5,
+               limits=dict(ceiling=200, snaper=200, nuts=200, cli_sample=200, cli_diagnose=200, precision=200,
+                           profile=200)),
 }
 
 
@@ -139,6 +145,125 @@ def sampler(cfg: dict) -> dict:
                 largest_compiles_s=[round(x, 2) for x in sorted(compiles, reverse=True)[:3]])
 
 
+_GEMM = ("gemm", "xmma", "cutlass", "cublas", "matmul")
+
+
+def trace_summary(path: str, top: int = 15) -> dict:
+    """Kernel time from a JAX profiler trace (``perfetto_trace.json.gz``): per device thread (stream) the busy
+    milliseconds, and the longest kernels by total time, matrix products (cuBLAS / CUTLASS names) apart from the rest;
+    per execution of an XLA program (the device's "XLA Modules" line) its span, busy time and copies; and the
+    kernels grouped by the XLA instruction that launched them (the "XLA Ops" line), to be read against the program's
+    HLO. A trace with no accelerator process (a CPU run) gives ``{"device_events": 0}``."""
+    import bisect
+    import gzip
+
+    with gzip.open(path, "rt") as fh:
+        d = json.load(fh)
+    ev = d["traceEvents"] if isinstance(d, dict) else d
+    pname = {e["pid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"}
+    tname = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    dev = {p for p, n in pname.items() if "GPU" in n or "TPU" in n or "/device:" in n}
+    line = lambda e: f"{pname[e['pid']]} / {tname.get((e['pid'], e.get('tid')), e.get('tid'))}"  # noqa: E731
+    xs = [e for e in ev if e.get("ph") == "X" and e.get("pid") in dev]
+    threads: dict = {}
+    for e in xs:
+        ms, n = threads.get(line(e), (0.0, 0))
+        threads[line(e)] = (ms + float(e.get("dur", 0.0)) / 1e3, n + 1)
+    streams = {k for k in threads if "stream" in k.lower()} or set(threads)
+    kern = [e for e in xs if line(e) in streams]
+    if not kern:
+        return {"device_events": 0}
+    end = lambda e: float(e["ts"]) + float(e.get("dur", 0.0))  # noqa: E731
+    is_gemm = lambda name: any(g in name.lower() for g in _GEMM)  # noqa: E731
+    by_name: dict = {}
+    for e in kern:
+        ms, n = by_name.get(e["name"], (0.0, 0))
+        by_name[e["name"]] = (ms + float(e.get("dur", 0.0)) / 1e3, n + 1)
+    out = dict(device_events=len(kern), busy_ms=round(sum(ms for ms, _ in by_name.values()), 1),
+               span_ms=round((max(map(end, kern)) - min(float(e["ts"]) for e in kern)) / 1e3, 1),
+               gemm_ms=round(sum(ms for k, (ms, _) in by_name.items() if is_gemm(k)), 1),
+               threads={k: [round(ms, 1), n] for k, (ms, n) in sorted(threads.items(), key=lambda t: -t[1][0])[:8]},
+               kernels=[[k[:90], round(ms, 2), n] for k, (ms, n) in
+                        sorted(by_name.items(), key=lambda t: -t[1][0])[:top]])
+    # each kernel under the XLA instruction and the program execution around it (by time, on the same device)
+    def spans(word):
+        sp = sorted((float(e["ts"]), end(e), e["name"]) for e in xs if line(e).endswith(word))
+        return sp, [t for t, _, _ in sp]
+
+    mods, mod_ts = spans("XLA Modules")
+    ops, op_ts = spans("XLA Ops")
+
+    def around(sp, ts, t):
+        i = bisect.bisect_right(ts, t) - 1
+        return sp[i] if i >= 0 and sp[i][0] <= t <= sp[i][1] else None
+
+    if mods:
+        execs: dict = {}
+        for e in kern:
+            m = around(mods, mod_ts, float(e["ts"]))
+            if m is None:
+                continue
+            x = execs.setdefault(m, dict(busy=0.0, copy=0.0, ops={}))
+            dur = float(e.get("dur", 0.0)) / 1e3
+            x["busy"] += dur
+            x["copy"] += dur if e["name"].startswith("Memcpy") else 0.0
+            o = around(ops, op_ts, float(e["ts"]))
+            key = (o[2] if o else "(no op)") + " · " + e["name"][:50]
+            ms, n = x["ops"].get(key, (0.0, 0))
+            x["ops"][key] = (ms + dur, n + 1)
+        rows = sorted(execs.items(), key=lambda t: t[0][0])
+        out["executions"] = [dict(program=m[2][:60], index=i, span_ms=round((m[1] - m[0]) / 1e3, 1),
+                                  busy_ms=round(x["busy"], 1), memcpy_ms=round(x["copy"], 1))
+                             for i, (m, x) in enumerate(rows)]
+        longest = max(rows, key=lambda t: t[0][1] - t[0][0])
+        out["longest_execution_ops"] = [[k, round(ms, 2), n] for k, (ms, n) in
+                                        sorted(longest[1]["ops"].items(), key=lambda t: -t[1][0])[:top]]
+    return out
+
+
+def profile(cfg: dict) -> dict:
+    """SNAPER's whole call, traced by JAX's profiler after an identical call has compiled its programs: where the
+    device's time goes (matrix products against the rest, and idle time: the span against the busy sum)."""
+    import glob
+
+    import numpy as np
+
+    import bnnzoo
+
+    import jax
+
+    task, e, kw, _ = _net(cfg["N"], cfg["P"])
+    args = dict(width=cfg["N"], num_chains=cfg["chains"], num_warmup=cfg["prof_warmup"],
+                num_samples=cfg["prof_samples"], sampler="snaper", chunk_size=cfg["prof_samples"], progress=False)
+    bnnzoo.sample("sigmoidal", task, **args)
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        opts = jax.profiler.ProfileOptions()
+        opts.python_tracer_level = 0          # Python's calls are not traced (they slowed the call tenfold)
+        with jax.profiler.trace(d, create_perfetto_trace=True, profiler_options=opts):
+            idata = bnnzoo.sample("sigmoidal", task, seed=1, **args)
+        wall = time.perf_counter() - t0
+        files = glob.glob(f"{d}/**/perfetto_trace.json.gz", recursive=True)
+        summary = trace_summary(files[0]) if files else {"error": "the profiler wrote no perfetto trace"}
+    if cfg.get("hlo_dir"):                # the programs' optimised HLO, to read the copies against
+        from bnnzoo.inference import compilation
+
+        for i, prog in enumerate(compilation._COMPILED.values()):
+            text = prog.as_text()
+            name = text.split(None, 2)[1].rstrip(",") if text.startswith("HloModule") else f"program{i}"
+            Path(cfg["hlo_dir"], f"hlo_{i}_{name}.txt").write_text(text)
+    timing = bnnzoo.run_config(idata)["engine"]["timing"]
+    ss = idata.sample_stats
+    steps = float(np.asarray(ss["n_steps"]).sum())
+    try:
+        warm_steps = float(np.asarray(idata.warmup_sample_stats["n_steps"]).sum())
+    except (AttributeError, KeyError):
+        warm_steps = float("nan")
+    return dict(wall_s=round(wall, 2), **{k: round(float(timing[k]), 2) for k in timing},
+                steps_sampling=steps, steps_warmup=warm_steps, **summary)
+
+
 PRECISIONS = ("float64", "highest", "tensorfloat32", "bfloat16")
 
 
@@ -175,7 +300,7 @@ def one(cfg: dict) -> dict:
     import jax
 
     out = dict(device=f"{jax.devices()[0].platform}: {jax.devices()[0].device_kind}", n_devices=jax.device_count())
-    part = {"ceiling": ceiling, "sampler": sampler, "precision": precision}[cfg["part"]]
+    part = {"ceiling": ceiling, "sampler": sampler, "precision": precision, "profile": profile}[cfg["part"]]
     out.update(part(cfg))
     return out
 
@@ -229,7 +354,7 @@ def render(res: dict) -> str:
         lines += [f"| {r['chains']} | {'on' if r.get('autotune', True) else 'off'} | {r['compile_s']} | "
                   f"{r['grads_per_s']:.0f} | {r['tflops']:.3f} |" for r in ce["rows"]]
         lines.append("")
-    lines += ["## 2. Samplers", "", "XLA: on a GPU bnnzoo compiles its programs without autotuning and with "
+    lines += [] if not res.get("samplers") else ["## 2. Samplers", "", "XLA: on a GPU bnnzoo compiles its programs without autotuning and with "
               "products on cuBLAS (`bnnzoo.inference.compilation.compiler_options`); \"XLA's tuning\" is the run "
               "with `BNNZOO_XLA_TUNING=1` (XLA's defaults). Backend compiles: XLA "
               "compilations in the call (count, seconds, the three longest). The ceiling is part 1's best rate at "
@@ -284,6 +409,33 @@ def render(res: dict) -> str:
         cm = ", ".join(f"{k[5:-1]} {v:.3f}" for k, v in r["code_masses"].items())
         lines.append(f"| {r['precision']} | {r['dtype']} | {r['wall_s']} | {r['health']} | "
                      f"{', '.join(f'{x:.3f}' for x in r['q_a'])} | {r['mse']:.2e} | {cm} | {diff} |")
+    pf = res.get("profile")
+    if pf:
+        lines += ["", f"## 5. Where the device's time goes (SNAPER, {c['chains']} chains, {c['prof_warmup']} + "
+                      f"{c['prof_samples']} draws, traced by JAX's profiler after an identical call compiled)", ""]
+        if "error" in pf:
+            lines.append(f"Not measured: {pf['error']}.")
+        elif not pf.get("device_events"):
+            lines.append(f"No accelerator events in the trace (a CPU run): call {pf['wall_s']} s.")
+        else:
+            steps = pf["steps_sampling"] + pf["steps_warmup"]
+            lines += [f"Call {pf['wall_s']} s (init {pf['init_s']}, compile {pf['compile_s']}, warm-up "
+                      f"{pf['warmup_s']}, sampling {pf['sampling_s']} s); {steps:.0f} gradients "
+                      f"({pf['steps_warmup']:.0f} in the warm-up). Device kernels: {pf['busy_ms']:.0f} ms busy over "
+                      f"a {pf['span_ms']:.0f} ms span, of which matrix products {pf['gemm_ms']:.0f} ms.", "",
+                      "| device thread | busy ms | events |", "|---|---|---|"]
+            lines += [f"| {k} | {ms} | {n} |" for k, (ms, n) in pf["threads"].items()]
+            lines += ["", "| kernel | total ms | calls |", "|---|---|---|"]
+            lines += [f"| `{k}` | {ms} | {n} |" for k, ms, n in pf["kernels"]]
+            if pf.get("executions"):
+                lines += ["", "Each execution of an XLA program (the device's \"XLA Modules\" line):", "",
+                          "| # | program | span ms | busy ms | copies ms |", "|---|---|---|---|---|"]
+                lines += [f"| {x['index']} | `{x['program']}` | {x['span_ms']} | {x['busy_ms']} | {x['memcpy_ms']} |"
+                          for x in pf["executions"]]
+                lines += ["", "The longest execution's kernels by the XLA instruction that launched them (read "
+                          "against the program's HLO, `hlo_*.txt` next to this file):", "",
+                          "| instruction · kernel | total ms | calls |", "|---|---|---|"]
+                lines += [f"| `{k}` | {ms} | {n} |" for k, ms, n in pf["longest_execution_ops"]]
     return "\n".join(lines) + "\n"
 
 
@@ -292,7 +444,7 @@ def main(argv=None) -> int:
     ap.add_argument("--size", choices=sorted(SIZES), default="paper")
     ap.add_argument("--out", default=None, help="output prefix (default benchmarks/results/gpu_check_<size>)")
     ap.add_argument("--parts", default="ceiling,samplers,cli,precision",
-                    help="comma-separated parts to run (ceiling, samplers, cli, precision)")
+                    help="comma-separated parts to run (ceiling, samplers, cli, precision, profile)")
     ap.add_argument("--samplers", default="snaper,snaper-xla-tuning,nuts",
                     help="comma-separated runs of part 2 (snaper, snaper-xla-tuning: on a GPU only, nuts)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
@@ -352,6 +504,10 @@ def main(argv=None) -> int:
     if "cli" in parts:
         with tempfile.TemporaryDirectory() as tmp:
             res["cli"] = cli(cfg, Path(tmp), (lim["cli_sample"], lim["cli_diagnose"]))
+        save()
+    if "profile" in parts:
+        pr = child(dict(cfg, part="profile", hlo_dir=str(out.parent)), lim["profile"])
+        res["profile"] = {k: v for k, v in pr.items() if k != "limits"}
         save()
     if "precision" in parts:   # the four runs side by side (their wall times are then not comparable)
         from concurrent.futures import ThreadPoolExecutor

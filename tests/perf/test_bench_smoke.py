@@ -1,6 +1,7 @@
 """The sampling benchmark script runs end to end at tiny size and writes its table (slow: one subprocess per run)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,16 @@ def test_bench_overhead_quick(tmp_path):
         assert r["fixed_us"] + r["record_us"] + r["mean_L"] * r["step_us"] == pytest.approx(r["per_draw_us"])
         assert r["overhead_run"] == pytest.approx(r["per_draw_us"] / (r["mean_L"] * r["grad_us"]))
     assert "| sigmoid | 8 | ro+data |" in out.with_suffix(".md").read_text()
+
+
+def test_bench_leapfrog_loop_ci(tmp_path):
+    """The trajectory-loop benchmark at CI size on a CPU: every variant but the GPU-only one compiles and runs."""
+    out = tmp_path / "ll"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_leapfrog_loop.py"), "--size", "ci",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [r["variant"] for r in rows] == ["unroll 1", "unroll 2", "unroll 4", "unroll 8", "static trip count"]
+    assert all("error" not in r and r["grads_per_s"] > 0 for r in rows)
+    assert "| unroll 2 |" in out.with_suffix(".md").read_text()
