@@ -544,18 +544,26 @@ def _trace_png(idata, path, var_names, coords=None):
     azcompat.save_plot(azcompat.plot_trace(idata, var_names=var_names, coords=coords), path)
 
 
-def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2000, samples=500, seed=0,
-             progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="snaper", warm_start=0) -> dict:
+DEMO_SAMPLERS = {"deep_linear": "gibbs"}
+"""The demo's samplers where ``sampler="auto"`` does not give SNAPER: the linear net's exact Gibbs sampler."""
+
+
+def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60, relu_warmup=1000, samples=500,
+             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto",
+             warm_start=0) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files and trace plots, and diagnose
     them (``<out>/report/``; every verdict in ``<out>/demo_summary.json``).
 
     Parameters
     ----------
-    out : output folder.   width, P : N and P of the toy nets.   seed : the sampling seed.
-    chains, samples : chains and kept draws per chain.   sampler : "snaper" (default) or "nuts".
-    warmup : warm-up steps of the linear and sigmoidal nets.
+    out : output folder.   width, P : N and P of the linear and sigmoidal nets.   seed : the sampling seed.
+    chains, samples : chains and kept draws per chain.
+    sampler : "auto" (default: the linear net's exact Gibbs sampler, ``DEMO_SAMPLERS``, SNAPER for the others),
+        "snaper" or "nuts" (every net).
+    warmup : warm-up steps (Gibbs sweeps) of the linear and sigmoidal nets.
+    relu_size : N = P of the ReLU net.
     relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
-        into one per class slowly (seed 1: 4 to 9 outliers per chain after 500 SNAPER warm-up steps, 3 after 2000).
+        into one per class slowly.
     entries : the zoo entries to run.   warm_start : Adam steps before warm-up (0: off).
 
     Returns
@@ -573,11 +581,17 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2
         task = entry.make_task(**dict(entry.task_defaults, P=P))
         t0 = time.time()
         n_warm = relu_warmup if name == "relu" else warmup
-        _logger.info("[demo] sampling %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, width, task, chains,
-                     n_warm, samples)
+        n = relu_size if name == "relu" else width
+        if name == "relu":
+            task = entry.make_task(**dict(entry.task_defaults, P=relu_size))
+        how = DEMO_SAMPLERS.get(name, "snaper") if sampler == "auto" else sampler
+        _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, how, n, task,
+                     chains, n_warm, samples)
+        # (the Gibbs sampler records no streamed summaries: its diagnostics read the hidden weights)
+        extra = {} if how == "gibbs" else dict(warm_start=warm_start,
+                                               exclude=entry.unread_sites(dict(entry.defaults, width=n)))
         idata = sample(entry, task, num_chains=chains, num_warmup=n_warm, num_samples=samples, seed=seed,
-                       exclude=entry.unread_sites(dict(entry.defaults, width=width)), progress=progress,
-                       width=width, sampler=sampler, warm_start=warm_start)
+                       progress=progress, width=n, sampler=how, **extra)
         dt = time.time() - t0
         nc = out / f"{name}.nc"
         azcompat.to_netcdf(idata, nc)
@@ -587,7 +601,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_warmup=2
         ss = azcompat.get_group(idata, "sample_stats")
         summary[name] = dict(netcdf=str(nc), seconds=round(dt, 1), mse=float(post["mse"].mean()),
                              target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
-                             mean_tree_depth=float(ss["tree_depth"].mean()), warmup=n_warm)
+                             mean_tree_depth=float(ss["tree_depth"].mean()) if "tree_depth" in ss else None,
+                             warmup=n_warm, sampler=how, width=n, P=task.P)
         _logger.info("[demo] %s: %.0f s, posterior-mean training MSE %.2e (target variance %.2e), %d divergences",
                      name, dt, summary[name]["mse"], summary[name]["target_variance"], summary[name]["divergences"])
         runs[name] = idata
@@ -608,8 +623,9 @@ def _cmd_demo(args) -> int:
     if out.is_dir() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"--out: {out} is not empty (a previous demo?); pass --overwrite to replace its files")
     _use_cpu_cores(args)
-    run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_warmup=args.relu_warmup,
-             samples=args.samples, seed=args.seed, progress=_progress(args), sampler=args.sampler)
+    run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_size=args.relu_size,
+             relu_warmup=args.relu_warmup, samples=args.samples, seed=args.seed, progress=_progress(args),
+             sampler=args.sampler)
     _logger.info("[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to %s/",
                  out)
     return 0
@@ -774,16 +790,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report", **fmt)
     pd.add_argument("--out", default="bnnzoo_demo", help="output folder")
-    pd.add_argument("--width", type=int, default=100, help="hidden width N")
-    pd.add_argument("--P", type=int, default=100, help="number of training points")
+    pd.add_argument("--width", type=int, default=100, help="hidden width N (linear and sigmoidal nets)")
+    pd.add_argument("--P", type=int, default=100, help="number of training points (linear and sigmoidal nets)")
+    pd.add_argument("--relu-size", dest="relu_size", type=int, default=60, help="N = P of the ReLU net")
     pd.add_argument("--chains", type=int, default=4, help="chains (SNAPER tunes across them: >= 2, 4 advised)")
     pd.add_argument("--warmup", type=int, default=500, help="warm-up steps per chain (linear and sigmoidal nets)")
-    pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=2000,
+    pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=1000,
                     help="warm-up steps per chain of the ReLU net (its outlier units merge slowly: one per class)")
     pd.add_argument("--samples", type=int, default=500, help="kept draws per chain")
-    pd.add_argument("--sampler", choices=["snaper", "nuts"], default="snaper",
-                    help="snaper (default): ChEES-HMC tuned on the slowest direction, 4 chains reach equilibrium on "
-                    "all three nets; nuts: NumPyro's NUTS")
+    pd.add_argument("--sampler", choices=["auto", "snaper", "nuts"], default="auto",
+                    help="auto (default): the exact Gibbs sampler for the linear net, SNAPER (ChEES-HMC tuned on the "
+                    "slowest direction) for the others; snaper or nuts (NumPyro's NUTS): that sampler for all three")
     pd.add_argument("--seed", type=int, default=0, help="sampler seed")
     pd.add_argument("--quiet", action="store_true", help="no progress bar")
     pd.add_argument("--overwrite", action="store_true", help="write into a non-empty --out folder, replacing files")
