@@ -70,7 +70,7 @@ def matmul_flops(fn, *args) -> int:
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "dot_general":
                 (lc, rc), (lb, _rb) = eqn.params["dimension_numbers"]
-                a, b = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+                a = eqn.invars[0].aval.shape
                 contracted = int(np.prod([a[i] for i in lc]))
                 out = int(np.prod(eqn.outvars[0].aval.shape))
                 total += 2 * out * contracted

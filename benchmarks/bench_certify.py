@@ -59,7 +59,7 @@ def one(cfg: dict) -> dict:
 
 def markdown(res: dict) -> str:
     a = res["args"]
-    lines = [f"# Time to a certified run: parallel tempering against the default sampler", "",
+    lines = ["# Time to a certified run: parallel tempering against the default sampler", "",
              f"Command: `{res['command']}`.  Machine: {res['machine']}.  Versions: {res['versions']}.  "
              f"Total {res['total_s']:.0f} s.", "",
              f"Toy task, N = P = {a['size']}, N0 = P + 20, T = 0.01, {a['chains']} chains per start family, "

@@ -24,21 +24,17 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 ENCODINGS = {"zlib 4": {"zlib": True}, "shuffle + zlib 1": {"zlib": True, "complevel": 1, "shuffle": True},
              "none": {}}
 
 
 def write(idata, enc: dict) -> bytes:
+    """The run as NetCDF bytes through bnnzoo's own writer (the code ``azcompat.to_netcdf`` runs), every numeric
+    variable encoded with ``enc``."""
     from bnnzoo import azcompat
 
-    bio, mode = io.BytesIO(), "w"
-    for name, ds in azcompat.group_datasets(idata).items():
-        # every numeric variable gets the encoding given (an empty one: none, not the one read from the file)
-        e = {k: dict(enc) for k, v in ds.variables.items() if np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_}
-        ds.to_netcdf(bio, mode=mode, group=name, engine="h5netcdf", encoding=e)
-        mode = "a"
+    bio = io.BytesIO()
+    azcompat._write(idata, bio, compression=enc)
     return bio.getvalue()
 
 

@@ -81,7 +81,6 @@ ONLY_LINEAR = ("gibbs",)
 def _bare_gradient_seconds(fn, task, kw, num_chains, repeats=100):
     """Seconds per evaluation of the jitted gradient of the potential energy, batched over the chains."""
     import jax
-    import jax.numpy as jnp
     from numpyro.infer.util import initialize_model
 
     keys = jax.random.split(jax.random.PRNGKey(0), num_chains)

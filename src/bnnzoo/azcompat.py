@@ -121,10 +121,12 @@ def group_datasets(idata) -> dict:
     return out
 
 
-def _write(idata, target) -> None:
+def _write(idata, target, compression: dict = COMPRESSION) -> None:
+    """Write every group to ``target`` (a path or a binary buffer), each numeric variable encoded with
+    ``compression`` (an empty dict: stored uncompressed, whatever encoding the variable was read with)."""
     mode = "w"
     for group, ds in group_datasets(idata).items():
-        enc = {k: dict(COMPRESSION) for k, v in ds.variables.items()
+        enc = {k: dict(compression) for k, v in ds.variables.items()
                if np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_}
         ds.to_netcdf(target, mode=mode, group=group, engine="h5netcdf", encoding=enc)
         mode = "a"

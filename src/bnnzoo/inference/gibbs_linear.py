@@ -256,7 +256,7 @@ def gibbs_linear(
     sa, sw = np.sqrt(sa2), np.sqrt(sigma_w2)
     c = 1.0 / N if readout == "nonlazy" else 1.0 / np.sqrt(N)
     v = T / N if readout == "nonlazy" else T
-    sqN0, sqN = np.sqrt(N0), np.sqrt(N)
+    sqN = np.sqrt(N)
     n_in = [N0] + [N] * (L - 1)  # input dimension of each layer
 
     # The first layer's input factor XᵀX = V_x diag(s_x²) V_xᵀ never changes; deeper layers' inputs do.

@@ -488,8 +488,6 @@ def load_store(path):
     FileNotFoundError
         ``path`` is not a run folder.
     """
-    import xarray as xr
-
     store = RunStore(path)
     if not store.exists():
         raise FileNotFoundError(f"{path} is not a bnnzoo run folder (no {_MANIFEST})")

@@ -382,7 +382,7 @@ def parallel_tempering(key, logprior: Callable, loglik: Callable, x0, *, num_war
         def take(a):
             return jnp.take_along_axis(a, src.reshape(src.shape + (1,) * (a.ndim - 2)), axis=0)
 
-        x, ell, perm = take(state.x), take(state.ell), take(state.perm)
+        x, perm = take(state.x), take(state.perm)
         ld, grad = jax.lax.cond(jnp.any(acc), lambda: value_and_grad_at(x, beta),
                                 lambda: (state.logdensity, state.grad))
         # round trips of the replicas' identities: hot end (slot 0) -> cold end (slot K−1) -> hot end
