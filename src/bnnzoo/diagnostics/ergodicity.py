@@ -25,6 +25,8 @@ and 0.7 is reported as such (``"marginal"`` in :attr:`ErgodicityResult.confidenc
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,14 +156,21 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
         w, m_ = within[:, idx], mu[:, idx]
         boots.append(np.mean(w.mean(1).sum(-1) / np.maximum((w.mean(1) + m_.var(1)).sum(-1), 1e-300)))
     ratio = float(ratio_c.mean())
-    rh = np.array([[rhat_neurons(x[c, :, :, k]) for k in range(K)] for c in range(C)])  # (C, K)
-    ks, ks_split = [], []
     h = D // 2
-    for c in range(C):
-        for k in range(K):
-            ks.append(_ks_to_pool(x[c, :, :, k], np.sort(x[c, :, :, k].ravel())))
-            ks_split.append(ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T))
-    ks, ks_split = np.concatenate(ks), np.concatenate(ks_split)
+
+    def per_chain_feature(ck):
+        c, k = ck
+        xs = x[c, :, :, k]
+        return (rhat_neurons(xs), _ks_to_pool(xs, np.sort(xs.ravel())),
+                ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T))
+
+    # the (chain, feature) pairs are independent and spend their time sorting, which releases the GIL: threads
+    # share the machine's cores (results in the same order, so the same numbers as one after the other)
+    pairs = [(c, k) for c in range(C) for k in range(K)]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(pairs), os.cpu_count() or 1))) as pool:
+        parts = list(pool.map(per_chain_feature, pairs))
+    rh = np.array([p[0] for p in parts]).reshape(C, K)
+    ks, ks_split = np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
     # per-neuron ESS: each neuron's trajectory taken as one chain
     ess_each = ess(x.transpose(1, 0, 2, 3).reshape(1, D, C * N * K))
     verdict = "broken" if ratio < threshold else "ergodic"
