@@ -177,7 +177,8 @@ class ChEES(MCMCKernel):
         The trajectory-length criterion.
     leapfrog_unroll : int or None, default None
         Leapfrog steps per iteration of the compiled trajectory loop (≥ 1); the steps past the trajectory's end in
-        the last iteration are computed and discarded, so the trajectory is the same. None: ``LEAPFROG_UNROLL``.
+        the last iteration are computed and discarded, so the trajectory is the same up to rounding (see
+        ``LEAPFROG_UNROLL``). None: ``LEAPFROG_UNROLL``.
 
     Raises
     ------
