@@ -15,6 +15,7 @@ import datetime
 import json
 import math
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -45,10 +46,46 @@ def parser(prog: str, description: str) -> argparse.ArgumentParser:
     return p
 
 
-class ResultFiles:
-    """The JSON and markdown files of one script run; refuses to replace existing files unless ``overwrite``."""
+UNCERTIFIED_MARK = "†"
+"""Follows every "equilibrated" of a result file whose runs' populations were not certified."""
+UNCERTIFIED_NOTE = (
+    "† **Populations not certified.** Every run in this file started all its chains from prior draws (one start "
+    "family; `bnnzoo.sample(..., certify=True)` was not used), so \"equilibrated†\" means that the chains agreed on "
+    "the permutation-invariant observables the health gate judges, not that the populations of units (codes, "
+    "branch masses, outliers, specialists) are the equilibrium ones: chains started alike can lock into the same "
+    "populations.  Certified runs are in the `certified_*` files.")
+EARLIER_GATE_NOTE = (
+    "  These runs were also judged by the health gate as it was before 2026-11-27, which skipped the unit averages "
+    "q_a and q_z (R̂, drift and ESS) whenever their chain means differed by less than 3 population standard errors, "
+    "judged the outputs f by their median R̂ and passed one chain's split R̂ of NaN; the current gate "
+    "(`bnnzoo.inference.health`) judges every one of them.")
+_EQUILIBRATED = re.compile(r"(?<![\w_])(?<!not )(?<!never )equilibrated(?![\w_†])")
 
-    def __init__(self, out: str | Path, stem: str, overwrite: bool):
+
+def mark_uncertified(markdown: str, earlier_gate: bool = False) -> str:
+    """The result page ``markdown`` with every "equilibrated" (not "not equilibrated") followed by
+    :data:`UNCERTIFIED_MARK` and the note saying what that means inserted after the page's first paragraph (below its
+    title and command line); unchanged when already marked.  ``earlier_gate`` adds that the runs were judged by the
+    health gate before 2026-11-27 (:data:`EARLIER_GATE_NOTE`)."""
+    if UNCERTIFIED_NOTE[:40] in markdown:
+        return markdown
+    body = _EQUILIBRATED.sub("equilibrated" + UNCERTIFIED_MARK, markdown)
+    note = UNCERTIFIED_NOTE + (EARLIER_GATE_NOTE if earlier_gate else "")
+    head, sep, rest = body.partition("\n\n")
+    head2, sep2, rest2 = rest.partition("\n\n")
+    if head.startswith("#") and sep2:
+        return head + sep + head2 + sep2 + note + "\n\n" + rest2
+    return head + sep + note + "\n\n" + rest if sep else body + "\n\n" + note + "\n"
+
+
+class ResultFiles:
+    """The JSON and markdown files of one script run; refuses to replace existing files unless ``overwrite``.
+
+    ``certified``: the script certifies its runs' populations (several start families, ``certify=True``); otherwise
+    :meth:`write` marks the page (:func:`mark_uncertified`) and records ``"populations_certified": false`` in the
+    JSON, so that no result file says "equilibrated" of populations nobody certified."""
+
+    def __init__(self, out: str | Path, stem: str, overwrite: bool, certified: bool = False):
         out = Path(out)
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out: {out} is a file, not a folder")
@@ -58,12 +95,14 @@ class ResultFiles:
         if existing and not overwrite:
             raise ValueError(f"--overwrite: {', '.join(existing)} exist(s); pass --overwrite to replace")
         self.out = out
+        self.certified = bool(certified)
 
     def write(self, summary: dict, markdown: str) -> None:
         """Write both files (called after every finished entry, so a stopped run keeps what it finished)."""
         self.out.mkdir(parents=True, exist_ok=True)
+        summary = dict(summary, populations_certified=self.certified)
         self.json.write_text(json.dumps(jsonable(summary), indent=1, allow_nan=False) + "\n")
-        self.md.write_text(markdown)
+        self.md.write_text(markdown if self.certified else mark_uncertified(markdown))
 
 
 def check_args(args) -> None:

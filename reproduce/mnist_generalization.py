@@ -312,8 +312,8 @@ def main(argv=None) -> int:
         r["sampling_s"] = t_s
         res["nets"][act] = r
         res["wall_s"] = time.perf_counter() - t_all
-        targets[0].write_text(json.dumps(res, indent=1))
-        targets[1].write_text(markdown(res))
+        targets[0].write_text(json.dumps(dict(res, populations_certified=False), indent=1))
+        targets[1].write_text(_common.mark_uncertified(markdown(res)))
         print(f"{act}: {r['health']}, test MSE sampled {r['test_mse_sampled']:.4f} vs GP {r['test_mse_gp']:.4f}, "
               f"{t_s:.0f} s", flush=True)
         del idata

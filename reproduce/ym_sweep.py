@@ -61,6 +61,9 @@ from pathlib import Path
 import numpy as np
 from scipy import special
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
 CODES = ("011", "101", "110", "111", "100", "010", "001", "000")
 SIZES = {
     "ci": dict(mf=((40, 0.01),), y_grid=(0.5,), n_random=1, n_grid=21, n_grid_checks=21, partial=(), law_N=(), n_q=0,
@@ -800,7 +803,7 @@ def main(argv=None) -> int:
         def save(obj):
             obj = dict(obj, meta=dict(size=args.size, wall_s=round(time.time() - t0, 1), complete=False))
             (out_dir / f"ym_sweep.{part}.json").write_text(json.dumps(obj, indent=1))
-            (out_dir / "ym_sweep.md").write_text(render(out_dir))
+            (out_dir / "ym_sweep.md").write_text(C.mark_uncertified(render(out_dir)))
         return save
 
     sweep_run = None
@@ -821,7 +824,7 @@ def main(argv=None) -> int:
             obj = run_lockin(cfg, log, save, sweep_run)
         obj = dict(obj, meta=dict(size=args.size, wall_s=round(time.time() - t0, 1), complete=True))
         (out_dir / f"ym_sweep.{part}.json").write_text(json.dumps(obj, indent=1))
-        (out_dir / "ym_sweep.md").write_text(render(out_dir))
+        (out_dir / "ym_sweep.md").write_text(C.mark_uncertified(render(out_dir)))
         log(f"{part}: written to {out_dir} [{time.time() - t0:.0f} s]")
     return 0
 
