@@ -184,3 +184,12 @@ def test_cli_diagnose_json(sampled, tmp_path, capsys):
     gated = {"equilibrated": "broken", "relaxing": "relaxing: ", "failed": "inconclusive: "}[status]
     assert out["verdicts"]["ergodicity[a]"].startswith(gated), (status, out["verdicts"])
     assert (tmp_path / "figs" / "fig2_codes.png").exists()
+
+
+@pytest.mark.parametrize("flag", ["--samples", "--warmup", "--relu-size", "--width"])
+def test_demo_refuses_a_non_positive_size_before_sampling(tmp_path, capsys, flag):
+    out = tmp_path / "demo"
+    assert main(["demo", flag, "0", "--quiet", "--out", str(out)]) == 2
+    err = _one_line_error(capsys)
+    assert f"{flag} must be a positive integer" in err
+    assert not any(out.iterdir()) if out.exists() else True

@@ -535,24 +535,19 @@ def _cmd_sample(args) -> int:
     return 0
 
 
-def _trace_png(idata, path, var_names, coords=None):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from . import azcompat
-
-    azcompat.save_plot(azcompat.plot_trace(idata, var_names=var_names, coords=coords), path)
-
-
 DEMO_SAMPLERS = {"deep_linear": "gibbs"}
 """The demo's samplers where ``sampler="auto"`` does not give SNAPER: the linear net's exact Gibbs sampler."""
 
+DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]}), "trace_order.png": (["mse", "q_a"], None)}
+"""The ArviZ trace plots the demo writes beside each net's figures: three units' readouts and the order parameters."""
+
 
 def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60, relu_warmup=1000, samples=500,
-             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto",
-             warm_start=0) -> dict:
-    """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files and trace plots, and diagnose
-    them (``<out>/report/``; every verdict in ``<out>/demo_summary.json``).
+             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto", warm_start=0,
+             workers=None) -> dict:
+    """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files, diagnose them and write the
+    reports with their figures and trace plots (``<out>/report/<net>/``; every verdict in
+    ``<out>/demo_summary.json``).
 
     Parameters
     ----------
@@ -565,6 +560,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
     relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
         into one per class slowly.
     entries : the zoo entries to run.   warm_start : Adam steps before warm-up (0: off).
+    workers : processes that diagnose and draw the nets side by side (None: one per CPU core, at most one per net).
 
     Returns
     -------
@@ -575,15 +571,13 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
     from .models import get_entry
 
     out.mkdir(parents=True, exist_ok=True)
-    summary, runs = {}, {}
+    summary, paths = {}, {}
     for name in entries:
         entry = get_entry(name)
-        task = entry.make_task(**dict(entry.task_defaults, P=P))
+        n = relu_size if name == "relu" else width
+        task = entry.make_task(**dict(entry.task_defaults, P=relu_size if name == "relu" else P))
         t0 = time.time()
         n_warm = relu_warmup if name == "relu" else warmup
-        n = relu_size if name == "relu" else width
-        if name == "relu":
-            task = entry.make_task(**dict(entry.task_defaults, P=relu_size))
         how = DEMO_SAMPLERS.get(name, "snaper") if sampler == "auto" else sampler
         _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, how, n, task,
                      chains, n_warm, samples)
@@ -596,8 +590,6 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
         nc = out / f"{name}.nc"
         azcompat.to_netcdf(idata, nc)
         post = azcompat.get_group(idata, "posterior")
-        _trace_png(idata, out / f"{name}_trace_a.png", ["a"], coords={"neuron": [0, 1, 2]})
-        _trace_png(idata, out / f"{name}_trace_order.png", ["mse", "q_a"])
         ss = azcompat.get_group(idata, "sample_stats")
         summary[name] = dict(netcdf=str(nc), seconds=round(dt, 1), mse=float(post["mse"].mean()),
                              target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
@@ -605,11 +597,15 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
                              warmup=n_warm, sampler=how, width=n, P=task.P)
         _logger.info("[demo] %s: %.0f s, posterior-mean training MSE %.2e (target variance %.2e), %d divergences",
                      name, dt, summary[name]["mse"], summary[name]["target_variance"], summary[name]["divergences"])
-        runs[name] = idata
-    # diagnostics report: figures + JSON per run in <out>/report/<name>/, all verdicts in <out>/report/summary.json
+        paths[name] = nc
+        del idata
+    # diagnostics report: figures, trace plots + JSON per run in <out>/report/<name>/, verdicts in summary.json
     from .plots import write_report
 
-    for name, res in write_report(runs, out / "report").items():
+    workers = workers or max(1, min(len(paths), os.cpu_count() or 1))
+    _logger.info("[demo] diagnosing and drawing %d nets (%d process%s)", len(paths), workers,
+                 "es" if workers > 1 else "")
+    for name, res in write_report(paths, out / "report", workers=workers, traces=DEMO_TRACES).items():
         rep = res["report"]
         summary[name].update(coding_scheme=rep.coding_scheme, verdicts=rep.verdicts, report=str(out / "report" / name))
         _logger.info("[demo] %s: %s code; %s", name, rep.coding_scheme,
@@ -622,6 +618,9 @@ def _cmd_demo(args) -> int:
     out = _check_path(args.out, "--out", folder=True)
     if out.is_dir() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"--out: {out} is not empty (a previous demo?); pass --overwrite to replace its files")
+    for flag in ("width", "P", "relu_size", "warmup", "relu_warmup", "samples"):
+        if getattr(args, flag) < 1:
+            raise ValueError(f"--{flag.replace('_', '-')} must be a positive integer, got {getattr(args, flag)}")
     _use_cpu_cores(args)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_size=args.relu_size,
              relu_warmup=args.relu_warmup, samples=args.samples, seed=args.seed, progress=_progress(args),

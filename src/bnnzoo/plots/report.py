@@ -40,8 +40,40 @@ def _runs(idata_or_paths) -> dict[str, object]:
     return out
 
 
+def _write_one(name: str, run, outdir: Path, figures: bool, save_netcdf: bool, verbose: bool, entry,
+               traces: dict) -> dict:
+    """Diagnose one run and write its folder ``outdir/name`` (what :func:`write_report` does per run); returns
+    {"report", "files"}."""
+    idata = azcompat.from_netcdf(run) if isinstance(run, (str, os.PathLike)) else run
+    rep = diagnose(idata, store=True, verbose=verbose, entry=entry)
+    d = outdir / name
+    d.mkdir(parents=True, exist_ok=True)
+    files = []
+    p = d / "report.json"
+    p.write_text(rep.to_json(indent=1))
+    files.append(str(p))
+    p = d / "report.txt"
+    p.write_text(repr(rep) + "\n")
+    files.append(str(p))
+    if figures:
+        files += save_figures(idata, d, report=rep, entry=entry)
+        for fname, (var_names, coords) in traces.items():
+            p = d / fname
+            azcompat.save_plot(azcompat.plot_trace(idata, var_names=var_names, coords=coords), p)
+            files.append(str(p))
+    if save_netcdf:
+        files.append(azcompat.to_netcdf(idata, d / "run.nc"))
+    return {"report": rep, "files": files}
+
+
+def _worker_init() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+
 def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: bool = False,
-                 verbose: bool = False, entry=None) -> dict:
+                 verbose: bool = False, entry=None, workers: int = 1, traces: dict | None = None) -> dict:
     """Diagnose one or several runs and write, per run, ``<outdir>/<name>/report.json``, ``report.txt`` (the
     report's repr) and the figures of :func:`bnnzoo.plots.save_figures` (paper-style figures for the
     fully-connected nets, unit-layer, kernel and theory figures for the other entries), plus
@@ -56,31 +88,44 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
     verbose : print the time of each diagnostic.
     entry : zoo entry name (or ZooEntry) to diagnose the runs as (runs of a model of one's own; see
         :func:`bnnzoo.diagnose`); None: each run's own entry.
+    workers : processes that diagnose and draw the runs side by side (1: all in this process).  Diagnosing and
+        drawing are single-threaded Python, so on a machine with several cores each run can take one.  With more
+        than one, the runs (in memory ones are pickled to the workers) are diagnosed in worker processes, so a run
+        object passed in does not receive the diagnostics groups; give paths to save the copying.
+    traces : {file name: (var_names, coords)}: ArviZ trace plots to write beside each run's figures (with
+        ``figures``), e.g. ``{"trace_a.png": (["a"], {"neuron": [0, 1, 2]})}``.
 
     Returns
     -------
-    {name: {"report": DiagnosticReport, "files": [paths]}}.
+    {name: {"report": DiagnosticReport, "files": [paths]}}, in the order of the runs.
+
+    Raises
+    ------
+    ValueError
+        ``workers`` is not a positive integer.
     """
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
+    runs = _runs(idata_or_paths)
+    args = (outdir, figures, save_netcdf, verbose, entry, dict(traces or {}))
+    workers = min(workers, len(runs))
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn, not fork: JAX's threads in this process make fork unsafe
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_worker_init) as pool:
+            futures = {name: pool.submit(_write_one, name, run, *args) for name, run in runs.items()}
+            done = {name: f.result() for name, f in futures.items()}
+    else:
+        done = {name: _write_one(name, run, *args) for name, run in runs.items()}
     result, summary = {}, {}
-    for name, run in _runs(idata_or_paths).items():
-        idata = azcompat.from_netcdf(run) if isinstance(run, (str, os.PathLike)) else run
-        rep = diagnose(idata, store=True, verbose=verbose, entry=entry)
-        d = outdir / name
-        d.mkdir(parents=True, exist_ok=True)
-        files = []
-        p = d / "report.json"
-        p.write_text(rep.to_json(indent=1))
-        files.append(str(p))
-        p = d / "report.txt"
-        p.write_text(repr(rep) + "\n")
-        files.append(str(p))
-        if figures:
-            files += save_figures(idata, d, report=rep, entry=entry)
-        if save_netcdf:
-            files.append(azcompat.to_netcdf(idata, d / "run.nc"))
-        result[name] = {"report": rep, "files": files}
+    for name, res in done.items():
+        rep, files = res["report"], res["files"]
+        result[name] = res
         summary[name] = {"run": rep.run, "coding_scheme": rep.coding_scheme, "verdicts": rep.verdicts,
                          "numbers": rep.numbers, "files": [os.path.relpath(f, outdir) for f in files]}
     (outdir / "summary.json").write_text(json.dumps(jsonable(summary), indent=1))
