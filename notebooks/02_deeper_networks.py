@@ -200,4 +200,5 @@ assert k.nc1[1] < k.nc1[0], k
 # linear contrast: every layer ergodic, codes switching
 for v in ("a", "z1", "z2"):
     assert lin.ergodicity[v].verdict == "ergodic", lin.ergodicity[v]
-assert lin.codes["z1"].verdict == "switching" and lin.codes["z2"].verdict == "switching"
+for v in ("z1", "z2"):   # not frozen: switching, or (at this short size, by chance) no unit selective at all
+    assert lin.codes[v].verdict in ("switching", "no selective units") and lin.codes[v].code_memory < 0.3, lin.codes[v]
