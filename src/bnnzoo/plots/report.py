@@ -91,7 +91,9 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
     workers : processes that diagnose and draw the runs side by side (1: all in this process).  Diagnosing and
         drawing are single-threaded Python, so on a machine with several cores each run can take one.  With more
         than one, the runs (in memory ones are pickled to the workers) are diagnosed in worker processes, so a run
-        object passed in does not receive the diagnostics groups; give paths to save the copying.
+        object passed in does not receive the diagnostics groups; give paths to save the copying.  The workers are
+        started with multiprocessing's "spawn" (JAX's threads make "fork" unsafe), so a script that asks for them
+        must call this under ``if __name__ == "__main__":``, as multiprocessing requires.
     traces : {file name: (var_names, coords)}: ArviZ trace plots to write beside each run's figures (with
         ``figures``), e.g. ``{"trace_a.png": (["a"], {"neuron": [0, 1, 2]})}``.
 
