@@ -543,8 +543,7 @@ DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]}), "trace_order.png":
 
 
 def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60, relu_warmup=1000, samples=500,
-             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto", warm_start=0,
-             workers=None) -> dict:
+             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto", warm_start=0) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files, diagnose them and write the
     reports with their figures and trace plots (``<out>/report/<net>/``; every verdict in
     ``<out>/demo_summary.json``).
@@ -560,7 +559,6 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
     relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
         into one per class slowly.
     entries : the zoo entries to run.   warm_start : Adam steps before warm-up (0: off).
-    workers : processes that diagnose and draw the nets side by side (None: one per CPU core, at most one per net).
 
     Returns
     -------
@@ -602,10 +600,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
     # diagnostics report: figures, trace plots + JSON per run in <out>/report/<name>/, verdicts in summary.json
     from .plots import write_report
 
-    workers = workers or max(1, min(len(paths), os.cpu_count() or 1))
-    _logger.info("[demo] diagnosing and drawing %d nets (%d process%s)", len(paths), workers,
-                 "es" if workers > 1 else "")
-    for name, res in write_report(paths, out / "report", workers=workers, traces=DEMO_TRACES).items():
+    for name, res in write_report(paths, out / "report", traces=DEMO_TRACES).items():
         rep = res["report"]
         summary[name].update(coding_scheme=rep.coding_scheme, verdicts=rep.verdicts, report=str(out / "report" / name))
         _logger.info("[demo] %s: %s code; %s", name, rep.coding_scheme,

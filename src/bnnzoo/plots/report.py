@@ -66,14 +66,8 @@ def _write_one(name: str, run, outdir: Path, figures: bool, save_netcdf: bool, v
     return {"report": rep, "files": files}
 
 
-def _worker_init() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-
-
 def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: bool = False,
-                 verbose: bool = False, entry=None, workers: int = 1, traces: dict | None = None) -> dict:
+                 verbose: bool = False, entry=None, traces: dict | None = None) -> dict:
     """Diagnose one or several runs and write, per run, ``<outdir>/<name>/report.json``, ``report.txt`` (the
     report's repr) and the figures of :func:`bnnzoo.plots.save_figures` (paper-style figures for the
     fully-connected nets, unit-layer, kernel and theory figures for the other entries), plus
@@ -88,42 +82,18 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
     verbose : print the time of each diagnostic.
     entry : zoo entry name (or ZooEntry) to diagnose the runs as (runs of a model of one's own; see
         :func:`bnnzoo.diagnose`); None: each run's own entry.
-    workers : processes that diagnose and draw the runs side by side (1: all in this process).  Diagnosing and
-        drawing are single-threaded Python, so on a machine with several cores each run can take one.  With more
-        than one, the runs (in memory ones are pickled to the workers) are diagnosed in worker processes, so a run
-        object passed in does not receive the diagnostics groups; give paths to save the copying.  The workers are
-        started with multiprocessing's "spawn" (JAX's threads make "fork" unsafe), so a script that asks for them
-        must call this under ``if __name__ == "__main__":``, as multiprocessing requires.
     traces : {file name: (var_names, coords)}: ArviZ trace plots to write beside each run's figures (with
         ``figures``), e.g. ``{"trace_a.png": (["a"], {"neuron": [0, 1, 2]})}``.
 
     Returns
     -------
     {name: {"report": DiagnosticReport, "files": [paths]}}, in the order of the runs.
-
-    Raises
-    ------
-    ValueError
-        ``workers`` is not a positive integer.
     """
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     runs = _runs(idata_or_paths)
     args = (outdir, figures, save_netcdf, verbose, entry, dict(traces or {}))
-    workers = min(workers, len(runs))
-    if workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # spawn, not fork: JAX's threads in this process make fork unsafe
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_worker_init) as pool:
-            futures = {name: pool.submit(_write_one, name, run, *args) for name, run in runs.items()}
-            done = {name: f.result() for name, f in futures.items()}
-    else:
-        done = {name: _write_one(name, run, *args) for name, run in runs.items()}
+    done = {name: _write_one(name, run, *args) for name, run in runs.items()}
     result, summary = {}, {}
     for name, res in done.items():
         rep, files = res["report"], res["files"]
