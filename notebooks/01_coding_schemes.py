@@ -26,7 +26,8 @@
 # | ReLU | 1 / −½ | N = P = 500 | **sparse code**: a few outlier neurons with O(√N) readouts and preactivations, on the toy task m = 3 outliers (one per class), frozen; a task-agnostic bulk |
 #
 # **What this notebook measures**: it samples the three zoo entries `deep_linear`, `sigmoidal` and `relu` with
-# NUTS (`bnnzoo.sample(..., record=("z",))`), diagnoses them with `bnnzoo.diagnose` and draws the paper's figures
+# NUTS (`bnnzoo.sample(..., record=("z",), sampler="nuts")`; the library's default, `sampler="auto"`, is SNAPER for
+# two or more chains), diagnoses them with `bnnzoo.diagnose` and draws the paper's figures
 # with `bnnzoo.plots` (`plot_codes`: readouts and activations sorted by code, Fig. 2; `plot_readout`: readout
 # histograms with the theory's density and trajectories, Fig. 4). It is also the **theory-vs-samples** section of the
 # zoo: (a) for the linear net, the readout second moment U = E[a aᵀ] and the learned kernel K1 = E[zᵀz]/N against

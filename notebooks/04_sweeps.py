@@ -259,16 +259,23 @@ fig.savefig(OUT / "04_sweeps.png", dpi=100)
 #   on all of them at T = 0.2. The samples lose ergodicity breaking *below* the mean-field T_c: at T = 0.05 the readout
 #   ergodicity ratio is already 0.73 and the code memory 0.03 (neurons switch codes), presumably because at N = 50 the
 #   barriers between branches are finite. Reproduced qualitatively; the value of T_c cannot be compared with the paper.
-# * **y− sweep** (paper: four different coding schemes from y− = 0.1 to 0.5). **Not reproduced.** The mean field gives
+# * **y− sweep** (paper: four different coding schemes from y− = 0.1 to 0.5). **Unresolved.** The mean field gives
 #   the same three codes 011/101/110 at ≈ 1/3 each for y− = 0.1 … 0.4 (at T → 0 a 100 branch of 0.2 % at y− = 0.1,
-#   1.3 % at T = 0.01) and adds 111 only from y− ≈ 0.45 (5 % at 0.5, 4.7 % at P = 100): two schemes, not four. What
+#   1.3 % at T = 0.01) and adds 111 only from y− ≈ 0.45 (5 % at 0.5, 4.7 % at P = 100): counting codes above 1 %, two
+#   schemes at T → 0, not four. The finer search of `reproduce/ym_sweep.py` (P = 60, T = 0.01, masses above 10⁻³)
+#   finds three schemes and no other solution: 011/100/101/110 below y− ≈ 0.16, 011/101/110, then 011/101/110/111
+#   above ≈ 0.41. What
 #   does change continuously along y− is the readout branch geometry (the negative readout weight of the silent class
 #   goes from ≈ −1.35 at y− = 0.1 to ≈ −0.4 at 0.5), which this notebook does not count as a change of scheme. Samples
 #   agree at y− = 0.3 and 0.5; at y− = 0.1 16 % of the neurons sit in the 100 branch against 1.3 % in the mean field.
 #   Outside this notebook (N = P = 50, seed 1) the 100 fraction stayed at 15 % with 600 warm-up steps (codes frozen,
 #   memory 1.0) and approached the mean field as T grew (11 % vs 3.8 % at T = 0.03, 8 % vs 6 % at T = 0.05, where codes
 #   start to switch): the excess is most likely a non-equilibrium effect of frozen codes (the branch a neuron freezes
-#   into is set during warm-up, not by the equilibrium mass), possibly also finite N; we did not settle it.
+#   into is set during warm-up, not by the equilibrium mass), possibly also finite N; this notebook does not settle
+#   it. Chains started from three families (`reproduce/certified.py`) disagree on the code-100 fraction at y− = 0.1
+#   (N = P = 60: 0.183 / 0.104 / 0.019 from prior draws / annealing / the mean field's populations) and at y− = 0.2
+#   (0.112 / 0.033 / 0.000): those populations are metastable, so whether the paper's four schemes exist is
+#   unresolved (the reproduction page, row S5).
 
 # %%
 m0 = mf_T[0.0]

@@ -179,7 +179,16 @@ fig.savefig(OUT / "07_richness.png", dpi=100)
 #
 # **Paper** (Nam et al.): rich training → D_LR near 0 (features collapsed onto the outputs, NC1 → 0); lazy → near the
 # isotropic value 1 − √(r/N) = 0.74 here. (van Meegen & Sompolinsky): lazy features = the prior's random features,
-# non-lazy feature kernel task-learned. No Bayesian numbers are published.
+# non-lazy feature kernel task-learned; they state that property 1 of neural collapse (vanishing within-class
+# variability) is violated in their networks. No Bayesian numbers are published.
+#
+# **What NC1 measures here.** `bnnzoo.diagnostics.nc1` is tr(Σ_B⁺ Σ_W)/C on one draw's feature-layer activations,
+# averaged over the draws: the within-class spread across the training points counts only along the C − 1
+# directions of the class means, relative to the spread of those means; spread in the other directions of the
+# N-dimensional feature space does not enter. The rich net's NC1 falls about like 1/N (sigmoidal: 0.0034, 0.0021,
+# 0.0011, 0.00056 at N = P = 15, 30, 60, 120, `reproduce/results/richness_cpu*.md`), while the activations keep
+# fluctuating around their class means (docs/theory.md §3). So a small NC1 here does not show that the within-class
+# variability vanishes.
 #
 # **Measured** at CI size (N = P = 30, 2 chains × 100 draws, seed 0), sigmoidal net at T = 0.01: non-lazy D_LR 0.012
 # — close to the collapsed reference with the kernel's measured anisotropy (0.009) and below D_LR of the targets themselves
@@ -192,7 +201,8 @@ fig.savefig(OUT / "07_richness.png", dpi=100)
 # temperature, see notebook 04), while the lazy net stays at the prior at every T (CKA ≥ 0.97, D_LR 0.64–0.69). So the
 # Bayesian posterior shows the qualitative picture of both papers, and with Q cut to the targets' rank D_LR lands
 # where the measure puts the two ends: non-lazy = collapsed, D_LR 0.012 vs "near 0"; lazy = prior random features,
-# D_LR 0.66, somewhat below the isotropic 0.74. There are no published Bayesian numbers to compare with.
+# D_LR 0.66, somewhat below the isotropic 0.74. The value near 0 depends on that cut: with all three centred output
+# directions the non-lazy net scores 0.187. There are no published Bayesian numbers to compare with.
 
 # %%
 nl, lz = res["sigmoid", "nonlazy", TEMPS[0]], res["sigmoid", "lazy", TEMPS[0]]

@@ -49,6 +49,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import sys
 import time
@@ -417,7 +418,10 @@ def markdown(summary: dict) -> str:
              "Specialists: first-layer units with \\|W¹_j·w*\\| > 3 (3 NNGP s.d.), posterior mean count per net; "
              "chance: N1 · 0.0027.", ""]
     if summary.get("three_layer"):
-        lines += [f"## Three-layer erf net, N1 = N2 = {s['width']}: P* vs d", ""] + _runs_table(summary["three_layer"])
+        widths = (f"{s['width_per_d']:g} d (the proportional limit: "
+                  f"{', '.join(str(three_width(s, d)) for d in s['d'])} at d = {', '.join(map(str, s['d']))})"
+                  if s.get("width_per_d") else str(s["width"]))
+        lines += [f"## Three-layer erf net, N1 = N2 = {widths}: P* vs d", ""] + _runs_table(summary["three_layer"])
         if summary.get("three_layer_summary"):
             lines += _pstar_md(summary["three_layer_summary"], summary["nngp"]["three_layer"], 1)
         lines.append("")
@@ -442,6 +446,12 @@ def markdown(summary: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------ driver
+def three_width(s: dict, d: int) -> int:
+    """N1 = N2 of the three-layer P* sweep at dimension d: the size's fixed ``width``, or ``width_per_d`` · d (the
+    proportional limit N ∝ d, in which the paper states P* ∝ d) when that is set."""
+    return max(int(round(s["width_per_d"] * d)), 2) if s.get("width_per_d") else int(s["width"])
+
+
 def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
     """(part, config) of every run, part by part in the order of ``parts``, seed by seed within a part (the
     specialists use the first ``spec_seeds`` seeds, the two-layer net the first ``two_seeds``)."""
@@ -450,8 +460,8 @@ def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
     out = []
     for part in parts:
         if part == "three_layer":
-            out += [("three_layer", dict(base, model="three_layer", d=d, P=int(round(r * d)), N1=s["width"],
-                                         N2=s["width"], seed=seed))
+            out += [("three_layer", dict(base, model="three_layer", d=d, P=int(round(r * d)), N1=three_width(s, d),
+                                         N2=three_width(s, d), seed=seed))
                     for seed in seeds for d in s["d"] for r in s["p_over_d"]]
         elif part == "specialists":
             out += [("specialists", dict(base, model="three_layer", d=d, P=int(round(s["spec_p_over_d"] * d)), N1=N1,
@@ -508,6 +518,9 @@ def main(argv=None) -> int:
     p.add_argument("--spec-d", default=None,
                    help="comma-separated input dimensions of the specialist (width) sweeps, each at P = spec_p_over_d "
                         "· d (default per size: ci 4, cpu 8, paper 32)")
+    p.add_argument("--width-per-d", dest="width_per_d", type=float, default=None,
+                   help="three-layer P* sweep at N1 = N2 = ALPHA · d (the proportional limit) instead of the size's "
+                        "fixed width (e.g. 4: N1 = N2 = 24 … 64 at d = 6 … 16)")
     p.add_argument("--cache", default=os.environ.get("BNNZOO_CACHE_CURSE", "/tmp/zoo_cache/curse_of_detail"),
                    help="folder of the per-run cache (a stopped sweep resumes from it)")
     args = p.parse_args(argv)
@@ -515,6 +528,8 @@ def main(argv=None) -> int:
     bad = [x for x in args.part if x not in PARTS]
     if bad or not args.part:
         raise ValueError(f"--part must name some of {', '.join(PARTS)}, got {' '.join(args.part)!r}")
+    if args.width_per_d is not None and not (args.width_per_d > 0 and math.isfinite(args.width_per_d)):
+        raise ValueError(f"--width-per-d must be a number > 0, got {args.width_per_d}")
     if args.n_seeds is not None and args.n_seeds < 1:
         raise ValueError(f"--n-seeds must be >= 1, got {args.n_seeds}")
     cache = Path(args.cache)
@@ -526,6 +541,8 @@ def main(argv=None) -> int:
         s["spec_d"] = sd if len(sd) > 1 else sd[0]
     if args.n_seeds is not None:
         s.update(n_seeds=args.n_seeds, spec_seeds=args.n_seeds, two_seeds=args.n_seeds)
+    if args.width_per_d is not None:
+        s["width_per_d"] = args.width_per_d
     seeds = list(range(args.seed, args.seed + s["n_seeds"]))
     files = C.ResultFiles(args.out, args.name or f"curse_of_detail_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=s, parts=args.part, seeds=seeds, theory=THEORY,

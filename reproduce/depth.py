@@ -112,12 +112,16 @@ def sample_net(net: str, s: dict, args):
     sa2 = default_sigma_a2(act, "nonlazy", P, d["depth"]) if d["sa"] == "paper" else P ** -0.5
     T = T0 * d["tf"]
     thin = s["thin_z"]
-    kw = dict(site_thinning={f"z{l}": thin for l in range(1, d["depth"] + 1)}) if thin > 1 else {}
+    sampler = getattr(args, "sampler", "snaper")
+    if sampler == "gibbs":          # in memory, every draw of z (the Gibbs sampler takes no HMC chunking/thinning)
+        kw = {}
+    else:
+        kw = dict(chunk_size=min(100, s["samples"]),
+                  **(dict(site_thinning={f"z{l}": thin for l in range(1, d["depth"] + 1)}) if thin > 1 else {}))
     t0 = time.time()
     run = bnnzoo.sample(entry, task, num_chains=args.chains, num_warmup=s["warmup"][net], num_samples=s["samples"],
-                        seed=args.seed, sampler="snaper", record=("z",), exclude=("W1",),
-                        chunk_size=min(100, s["samples"]), progress=args.progress, width=N, depth=d["depth"],
-                        sigma_a2=sa2, temperature=T, **kw)
+                        seed=args.seed, sampler=sampler, record=("z",), exclude=("W1",), progress=args.progress,
+                        width=N, depth=d["depth"], sigma_a2=sa2, temperature=T, **kw)
     return run, task, N, P, dict(sigma_a2=sa2, temperature=T), time.time() - t0
 
 
@@ -316,8 +320,12 @@ def _drift_text(lc: dict, k: int = 6) -> str:
 
 
 def markdown(summary: dict) -> str:
-    lines = [C.header("Depth: codes per layer, switching and sharpening in two- and three-hidden-layer nets",
-                      summary["provenance"]),
+    head = C.header("Depth: codes per layer, switching and sharpening in two- and three-hidden-layer nets",
+                    summary["provenance"])
+    how = {"gibbs": "the exact blocked Gibbs sampler", "snaper": "SNAPER"}[summary.get("sampler", "snaper")]
+    lines = [head.replace(f"Sampler: SNAPER, {C.CHAINS} chains from prior draws, vectorised",
+                          f"Sampler: {how}, {summary.get('chains', C.CHAINS)} chains from prior draws"
+                          + (", vectorised" if how == "SNAPER" else "")),
              "Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), N0 = P + 20; written by "
              "`reproduce/depth.py` (stores summaries, not draws).  Codes: modal code of each unit (neuron of one "
              "chain) over its draws; fraction of all units of the layer per code ± binomial s.e. and the standard "
@@ -401,6 +409,8 @@ def main(argv=None) -> int:
     p.add_argument("--chains", type=int, default=C.CHAINS,
                    help=f"chains, each from its own prior draw (default {C.CHAINS}; more chains test whether the "
                         "training error follows the frozen code populations)")
+    p.add_argument("--sampler", default="snaper", choices=("snaper", "gibbs"),
+                   help="snaper (default) or gibbs: the exact blocked Gibbs sampler, for the linear net lin3 only")
     args = p.parse_args(argv)
     C.check_args(args)
     if args.chains < 2:
@@ -410,8 +420,11 @@ def main(argv=None) -> int:
     bad = sorted(set(nets) - set(NETS))
     if bad or not nets:
         raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
+    if args.sampler == "gibbs" and any(NETS[n]["entry"] != "deep_linear" for n in nets):
+        raise ValueError(f"--sampler gibbs samples the linear net only: --nets lin3, got {args.nets!r}")
     files = C.ResultFiles(args.out, args.name or f"depth_{args.size}", args.overwrite)
-    summary = dict(provenance=C.provenance(args, argv), settings=s, planned=nets, nets=[])
+    summary = dict(provenance=C.provenance(args, argv), settings=s, planned=nets, nets=[], sampler=args.sampler,
+                   chains=args.chains)
     for i, net in enumerate(nets):
         d = NETS[net]
         C.log(f"{PROG}: [{i + 1}/{len(nets)}] {net}: L = {d['depth']} {d['entry']}, P = {s['P'][net]}")

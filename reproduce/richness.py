@@ -23,8 +23,12 @@ Measured per (net, N, γ), from the feature-layer activations φ(z¹) on the tra
 
 * D_LR = 1 − ‖QᵀΦc‖²_F/(‖ΦcᵀΦc‖_F √r) (:func:`bnnzoo.diagnostics.d_lr`), Q the r = 2 leading directions of the
   centred sampled outputs (r = rank of the centred targets, as :func:`bnnzoo.diagnostics.kernels_and_richness`
-  takes it), per draw, averaged over the draws of a chain;
-* NC1 = tr(Σ_B⁺ Σ_W)/C (:func:`bnnzoo.diagnostics.nc1`), the same way;
+  takes it), per draw, averaged over the draws of a chain; the rich end's D_LR ≈ 0 rests on this cut: with Q
+  spanning all three centred output directions (the outputs' noise direction too) collapsed features score
+  1 − √(2/3) ≈ 0.18;
+* NC1 = tr(Σ_B⁺ Σ_W)/C (:func:`bnnzoo.diagnostics.nc1`), the same way; it counts the within-class spread only along
+  the C − 1 directions of the class means, relative to their spread, so a small NC1 does not show that the
+  within-class variability vanishes (the coding-schemes paper states that neural-collapse property 1 is violated);
 * CKA of the chain's posterior feature kernel ⟨φφᵀ⟩/N with the prior (NNGP) kernel (lazy features = prior features);
 * mean ± standard error **over the 4 chains** (each chain's average is one value);
 * the sampler health (``_common.health_summary``: status and R̂ of the permutation-invariant observables).

@@ -39,6 +39,7 @@ def _load(path=SCRIPT, name="reproduce_curse_of_detail"):
     (["--n-seeds", "0"], ["--n-seeds", ">= 1"]),
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--name", "a/b"], ["--name", "plain file stem"]),
+    (["--width-per-d", "0"], ["--width-per-d", "> 0"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), *args, timeout=300)
@@ -228,3 +229,14 @@ def test_ci_full_run(tmp_path):
         top = max((e for e in summary["three_layer"] if e["config"]["d"] == d), key=lambda e: e["config"]["P"])
         assert top["A"] > top["A_nngp"]
     assert summary["three_layer_summary"]["nngp_slope"]["0.25"]["mean"] > 1.5
+
+
+def test_proportional_width_plan():
+    """--width-per-d: the three-layer P* sweep at N1 = N2 = alpha * d (the proportional limit), the others unchanged."""
+    mod = _load()
+    s = dict(mod.SETTINGS["cpu"], width_per_d=4.0)
+    runs = mod.plan(["three_layer", "specialists"], s, [0])
+    three = [c for part, c in runs if part == "three_layer"]
+    assert {(c["d"], c["N1"], c["N2"]) for c in three} == {(6, 24, 24), (8, 32, 32), (12, 48, 48), (16, 64, 64)}
+    assert all(c["N2"] == mod.SETTINGS["cpu"]["width"] for part, c in runs if part == "specialists")
+    assert mod.three_width(mod.SETTINGS["cpu"], 12) == mod.SETTINGS["cpu"]["width"]

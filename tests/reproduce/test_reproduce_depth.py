@@ -57,6 +57,7 @@ def _check_layers(e: dict) -> None:
     (["--nets", "tanh3"], ["--nets", "sig3, relu3"]),
     (["--seed", "-2"], ["--seed", ">= 0"]),
     (["--chains", "1"], ["--chains", ">= 2"]),
+    (["--sampler", "gibbs", "--nets", "sig3"], ["--sampler gibbs", "lin3"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), *args, timeout=300)
