@@ -26,6 +26,10 @@ Theories (tag: [paper] van Meegen & Sompolinsky 2025; [derived] ours, checked nu
   activations, posterior-averaged feature kernel.  Reproduces the linear theory for φ = id and the four sigmoid
   branches at P = 40 of docs/theory.md §5.  ReLU at low T: p(a) is not normalisable (outlier neurons, outside this
   picture) — reported in ``status`` / ``normalizable``.
+* :mod:`bnnzoo.theory.schemes` [derived] — the sigmoidal net's coding schemes on the toy task from that mean field:
+  every self-consistent solution at one (P, y−, T) by a multi-start search of the convex mean-field action, the free
+  energy of populations frozen in some of the branches, the law of one code's fraction at N units, and where a code
+  appears or vanishes as y− changes.
 * :func:`nngp_kernel`, :func:`gp_posterior`, :func:`gp_generalization` [standard] — NNGP kernels of any depth for
   linear / ReLU / erf / sigmoid with the FCN scalings; GP predictor with noise T; class-wise generalization error.
   The N → ∞ limit of the lazy readout; for linear nets also the non-lazy mean predictor at T → 0.
