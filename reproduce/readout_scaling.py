@@ -1,0 +1,144 @@
+"""Readout size against the number of training points P under the σ_a² rule (theory page §2): with the non-lazy
+readout and σ_a² = 1/P^{1/L} (linear, ReLU) or 1/P (sigmoidal), the readout does not grow with P.
+
+One hidden layer on the toy task (orthogonal inputs, N0 = P + 20, classes 1/2, 1/4, 1/4), the width N fixed and P
+swept, T = 0.01, 4 SNAPER chains from prior draws.  Per (net, P): the readout norm q_a = tr(U)/m with U = aᵀa/N
+(posterior mean per chain, mean ± s.e. over chains), the bulk readout (median over units of a unit's RMS |a|; in the
+ReLU net a few outliers of order √N dominate q_a) and the sampler health.  Per net: the log–log slopes of q_a and of
+the bulk readout in P (the rule: 0).  The linear net is also compared with the exact N → ∞ saddle point
+(``bnnzoo.theory.linear_saddle_point``) at every P, and a control (``linear_fixed``) keeps σ_a² at the rule's value
+for the smallest P, where the saddle point's U grows with P.
+
+Nets (``--nets``): ``linear`` (y− = 0), ``sigmoidal`` (y− = ½), ``relu`` (y− = −½), ``linear_fixed``.
+Sizes: ``ci`` N = 10, P ∈ {10, 20}; ``cpu`` N = 60, P ∈ {30, 60, 120, 240}; ``paper`` N = 200, P ∈ {50 … 800}.
+
+Run: ``python reproduce/readout_scaling.py --size ci|cpu|paper [--nets linear,sigmoidal] [--overwrite]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+PROG = "readout_scaling.py"
+NETS = {  # net -> zoo entry, y−, σ_a² rule ("rule": the zoo's default at each P; "fixed": the rule at the smallest P)
+    "linear": ("deep_linear", 0.0, "rule"),
+    "sigmoidal": ("sigmoidal", 0.5, "rule"),
+    "relu": ("relu", -0.5, "rule"),
+    "linear_fixed": ("deep_linear", 0.0, "fixed"),
+}
+SETTINGS = {
+    "ci": dict(N=10, P=(10, 20), warmup=100, relu_warmup=100, samples=100),
+    "cpu": dict(N=60, P=(30, 60, 120, 240), warmup=500, relu_warmup=1500, samples=300),
+    "paper": dict(N=200, P=(50, 100, 200, 400, 800), warmup=1000, relu_warmup=3000, samples=500),
+}
+
+
+def readout_sizes(a: np.ndarray) -> dict:
+    """q_a = tr(aᵀa)/(N m) per chain (mean over draws) and the bulk readout (median over units of the unit's RMS |a|
+    over draws and classes) per chain, from readout draws ``a`` (chain, draw, neuron, class)."""
+    a = np.asarray(a, float)
+    q = np.mean(np.sum(a ** 2, axis=(2, 3)), axis=1) / (a.shape[2] * a.shape[3])
+    bulk = np.median(np.sqrt(np.mean(a ** 2, axis=(1, 3))), axis=1)
+    return dict(q_a_chains=q.tolist(), bulk_chains=bulk.tolist())
+
+
+def entry(net: str, P: int, s: dict, args) -> dict:
+    import bnnzoo
+    from bnnzoo.models.fcn import default_sigma_a2
+
+    name, y_neg, rule = NETS[net]
+    act = bnnzoo.get_entry(name).defaults["activation"]
+    sa2 = default_sigma_a2(act, "nonlazy", P if rule == "rule" else min(s["P"]), 1)
+    warm = s["relu_warmup"] if net == "relu" else s["warmup"]
+    run, task, dt = C.sample_toy(name, N=s["N"], P=P, y_neg=y_neg, warmup=warm, samples=s["samples"], seed=args.seed,
+                                 progress=args.progress, sigma_a2=sa2)
+    rd = C.run_data_of(run)
+    e = dict(P=P, sigma_a2=sa2, warmup=warm, seconds=round(dt, 1), health=C.health_summary(run),
+             **readout_sizes(rd.a))
+    e["q_a"], e["q_a_se"] = C.mean_se(e["q_a_chains"])
+    e["bulk"], e["bulk_se"] = C.mean_se(e["bulk_chains"])
+    if name == "deep_linear":
+        chk = C.linear_U_check(rd, task)
+        e.update(q_a_theory=float(np.trace(np.asarray(chk["U_theory"]))) / task.Y.shape[1],
+                 U_relative_error=chk["U_relative_error"], U_relative_error_se=chk["U_relative_error_se"])
+    return e
+
+
+def analyse(results: dict) -> dict:
+    out = {}
+    for net, entries in results.items():
+        Ps = [e["P"] for e in entries]
+        out[net] = dict(zip(("slope_q_a", "slope_q_a_se"), C.loglog_slope(Ps, [e["q_a"] for e in entries])))
+        out[net].update(zip(("slope_bulk", "slope_bulk_se"), C.loglog_slope(Ps, [e["bulk"] for e in entries])))
+        if entries and "q_a_theory" in entries[0]:
+            out[net].update(zip(("slope_theory", "_"), C.loglog_slope(Ps, [e["q_a_theory"] for e in entries])))
+            out[net].pop("_", None)
+        out[net]["all_equilibrated"] = all(e["health"]["status"] == "equilibrated" for e in entries)
+    return out
+
+
+def markdown(summary: dict) -> str:
+    s = summary["settings"]
+    lines = [C.header("Readout size against P under the σ_a² rule", summary["provenance"]),
+             f"Toy task, one hidden layer, non-lazy readout, N = {s['N']}, N0 = P + 20, T = 0.01; "
+             f"{s['warmup']} warm-up (ReLU {s['relu_warmup']}) + {s['samples']} draws; written by "
+             "`reproduce/readout_scaling.py` (stores summaries, not draws).  q_a = tr(aᵀa)/(N m) and the bulk "
+             "readout (median unit RMS \\|a\\|): mean ± s.e. over the chains.  Theory (linear): the exact N → ∞ "
+             "saddle point's tr(U)/m.  The σ_a² rule: 1/P (sigmoidal), 1/P (linear and ReLU at L = 1); "
+             "`linear_fixed` keeps the rule's σ_a² of the smallest P.\n"]
+    for net, entries in summary["results"].items():
+        if not entries:
+            continue
+        lin = "q_a_theory" in entries[0]
+        lines += [f"## {net}\n",
+                  "| P | σ_a² | q_a | bulk \\|a\\| |" + (" theory tr(U)/m | ‖U − U_th‖/‖U_th‖ |" if lin else "")
+                  + " health (max R̂) | seconds |",
+                  "|---|---|---|---|" + ("---|---|" if lin else "") + "---|---|"]
+        for e in entries:
+            h = e["health"]
+            lines.append(f"| {e['P']} | {C.fmt(e['sigma_a2'])} | {C.fmt(e['q_a'], e['q_a_se'])} | "
+                         f"{C.fmt(e['bulk'], e['bulk_se'])} |"
+                         + (f" {C.fmt(e['q_a_theory'])} | {C.fmt(e['U_relative_error'], e['U_relative_error_se'])} |"
+                            if lin else "")
+                         + f" {h['status']} ({C.fmt(h.get('max_rhat'))}) | {e['seconds']} |")
+        a = summary["analysis"].get(net, {})
+        lines.append(f"\nLog–log slope in P: q_a {C.fmt(a.get('slope_q_a'), a.get('slope_q_a_se'))}, bulk readout "
+                     f"{C.fmt(a.get('slope_bulk'), a.get('slope_bulk_se'))}"
+                     + (f", theory q_a {C.fmt(a.get('slope_theory'))}" if lin else "") + ".\n")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = C.parser(PROG, __doc__.split("\n\n")[0])
+    p.add_argument("--nets", default=",".join(NETS), help=f"comma-separated, some of {', '.join(NETS)} (default all)")
+    args = p.parse_args(argv)
+    C.check_args(args)
+    nets = [x.strip() for x in args.nets.split(",") if x.strip()]
+    bad = sorted(set(nets) - set(NETS))
+    if bad or not nets:
+        raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
+    s = SETTINGS[args.size]
+    files = C.ResultFiles(args.out, args.name or f"readout_scaling_{args.size}", args.overwrite)
+    summary = dict(provenance=C.provenance(args, argv), settings=s, results={n: [] for n in nets}, analysis={})
+    for net in nets:
+        for P in s["P"]:
+            C.log(f"{PROG}: {net}, N = {s['N']}, P = {P}")
+            e = entry(net, P, s, args)
+            summary["results"][net].append(e)
+            summary["analysis"] = analyse(summary["results"])
+            files.write(summary, markdown(summary))
+            C.log(f"{PROG}: {net} P = {P}: q_a {C.fmt(e['q_a'], e['q_a_se'])}, bulk {C.fmt(e['bulk'])}, "
+                  f"health {e['health']['status']} ({e['seconds']} s)")
+    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.run_main(PROG, main))
