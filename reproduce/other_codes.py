@@ -7,9 +7,11 @@ Two parts (``--parts``):
   (``sparse`` when every chain has outlier neurons, else ``redundant`` when the readout posterior has two or more
   branches, else ``analog``), the fraction of units per code (codes over the two classes: ``"10"`` = active on the
   y = +1 class only), the readout branches (BIC) and outliers, readout ergodicity, sampler health with the R̂ of the
-  permutation-invariant observables.  Theory computed here: the linear readout second moment U against the exact
+  permutation-invariant observables, and the posterior feature kernel (Fig. 1e: CKA with yyᵀ, learned part,
+  class blocks).  Theory computed here: the linear readout second moment U against the exact
   saddle point (``bnnzoo.theory.linear.linear_saddle_point``, N → ∞); the sigmoidal code fractions against the
-  single-neuron mean-field branch masses (``bnnzoo.theory.meanfield.single_neuron_meanfield``).
+  single-neuron mean-field branch masses (``bnnzoo.theory.meanfield.single_neuron_meanfield``); the linear kernel
+  against the saddle point's K1 and the sigmoidal kernel's class blocks against the mean field's.
 * ``sparse``: softplus log(1 + eᶻ) and max(0, z)² nets on the toy task with the ReLU targets (classes ½, ¼, ¼,
   y+ / y− = 1 / −½, m = 3, N0 = P + 20): outliers per chain and per class (theory for ReLU: at least m − 1, on the
   toy task one per class), outlier |a| and preactivation against the bulk (ReLU: ratio of order √N), how many units
@@ -144,6 +146,8 @@ def net_entry(net: str, s: dict, args) -> dict:
              branches=dict(n_branches=b.n_branches, masses=b.masses.tolist(), mass_se=b.mass_se.tolist(),
                            centres=b.centres.tolist(), codes=list(b.codes), silhouette=b.silhouette),
              outliers=outliers(rd, n_cls))
+    if e["part"] == "binary":
+        e["kernel"] = kernel_summary(run, rd, task, net)
     if net == "linear":
         e.update(C.linear_U_check(rd, task))
     elif net == "sigmoidal":
@@ -156,6 +160,41 @@ def net_entry(net: str, s: dict, args) -> dict:
         e.update(meanfield_mass=mf, meanfield_status=th.status,
                  tv_to_meanfield=0.5 * sum(abs(fr.get(c, 0.0) - mf.get(c, 0.0)) for c in set(mf) | set(fr)))
     return e
+
+
+def kernel_summary(run, rd, task, net: str) -> dict:
+    """The posterior feature kernel K = φφᵀ/N (Fig. 1e): CKA with the targets' kernel yyᵀ (± s.e. over blocks of
+    draws) against the NNGP prior kernel's, the learned part ‖K − K_prior‖/‖K‖, the class-block means of K
+    (off-diagonal entries; the diagonal per class), and the theory where there is one: the linear net's exact
+    N → ∞ kernel K1 (``linear_saddle_point``), the sigmoidal net's mean-field class blocks (``feature_kernel``)."""
+    from bnnzoo.diagnostics.kernels import cka, kernels_and_richness
+
+    k = kernels_and_richness(run)
+    K, Kp = np.asarray(k.K[0]), np.asarray(k.K_prior[0])
+    Y = np.asarray(task.Y, float)
+    lab = np.asarray(rd.labels)
+    n_cls = int(lab.max()) + 1
+    off = ~np.eye(len(lab), dtype=bool)
+    block = np.array([[K[np.ix_(lab == c, lab == d)][off[np.ix_(lab == c, lab == d)]].mean() for d in range(n_cls)]
+                      for c in range(n_cls)])
+    diag = np.array([np.diag(K)[lab == c].mean() for c in range(n_cls)])
+    out = dict(target_cka=float(k.target_cka[0]), target_cka_se=float(k.target_cka_se[0]),
+               prior_target_cka=float(cka(Kp, Y @ Y.T)), learned_fraction=float(k.learned_fraction[0]),
+               block=block.tolist(), diag=diag.tolist())
+    if net == "linear":
+        from bnnzoo.theory.linear import linear_saddle_point
+
+        th = linear_saddle_point(task.X, task.Y, temperature=rd.temperature, sigma_a2=rd.sigma_a2)
+        out["theory_relative_error"] = float(np.linalg.norm(K - th.K1) / np.linalg.norm(th.K1))
+    elif net == "sigmoidal":
+        from bnnzoo.theory.meanfield import single_neuron_meanfield
+
+        th = single_neuron_meanfield(task.X, task.Y, labels=task.labels, nonlinearity="sigmoid",
+                                     temperature=rd.temperature, sigma_a2=rd.sigma_a2)
+        tb, td = np.asarray(th.feature_kernel), np.asarray(th.feature_kernel_diag)
+        out.update(theory_block=tb.tolist(), theory_diag=td.tolist(),
+                   theory_relative_error=float(np.linalg.norm(block - tb) / np.linalg.norm(tb)))
+    return out
 
 
 def _codes_cell(c: dict) -> str:
@@ -207,6 +246,27 @@ def markdown(summary: dict) -> str:
                          f"{C.fmt(h['max_rhat'])} | {e['coding_scheme']} | {C.fmt(er['ratio'], er['ratio_se'], 2)} "
                          f"({er['verdict']}) | {_codes_cell(c)} | {C.fmt(c['code_memory'], None, 2)} "
                          f"({c['verdict']}) | {br} | {_outliers_cell(e['outliers'])} | {th} | {e['seconds']} |")
+        lines += ["Posterior feature kernel K = φφᵀ/N (Fig. 1e): CKA with yyᵀ (± s.e. over blocks of draws) against "
+                  "the NNGP prior kernel's, the learned part ‖K − K_prior‖/‖K‖, class-block means of K (off-diagonal "
+                  "entries: within class +, within class −, between) and the theory: the linear net's exact N → ∞ "
+                  "kernel, the sigmoidal mean field's class blocks (relative Frobenius error).\n",
+                  "| net | CKA(K, yyᵀ) | prior's | learned part | blocks ++ / −− / +− | diagonal + / − | theory | "
+                  "relative error |", "|---|---|---|---|---|---|---|---|"]
+        for e in binary:
+            kk = e.get("kernel")
+            if not kk:
+                continue
+            b = kk["block"]
+            th = "—"
+            if "theory_block" in kk:
+                tb = kk["theory_block"]
+                th = f"blocks {C.fmt(tb[0][0])} / {C.fmt(tb[1][1])} / {C.fmt(tb[0][1])}"
+            elif e["net"] == "linear":
+                th = "exact K1 (N → ∞)"
+            lines.append(f"| {e['net']} | {C.fmt(kk['target_cka'], kk['target_cka_se'])} | "
+                         f"{C.fmt(kk['prior_target_cka'])} | {C.fmt(kk['learned_fraction'])} | {C.fmt(b[0][0])} / "
+                         f"{C.fmt(b[1][1])} / {C.fmt(b[0][1])} | {C.fmt(kk['diag'][0])} / {C.fmt(kk['diag'][1])} | "
+                         f"{th} | {C.fmt(kk.get('theory_relative_error'))} |")
         lines.append("")
     if sparse:
         lines += ["## Sparse codes: softplus and ReLU² on the toy task (y− = −½)\n",
