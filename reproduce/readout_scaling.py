@@ -77,9 +77,7 @@ def analyse(results: dict) -> dict:
         out[net] = dict(zip(("slope_q_a", "slope_q_a_se"), C.loglog_slope(Ps, [e["q_a"] for e in entries])))
         out[net].update(zip(("slope_bulk", "slope_bulk_se"), C.loglog_slope(Ps, [e["bulk"] for e in entries])))
         if entries and "q_a_theory" in entries[0]:
-            out[net].update(zip(("slope_theory", "_"), C.loglog_slope(Ps, [e["q_a_theory"] for e in entries])))
-            out[net].pop("_", None)
-        out[net]["all_equilibrated"] = all(e["health"]["status"] == "equilibrated" for e in entries)
+            out[net]["slope_theory"] = C.loglog_slope(Ps, [e["q_a_theory"] for e in entries])[0]
     return out
 
 
