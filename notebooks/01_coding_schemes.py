@@ -225,7 +225,7 @@ fig = bnnzoo.plots.plot_readout(runs["relu"], report=rel)
 #   The bulk mean field is not normalisable, as expected.
 #
 # The paper's sizes (N = P = 500) are one switch away (`PAPER_SIZE = True`); this notebook has not been run at them
-# (hours per net on a 2-core CPU). The script `reproduce/fig2_toy.py --size paper` ran the sigmoidal net at
+# (hours per net on a 2-core CPU). The script `python -m reproduce fig2_toy --size paper` ran the sigmoidal net at
 # N = P = 500 on one GPU: the same four codes within a total-variation distance of 0.010 of the mean field, frozen
 # (the reproduction page, row P1). The cell below recomputes everything from the runs.
 

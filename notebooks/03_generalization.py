@@ -34,7 +34,7 @@
 # "bnnzoo[mnist]"`; it ships 5000 MNIST images, no download): the paper's Fig. 6 setting with N0 = 784, each image
 # scaled to xᵀx/N0 = 1 (`bnnzoo.tasks.mnist_subset_task`), 4 chains of SNAPER per net, sampler health checked;
 # test predictor against the GP and the theory predictors, codes on training and test images, and the test kernel.
-# The larger run is `reproduce/mnist_generalization.py --size cpu` (results in
+# The larger run is `python -m reproduce mnist_generalization --size cpu` (results in
 # `reproduce/results/mnist_generalization.md`).
 
 # %% tags=["parameters"]

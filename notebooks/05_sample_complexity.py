@@ -34,12 +34,12 @@
 # (`first_layer_overlaps`), and, for contrast, the alignment of the NNGP posterior mean (`bnnzoo.theory.gp_posterior`,
 # erf kernel, two hidden layers, the same κ — the N → ∞ limit of this standard-readout net), which is cheap enough to
 # sweep to large P. P\* is read off where A_f crosses 0.25 (log-linear interpolation). The stored results of the
-# larger sweep `python benchmarks/sample_complexity.py` are shown next to them, labelled as such.
+# larger sweep `python -m reproduce sample_complexity` are shown next to them, labelled as such.
 
 # %% tags=["parameters"]
-PAPER_SIZE = False        # True: the larger sweep of benchmarks/sample_complexity.py (tens of minutes on a CPU)
+PAPER_SIZE = False        # True: the larger sweep of `python -m reproduce sample_complexity` (tens of minutes on a CPU)
 SEED = 0
-SHOW_STORED = True        # also load and display benchmarks/results/sample_complexity.json when present
+SHOW_STORED = True        # also load and display reproduce/results/sample_complexity.json when present
 
 # %%
 import os
@@ -179,14 +179,14 @@ for lv in (0.25, 0.5):
 # %% [markdown]
 # ## Stored results of the larger sweep (not recomputed here)
 #
-# Produced by `python benchmarks/sample_complexity.py` (N1 = N2 = 32, 2 chains × (150 warm-up + 100 draws), max tree
+# Produced by `python -m reproduce sample_complexity` (N1 = N2 = 32, 2 chains × (150 warm-up + 100 draws), max tree
 # depth 8, κ = 0.05, 1000 test points, seed 0; three-layer d = 8, 16, 32 with P/d = 2 … 64; attention d = 8,
 # L = 2, 4, 8, P = 32 … 512). Shown only when the file is present.
 
 # %%
 stored = None
 for base in (Path(".."), Path("."), Path("../..")):  # run from notebooks/, the root or docs/gallery/
-    f = base / "benchmarks" / "results" / "sample_complexity.json"
+    f = base / "reproduce" / "results" / "sample_complexity.json"
     if SHOW_STORED and f.exists():
         stored = json.loads(f.read_text())
         break
@@ -213,9 +213,9 @@ if stored is not None:
         print(f"  attention   L={int(L)} d={d_att}: P*(A=0.25) = {p:6.1f}   "
               f"P*/sqrt(L d^3) = {p / math.sqrt(int(L) * d_att ** 3):.3f}")
 else:
-    print("benchmarks/results/sample_complexity.json not found: stored sweep not shown")
+    print("reproduce/results/sample_complexity.json not found: stored sweep not shown")
 for base in (Path(".."), Path("."), Path("../..")):  # run from notebooks/, the root or docs/gallery/
-    d_files = sorted((base / "benchmarks" / "results").glob("sample_complexity_attention_d_fine*.json"))
+    d_files = sorted((base / "reproduce" / "results").glob("sample_complexity_attention_d_fine*.json"))
     if d_files:
         break
 for f in d_files:
@@ -283,7 +283,7 @@ if stored is not None:
         ax.plot(x, [r["A"] for r in rs], "o-", color=colors.get(d, "k"), label=f"BNN d={d}")
         ax.plot(x, [r["A_nngp"] for r in rs], "s--", color=colors.get(d, "k"), mfc="none", lw=0.8)
     log_x(ax, "P / d")
-    ax.set(ylabel="alignment $A_f$", title="(d) STORED, not recomputed: benchmarks/sample_complexity.py")
+    ax.set(ylabel="alignment $A_f$", title="(d) STORED, not recomputed: reproduce sample_complexity")
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8, title="N1 = N2 = 32; dashed: NNGP", title_fontsize=8)
 else:
@@ -318,9 +318,9 @@ fig.savefig(OUT / "05_sample_complexity.png", dpi=100)
 # own choice (the paper's equations were not available, docs/theory.md §8), so this is a non-reproduction of the scaling
 # for this model, not a refutation of the paper.
 #
-# The d part of the law was measured outside CI (`python benchmarks/sample_complexity.py --which attention --L 4
+# The d part of the law was measured outside CI (`python -m reproduce sample_complexity --which attention --L 4
 # --attn-d 4 8 16 --P 16 23 32 45 64 91 128 181 256 362 512 --seed S --name sample_complexity_attention_d_fine…`,
-# seeds 0, 1, 2; 4–8 minutes each; files `benchmarks/results/sample_complexity_attention_d_fine*.md`): at L = 4 the
+# seeds 0, 1, 2; 4–8 minutes each; files `reproduce/results/sample_complexity_attention_d_fine*.json`): at L = 4 the
 # log-log slope of P\* in d (d = 4, 8, 16) is 1.39 / 1.05 / 1.60 at A = 0.25 (mean 1.35 ± 0.28) and 1.30 / 1.05 /
 # 1.67 at A = 0.5 (1.34 ± 0.31), against the paper's 3/2 and the kernel's 3: **compatible with d^{3/2}** within the
 # seed scatter, over only a factor 4 in d, with one chain of seed 2 stuck in a non-aligned mode at two points. The

@@ -180,7 +180,9 @@ fig.savefig(OUT / "07_richness.png", dpi=100)
 # **Paper** (Nam et al.): rich training → D_LR near 0 (features collapsed onto the outputs, NC1 → 0); lazy → near the
 # isotropic value 1 − √(r/N) = 0.74 here. (van Meegen & Sompolinsky): lazy features = the prior's random features,
 # non-lazy feature kernel task-learned; they state that property 1 of neural collapse (vanishing within-class
-# variability) is violated in their networks. No Bayesian numbers are published.
+# variability) is violated in their networks. No Bayesian numbers are published. Row A3 of the reproduction
+# page measures both on one run: the population NC1 is 10⁻³–10⁻⁴ while single units keep fluctuating within a
+# class, so the two statements concern different variabilities.
 #
 # **What NC1 measures here.** `bnnzoo.diagnostics.nc1` is tr(Σ_B⁺ Σ_W)/C on one draw's feature-layer activations,
 # averaged over the draws: the within-class spread across the training points counts only along the C − 1

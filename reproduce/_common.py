@@ -1,7 +1,8 @@
-"""Shared helpers of the reproduction scripts: the command line, sampling a net on the toy task, the summaries that
-are stored instead of the draws, and the result files (JSON + markdown in ``reproduce/results/``).
+"""Shared helpers of the reproduction experiments: the command line, sampling a net on the toy task, the summaries
+that are stored instead of the draws, and the result file (one JSON file per run in ``reproduce/results/``; the pages
+are made from it by :mod:`reproduce.render`).
 
-Every script samples with SNAPER (ChEES-HMC with the trajectory length tuned on the slowest direction, as
+Every experiment samples with SNAPER (ChEES-HMC with the trajectory length tuned on the slowest direction, as
 ``bnnzoo demo`` does), ``num_chains`` chains vectorised on one device, each started from its own prior draw.  The
 draws are streamed in chunks (``chunk_size``); the first-layer weights are not recorded and the preactivations are
 recorded on every ``thin_z``-th kept draw only, so that a paper-size run fits one GPU.
@@ -35,13 +36,14 @@ def log(msg: str) -> None:
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
     """The command line every script shares: --size, --out, --name, --seed, --overwrite, --progress."""
     p = argparse.ArgumentParser(prog=prog, description=description)
+    p.set_defaults(prog=prog)
     p.add_argument("--size", choices=SIZES, default="cpu",
                    help="ci: seconds to a minute per net (tests); cpu: what a 2-core CPU runs in about half an "
                         "hour; paper: the paper's sizes (needs a GPU)")
     p.add_argument("--out", default=str(RESULTS), help="folder of the result files (default: reproduce/results)")
-    p.add_argument("--name", default=None, help="stem of the result files (default: <script>_<size>)")
+    p.add_argument("--name", default=None, help="stem of the result file (default: <experiment>_<size>)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (>= 0)")
-    p.add_argument("--overwrite", action="store_true", help="replace existing result files")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing result file")
     p.add_argument("--progress", action="store_true", help="the sampler's own progress lines as well")
     return p
 
@@ -79,30 +81,30 @@ def mark_uncertified(markdown: str, earlier_gate: bool = False) -> str:
 
 
 class ResultFiles:
-    """The JSON and markdown files of one script run; refuses to replace existing files unless ``overwrite``.
+    """The JSON result file of one experiment run; refuses to replace an existing file unless ``overwrite``.
 
-    ``certified``: the script certifies its runs' populations (several start families, ``certify=True``); otherwise
-    :meth:`write` marks the page (:func:`mark_uncertified`) and records ``"populations_certified": false`` in the
-    JSON, so that no result file says "equilibrated" of populations nobody certified."""
+    ``certified``: the experiment certifies its runs' populations (several start families, ``certify=True``);
+    otherwise the JSON records ``"populations_certified": false`` and the rendered page marks every "equilibrated"
+    (:mod:`reproduce.render`), so that no result page says "equilibrated" of populations nobody certified.  The
+    file is written to a temporary name and renamed, so an interrupted write leaves the previous version whole."""
 
     def __init__(self, out: str | Path, stem: str, overwrite: bool, certified: bool = False):
         out = Path(out)
         if out.exists() and not out.is_dir():
             raise ValueError(f"--out: {out} is a file, not a folder")
         self.json = out / f"{stem}.json"
-        self.md = out / f"{stem}.md"
-        existing = [str(p) for p in (self.json, self.md) if p.exists()]
-        if existing and not overwrite:
-            raise ValueError(f"--overwrite: {', '.join(existing)} exist(s); pass --overwrite to replace")
+        if self.json.exists() and not overwrite:
+            raise ValueError(f"--overwrite: {self.json} exists; pass --overwrite to replace it")
         self.out = out
         self.certified = bool(certified)
 
-    def write(self, summary: dict, markdown: str) -> None:
-        """Write both files (called after every finished entry, so a stopped run keeps what it finished)."""
+    def write(self, summary: dict) -> None:
+        """Write the JSON file (called after every finished entry, so a stopped run keeps what it finished)."""
         self.out.mkdir(parents=True, exist_ok=True)
         summary = dict(summary, populations_certified=self.certified)
-        self.json.write_text(json.dumps(jsonable(summary), indent=1, allow_nan=False) + "\n")
-        self.md.write_text(markdown if self.certified else mark_uncertified(markdown))
+        tmp = self.json.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(jsonable(summary), indent=1, allow_nan=False) + "\n")
+        tmp.replace(self.json)
 
 
 def check_args(args) -> None:
@@ -150,12 +152,6 @@ def continued_provenance(old: dict, prov: dict, tabulate: bool) -> dict:
     return dict(old["provenance"], history=hist + [step])
 
 
-def history_lines(prov: dict) -> list[str]:
-    """Markdown lines naming each resumption or rewrite of a run."""
-    what = {"resume": "continued the run", "tabulate": "rewrote these files from the JSON file, sampling nothing"}
-    return [f"Then `{h['command']}` ({what[h['mode']]}), started {h['started']}.\n" for h in prov.get("history", [])]
-
-
 def provenance(args, argv) -> dict:
     """Command, machine, versions and start time of a script run."""
     import jax
@@ -164,7 +160,8 @@ def provenance(args, argv) -> dict:
     import bnnzoo
 
     dev = jax.devices()[0]
-    return dict(command="python " + " ".join([sys.argv[0]] + list(argv)), size=args.size, seed=args.seed,
+    return dict(command=" ".join([getattr(args, "prog", "python -m reproduce")] + list(argv)), size=args.size,
+                seed=args.seed,
                 started=datetime.datetime.now().isoformat(timespec="seconds"),
                 machine=f"{platform.machine()}, {jax.device_count()} × {dev.device_kind} ({dev.platform})",
                 versions=dict(python=platform.python_version(), jax=jax.__version__, numpyro=numpyro.__version__,
@@ -308,21 +305,6 @@ def chain_disagreement(mse: np.ndarray, layers: list[dict]) -> dict:
     return out
 
 
-def chain_disagreement_text(cd: dict) -> str:
-    """Two sentences for a results page: the chains' mean training errors and the strongest code links."""
-    if not cd:
-        return ""
-    text = (f"Chains ({len(cd['mse_chain_mean'])}): mean training error per chain "
-            + ", ".join(fmt(m, se) for m, se in zip(cd["mse_chain_mean"], cd["mse_chain_se"]))
-            + f" (within-chain s.d. {fmt(cd['mse_within_sd'])}).")
-    if cd["links"]:
-        text += ("\nRank correlation across chains of the training error with the fraction of units on a code "
-                 "(Spearman ρ, p; strongest first): " + "; ".join(
-                     f"layer {k['layer']} code {k['code']} ρ = {k['rho']:.2f}, p = {k['p']:.2g} "
-                     f"(per chain {', '.join(f'{v:.2f}' for v in k['per_chain'])})" for k in cd["links"][:4]) + ".")
-    return text
-
-
 def outlier_summary(rd) -> dict:
     """ReLU outliers (:func:`bnnzoo.diagnostics.branches.find_outliers`): count per chain, classes, and the RMS
     readout norm and preactivation of every outlier and of the bulk (medians)."""
@@ -396,11 +378,3 @@ def fmt(v, se=None, digits: int = 3) -> str:
         return "—"
     s = f"{v:.{digits}g}"
     return s if se is None else f"{s} ± {se:.2g}"
-
-
-def header(title: str, prov: dict) -> str:
-    """Markdown head of a result file: what was run, where, with which versions."""
-    v = prov["versions"]
-    return (f"# {title}\n\nCommand: `{prov['command']}` (size `{prov['size']}`, seed {prov['seed']}), started "
-            f"{prov['started']}.  Machine: {prov['machine']}.  Python {v['python']}, jax {v['jax']}, numpyro "
-            f"{v['numpyro']}, bnnzoo {v['bnnzoo']}.  Sampler: SNAPER, {CHAINS} chains from prior draws, vectorised.\n")

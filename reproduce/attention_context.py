@@ -31,14 +31,14 @@ Three choices set how L enters G, all through one factor at first order:
 
 Under the prior the scores are O(β), not small: the prior's attention is not in the first-order regime.  Its
 token-mean (uniform attention) part c Σ_h a_hᵀ V_h x̄ has variance E|x̄|²/d = 1/L exactly, while the rest, f − f(β → 0),
-does not fall with L at β = 1 and grows with L at β = √L (the script estimates both from prior draws).  The data
+does not fall with L at β = 1 and grows with L at β = √L (the experiment estimates both from prior draws).  The data
 do not depend on β: at a given seed and L both variants see the same contexts.  So if P* ∝ G^γ · D(L), with D(L)
 whatever the data contribute (e.g. the L − 1 key-value products per context), then the difference of the log-log
 slopes of P* in L between β = 1 and β = √L is Δ = γ/2 exactly, and the first-order prediction is *the faster β
-grows with L, the smaller the exponent* (the result files say whether it holds).  If γ ≈ 1 and D(L) saturated,
+grows with L, the smaller the exponent* (the result file says whether it holds).  If γ ≈ 1 and D(L) saturated,
 β fixed would give P* ∝ √L.
 
-The script measures, for the variants ``fixed`` (β = 1) and ``sqrtL`` (β = √L) (``L``, β = L, is available):
+The experiment measures, for the variants ``fixed`` (β = 1) and ``sqrtL`` (β = √L) (``L``, β = L, is available):
 per (variant, seed, L) the alignment A_f of the posterior-mean predictor on a test set on a ladder of P, searched in
 strides from a start point until A_f crosses 0.25 (start: the previous seed's P* of the same variant and L), then
 refined at the ladder point halfway between the bracketing points, P*(0.25)
@@ -49,36 +49,34 @@ whose relative error must fall by 4 when u halves, and records G per variant and
 from prior draws (sampler "auto" = ChEES for this entry), the sampler health (status, R̂ of the training error, the
 readout norm and the outputs) stored and shown next to A_f.
 
-Run: ``python reproduce/attention_context.py --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
-[--seeds 0,1,2] [--seed 0] [--resume | --tabulate] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and
-contexts); an entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its
-JSON file (same sampling settings: d, warm-up, draws, test contexts, κ), reusing the entries it already holds; the
-search settings (L, seeds, variants, ladder, evaluations per curve) may change, e.g. to refine a finished run;
-``--tabulate`` rewrites the result files from the JSON file without sampling.  On a loaded CPU the compilations take
-much of an entry's time; set ``JAX_COMPILATION_CACHE_DIR`` (the cpu run here did) so that entries of the same P and
-L (other seeds, other β) reuse them.
+Run: ``python -m reproduce attention_context --size ci|cpu|paper [--variants fixed,sqrtL] [--L 2,4,8,16]
+[--seeds 0,1,2] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks (teacher and contexts); an
+entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
+sampling settings: d, warm-up, draws, test contexts, κ), reusing the entries it already holds; the search settings
+(L, seeds, variants, ladder, evaluations per curve) may change, e.g. to refine a finished run.  On a loaded CPU the
+compilations take much of an entry's time; set ``JAX_COMPILATION_CACHE_DIR`` (the cpu run here did) so that entries
+of the same P and L (other seeds, other β) reuse them.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "attention_context.py"
+NAME = "attention_context"
+CLAIMS = ("C8",)
 LEVEL = 0.25
+THEORY_SLOPE = 0.5      # the paper's P* ∝ √L
 HEADS = 2
 VARIANTS = {"fixed": "β = 1", "sqrtL": "β = √L", "L": "β = L"}
 # per size: token dimension d, context lengths, seeds, variants, the P ladder (P ≈ 8·2^(k/2)) and the search stride on
 # it, the start P, the most evaluations per curve, warm-up and kept draws, test contexts, ridge κ
 ENTRY_KEYS = ("d", "warmup", "samples", "P_test", "kappa")     # what an entry's result depends on besides its key
-SETTINGS = {
+SIZES = {
     "ci": dict(d=4, L=(2, 3), seeds=(0,), variants=("fixed",), ladder=(16,), stride=1, start=16, max_evals=1,
                warmup=30, samples=20, P_test=100, kappa=0.05),
     "cpu": dict(d=4, L=(2, 4, 8, 16), seeds=(0, 1, 2), variants=("fixed", "sqrtL"),
@@ -241,7 +239,16 @@ def _mean_se(v):
 
 
 def analyse(summary: dict) -> dict:
-    """P* per (variant, seed, L), slopes per seed, their mean ± s.e. over seeds, and Δ between variants."""
+    """P* per (variant, seed, L), slopes per seed, their mean ± s.e. over seeds, and Δ between variants, with what
+    follows from them.
+
+    Per variant: ``by_L`` (β, the first-order weight product G, geometric-mean P* over seeds, entries and how many
+    equilibrated per L) and ``sqrt_L_holds`` (the mean slope within 2 s.e. of ½; None without a slope or its s.e.).
+    ``delta_fixed_minus_sqrtL``: Δ = slope(β = 1) − slope(β = √L) over seeds, ``gamma`` = 2Δ (the exponent γ of
+    P* ∝ G^γ D(L)), ``beta_exponent_for_sqrt_L`` = (slope(β = 1) − ½)/γ (a score scale β ∝ L^b with this b would
+    give P* ∝ √L, an extrapolation that assumes β acts only through G; None unless Δ > 0),
+    ``beta_decides_exponent`` (|Δ| > 2 s.e.) and ``contradicts_first_order`` (Δ < 0: the first-order argument
+    predicts Δ = γ/2 > 0).  ``health_counts``: entries per sampler-health status."""
     s = summary["settings"]
     curves = {}
     for e in summary["entries"]:
@@ -267,11 +274,14 @@ def analyse(summary: dict) -> dict:
                     if L in pstar[v][sd] and pstar[v][sd][L]["flag"] == ""]
             lm, lse, ln = _mean_se(logs)
             st = [e["health"]["status"] for e in summary["entries"] if e["variant"] == v and e["L"] == L]
-            byL[L] = dict(log_P_star=lm, log_P_star_se=lse, n_seeds=ln,
-                          P_star_geo=math.exp(lm) if lm is not None else None,
+            beta = score_scale(v, L)
+            byL[L] = dict(beta=beta, G=required_product(L, beta, s["d"]), log_P_star=lm, log_P_star_se=lse,
+                          n_seeds=ln, P_star_geo=math.exp(lm) if lm is not None else None,
                           n_entries=len(st), n_equilibrated=st.count("equilibrated"))
+        holds = abs(m - THEORY_SLOPE) <= 2 * se if m is not None and se else None
         out[v] = dict(P_star=pstar.get(v, {}), per_seed=per_seed, slope_mean=m, slope_se=se, n_seeds=n,
-                      slope_without_largest_L_mean=m_short, slope_without_largest_L_se=se_short, by_L=byL)
+                      slope_without_largest_L_mean=m_short, slope_without_largest_L_se=se_short,
+                      sqrt_L_holds=holds, by_L=byL)
     delta = None
     if "fixed" in out and "sqrtL" in out:
         fx, sq = out["fixed"]["per_seed"], out["sqrtL"]["per_seed"]
@@ -282,146 +292,21 @@ def analyse(summary: dict) -> dict:
               if sd in sq and fx[sd]["slope_without_largest_L"] is not None
               and sq[sd]["slope_without_largest_L"] is not None]
         m2, se2, _ = _mean_se(d2)
-        delta = dict(mean=m, se=se, n_seeds=n, per_seed=d, without_largest_L=m2, without_largest_L_se=se2)
-    return dict(variants=out, delta_fixed_minus_sqrtL=delta)
-
-
-def verdict(summary: dict) -> str:
-    a = summary["analysis"]
-    parts = []
-    for v, r in a["variants"].items():
-        if r["slope_mean"] is None:
-            parts.append(f"{v} ({VARIANTS[v]}): no slope (crossings at fewer than 3 L per seed)")
-            continue
-        parts.append(f"{v} ({VARIANTS[v]}): slope of P* in L = {C.fmt(r['slope_mean'], r['slope_se'])} "
-                     f"(mean ± s.e. over {r['n_seeds']} seeds; without the largest L "
-                     f"{C.fmt(r['slope_without_largest_L_mean'], r['slope_without_largest_L_se'])})")
-    txt = "Measured: " + "; ".join(parts) + " (theory: +0.5)."
-    dl = a["delta_fixed_minus_sqrtL"]
-    if dl and dl["mean"] is not None:
-        txt += (f"  Δ = slope(β = 1) − slope(β = √L) = {C.fmt(dl['mean'], dl['se'])} over {dl['n_seeds']} seeds: "
-                f"if P* ∝ G^γ D(L), γ = 2Δ = {C.fmt(2 * dl['mean'], 2 * dl['se'] if dl['se'] else None)}; "
-                f"without the largest L, Δ = {C.fmt(dl['without_largest_L'], dl['without_largest_L_se'])}.")
-        fx = a["variants"].get("fixed", {})
-        if fx.get("slope_mean") is not None and dl["mean"] > 0:
-            b = (fx["slope_mean"] - 0.5) / (2 * dl["mean"])
-            txt += (f"  A score scale β ∝ L^b with b = (slope(β = 1) − ½)/γ = {C.fmt(b)} would give P* ∝ √L in "
-                    "this model (an extrapolation from the two variants that assumes β acts only through G; β also "
-                    "sharpens the prior's attention).")
-        elif dl["mean"] < 0:
-            txt += ("  Δ < 0 contradicts the first-order amplitude argument alone (it predicts Δ = γ/2 > 0): raising "
-                    "β with L raises P*, so β acts through something other than the weight product G — under the "
-                    "prior the scores are O(β), so at β = √L the prior's attention grows sharper with L and the "
-                    "posterior has to pull every query–key direction back into the small-score regime in which the "
-                    "cubic target is realised (a hypothesis, not tested here).")
-    rep = [v for v, r in a["variants"].items() if r["slope_mean"] is not None and r["slope_se"]
-           and abs(r["slope_mean"] - 0.5) <= 2 * r["slope_se"]]
-    if rep:
-        txt += "  P* ∝ √L holds within 2 s.e. for " + ", ".join(f"{v} ({VARIANTS[v]})" for v in rep) + "."
-    elif any(r["slope_mean"] is not None and r["slope_se"] for r in a["variants"].values()):
-        txt += "  P* ∝ √L is reproduced by none of the variants (every slope is more than 2 s.e. from 0.5)."
-    if dl and dl["mean"] is not None and dl["se"] and abs(dl["mean"]) > 2 * dl["se"]:
-        txt += (f"  The score scale β decides the exponent: going from β = 1 to β = √L changes the slope by "
-                f"{C.fmt(-dl['mean'], dl['se'])}.")
-    for v, r in a["variants"].items():
-        bad = [f"L = {L}: {b['n_entries'] - b['n_equilibrated']} of {b['n_entries']}"
-               for L, b in r["by_L"].items() if b["n_entries"] and b["n_equilibrated"] < b["n_entries"]]
-        if bad:
-            txt += f"  {v}: entries not equilibrated per L — {'; '.join(bad)}."
+        fixed_slope = out["fixed"]["slope_mean"]
+        delta = dict(mean=m, se=se, n_seeds=n, per_seed=d, without_largest_L=m2, without_largest_L_se=se2,
+                     gamma=2 * m if m is not None else None, gamma_se=2 * se if se else None,
+                     beta_exponent_for_sqrt_L=((fixed_slope - THEORY_SLOPE) / (2 * m)
+                                               if m is not None and m > 0 and fixed_slope is not None else None),
+                     beta_decides_exponent=bool(abs(m) > 2 * se) if m is not None and se else None,
+                     contradicts_first_order=bool(m < 0) if m is not None else None)
     health = [e["health"]["status"] for e in summary["entries"]]
-    txt += (f"  Sampler health of the {len(health)} entries: "
-            + ", ".join(f"{health.count(h)} {h}" for h in sorted(set(health))) + ".")
-    return txt
+    return dict(variants=out, delta_fixed_minus_sqrtL=delta, theory_slope=THEORY_SLOPE,
+                health_counts={h: health.count(h) for h in sorted(set(health))})
 
 
-def entry_cells(e: dict) -> str:
-    """The A_f (± s.e. over chains), chain means, health, max R̂, divergences and seconds cells of an entry's row."""
-    h = e["health"]
-    return (f"{C.fmt(e['A'], e['A_se_chains'])} | {' / '.join(f'{a:.2f}' for a in e['A_chains'])} | {h['status']} | "
-            f"{C.fmt(h['max_rhat'])} | {h['divergences']} | {e['seconds']} |")
-
-
-def markdown(summary: dict) -> str:
-    s, prov = summary["settings"], summary["provenance"]
-    lines = [C.header("Softmax attention: the context length L and the sample complexity P*", prov).replace(
-        "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)")]
-    lines += C.history_lines(prov)
-    lines.append("")
-    lines.append(f"Token dimension d = {s['d']} (the d³ part of the claim is not the target here; L is), H = {HEADS} "
-                 f"heads, key dimension d_h = d, standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior "
-                 f"σ² = σ_a² = 1; {s['warmup']} warm-up + {s['samples']} draws per chain; {s['P_test']} test "
-                 f"contexts; P ladder {', '.join(map(str, s['ladder']))} searched per curve in strides of "
-                 f"{s['stride']} until A_f crosses {LEVEL}, then refined halfway between the bracketing points (at "
-                 f"most {s['max_evals']} values per curve).\n")
-    lines += ["## The architectural choices and the first-order analysis\n",
-              "Model: s_hℓ = β q_h·k_hℓ/√d_h, α_hℓ = softmax_ℓ(s_hℓ), f = c Σ_h a_hᵀ Σ_ℓ α_hℓ v_hℓ.  Target: "
-              "y = q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄)/√(L − 1) (E[y²] = 1).  To first order in the scores "
-              "(α_ℓ = (1/L)(1 + s_ℓ − s̄) + O(s²)) two heads with opposite scores ±u q k_ℓ realise "
-              "f = (2 c g_a g_v u/L) q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄) (1 + O(u²)); matching the target needs the weight "
-              "product G = g_q g_k g_v g_a = L √d_h/(2 c β √(L − 1)).  The softmax's 1/L and the target's "
-              "1/√(L − 1) leave G ∝ √L at a fixed score scale β; β ∝ √L removes the L dependence; moving the "
-              "1/L (an unnormalised or 1/√L-normalised attention sum) is a rescaling of β at first order; the "
-              "readout normalisation c does not involve L.  The data are the same for every β, so if "
-              "P* ∝ G^γ D(L), the slope difference Δ = slope(β = 1) − slope(β = √L) is γ/2: the first-order "
-              "argument predicts that the faster β grows with L, the smaller the exponent (tested below).\n",
-              "Check of the formula with hand-built teacher weights through `attention_forward` (2000 contexts): "
-              "relative error ‖f − y‖/‖y‖ at score amplitude u and u/2 (their ratio → 4 as u → 0), alignment of "
-              "the teacher and of the exact target (1).\n",
-              "| variant | L | β | G | rel. error at u | at u/2 | ratio | A_f teacher | A_f target |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for c in summary["first_order"]:
-        lines.append(f"| {c['variant']} | {c['L']} | {C.fmt(c['beta'])} | {C.fmt(c['G'])} | {C.fmt(c['rel_error'])} "
-                     f"(u = {c['u']}) | {C.fmt(c['rel_error_half'])} | {C.fmt(c['ratio'])} | "
-                     f"{C.fmt(c['A_teacher'], digits=4)} | {C.fmt(c['A_target'], digits=4)} |")
-    if summary.get("prior_parts"):
-        lines += ["", "Under the prior (σ² = σ_a² = 1, 300 draws × 400 contexts): second moment of f split into the "
-                  "token-mean part f(β → 0) (exactly 1/L in expectation) and the rest f(β) − f(β → 0).  The prior's "
-                  "scores are O(β), so its attention is not in the first-order regime.\n",
-                  "| variant | L | β | token-mean part | 1/L | rest | total |", "|---|---|---|---|---|---|---|"]
-        for q in summary["prior_parts"]:
-            lines.append(f"| {q['variant']} | {q['L']} | {C.fmt(q['beta'])} | {C.fmt(q['var_mean_part'])} | "
-                         f"{C.fmt(q['var_mean_part_theory'])} | {C.fmt(q['var_rest'])} | {C.fmt(q['var_total'])} |")
-    lines += ["", "## Sampled entries\n",
-              "A_f of the posterior-mean predictor; ± the standard error over the 4 chains' means.\n",
-              "| variant | L | seed | P | A_f | chain means | health | max R̂ | divergences | s |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    for e in sorted(summary["entries"], key=lambda e: (e["variant"], e["L"], e["seed"], e["P"])):
-        lines.append(f"| {e['variant']} | {e['L']} | {e['seed']} | {e['P']} | {entry_cells(e)}")
-    a = summary.get("analysis")
-    if a:
-        lines += ["", f"## P*(A_f = {LEVEL}) and its exponent in L\n",
-                  "P* per seed (\"<P\": already crossed at the smallest P tried; \">P\": not crossed at the largest; "
-                  "both left out of the fits); geometric mean over seeds with the standard error of log P*; the "
-                  "log–log slope per seed (least squares over the L with a crossing, at least 3) and its mean ± "
-                  "standard error over seeds.\n",
-                  "| variant | L | β | G (first order) | P* per seed | geometric mean P* | s.e. of log P* | "
-                  "entries equilibrated |", "|---|---|---|---|---|---|---|---|"]
-        for v, r in a["variants"].items():
-            for L in s["L"]:
-                cells = []
-                for sd in sorted(r["P_star"], key=int):
-                    ps = r["P_star"][sd].get(L) or r["P_star"][sd].get(str(L))
-                    if ps:
-                        cells.append(f"{ps['flag']}{ps['P_star']:.1f}")
-                bl = r["by_L"].get(L) or r["by_L"].get(str(L))
-                lines.append(f"| {v} | {L} | {C.fmt(score_scale(v, L))} | "
-                             f"{C.fmt(required_product(L, score_scale(v, L), s['d']))} | {' / '.join(cells) or '—'} | "
-                             f"{C.fmt(bl['P_star_geo'])} | {C.fmt(bl['log_P_star_se'])} | "
-                             f"{bl['n_equilibrated']} of {bl['n_entries']} |")
-        lines += ["", "| variant | slope per seed | mean ± s.e. over seeds | without the largest L |",
-                  "|---|---|---|---|"]
-        for v, r in a["variants"].items():
-            per = ", ".join(f"seed {sd}: {C.fmt(x['slope'])} (L {', '.join(map(str, x['L_used']))})"
-                            for sd, x in r["per_seed"].items())
-            lines.append(f"| {v} ({VARIANTS[v]}) | {per or '—'} | {C.fmt(r['slope_mean'], r['slope_se'])} | "
-                         f"{C.fmt(r['slope_without_largest_L_mean'], r['slope_without_largest_L_se'])} |")
-        lines += ["", "## Verdict\n", verdict(summary)]
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--variants", default=None,
                    help=f"comma-separated, some of {', '.join(VARIANTS)} (default per size: ci fixed; cpu "
                         "fixed,sqrtL; paper all)")
@@ -431,11 +316,9 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default per size)")
     p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
     p.add_argument("--resume", action="store_true", help="continue a stopped run from its JSON file")
-    p.add_argument("--tabulate", action="store_true",
-                   help="rewrite the result files from the entries of the existing JSON file, sampling nothing")
     args = p.parse_args(argv)
     C.check_args(args)
-    s = dict(SETTINGS[args.size])
+    s = dict(SIZES[args.size])
     if args.variants is not None:
         vs = tuple(x.strip() for x in args.variants.split(",") if x.strip())
         if not vs or set(vs) - set(VARIANTS) or len(set(vs)) != len(vs):
@@ -451,47 +334,41 @@ def main(argv=None) -> int:
             if v < lo:
                 raise ValueError(f"--{name} must be >= {lo}, got {v}")
             s[name] = v
-    stem = args.name or f"attention_context_{args.size}"
-    old = None
-    if args.resume or args.tabulate:
-        old = C.previous_run(args, stem, s, ENTRY_KEYS)
-    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume or args.tabulate)
+    stem = args.name or f"{NAME}_{args.size}"
+    old = C.previous_run(args, stem, s, ENTRY_KEYS) if args.resume else None
+    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
     prov = C.provenance(args, argv)
-    if old:                    # keep the original command and start; list the resumptions and tabulations
-        prov = C.continued_provenance(old, prov, args.tabulate)
-    summary = dict(provenance=prov, settings=s,
+    if old:                    # keep the original command and start; list the resumptions
+        prov = C.continued_provenance(old, prov, False)
+    summary = dict(provenance=prov, settings=s, heads=HEADS, level=LEVEL, chains=C.CHAINS, sampler="auto",
                    first_order=[first_order_check(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    prior_parts=[prior_parts(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    entries=list(old["entries"]) if old else [])
     done = {(e["variant"], e["L"], e["seed"], e["P"]): e for e in summary["entries"]}
     ladder, st = list(s["ladder"]), s["stride"]
     summary["analysis"] = analyse(summary)
-    files.write(summary, markdown(summary))
+    files.write(summary)
     prev = {}
-    for seed in (() if args.tabulate else s["seeds"]):
+    for seed in s["seeds"]:
         for v in s["variants"]:
             for L in s["L"]:
                 ev = {P: e["A"] for (vv, LL, sd, P), e in done.items() if (vv, LL, sd) == (v, L, seed)}
                 P = start_P(ladder, prev.get((v, L)), s["start"]) if not ev else next_P(ev, ladder, stride=st)
                 while P is not None and len(ev) < s["max_evals"]:
-                    C.log(f"{PROG}: {v} (β = {score_scale(v, L):.3g}), L = {L}, seed {seed}, P = {P}")
+                    C.log(f"{NAME}: {v} (β = {score_scale(v, L):.3g}), L = {L}, seed {seed}, P = {P}")
                     e = entry(v, L, seed, P, s, args.progress, args.seed)
                     summary["entries"].append(e)
                     done[(v, L, seed, P)] = e
                     ev[P] = e["A"]
                     summary["analysis"] = analyse(summary)
-                    files.write(summary, markdown(summary))
-                    C.log(f"{PROG}: A_f = {e['A']:.3f} ({e['seconds']} s, {e['health']['status']})")
+                    files.write(summary)
+                    C.log(f"{NAME}: A_f = {e['A']:.3f} ({e['seconds']} s, {e['health']['status']})")
                     P = next_P(ev, ladder, stride=st)
                 if ev:
                     pst, flag = crossing(list(ev), list(ev.values()))
                     if flag == "":
                         prev[(v, L)] = pst
     summary["analysis"] = analyse(summary)
-    files.write(summary, markdown(summary))
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    files.write(summary)
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

@@ -1,43 +1,40 @@
 """Softmax attention: how the token dimension d enters the sample complexity P* (theory page §8; Rubin, Davidovich &
 Ringel report P* ∝ √(L d³), so at a fixed context length L the log–log slope of P* in d is 3/2).
 
-The model, target and search are those of ``attention_context.py`` (zoo entry ``softmax_attention``, H = 2 heads,
-key dimension d_h = d, standard readout, score scale β = 1; target y = q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄)/√(L − 1)), with d
-swept at one L instead of L at one d.  Per (seed, d): A_f of the posterior-mean predictor on a test set on a ladder of
+The model, target and search are those of the ``attention_context`` experiment (zoo entry ``softmax_attention``,
+H = 2 heads, key dimension d_h = d, standard readout, score scale β = 1; target
+y = q Σ_ℓ (k_ℓ − k̄)(v_ℓ − v̄)/√(L − 1)), with d swept at one L instead of L at one d.  Per (seed, d): A_f of the posterior-mean predictor on a test set on a ladder of
 P, searched in strides from a start point until A_f crosses 0.25 (start: the previous seed's P* at that d), then
 refined halfway between the bracketing points; P*(0.25) by log-linear interpolation between the bracketing points.
 Per seed, the least-squares slope of log P* on log d over the d with a crossing (at least 3), and over the larger half
 of the d values (when that holds 3: the law is asymptotic in d); their means ± s.e. over seeds against 3/2.  Every
 entry: 4 chains from prior draws (sampler "auto" = ChEES for this entry), the sampler health (status, R̂ of the
-training error, the readout norm and the outputs) stored and shown next to A_f.
+training error, the readout norm and the outputs) stored next to A_f.
 
 Near P* the posterior of this head has a learned and an unlearned state, and chains with a short warm-up stay in the
 one they found, so the cpu size warms up for 1000 steps.
 
-Run: ``python reproduce/attention_dim.py --size ci|cpu|paper [--d 4,6,8,12,16] [--L 4] [--seeds 0,1,2]
-[--warmup W] [--samples S] [--seed 0] [--resume | --tabulate] [--overwrite]``.  ``--seeds`` draws the tasks; an
-entry's sampler seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same
-warm-up, draws, test contexts, κ and L), reusing the entries it already holds; ``--tabulate`` rewrites the result
-files from the JSON file without sampling.
+Run: ``python -m reproduce attention_dim --size ci|cpu|paper [--d 4,6,8,12,16] [--L 4] [--seeds 0,1,2]
+[--warmup W] [--samples S] [--seed 0] [--resume] [--overwrite]``.  ``--seeds`` draws the tasks; an entry's sampler
+seed is its task seed plus ``--seed``.  ``--resume`` continues a stopped run from its JSON file (same warm-up, draws,
+test contexts, κ and L), reusing the entries it already holds.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
-import attention_context as AC  # noqa: E402
+from . import _common as C
+from . import attention_context as AC
 
-PROG = "attention_dim.py"
+NAME = "attention_dim"
+CLAIMS = ("C7",)
 LEVEL = AC.LEVEL
 THEORY_SLOPE = 1.5
 ENTRY_KEYS = ("L", "warmup", "samples", "P_test", "kappa")
 # per size: token dimensions, context length, seeds, the P ladder (P ≈ 8·2^(k/2)) and search stride, the start P per
 # d (P* grows with d), the most evaluations per curve, warm-up and kept draws, test contexts, ridge κ
-SETTINGS = {
+SIZES = {
     "ci": dict(d=(3, 4, 6), L=4, seeds=(0,), ladder=(16,), stride=1, start={}, max_evals=1, warmup=30, samples=20,
                P_test=100, kappa=0.05),
     "cpu": dict(d=(4, 6, 8, 12, 16), L=4, seeds=(0, 1, 2),
@@ -52,7 +49,9 @@ SETTINGS = {
 
 
 def analyse(summary: dict) -> dict:
-    """P* per (seed, d), the slope of log P* in log d per seed, its mean ± s.e. over seeds, P* per d over seeds."""
+    """P* per (seed, d), the slope of log P* in log d per seed, its mean ± s.e. over seeds, P* per d over seeds;
+    ``slope_z`` = (mean slope − 3/2)/s.e. and ``theory_holds`` (|z| ≤ 2; None without a slope or its s.e.);
+    ``health_counts``: entries per sampler-health status."""
     s = summary["settings"]
     curves = {}
     for e in summary["entries"]:
@@ -83,83 +82,19 @@ def analyse(summary: dict) -> dict:
                        n_equilibrated=st.count("equilibrated"))
     geo = [(d, b["P_star_geo"]) for d, b in by_d.items() if b["P_star_geo"] is not None]
     pooled = C.loglog_slope([g[0] for g in geo], [g[1] for g in geo]) if len(geo) >= 3 else (None, None)
+    z = (m - THEORY_SLOPE) / se if m is not None and se else None
+    health = [e["health"]["status"] for e in summary["entries"]]
     return dict(P_star=pstar, per_seed=per_seed, slope_mean=m, slope_se=se, upper_d=upper, slope_upper_mean=mu,
                 slope_upper_se=seu,
                 n_seeds=sum(r["slope"] is not None for r in per_seed.values()), by_d=by_d,
-                slope_of_geometric_means=pooled[0], slope_of_geometric_means_fit_se=pooled[1])
+                slope_of_geometric_means=pooled[0], slope_of_geometric_means_fit_se=pooled[1],
+                theory_slope=THEORY_SLOPE, slope_z=z, theory_holds=bool(abs(z) <= 2) if z is not None else None,
+                health_counts={h: health.count(h) for h in sorted(set(health))})
 
 
-def verdict(summary: dict) -> str:
-    a = summary["analysis"]
-    health = [e["health"]["status"] for e in summary["entries"]]
-    hl = (f"Sampler health of the {len(health)} entries: "
-          + ", ".join(f"{health.count(h)} {h}" for h in sorted(set(health))) + ".")
-    if a["slope_mean"] is None:
-        return "No slope yet (crossings at fewer than 3 d per seed).  " + hl
-    txt = (f"Slope of P* in d at L = {summary['settings']['L']}: {C.fmt(a['slope_mean'], a['slope_se'])} (mean ± "
-           f"s.e. over {a['n_seeds']} seeds; of the geometric means over seeds {C.fmt(a['slope_of_geometric_means'])})"
-           f"; theory {THEORY_SLOPE}.  ")
-    if a["slope_se"]:
-        z = (a["slope_mean"] - THEORY_SLOPE) / a["slope_se"]
-        txt += (f"The slope is {abs(z):.1f} s.e. {'above' if z > 0 else 'below'} 3/2: "
-                + ("P* ∝ d^(3/2) holds within 2 s.e.  " if abs(z) <= 2 else "P* ∝ d^(3/2) does not hold.  "))
-    if a.get("slope_upper_mean") is not None:
-        txt += (f"Over the larger d ({', '.join(map(str, a['upper_d']))}) the slope is "
-                f"{C.fmt(a['slope_upper_mean'], a['slope_upper_se'])}.  ")
-    bad = [f"d = {d}: {b['n_entries'] - b['n_equilibrated']} of {b['n_entries']}"
-           for d, b in a["by_d"].items() if b["n_entries"] and b["n_equilibrated"] < b["n_entries"]]
-    if bad:
-        txt += f"Entries not equilibrated per d — {'; '.join(bad)}.  "
-    return txt + hl
-
-
-def markdown(summary: dict) -> str:
-    s, prov = summary["settings"], summary["provenance"]
-    lines = [C.header("Softmax attention: the token dimension d and the sample complexity P*", prov).replace(
-        "Sampler: SNAPER", "Sampler: auto (ChEES for the attention head)")]
-    lines += C.history_lines(prov)
-    lines += ["", f"Context length L = {s['L']}, score scale β = 1, H = {AC.HEADS} heads, key dimension d_h = d, "
-              f"standard readout c = 1/√(H d_h), κ = {s['kappa']}, prior σ² = σ_a² = 1; {s['warmup']} warm-up + "
-              f"{s['samples']} draws per chain; {s['P_test']} test contexts; P ladder "
-              f"{', '.join(map(str, s['ladder']))} searched per curve in strides of {s['stride']} until A_f crosses "
-              f"{LEVEL}, then refined halfway between the bracketing points (at most {s['max_evals']} values per "
-              "curve).  Model, target and search as in `attention_context.py`.\n",
-              "## Sampled entries\n", "A_f of the posterior-mean predictor; ± the standard error over the 4 chains' "
-              "means.\n", "| d | seed | P | A_f | chain means | health | max R̂ | divergences | s |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for e in sorted(summary["entries"], key=lambda e: (e["d"], e["seed"], e["P"])):
-        lines.append(f"| {e['d']} | {e['seed']} | {e['P']} | {AC.entry_cells(e)}")
-    a = summary.get("analysis")
-    if a:
-        lines += ["", f"## P*(A_f = {LEVEL}) and its exponent in d\n",
-                  "P* per seed (\"<P\": already crossed at the smallest P tried; \">P\": not crossed at the largest; "
-                  "both left out of the fits); geometric mean over seeds with the standard error of log P*.\n",
-                  "| d | P* per seed | geometric mean P* | s.e. of log P* | entries equilibrated |",
-                  "|---|---|---|---|---|"]
-        for d in s["d"]:
-            cells = []
-            for sd in sorted(a["P_star"], key=int):
-                ps = a["P_star"][sd].get(d) or a["P_star"][sd].get(str(d))
-                if ps:
-                    cells.append(f"{ps['flag']}{ps['P_star']:.1f}")
-            b = a["by_d"].get(d) or a["by_d"].get(str(d))
-            lines.append(f"| {d} | {' / '.join(cells) or '—'} | {C.fmt(b['P_star_geo'])} | "
-                         f"{C.fmt(b['log_P_star_se'])} | {b['n_equilibrated']} of {b['n_entries']} |")
-        per = ", ".join(f"seed {sd}: {C.fmt(x['slope'])} (d {', '.join(map(str, x['d_used']))})"
-                        for sd, x in a["per_seed"].items())
-        lines += ["", f"Slope of log P* in log d per seed: {per or '—'}; mean ± s.e. over seeds "
-                  f"{C.fmt(a['slope_mean'], a['slope_se'])}; theory {THEORY_SLOPE}."]
-        if a.get("upper_d"):
-            up = " / ".join(C.fmt(x["slope_upper"]) for x in a["per_seed"].values())
-            lines.append(f"Over the larger d only ({', '.join(map(str, a['upper_d']))}): per seed {up}, mean ± s.e. "
-                         f"{C.fmt(a['slope_upper_mean'], a['slope_upper_se'])}.")
-        lines += ["", "## Verdict\n", verdict(summary)]
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--d", default=None, help="comma-separated token dimensions >= 2 (default per size)")
     p.add_argument("--L", type=int, default=None, help="context length >= 2 (default per size)")
     p.add_argument("--seeds", default=None, help="comma-separated task seeds >= 0 (default per size); the sampler's "
@@ -167,11 +102,9 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps (default per size)")
     p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
     p.add_argument("--resume", action="store_true", help="continue a stopped run from its JSON file")
-    p.add_argument("--tabulate", action="store_true",
-                   help="rewrite the result files from the entries of the existing JSON file, sampling nothing")
     args = p.parse_args(argv)
     C.check_args(args)
-    s = dict(SETTINGS[args.size])
+    s = dict(SIZES[args.size])
     if args.d is not None:
         s["d"] = C.int_list(args.d, "--d", 2)
     if args.seeds is not None:
@@ -186,48 +119,40 @@ def main(argv=None) -> int:
         if args.L < 2:
             raise ValueError(f"--L must be >= 2, got {args.L}")
         s["L"] = args.L
-    stem = args.name or f"attention_dim_{args.size}"
-    old = None
-    if args.resume or args.tabulate:
-        old = C.previous_run(args, stem, s, ENTRY_KEYS)
-        if args.tabulate:          # the table covers what was sampled: its d and seeds
-            s["d"] = tuple(sorted({e["d"] for e in old["entries"]}))
-            s["seeds"] = tuple(sorted({e["seed"] for e in old["entries"]}))
-    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume or args.tabulate)
+    stem = args.name or f"{NAME}_{args.size}"
+    old = C.previous_run(args, stem, s, ENTRY_KEYS) if args.resume else None
+    files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
     prov = C.provenance(args, argv)
     if old:
-        prov = C.continued_provenance(old, prov, args.tabulate)
-    summary = dict(provenance=prov, settings=s, entries=list(old["entries"]) if old else [])
+        prov = C.continued_provenance(old, prov, False)
+    summary = dict(provenance=prov, settings=s, heads=AC.HEADS, beta=1.0, level=LEVEL, chains=C.CHAINS,
+                   sampler="auto", entries=list(old["entries"]) if old else [])
     done = {(e["d"], e["seed"], e["P"]): e for e in summary["entries"]}
     ladder, st = list(s["ladder"]), s["stride"]
     summary["analysis"] = analyse(summary)
-    files.write(summary, markdown(summary))
+    files.write(summary)
     prev = {}
-    for seed in (() if args.tabulate else s["seeds"]):
+    for seed in s["seeds"]:
         for d in s["d"]:
             ev = {P: e["A"] for (dd, sd, P), e in done.items() if (dd, sd) == (d, seed)}
             start = s["start"].get(d, s["start"].get(str(d), ladder[len(ladder) // 2]))
             P = AC.start_P(ladder, prev.get(d), start) if not ev else AC.next_P(ev, ladder, stride=st)
             while P is not None and len(ev) < s["max_evals"]:
-                C.log(f"{PROG}: d = {d}, L = {s['L']}, seed {seed}, P = {P}")
+                C.log(f"{NAME}: d = {d}, L = {s['L']}, seed {seed}, P = {P}")
                 e = AC.entry("fixed", s["L"], seed, P, dict(s, d=d), args.progress, args.seed)
                 e["d"] = d
                 summary["entries"].append(e)
                 done[(d, seed, P)] = e
                 ev[P] = e["A"]
                 summary["analysis"] = analyse(summary)
-                files.write(summary, markdown(summary))
-                C.log(f"{PROG}: A_f = {e['A']:.3f} ({e['seconds']} s, {e['health']['status']})")
+                files.write(summary)
+                C.log(f"{NAME}: A_f = {e['A']:.3f} ({e['seconds']} s, {e['health']['status']})")
                 P = AC.next_P(ev, ladder, stride=st)
             if ev:
                 pst, flag = AC.crossing(list(ev), list(ev.values()))
                 if flag == "":
                     prev[d] = pst
     summary["analysis"] = analyse(summary)
-    files.write(summary, markdown(summary))
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    files.write(summary)
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

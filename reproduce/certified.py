@@ -21,9 +21,10 @@ Rows (``--rows``, comma-separated):
            and outliers per family (needs ``bnnzoo[mnist]``).
 
 Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
-GPU).  Only summaries are stored (JSON + markdown), never draws.
+GPU).  Only summaries are stored (one JSON file), never draws.
 
-Run: ``python reproduce/certified.py --size cpu --rows ym01,sig2 [--sampler auto|pt|snaper] [--overwrite]``.
+Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|pt|snaper]
+[--overwrite]``.
 """
 
 from __future__ import annotations
@@ -31,22 +32,27 @@ from __future__ import annotations
 import math
 import sys
 import time
-from pathlib import Path
 
+from . import _common as C
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
-
-PROG = "certified.py"
+NAME = "certified"
+CLAIMS = ("S1", "S5", "Q1", "D2", "D3", "D4", "D5", "E4", "P1")
 T = 0.01
+# per row: the zoo entry, depth, targets' y−, the claims (rows of docs/reproduction.md) it certifies and what they say
 ROWS = {
-    "ym01": dict(entry="sigmoidal", depth=1, y_neg=0.1, claim="S5: code 100 at y− = 0.1 (mean field 0.011 at P = 60)"),
-    "sig1": dict(entry="sigmoidal", depth=1, y_neg=0.5, claim="S1: codes 011/101/110 and, on a small fraction, 111"),
-    "sig2": dict(entry="sigmoidal", depth=2, y_neg=0.5, claim="D2/D3: the feature layer of the L = 2 sigmoidal net"),
-    "relu": dict(entry="relu", depth=1, y_neg=-0.5, claim="Q1: ReLU outliers, one per class (sparse code)"),
-    "relu3": dict(entry="relu", depth=3, y_neg=-0.5, claim="D5: the L = 3 ReLU net's codes and outliers"),
-    "sig3": dict(entry="sigmoidal", depth=3, y_neg=-0.5, claim="D4: the L = 3 sigmoidal net's codes per layer"),
-    "mnist_relu": dict(entry="relu", depth=1, y_neg=-0.5, data="mnist",
+    "ym01": dict(entry="sigmoidal", depth=1, y_neg=0.1, claims=("S5",),
+                 claim="S5: code 100 at y− = 0.1 (mean field 0.011 at P = 60)"),
+    "sig1": dict(entry="sigmoidal", depth=1, y_neg=0.5, claims=("S1",),
+                 claim="S1: codes 011/101/110 and, on a small fraction, 111"),
+    "sig2": dict(entry="sigmoidal", depth=2, y_neg=0.5, claims=("D2", "D3"),
+                 claim="D2/D3: the feature layer of the L = 2 sigmoidal net"),
+    "relu": dict(entry="relu", depth=1, y_neg=-0.5, claims=("Q1", "P1"),
+                 claim="Q1: ReLU outliers, one per class (sparse code)"),
+    "relu3": dict(entry="relu", depth=3, y_neg=-0.5, claims=("D5",),
+                  claim="D5: the L = 3 ReLU net's codes and outliers"),
+    "sig3": dict(entry="sigmoidal", depth=3, y_neg=-0.5, claims=("D4",),
+                 claim="D4: the L = 3 sigmoidal net's codes per layer"),
+    "mnist_relu": dict(entry="relu", depth=1, y_neg=-0.5, data="mnist", claims=("E4",),
                        claim="E1/E2: the ReLU net's code on MNIST digits 0/1/2 (Fig. 6)"),
 }
 # width N = P, warm-up, kept draws, thinning of the kept draws, per row and size
@@ -104,10 +110,15 @@ def analyse(run, row: str, task, P: int) -> dict:
                               if k in cert})
     if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
         out["meanfield_codes"] = meanfield_codes(task, P)
+    out.update(observable_table(out["certification"], out.get("meanfield_codes")))
     eng = json.loads(azcompat.get_attrs(run)["bnnzoo_config"]).get("engine") or {}
     if "round_trips" in eng:                     # parallel tempering: the ladder of the first family's run
         out["tempering"] = {k: eng.get(k) for k in ("ladder", "swap_rejection", "barrier", "suggested_num_replicas",
                                                      "round_trips")}
+        rej = [v for v in out["tempering"]["swap_rejection"] or [] if v is not None]
+        out["tempering"].update(n_replicas=len(out["tempering"]["ladder"] or []),
+                                swap_rejection_min=min(rej) if rej else None,
+                                swap_rejection_max=max(rej) if rej else None)
     return out
 
 
@@ -117,54 +128,18 @@ def _obs_order(name: str) -> tuple:
     return (kinds.index(head) if head in kinds else len(kinds), name)
 
 
-def markdown(res: dict) -> str:
-    head = C.header(f"Certified runs: the population rows ({res['size']} size)", res["provenance"])
-    lines = [head.split("  Sampler:")[0] + "\n",
-             f"Sampler `{res['sampler']}`" + (f" ({res['replicas']} replicas)" if res.get("replicas") else "")
-             + f"; every row runs {res['chains']} chains per start family "
-             "(`bnnzoo.sample(..., certify=True)`); a family's value is the mean over its chains of the per-draw "
-             "observable, ± its standard error (chains as independent population samples, with the binomial floor "
-             "p(1 − p)/N for fractions: `bnnzoo.inference.certify`).  T = 0.01, N0 = P + 20, σ_a² = 1/P.", ""]
-    for row, r in res["rows"].items():
-        s = r["settings"]
-        claim = (ROWS[row]["claim"] if s.get("y_neg", ROWS[row]["y_neg"]) == ROWS[row]["y_neg"] else
-                 f"{ROWS[row]['claim'].split(':')[0]} at y− = {s['y_neg']}: code fractions against the mean field")
-        lines += [f"## `{row}`: {claim}", "",
-                  f"{ROWS[row]['entry']}, L = {ROWS[row]['depth']}, y− = {s.get('y_neg', ROWS[row]['y_neg'])}, "
-                  f"N = P = {s['N']}, "
-                  f"{s['warmup']} warm-up + {s['samples']} draws (thinning {s['thin']}) per family; "
-                  f"{r.get('seconds', 0):.0f} s.", ""]
-        if "error" in r:
-            lines += [f"Not finished: {r['error']}", ""]
-            continue
-        a, cert = r["result"]["health"], r["result"]["certification"]
-        reason = f": {a['reason']}" if a["reason"] else ""
-        lines += [f"**Health: {a['status']}**{reason}.  Max R̂ {C.fmt(a['max_rhat'])} over "
-                  f"{a['n_chains']} chains, divergences {a['divergences']}.", "",
-                  f"Families {', '.join(cert['families'])}: **{'agree' if cert['agree'] else 'disagree'}**"
-                  + (" — " + "; ".join(cert["disagreements"]) if cert["disagreements"] else "") + ".", ""]
-        pt = r["result"].get("tempering")
-        if pt:
-            rej = [v for v in pt["swap_rejection"] or [] if v is not None]
-            lines += [f"Parallel tempering (first family): {len(pt['ladder'] or [])} replicas, swap rejection "
-                      f"{min(rej):.2f}–{max(rej):.2f}, barrier Λ = {C.fmt(pt['barrier'])}, round trips per chain "
-                      f"{pt['round_trips']}, suggested replicas {pt['suggested_num_replicas']}.", ""]
-        fams = cert["families"]
-        mf = r["result"].get("meanfield_codes")
-        head = "| observable | " + " | ".join(fams) + (" | mean field |" if mf else " |")
-        lines += [head, "|" + "---|" * (len(fams) + 1 + bool(mf))]
-        for name in sorted(cert["observables"], key=_obs_order):
-            vals = cert["observables"][name]
-            if all(abs(v[0]) < 1e-12 for v in vals.values()):
-                continue                                 # a code no family ever holds
-            cells = [C.fmt(*vals[f]) if f in vals else "—" for f in fams]
-            extra = ""
-            if mf:
-                code = name.split("][")[-1].rstrip("]") if name.startswith("code_fraction[z1]") else None
-                extra = f" {mf.get(code, 0.0):.3f} |" if code is not None else " |"
-            lines.append(f"| {name} | " + " | ".join(cells) + " |" + extra)
-        lines.append("")
-    return "\n".join(lines) + "\n"
+def observable_table(cert: dict, mf: dict | None) -> dict:
+    """What the row's table shows: the observables some family holds (a code no family ever holds is left out), in
+    the page's order (code fractions, branch masses, outliers, training error), and, beside every first-layer code
+    fraction, the mean field's mass of that code (0 for a code the mean field does not have) where the row has a mean
+    field."""
+    shown = [name for name in sorted(cert["observables"], key=_obs_order)
+             if not all(abs(v[0]) < 1e-12 for v in cert["observables"][name].values())]
+    out = dict(observables_shown=shown)
+    if mf:
+        out["meanfield_by_observable"] = {name: float(mf.get(name.split("][")[-1].rstrip("]"), 0.0))
+                                          for name in shown if name.startswith("code_fraction[z1]")}
+    return out
 
 
 def run_row(row: str, args, s: dict):
@@ -186,9 +161,9 @@ def run_row(row: str, args, s: dict):
     return run, task
 
 
-def main(argv=None) -> int:
+def run(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = C.parser(PROG, "Certified re-runs (several start families) of the population rows")
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--rows", default="ym01,sig2,relu", help=f"comma-separated rows among {', '.join(ROWS)}")
     p.add_argument("--sampler", default="auto", help="the sampler of every family (default: auto)")
     p.add_argument("--chains", type=int, default=C.CHAINS, help="chains per start family (>= 2; default 4)")
@@ -210,33 +185,32 @@ def main(argv=None) -> int:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
     if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
         raise ValueError(f"--replicas needs --sampler pt and an integer >= 2, got {args.replicas}")
-    files = C.ResultFiles(args.out, args.name or f"certified_{args.size}", args.overwrite, certified=True)
-    res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
-               replicas=args.replicas, rows={})
     for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1)):
         if getattr(args, name) is not None and getattr(args, name) < lo:
             raise ValueError(f"--{name} must be an integer >= {lo}, got {getattr(args, name)}")
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite, certified=True)
+    res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
+               replicas=args.replicas, rows={})
     for row in rows:
         s = size_of(args.size, row)
         s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup"), ("samples", "samples"),
                                                     ("thin", "thin")) if getattr(args, a)})
         if args.y_neg is not None:
             s["y_neg"] = args.y_neg
+        spec = dict(entry=ROWS[row]["entry"], depth=ROWS[row]["depth"], y_neg=s.get("y_neg", ROWS[row]["y_neg"]),
+                    data=ROWS[row].get("data", "toy"), claims=ROWS[row]["claims"],
+                    y_neg_is_the_rows=s.get("y_neg", ROWS[row]["y_neg"]) == ROWS[row]["y_neg"])
         C.log(f"{row}: N = P = {s['N']}, {s['warmup']} + {s['samples']} draws per family, sampler {args.sampler}")
         t0 = time.time()
-        entry_res = dict(settings=s)
+        entry_res = dict(settings=s, row=spec)
         try:
-            run, task = run_row(row, args, s)
-            entry_res["result"] = analyse(run, row, task, s["N"])
+            sampled, task = run_row(row, args, s)
+            entry_res["result"] = analyse(sampled, row, task, s["N"])
         except (RuntimeError, FloatingPointError) as e:         # a failed row is recorded, the others still run
             entry_res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
         entry_res["seconds"] = time.time() - t0
         res["rows"][row] = entry_res
-        files.write(res, markdown(res))
+        files.write(res)
         C.log(f"{row}: {entry_res.get('result', {}).get('health', {}).get('status', entry_res.get('error'))} "
-              f"({entry_res['seconds']:.0f} s); wrote {files.md}")
+              f"({entry_res['seconds']:.0f} s); wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Certified population rows on one GPU machine (issue 31, item 5), each `reproduce/certified.py` run a separate
-# process under its own time limit; results go to OUT (JSON + markdown per run), logs and exit codes beside them.
+# Certified population rows on one GPU machine (issue 31, item 5), each `python -m reproduce certified` run a
+# separate process under its own time limit; results go to OUT (one JSON file per run; the pages are made from them
+# by `python -m reproduce render`), logs and exit codes beside them.
 #
 # The rows still missing a certified run at their papers' sizes:
 #   on the GPU:                   ReLU at Fig. 2's N = P = 500 (SNAPER, 8 chains per start family);
@@ -20,7 +21,8 @@ out=${1:?usage: certified_gpu.sh OUT [SECONDS]}
 limit=${2:-500}
 size=${SIZE:-paper}
 jobs=${JOBS:-rows}
-here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)   # the repository root: `python -m reproduce` needs it on the path
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$out"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
@@ -32,7 +34,7 @@ job() {  # job NAME CORES PLATFORM ARGS...   (CORES: a taskset list, or "-" for 
     local pin=()
     [ "$cores" != - ] && [ "$ncpu" -ge 16 ] && pin=(taskset -c "$cores")
     local start=$SECONDS
-    JAX_PLATFORMS=$platform timeout "$limit" "${pin[@]}" "$py" "$here/certified.py" --size "$size" --out "$out" \
+    JAX_PLATFORMS=$platform timeout "$limit" "${pin[@]}" "$py" -m reproduce certified --size "$size" --out "$out" \
         --name "$name" --overwrite "$@" >"$out/$name.log" 2>&1
     echo "$name: exit $? after $((SECONDS - start)) s" >>"$out/exits.txt"
 }

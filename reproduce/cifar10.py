@@ -2,9 +2,11 @@
 codes in both hidden layers on real images, on the training and on the test images, and the generalization of the
 sampled mean predictor against the NNGP (lazy, N → ∞) predictor.
 
-    python reproduce/cifar10.py --root DIR --size paper     # N = 1000, P = 50 000, N0 = 3072, m = 10 (one GPU)
-    python reproduce/cifar10.py --root DIR --size cpu       # N = 100, P = 1000 (a 2-core CPU, about an hour)
-    python reproduce/cifar10.py --root DIR --size ci        # N = 20, P = 60: a smoke run (the tests use fake files)
+Run: ``python -m reproduce cifar10 --size ci|cpu|paper [--root DIR] [--gp-max-p P] [--overwrite]``:
+
+    python -m reproduce cifar10 --root DIR --size paper     # N = 1000, P = 50 000, N0 = 3072, m = 10 (one GPU)
+    python -m reproduce cifar10 --root DIR --size cpu       # N = 100, P = 1000 (a 2-core CPU, about an hour)
+    python -m reproduce cifar10 --root DIR --size ci        # N = 20, P = 60: a smoke run (the tests use fake files)
 
 Data: CIFAR-10 read from local files (``bnnzoo.tasks.cifar10_task``: ``cifar10.npz`` or the python batches in
 ``DIR``, default $BNNZOO_CIFAR10 or ~/.bnnzoo/data/cifar10; bnnzoo downloads nothing), all ten classes, images
@@ -27,8 +29,7 @@ selective units on each modal code; :func:`bnnzoo.diagnostics.codes_from_preacti
 the posterior-averaged feature-layer kernel on the test images with the targets' kernel YYᵀ, next to the NNGP
 prior kernel's.
 
-Writes ``<out>/<name>.json`` and ``.md`` (default name ``cifar10_<size>``); refuses to replace them unless
-``--overwrite``.  A missing data file, a bad argument or an existing result is a one-line error before anything
+Writes ``<out>/<name>.json`` (default name ``cifar10_<size>``); refuses to replace it unless ``--overwrite``.  A missing data file, a bad argument or an existing result is a one-line error before anything
 compiles.
 """
 
@@ -42,10 +43,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "cifar10.py"
+NAME = "cifar10"
+CLAIMS = ("E3",)
 T = 0.01
 Y_NEG = -0.1
 SIZES = {
@@ -84,7 +85,8 @@ def analyse(run, task, s: dict, gp_max_p: int) -> dict:
     out.update(test_mse=g_s.mse, test_error=g_s.class_error, predictor_variance=float(flat.var(0).mean()),
                test_error_per_class=g_s.class_error_per_class.tolist(),
                sigma_a2=float(run_config(run)["model_kwargs"]["sigma_a2"]))
-    if task.P <= gp_max_p:
+    out["gp_computed"] = task.P <= gp_max_p                                    # the NNGP solves a P × P system
+    if out["gp_computed"]:
         gp = theory.gp_posterior(task.X, task.Y, task.X_test, nonlinearity="sigmoid", depth=2, temperature=T,
                                  sigma_a2=1.0, Y_test=task.Y_test, labels_test=task.labels_test)
         out.update(gp_test_mse=gp.generalization.mse, gp_test_error=gp.generalization.class_error,
@@ -128,50 +130,9 @@ def analyse(run, task, s: dict, gp_max_p: int) -> dict:
     return out
 
 
-def markdown(res: dict) -> str:
-    """The results page."""
-    s, r = res["settings"], res.get("result")
-    lines = [C.header(f"CIFAR-10, two-hidden-layer sigmoidal net (Fig. 7 setting, {res['size']} size)",
-                      res["provenance"]),
-             f"All ten classes, N0 = 3072, y+ = 1, y− = {Y_NEG}; N = {s['N']}, P = {s['P']} training and "
-             f"{s['P_test']} test images; non-lazy readout, σ_a² = 1/P, T = {T}; {C.CHAINS} chains × "
-             f"({s['warmup']} warm-up + {s['samples']} draws); W1, W2 kept on every {s['thin']}-th draw, codes on "
-             f"{s['code_points']} training and test images.", ""]
-    if r is None:
-        return "\n".join(lines + ["(no finished run)"]) + "\n"
-    h = r["health"]
-    lines += [f"Sampler health: **{h['status']}** ({h['reason']}); max R̂ of the invariant observables "
-              f"{C.fmt(h['max_rhat'])}, divergences {h['divergences']}.  Sampling {res['sampling_s']:.0f} s.", "",
-              "| predictor | test MSE | test 0/1 error | predictor variance |", "|---|---|---|---|",
-              f"| sampled mean | {r['test_mse']:.4f} | {r['test_error']:.3f} | {r['predictor_variance']:.2e} |"]
-    if "gp_test_mse" in r:
-        lines += [f"| NNGP (depth 2, noise T) | {r['gp_test_mse']:.4f} | {r['gp_test_error']:.3f} | "
-                  f"{r['gp_predictor_variance']:.2e} |", "",
-                  f"‖f̄ − f_GP‖/‖f_GP‖ = {r['rel_diff_vs_gp']:.3f}."]
-    else:
-        lines += ["", "(NNGP not computed: P is above --gp-max-p.)"]
-    lines += ["", f"Recomputed output vs the recorded f at the same draws: max relative error "
-              f"{r['f_recompute_error']:.1e}.", "",
-              "| layer | images | scheme (selective units; top codes) | selective / units | code memory | verdict |",
-              "|---|---|---|---|---|---|"]
-    for l, v in r["layers"].items():
-        for split in ("train", "test"):
-            c = v[split]
-            sch = ", ".join(f"{k} {p:.2f}" for k, p in list(c["scheme"].items())[:5]) or "—"
-            lines.append(f"| {l} | {split} | {sch} | {c['n_selective']} / {c['n_units']} | "
-                         f"{C.fmt(c['code_memory'])} | {c['verdict']} |")
-    lines += ["", "Same modal code on training and test images (units selective on both): " +
-              "; ".join(f"layer {l}: {C.fmt(v['same_code_train_test'])} of {v['n_selective_both']}"
-                        for l, v in r["layers"].items()) + ".", "",
-              f"CKA of the posterior-averaged feature-layer kernel on the test images with YYᵀ: "
-              f"{r['feature_kernel_cka_test']:.3f} (NNGP prior kernel: {r['feature_kernel_cka_test_prior']:.3f}).",
-              "", f"Health evidence: {h['evidence']}." if h.get("evidence") else ""]
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
+def run(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = C.parser(PROG, "CIFAR-10, two-hidden-layer sigmoidal net (Fig. 7): codes per layer and generalization")
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--root", default=None,
                    help="folder (or .npz file) with the local CIFAR-10 files (default $BNNZOO_CIFAR10 or "
                         "~/.bnnzoo/data/cifar10)")
@@ -181,7 +142,7 @@ def main(argv=None) -> int:
     if args.gp_max_p < 0:
         raise ValueError(f"--gp-max-p must be >= 0, got {args.gp_max_p}")
     s = SIZES[args.size]
-    files = C.ResultFiles(args.out, args.name or f"cifar10_{args.size}", args.overwrite)
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
 
     from bnnzoo.tasks import cifar10_task
 
@@ -196,22 +157,19 @@ def main(argv=None) -> int:
 
     warnings.simplefilter("ignore")
     prov = C.provenance(args, argv)
-    res = dict(provenance=prov, size=args.size, settings=s, temperature=T, y_neg=Y_NEG, result=None)
+    res = dict(provenance=prov, size=args.size, settings=dict(s, chains=C.CHAINS, gp_max_p=args.gp_max_p),
+               temperature=T, y_neg=Y_NEG, result=None)
     C.log(f"sampling N = {s['N']}, P = {s['P']}")
     t0 = time.time()
     chunk = min(100, s["samples"])
-    run = bnnzoo.sample("sigmoidal", task, width=s["N"], depth=2, temperature=T, num_chains=C.CHAINS,
-                        num_warmup=s["warmup"], num_samples=s["samples"], seed=args.seed, sampler="snaper",
-                        exclude=(), site_thinning={"W1": s["thin"], "W2": s["thin"]}, chunk_size=chunk,
-                        progress=args.progress)
+    sampled = bnnzoo.sample("sigmoidal", task, width=s["N"], depth=2, temperature=T, num_chains=C.CHAINS,
+                            num_warmup=s["warmup"], num_samples=s["samples"], seed=args.seed, sampler="snaper",
+                            exclude=(), site_thinning={"W1": s["thin"], "W2": s["thin"]}, chunk_size=chunk,
+                            progress=args.progress)
     res["sampling_s"] = time.time() - t0
     C.log(f"sampled in {res['sampling_s']:.0f} s; analysing")
-    res["result"] = analyse(run, task, s, args.gp_max_p)
+    res["result"] = analyse(sampled, task, s, args.gp_max_p)
     res["wall_s"] = time.time() - t0
-    files.write(res, markdown(res))
-    C.log(f"wrote {files.json} and {files.md}")
+    files.write(res)
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

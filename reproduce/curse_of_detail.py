@@ -8,7 +8,7 @@ Three parts (``--part``):
   (a seed draws w*, the data and the chains' starts).  Per run: the alignment A_f = ⟨f̄, y⟩/⟨y, y⟩ of the
   posterior-mean predictor on a fresh test set, and next to it the NNGP (N1, N2 → ∞) posterior mean's
   (``bnnzoo.theory.gp.gp_posterior``, erf, depth 2, the same κ).  P*(A) per seed and d is where A_f crosses A
-  (log-linear interpolation between grid points, ``crossing`` of ``benchmarks/sample_complexity.py``); the log–log
+  (log-linear interpolation between grid points, ``crossing`` of the ``sample_complexity`` experiment); the log–log
   slope of P* in d is fitted per seed and reported as mean ± s.e. over seeds (theory: 1, against 3 for the kernel).
   The collapse against P/d: the spread across d of the seed-mean A_f at each P/d, next to its s.e. over seeds.  The
   NNGP's own P* is read off a denser and longer P grid (it costs one linear solve per P).
@@ -27,7 +27,7 @@ Three parts (``--part``):
   d over seeds as for the three-layer net (NNGP: the sigmoid kernel, depth 1), and specialists vs N at fixed d and
   P (theory: count ∝ √(N/d), exponent ½).
 
-Sizes (``--size``, table ``SETTINGS``): ``ci`` N1 = N2 = 8, d ∈ {4, 6}, 40 warm-up + 20 draws, one seed (run by
+Sizes (``--size``, table ``SIZES``): ``ci`` N1 = N2 = 8, d ∈ {4, 6}, 40 warm-up + 20 draws, one seed (run by
 ``tests/reproduce/test_reproduce_curse.py``); ``cpu`` N1 = N2 = 32, d ∈ {6, 8, 12, 16}, P/d ∈ {4, 8, 12}, 150 + 100
 draws, three seeds for the three-layer sweep (``--n-seeds 3`` for the others too), widths 16 … 128 at d = 8, P = 96;
 ``paper`` d up to 64, N1 = N2 = 128, widths up to 512, 1000 + 500 draws, five seeds, for one GPU — our choice of a
@@ -36,38 +36,37 @@ proportional-limit sweep (the theory page does not give the paper's sizes).  A P
 at the smallest P.
 
 Every run: SNAPER, 4 chains from prior draws, vectorised; the sampler health (status, R̂ of the training error,
-readout norm and outputs across chains) is stored and shown next to the physics.  Errors are standard errors over
-seeds unless a column says "over chains".  Every finished run is cached as JSON under ``--cache`` (a stopped sweep
-resumes) and the result files are rewritten after every run.
+readout norm and outputs across chains) is stored next to the physics.  Errors are standard errors over seeds unless
+a key says "chains".  Every finished run is cached as JSON under ``--cache`` (a stopped sweep resumes) and the result
+file is rewritten after every run.
 
-Run: ``python reproduce/curse_of_detail.py --size ci|cpu|paper [--part three_layer specialists two_layer]
-[--n-seeds K] [--spec-d 4,8,16] [--cache DIR] [--overwrite]``.
+Run: ``python -m reproduce curse_of_detail --size ci|cpu|paper [--part three_layer specialists two_layer]
+[--n-seeds K] [--spec-d 4,8,16] [--width-per-d ALPHA] [--cache DIR] [--overwrite]``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
+from .sample_complexity import crossing
 
-PROG = "curse_of_detail.py"
+NAME = "curse_of_detail"
+CLAIMS = ("C1", "C2", "C3", "C4", "C5", "C6")
 PARTS = ("three_layer", "specialists", "two_layer")
 LEVELS = (0.25, 0.5)
 # per size.  three_layer / two_layer: d values, P/d grid, width(s), seeds; specialists: d, P/d and the N1 sweep
 # (N2 = width); two_layer: its own d, P/d, width and the N sweep at (spec_d, spec_p_over_d); nngp_p_over_d: the
 # (cheap) NNGP grid; max_p_over_d: a P* sweep whose A_f stays below 0.25 on the grid is extended by doubling P up to
 # this P/d (one whose A_f is above 0.25 at the smallest P by halving P, down to P/d = 1); sampler sizes, test points.
-SETTINGS = {
+SIZES = {
     "ci": dict(d=(4, 6), p_over_d=(4, 16), width=8, n_seeds=1,
                spec_d=4, spec_p_over_d=16, spec_widths=(8, 16), spec_seeds=1,
                two_d=(4,), two_p_over_d=(16,), two_width=8, two_spec_widths=(8,), two_seeds=1,
@@ -88,21 +87,6 @@ SETTINGS = {
 THEORY = dict(three_layer_slope=1.0, nngp_slope=3.0, three_layer_spec_exponent=1 / 3, two_layer_spec_exponent=0.5,
               two_layer_slope=1.0)
 NNGP_MAX_P = 4096
-
-
-def _bench():
-    """``benchmarks/sample_complexity.py`` as a module (its ``crossing``)."""
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "sample_complexity.py"
-    spec = importlib.util.spec_from_file_location("_sample_complexity", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def crossing(P, A, level):
-    """P where A first crosses ``level`` (log-linear interpolation; ``benchmarks/sample_complexity.py``); None when
-    it does not within the grid."""
-    return _bench().crossing(P, A, level)
 
 
 # ------------------------------------------------------------------------------------------------------ one run
@@ -317,134 +301,6 @@ def width_summary(runs: list[dict], theory_exponent: float) -> dict:
                 smallest_d=ds[0], theory=theory_exponent)
 
 
-# ------------------------------------------------------------------------------------------------------ markdown
-def _health(r) -> str:
-    h = r["health"]
-    return f"{h['status']} ({C.fmt(h['max_rhat'], digits=3)})"
-
-
-def _runs_table(runs) -> list[str]:
-    has_q = any("q3" in r for r in runs)
-    lines = ["| d | P | P/d | seed | N1 | A_f (BNN) | chain means | A_f (NNGP) | specialists (chance) | "
-             + ("q3 | q1 | " if has_q else "") + "health (max R̂) | s |",
-             "|" + "---|" * (13 if has_q else 11)]
-    for r in sorted(runs, key=lambda r: (r["config"]["d"], r["config"]["P"], r["config"]["N1"], r["config"]["seed"])):
-        c = r["config"]
-        q = f"{r['q3']:.3f} | {r['q1']:.3f} | " if has_q else ""
-        lines.append(f"| {c['d']} | {c['P']} | {c['P'] / c['d']:.3g} | {c['seed']} | {c['N1']} | {r['A']:.3f} | "
-                     f"{' / '.join(f'{a:.2f}' for a in r['A_chains'])} | {r['A_nngp']:.3f} | "
-                     f"{r['specialists']:.2f} ({r['specialists_chance']:.2f}) | {q}{_health(r)} | {r['seconds']} |")
-    return lines
-
-
-def _pstar_md(ps: dict, nngp: list[dict], theory_slope: float) -> list[str]:
-    lines = ["", "P* per d (mean ± s.e. over seeds; n = seeds whose A_f crossed the level within the P range run):",
-             "",
-             "| d | " + " | ".join(f"P*(A={lv}) | P*/d | n" for lv in LEVELS) + " | NNGP P*(A=0.25), per seed |",
-             "|---|" + "---|---|---|" * len(LEVELS) + "---|"]
-    for d in ps["d"]:
-        cells = []
-        for lv in LEVELS:
-            v = ps["per_d"][str(lv)][str(d)]
-            cells += [C.fmt(v["mean"], v["se"]), C.fmt(v["over_d"], v["se_over_d"]), f"{v['n']}/{v['n_seeds']}"]
-        ng = [C.fmt(c["P_star"]["0.25"], digits=4) for c in nngp if c["d"] == d]
-        lines.append(f"| {d} | " + " | ".join(cells) + f" | {' / '.join(ng)} |")
-    lines += ["", "Log–log slope of P* in d (per seed; mean ± s.e. over seeds; pooled: one fit through every "
-              "(seed, d)):", "",
-              "| level | per seed | mean ± s.e. | pooled | NNGP per seed | NNGP mean ± s.e. | theory (BNN / NNGP) |",
-              "|---|---|---|---|---|---|---|"]
-    for lv in LEVELS:
-        s, n = ps["slope"][str(lv)], ps["nngp_slope"][str(lv)]
-        lines.append(f"| A = {lv} | {' / '.join(C.fmt(v) for v in s['per_seed'])} | {C.fmt(s['mean'], s['se'])} | "
-                     f"{C.fmt(s['pooled'])} | {' / '.join(C.fmt(v) for v in n['per_seed'])} | "
-                     f"{C.fmt(n['mean'], n['se'])} | {theory_slope:g} / 3 |")
-    lines += ["", "Collapse against P/d: A_f (BNN) per d (mean ± s.e. over seeds), its spread (max − min) across d "
-              "and the mean s.e.:", "", "| P/d | A_f per d | spread across d | mean s.e. |", "|---|---|---|---|"]
-    for r_, v in ps["collapse"].items():
-        cells = ", ".join(f"d={d}: {C.fmt(c['mean'], c['se'])}" for d, c in v["per_d"].items())
-        lines.append(f"| {float(r_):g} | {cells} | {v['spread']:.3f} | {C.fmt(v['mean_se'])} |")
-    return lines
-
-
-def _width_md(ws: dict, label: str, law: str) -> list[str]:
-    lines = []
-    multi = len(ws["per_d"]) > 1
-    for d, wd in ws["per_d"].items():
-        rows = wd["rows"]
-        has_q = any("q3" in r for r in rows.values())
-        if multi:
-            lines += [f"**d = {d}**", ""]
-        lines += [f"| {label} | seeds | specialists | chance | specialists / {law} | A_f (BNN) | A_f (NNGP) | "
-                  + ("q3 | q1 | " if has_q else "") + "⟨m²⟩ |", "|" + "---|" * (10 if has_q else 8)]
-        for N, r in rows.items():
-            q = (f"{C.fmt(r['q3'], r['q3_se'])} | {C.fmt(r['q1'], r['q1_se'])} | ") if has_q else ""
-            lines.append(f"| {N} | {r['n_seeds']} | {C.fmt(r['specialists'], r['specialists_se'])} | "
-                         f"{r['chance']:.2f} | {r['per_theory_law']:.3f} | {C.fmt(r['A'], r['A_se'])} | "
-                         f"{C.fmt(r['A_nngp'], r['A_nngp_se'])} | {q}{C.fmt(r['q_star'], r['q_star_se'])} |")
-        e = wd["exponent"]
-        per_seed = " / ".join(C.fmt(v) for v in e["per_seed"])
-        lines += ["", f"Exponent of the specialist count in {label}" + (f" at d = {d}" if multi else "")
-                  + f": per seed {per_seed}, mean ± s.e. {C.fmt(e['mean'], e['se'])}, fit of the seed means "
-                  f"{C.fmt(e['of_seed_means'])}; theory {e['theory']:.3g}.", ""]
-    for key, what in (("joint", "Joint fit over the"), ("joint_without_smallest_d", "Without d = ")):
-        j = ws.get(key)
-        if not j:
-            continue
-        th = ws["theory"]
-        (bm, bse), (cm, cse) = j["b_seeds"], j["c_seeds"]
-        head = (f"{what} {j['n_runs']} runs" if key == "joint"
-                else f"{what}{ws['smallest_d']} ({j['n_runs']} runs)")
-        lines += [f"{head}, log count = c₀ + b log {label} + c log d: "
-                  f"b = {C.fmt(j['b'], j['b_se'])}, c = {C.fmt(j['c'], j['c_se'])} (least-squares s.e.; residual "
-                  f"s.d. of log count {C.fmt(j['resid_sd'])}); per seed b = "
-                  f"{' / '.join(C.fmt(v) for v in j['per_seed_b'])} ({C.fmt(bm, bse)} over seeds), c = "
-                  f"{' / '.join(C.fmt(v) for v in j['per_seed_c'])} ({C.fmt(cm, cse)} over seeds).  The law "
-                  f"{law} predicts b = {th:.3g}, c = {-th:.3g}.", ""]
-    return lines[:-1] if lines and lines[-1] == "" else lines
-
-
-def _ds(spec_d) -> str:
-    """The specialists' d (one value or a tuple) as text."""
-    return ", ".join(map(str, spec_d)) if isinstance(spec_d, (list, tuple)) else str(spec_d)
-
-
-def markdown(summary: dict) -> str:
-    s = summary["settings"]
-    lines = [C.header("Curse of detail, fully-connected nets (theory page §8)", summary["provenance"]),
-             f"Target He₃(w*·x), x ~ N(0, I_d); κ = {s['kappa']}; {C.CHAINS} chains × ({s['warmup']} warm-up + "
-             f"{s['samples']} draws); A_f on {s['P_test']} test points; seeds {', '.join(map(str, summary['seeds']))} "
-             "(a seed draws w*, the data and the chains' starts).  Errors: s.e. over seeds.  Health: the sampler "
-             "status with the largest R̂ across chains of the training error, readout norm and outputs.  "
-             "Specialists: first-layer units with \\|W¹_j·w*\\| > 3 (3 NNGP s.d.), posterior mean count per net; "
-             "chance: N1 · 0.0027.", ""]
-    if summary.get("three_layer"):
-        widths = (f"{s['width_per_d']:g} d (the proportional limit: "
-                  f"{', '.join(str(three_width(s, d)) for d in s['d'])} at d = {', '.join(map(str, s['d']))})"
-                  if s.get("width_per_d") else str(s["width"]))
-        lines += [f"## Three-layer erf net, N1 = N2 = {widths}: P* vs d", ""] + _runs_table(summary["three_layer"])
-        if summary.get("three_layer_summary"):
-            lines += _pstar_md(summary["three_layer_summary"], summary["nngp"]["three_layer"], 1)
-        lines.append("")
-    if summary.get("specialists"):
-        lines += [f"## Three-layer erf net: specialists vs N1 (d = {_ds(s['spec_d'])}, P = {s['spec_p_over_d']} d, "
-                  f"N2 = {s['width']})", ""]
-        if summary.get("specialists_summary"):
-            lines += _width_md(summary["specialists_summary"], "N1", "(N1/d)^(1/3)") + [""]
-        lines += _runs_table(summary["specialists"]) + [""]
-    if summary.get("two_layer"):
-        lines += [f"## Two-layer net (φ = ½ + ½ erf(√π z/2), lazy readout), N = {s['two_width']}: P* vs d", ""]
-        lines += _runs_table(summary["two_layer"])
-        if summary.get("two_layer_summary"):
-            lines += _pstar_md(summary["two_layer_summary"], summary["nngp"]["two_layer"], 1)
-        lines.append("")
-    if summary.get("two_layer_widths"):
-        lines += [f"## Two-layer net: specialists vs N (d = {_ds(s['spec_d'])}, P = {s['spec_p_over_d']} d)", ""]
-        if summary.get("two_layer_widths_summary"):
-            lines += _width_md(summary["two_layer_widths_summary"], "N", "(N/d)^(1/2)") + [""]
-        lines += _runs_table(summary["two_layer_widths"]) + [""]
-    return "\n".join(lines) + "\n"
-
-
 # ------------------------------------------------------------------------------------------------------ driver
 def three_width(s: dict, d: int) -> int:
     """N1 = N2 of the three-layer P* sweep at dimension d: the size's fixed ``width``, or ``width_per_d`` · d (the
@@ -496,6 +352,7 @@ def _extension(part: str, cfg: dict, runs: list[dict], s: dict) -> dict | None:
 
 
 def _summarise(summary: dict, s: dict) -> None:
+    """The summaries of every part with runs (P* and slopes, width exponents and joint fits)."""
     if summary["three_layer"]:
         summary["three_layer_summary"] = pstar_summary(summary["three_layer"], summary["nngp"]["three_layer"])
     if summary["specialists"]:
@@ -507,9 +364,9 @@ def _summarise(summary: dict, s: dict) -> None:
                                                             THEORY["two_layer_spec_exponent"])
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--part", nargs="+", default=list(PARTS), metavar="PART",
                    help=f"some of {', '.join(PARTS)} (default all)")
     p.add_argument("--n-seeds", type=int, default=None,
@@ -535,7 +392,7 @@ def main(argv=None) -> int:
     cache = Path(args.cache)
     if cache.exists() and not cache.is_dir():
         raise ValueError(f"--cache: {cache} is a file, not a folder")
-    s = dict(SETTINGS[args.size])
+    s = dict(SIZES[args.size])
     if args.spec_d is not None:
         sd = C.int_list(args.spec_d, "--spec-d", 2)
         s["spec_d"] = sd if len(sd) > 1 else sd[0]
@@ -544,35 +401,32 @@ def main(argv=None) -> int:
     if args.width_per_d is not None:
         s["width_per_d"] = args.width_per_d
     seeds = list(range(args.seed, args.seed + s["n_seeds"]))
-    files = C.ResultFiles(args.out, args.name or f"curse_of_detail_{args.size}", args.overwrite)
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=s, parts=args.part, seeds=seeds, theory=THEORY,
+                   chains=C.CHAINS, three_layer_width={str(d): three_width(s, d) for d in s["d"]},
                    three_layer=[], specialists=[], two_layer=[], two_layer_widths=[],
                    nngp=dict(three_layer=[], two_layer=[]))
     for model, ds in (("three_layer", s["d"] if "three_layer" in args.part else ()),
                       ("two_layer", s["two_d"] if "two_layer" in args.part else ())):
         for seed in (seeds if model == "three_layer" else seeds[:s["two_seeds"]]):
             for d in ds:
-                C.log(f"{PROG}: NNGP alignment curve, {model}, d={d}, seed={seed}")
+                C.log(f"{NAME}: NNGP alignment curve, {model}, d={d}, seed={seed}")
                 summary["nngp"][model].append(nngp_curve(model, d, seed, s, cache))
     todo = plan(args.part, s, seeds)
     done = 0
     while todo:
         part, cfg = todo.pop(0)
         done += 1
-        C.log(f"{PROG}: [{done}/{done + len(todo)}] {part} d={cfg['d']} P={cfg['P']} N1={cfg['N1']} "
+        C.log(f"{NAME}: [{done}/{done + len(todo)}] {part} d={cfg['d']} P={cfg['P']} N1={cfg['N1']} "
               f"seed={cfg['seed']}")
         res, was_cached = cached_entry(cache, cfg, args.progress)
-        summary[part].append(res)
+        summary[part].append(dict(res, P_over_d=cfg["P"] / cfg["d"]))
         _summarise(summary, s)
-        files.write(summary, markdown(summary))
-        C.log(f"{PROG}: A_f {res['A']:.3f} (NNGP {res['A_nngp']:.3f}), specialists {res['specialists']:.2f}, "
+        files.write(summary)
+        C.log(f"{NAME}: A_f {res['A']:.3f} (NNGP {res['A_nngp']:.3f}), specialists {res['specialists']:.2f}, "
               f"health {res['health']['status']}" + (" (cached)" if was_cached else f", {res['seconds']} s"))
         nxt = _extension(part, cfg, summary[part], s)
         if nxt is not None:
             todo.insert(0, (part, nxt))
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

@@ -24,22 +24,21 @@ CKA(K, YYᵀ) and NC1.  Every net records the sampler health (R̂ across chains 
 per class, the outputs and the outlier count) and the R̂ of every layer's mean squared preactivation q_z<l>, so that
 frozen codes are told from an unequilibrated run.
 
-Run: ``python reproduce/depth.py --size ci|cpu|paper [--nets sig3,relu3,sig2] [--overwrite]``.
+Run: ``python -m reproduce depth --size ci|cpu|paper [--nets sig3,relu3,sig2] [--chains K] [--sampler snaper|gibbs]
+[--overwrite]``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "depth.py"
+NAME = "depth"
+CLAIMS = ("D1", "D2", "D3", "D4", "D5", "P2")
 T0 = 0.01
 # net -> zoo entry, depth, y−, σ_a² rule ("paper": the zoo's default; "sqrtP": P^{-1/2}), width factor N/P,
 # temperature factor
@@ -58,7 +57,7 @@ NETS = {
     "sig1_fs": dict(entry="sigmoidal", depth=1, y_neg=0.5, sa="paper", nf=1.0, tf=1.0, inputs="feature_scale"),
 }
 # per size: P per net (N = nf · P), warm-up per net, kept draws, z thinning, default nets
-SETTINGS = {
+SIZES = {
     "ci": dict(P={"sig3": 20, "relu3": 20, "lin3": 20, "sig2": 20, "sig2_sa": 20, "sig2_N": 20, "sig2_T": 20,
                   "sig1": 20, "sig1_fk": 20, "sig1_fs": 20},
                warmup={k: 150 for k in NETS}, samples=100, thin_z=2, nets=("sig3", "relu3", "lin3", "sig2")),
@@ -273,6 +272,12 @@ def rhat_q_z(rd) -> dict:
     return out
 
 
+def worst_rhat(health: dict) -> str | None:
+    """The name of the observable with the largest finite R̂ of a health summary (None when there is none)."""
+    r = {k: v for k, v in health["rhat"].items() if v is not None and math.isfinite(v)}
+    return max(r, key=r.get) if r else None
+
+
 def net_entry(net: str, s: dict, args) -> dict:
     run, task, N, P, st, dt = sample_net(net, s, args)
     health = C.health_summary(run)
@@ -280,7 +285,8 @@ def net_entry(net: str, s: dict, args) -> dict:
     d = NETS[net]
     e = dict(net=net, entry=d["entry"], depth=d["depth"], N=N, P=P, N0=P + 20, y_neg=d["y_neg"],
              sigma_a2_rule=d["sa"], warmup=s["warmup"][net], samples=s["samples"], thin_z=s["thin_z"],
-             seconds=round(dt, 1), health=health, rhat_q_z=rhat_q_z(rd), **st, chains=args.chains,
+             seconds=round(dt, 1), health=health, max_rhat_which=worst_rhat(health), rhat_q_z=rhat_q_z(rd), **st,
+             chains=args.chains,
              layers=[layer_codes(rd, l) for l in range(1, d["depth"] + 1)], sharpening=sharpening(rd))
     if d["entry"] == "relu":
         e["outliers"] = [layer_outliers(run, rd, l) for l in range(1, d["depth"] + 1)]
@@ -313,99 +319,12 @@ def _codes_text(lc: dict, k: int = 6, key: str = "fraction") -> str:
     return ", ".join(parts) or "—"
 
 
-def _drift_text(lc: dict, k: int = 6) -> str:
-    a, b = lc["per_draw_first_fifth"], lc["per_draw_last_fifth"]
-    top = sorted(b, key=lambda c: -b[c])[:k]
-    return ", ".join(f"{c} {a.get(c, 0.0):.2f} → {b[c]:.2f}" for c in top)
-
-
-def markdown(summary: dict) -> str:
-    head = C.header("Depth: codes per layer, switching and sharpening in two- and three-hidden-layer nets",
-                    summary["provenance"])
-    how = {"gibbs": "the exact blocked Gibbs sampler", "snaper": "SNAPER"}[summary.get("sampler", "snaper")]
-    lines = [head.replace(f"Sampler: SNAPER, {C.CHAINS} chains from prior draws, vectorised",
-                          f"Sampler: {how}, {summary.get('chains', C.CHAINS)} chains from prior draws"
-                          + (", vectorised" if how == "SNAPER" else "")),
-             "Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), N0 = P + 20; written by "
-             "`reproduce/depth.py` (stores summaries, not draws).  Codes: modal code of each unit (neuron of one "
-             "chain) over its draws; fraction of all units of the layer per code ± binomial s.e. and the standard "
-             "deviation of the per-chain fractions, and the same over the selective units (class means 3 s.d. "
-             "above those of a task-agnostic unit); the per-draw fraction per code averaged over the first and the "
-             "last fifth of the draws (a scheme relaxing after warm-up drifts between them; for switching units it "
-             "is the population scheme, which the modal codes do not show); switches per unit per draw; code "
-             "memory μ (1 = every unit keeps its code half a run later, 0 = codes redrawn from the population "
-             "scheme; frozen when μ > 0.5).  Sharpening: "
-             "‖K − K_GP‖/‖K‖ (learned part of the posterior feature kernel against the NNGP prior kernel), "
-             "CKA(K, YYᵀ), NC1.  R̂: between-chain rank-normalised R̂ of the permutation-invariant observables.\n",
-             "| net | L | φ | N | P | y− | σ_a² | T | warm-up + draws | health | max R̂ (which) | seconds |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for e in summary["nets"]:
-        h = e["health"]
-        r = {k: v for k, v in h["rhat"].items() if v is not None and math.isfinite(v)}
-        worst = max(r, key=r.get) if r else "—"
-        lines.append(f"| {e['net']} | {e['depth']} | {e['entry']} | {e['N']} | {e['P']} | {e['y_neg']} | "
-                     f"{C.fmt(e['sigma_a2'])} ({e['sigma_a2_rule']}) | {C.fmt(e['temperature'])} | "
-                     f"{e['warmup']} + {e['samples']} | {h['status']} | {C.fmt(h['max_rhat'])} ({worst}) | "
-                     f"{e['seconds']} |")
-    for e in summary["nets"]:
-        sh = e["sharpening"]
-        lines += ["", f"## {e['net']}: L = {e['depth']} {e['entry']}, N = {e['N']}, P = {e['P']}, "
-                      f"y− = {e['y_neg']}, σ_a² = {C.fmt(e['sigma_a2'])}, T = {C.fmt(e['temperature'])}\n",
-                  f"Health: {e['health']['status']} ({e['health'].get('reason') or 'no objection'}); R̂: "
-                  + ", ".join(f"{k} {C.fmt(v)}" for k, v in e["health"]["rhat"].items())
-                  + ("; from the thinned preactivations: " + ", ".join(f"{k} {C.fmt(v)}" for k, v in
-                                                                       e["rhat_q_z"].items())
-                     if "rhat_q_z" in e else "") + ".\n",
-                  "| layer | codes ≥ 1 % / ≥ 5 % | fraction of all units per code (largest 6) | selective units: "
-                  "fraction per code | per-draw fraction, first → last fifth | switches per unit per draw | "
-                  "code memory μ | verdict | scheme drift (noise level) | ‖K − K_GP‖/‖K‖ | CKA(K, YYᵀ) | "
-                  "NC1 |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for i, lc in enumerate(e["layers"]):
-            lines.append(f"| {lc['layer']} | {lc['n_codes_1pct']} / {lc['n_codes_5pct']} | {_codes_text(lc)} | "
-                         f"{lc['n_selective']}/{lc['n_units']}: {_codes_text(lc, 4, 'selective_fraction')} | "
-                         f"{_drift_text(lc)} | "
-                         f"{C.fmt(lc['switching_rate'], lc['switching_rate_se'])} | {C.fmt(lc['code_memory'])} | "
-                         f"{lc['verdict']} | {C.fmt(lc['scheme_drift'])} ({C.fmt(lc['scheme_drift_null'])}) | "
-                         f"{C.fmt(sh['learned_fraction'][i])} | "
-                         f"{C.fmt(sh['target_cka'][i], sh['target_cka_se'][i], 4)} | "
-                         f"{C.fmt(sh['nc1'][i], sh['nc1_se'][i])} |")
-        if e.get("outliers"):
-            lines += ["", "Outliers per layer (the one-layer net's criterion: outgoing-weight norm and preactivation "
-                      "RMS both above N^(1/4) × the layer's median; the feature layer's outgoing weights are the "
-                      "readout, a lower layer's the columns of the next layer's W):\n",
-                      "| layer | outliers (per chain) | outgoing / preactivation flagged | outliers' outgoing norm / "
-                      "bulk | outliers' preactivation / bulk | largest unit's outgoing / preactivation over bulk | "
-                      "selective units: outliers / all | outliers' codes |",
-                      "|---|---|---|---|---|---|---|---|"]
-            for ol in e["outliers"]:
-                rng = lambda v: f"{min(v):.2f}–{max(v):.2f}" if v else "—"  # noqa: E731
-                lines.append(f"| {ol['layer']} | {ol['n_outliers']} ({', '.join(map(str, ol['per_chain']))}) | "
-                             f"{ol['n_outgoing']} / {ol['n_preactivation']} of {ol['n_units']} | "
-                             f"{rng(ol['outgoing_over_bulk'])} | {rng(ol['preactivation_over_bulk'])} | "
-                             f"{ol['max_outgoing_over_bulk']:.2f} / {ol['max_preactivation_over_bulk']:.2f} | "
-                             f"{ol['n_selective_outliers']} / {ol['n_selective']} | "
-                             f"{', '.join(ol['outlier_codes']) or '—'} |")
-        if e.get("chain_disagreement"):
-            lines.append("\n" + C.chain_disagreement_text(e["chain_disagreement"]))
-        if "U" in e:
-            lines.append(f"\nReadout second moment U = aᵀa/N against the deep linear theory (N → ∞, T → 0): "
-                         f"relative Frobenius error {C.fmt(e['U_relative_error'], e['U_relative_error_se'])}; "
-                         "layer kernels ⟨zᵀz⟩/N against the theory's K_l: relative errors "
-                         + ", ".join(C.fmt(x) for x in e["K_relative_error"]) + ".")
-    planned = summary.get("planned", [])
-    missing = [n for n in planned if n not in {e["net"] for e in summary["nets"]}]
-    if missing:
-        lines.append(f"\nNets not finished in this result: {', '.join(missing)}.")
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--nets", default=None,
                    help=f"comma-separated, some of {', '.join(NETS)} (default: the size's list; ci: "
-                        f"{','.join(SETTINGS['ci']['nets'])}; cpu: {','.join(SETTINGS['cpu']['nets'])})")
+                        f"{','.join(SIZES['ci']['nets'])}; cpu: {','.join(SIZES['cpu']['nets'])})")
     p.add_argument("--chains", type=int, default=C.CHAINS,
                    help=f"chains, each from its own prior draw (default {C.CHAINS}; more chains test whether the "
                         "training error follows the frozen code populations)")
@@ -415,27 +334,24 @@ def main(argv=None) -> int:
     C.check_args(args)
     if args.chains < 2:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
-    s = SETTINGS[args.size]
+    s = SIZES[args.size]
     nets = [x.strip() for x in args.nets.split(",") if x.strip()] if args.nets is not None else list(s["nets"])
     bad = sorted(set(nets) - set(NETS))
     if bad or not nets:
         raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
     if args.sampler == "gibbs" and any(NETS[n]["entry"] != "deep_linear" for n in nets):
         raise ValueError(f"--sampler gibbs samples the linear net only: --nets lin3, got {args.nets!r}")
-    files = C.ResultFiles(args.out, args.name or f"depth_{args.size}", args.overwrite)
-    summary = dict(provenance=C.provenance(args, argv), settings=s, planned=nets, nets=[], sampler=args.sampler,
-                   chains=args.chains)
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
+    summary = dict(provenance=C.provenance(args, argv), settings=s, planned=nets, nets=[], unfinished=list(nets),
+                   sampler=args.sampler, chains=args.chains)
     for i, net in enumerate(nets):
         d = NETS[net]
-        C.log(f"{PROG}: [{i + 1}/{len(nets)}] {net}: L = {d['depth']} {d['entry']}, P = {s['P'][net]}")
+        C.log(f"{NAME}: [{i + 1}/{len(nets)}] {net}: L = {d['depth']} {d['entry']}, P = {s['P'][net]}")
         e = net_entry(net, s, args)
         summary["nets"].append(e)
-        files.write(summary, markdown(summary))
-        C.log(f"{PROG}: {net} done in {e['seconds']} s: health {e['health']['status']}, codes per layer "
+        summary["unfinished"] = nets[i + 1:]
+        files.write(summary)
+        C.log(f"{NAME}: {net} done in {e['seconds']} s: health {e['health']['status']}, codes per layer "
               + "; ".join(_codes_text(lc, 3) for lc in e["layers"]))
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

@@ -22,26 +22,24 @@ The codes in detail, per chain with the standard error over the 4 chains:
 Every net records the sampler health and the R̂ across chains of its permutation-invariant observables.
 
 Sizes: ``ci`` N = P = 20; ``cpu`` N = P = 100; ``paper`` the paper's Fig. 2, N = P = 500 (linear 200), N0 = N + 20.
-Run: ``python reproduce/fig2_toy.py --size ci|cpu|paper [--nets linear,sigmoidal,relu] [--overwrite]``.
+Run: ``python -m reproduce fig2_toy --size ci|cpu|paper [--nets linear,sigmoidal,relu] [--overwrite]``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "fig2_toy.py"
+NAME = "fig2_toy"
+CLAIMS = ("V1", "V2", "V3", "V4", "S1", "S2", "S3", "Q1", "Q2", "Q3", "Q4", "P1")
 NETS = ("linear", "sigmoidal", "relu")
 ENTRY = {"linear": "deep_linear", "sigmoidal": "sigmoidal", "relu": "relu"}
 Y_NEG = {"linear": 0.0, "sigmoidal": 0.5, "relu": -0.5}
 # per size and net: N = P, warm-up, kept draws; thinning of the recorded preactivations
-SETTINGS = {
+SIZES = {
     "ci": dict(N={"linear": 20, "sigmoidal": 20, "relu": 20}, warmup={"linear": 150, "sigmoidal": 150, "relu": 200},
                samples=100, thin_z=1),
     "cpu": dict(N={"linear": 100, "sigmoidal": 100, "relu": 100},
@@ -191,6 +189,7 @@ def fluctuation_summary(rd) -> dict:
         for name, r in ratios.items():
             allr[name], allr[name + "_se"] = _chain_mean_se([float(np.median(r[c])) for c in range(r.shape[0])])
         out[kind] = dict(per_code=per_code, all=allr)
+    out["steady_threshold"] = STEADY
     return out
 
 
@@ -316,8 +315,8 @@ def net_entry(net: str, s: dict, args) -> dict:
     run, task, dt = C.sample_toy(ENTRY[net], N=N, P=N, y_neg=Y_NEG[net], warmup=s["warmup"][net],
                                  samples=s["samples"], seed=args.seed, thin_z=s["thin_z"], progress=args.progress)
     rd = C.run_data_of(run)
-    e = dict(net=net, N=N, P=N, N0=N + 20, y_neg=Y_NEG[net], warmup=s["warmup"][net], samples=s["samples"],
-             seconds=round(dt, 1), sigma_a2=rd.sigma_a2, temperature=rd.temperature,
+    e = dict(net=net, N=N, P=N, N0=N + 20, m=rd.m, y_neg=Y_NEG[net], warmup=s["warmup"][net],
+             samples=s["samples"], seconds=round(dt, 1), sigma_a2=rd.sigma_a2, temperature=rd.temperature,
              health=C.health_summary(run), ergodicity=ergodicity_ratio(rd), codes=C.code_summary(rd),
              identity=identity_summary(rd))
     if net == "linear":
@@ -340,116 +339,14 @@ def net_entry(net: str, s: dict, args) -> dict:
                                             if o["readout"] else float("nan")),
                  preactivation_ratio=(float(np.median(o["preactivation"]) / o["bulk_preactivation"])
                                       if o["preactivation"] else float("nan")),
-                 sqrt_N=math.sqrt(N), bulk=bulk_summary(rd), persistence=outlier_persistence(rd))
+                 sqrt_N=math.sqrt(N), min_outliers_theory=rd.m - 1, bulk=bulk_summary(rd),
+                 persistence=outlier_persistence(rd))
     return e
 
 
-def markdown(summary: dict) -> str:
-    lines = [C.header("Fig. 2 setting: linear, sigmoidal and ReLU nets on the toy task", summary["provenance"]),
-             "Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), one hidden layer, N = P, N0 = N + 20, "
-             "T = 0.01; written by `reproduce/fig2_toy.py` (stores summaries, not draws).\n",
-             "| net | N = P | warm-up + draws | health | max R̂ (invariant obs.) | readout ergodicity ratio | codes | "
-             "result | theory | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for e in summary["nets"]:
-        h, er = e["health"], e["ergodicity"]
-        if e["net"] == "linear":
-            res = f"U (Frobenius) rel. error {C.fmt(e['U_relative_error'], e['U_relative_error_se'])}"
-            theo = "U of the saddle point (N → ∞)"
-        elif e["net"] == "sigmoidal":
-            fr, se = e["codes"]["fraction"], e["codes"]["fraction_se"]
-            res = "codes " + ", ".join(f"{c} {C.fmt(fr[c], se[c])}" for c in sorted(fr, key=lambda c: -fr[c]))
-            res += f" (TV to mean field {C.fmt(e['tv_to_meanfield'])})"
-            theo = "mean field " + ", ".join(f"{c} {C.fmt(p)}" for c, p in e["meanfield_mass"].items())
-        else:
-            o = e["outliers"]
-            res = (f"outliers per chain {o['per_chain']}, one per class: {o['one_per_class']}; outlier/bulk "
-                   f"readout {C.fmt(e['readout_ratio'])}, preactivation {C.fmt(e['preactivation_ratio'])}")
-            theo = f"≥ m − 1 = 2 (one per class); size ratio O(√N) = O({C.fmt(e['sqrt_N'])})"
-        lines.append(f"| {e['net']} | {e['N']} | {e['warmup']} + {e['samples']} | {h['status']} | "
-                     f"{C.fmt(h['max_rhat'])} | {C.fmt(er['ratio'], er['ratio_se'])} ({er['verdict']}) | "
-                     f"{e['codes']['verdict']} | {res} | {theo} | {e['seconds']} |")
-    lines += details_markdown(summary)
-    return "\n".join(lines) + "\n"
-
-
-def details_markdown(summary: dict) -> list[str]:
-    """The per-code and bulk measurements of every net (V3, V4, S3, Q3, Q4) as markdown lines."""
-    f = C.fmt
-    lines = ["", "## Codes in detail (± standard error over the 4 chains)", ""]
-    for e in summary["nets"]:
-        idn = e.get("identity")
-        ident = (f"identity correlation between run halves (0: permutation symmetry restored, 1: every unit keeps its "
-                 f"identity): readouts {f(idn['a']['mean'], idn['a']['se'])}, first-layer class means "
-                 f"{f(idn['z1']['mean'], idn['z1']['se'])}" if idn else "")
-        if e["net"] == "linear" and "strengths" in e:
-            st = e["strengths"]
-            q = " / ".join(f"{int(100 * x)}" for x in st["quantiles"])
-            lines += [f"**Linear, N = P = {e['N']}: analog code.** Class-mean strength |z̄_i(t)| (norm over the "
-                      f"classes of a unit's class-mean preactivations at one draw), all units and draws, against the "
-                      f"exact N → ∞ theory (a ~ N(0, U), h | a ~ N(K0 Λᵀ a, K0) at the run's T); {ident}.", "",
-                      "| quantity | sampled | theory (N → ∞) |", "|---|---|---|",
-                      f"| quantiles {q} % | " + ", ".join(f(v, se) for v, se in zip(st["sampled"], st["sampled_se"]))
-                      + " | " + ", ".join(f(v) for v in st["theory"]) + " |",
-                      f"| E\\|z̄\\|² | {f(st['mean_square'], st['mean_square_se'])} | {f(st['mean_square_theory'])} |",
-                      f"| Kolmogorov–Smirnov distance, sampled vs theory distribution | {f(st['ks_to_theory'])} | 0 |",
-                      f"| bimodality coefficient (1/3 normal, 5/9 uniform, above: two modes) | {f(st['bimodality'])} "
-                      f"| {f(st['bimodality_theory'])} |",
-                      f"| largest gap between the N units' strengths in the 10–90 % range, over its width (median "
-                      f"over draws) | {f(st['largest_gap'], st['largest_gap_se'])} | "
-                      f"{f(st['largest_gap_theory'])} (sets of N draws) |", ""]
-        elif e["net"] == "sigmoidal" and "fluctuation" in e:
-            fl, ft = e["fluctuation"], e.get("fluctuation_theory", {})
-            lines += [f"**Sigmoidal, N = P = {e['N']}: fluctuations around a class-structured mean.** Per unit: "
-                      "class-structured mean = time-and-point average on each class; v_b = variance of those means "
-                      "over the classes (class-size weighted); v_t = variance of one point's value over draws "
-                      "(mean over points); v_p = variance over a class's points of their time averages.  Per "
-                      "modal code, median over its units, then mean ± s.e. over chains; mean field: the tilted "
-                      "law of h on each class over the readout density of that code (docs/theory.md §5); "
-                      f"{ident}.", "",
-                      "| code | units | persistence (median) | z: (v_t + v_p)/v_b | steady units (persistence ≥ "
-                      f"{STEADY}) | mean field | z: v_b/(v_b + v_t + v_p) | mean field | φ(z): (v_t + v_p)/v_b | "
-                      "mean field | temporal share v_t/(v_t + v_p) of z |",
-                      "|---|---|---|---|---|---|---|---|---|---|---|"]
-            for code, z in fl["z"]["per_code"].items():
-                ph = fl["phi"]["per_code"][code]
-                tz, tp = ft.get("z", {}).get(code, {}), ft.get("phi", {}).get(code, {})
-                lines.append(f"| {code} | {z['n_units']} | {f(z.get('persistence'))} | "
-                             f"{f(z['within_over_between'], z['within_over_between_se'])} | "
-                             f"{f(z.get('within_over_between_steady'))} ({z.get('n_steady', '—')} units) | "
-                             f"{f(tz.get('within_over_between'))} | {f(z['class_share'], z['class_share_se'])} | "
-                             f"{f(tz.get('class_share'))} | "
-                             f"{f(ph['within_over_between'], ph['within_over_between_se'])} | "
-                             f"{f(tp.get('within_over_between'))} | "
-                             f"{f(z['temporal_share'], z['temporal_share_se'])} |")
-            lines.append("")
-        elif e["net"] == "relu" and "bulk" in e:
-            b, pe = e["bulk"], e["persistence"]
-            lines += [f"**ReLU, N = P = {e['N']}: task-agnostic bulk and frozen outliers.** Bulk = the units that are "
-                      f"not outliers ({f(b['n_bulk'], b['n_bulk_se'])} per chain); {ident}.", "",
-                      "| quantity | sampled | task-agnostic / frozen reference |", "|---|---|---|",
-                      f"| class-selective fraction of the bulk (median class mean beyond 3 null s.d.) | "
-                      f"{f(b['selective_fraction'], b['selective_fraction_se'])} (per chain "
-                      f"{', '.join(f(v) for v in b['selective_fraction_per_chain'])}) | ≈ 0 |",
-                      f"| class-selective outliers per chain | {b['n_selective_outliers_per_chain']} | — |",
-                      f"| bulk readout ergodicity ratio | {f(b['ergodicity'], b['ergodicity_se'])} | 1 (ergodic) |",
-                      f"| bulk E[a²]/σ_a² | {f(b['a2_over_prior'], b['a2_over_prior_se'])} | 1 (prior) |",
-                      f"| bulk E[z²] | {f(b['z2'], b['z2_se'])} | 1 (prior, xᵀx/N0) |",
-                      f"| bulk class-mean power E\\|z̄\\|² / (E[z²] Σ_c 1/P_c) | "
-                      f"{f(b['class_power_over_null'], b['class_power_over_null_se'])} | 1 (no class structure) |",
-                      f"| outliers per chain in each fifth of the run | "
-                      f"{'; '.join(str(r) for r in pe['per_segment'])} | constant |",
-                      f"| the same units are the outliers in every fifth (per chain) | "
-                      f"{pe['same_units_every_segment']} | True |",
-                      f"| outliers' code memory (1: never change) / switches per draw | {f(pe['code_memory'])} / "
-                      f"{f(pe['switching_rate'])} | 1 / 0 |",
-                      f"| outliers' readout norm, s.d. over draws / mean (median) | "
-                      f"{f(pe['readout_relative_fluctuation'])} | ≪ 1 |", ""]
-    return lines
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--nets", default=",".join(NETS), help="comma-separated: linear, sigmoidal, relu (default all)")
     args = p.parse_args(argv)
     C.check_args(args)
@@ -458,17 +355,13 @@ def main(argv=None) -> int:
     if bad or not nets:
         raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
     files = C.ResultFiles(args.out, args.name or f"fig2_toy_{args.size}", args.overwrite)
-    s = SETTINGS[args.size]
+    s = SIZES[args.size]
     summary = dict(provenance=C.provenance(args, argv), settings=s, nets=[])
     for i, net in enumerate(nets):
-        C.log(f"{PROG}: [{i + 1}/{len(nets)}] {net}, N = P = {s['N'][net]}")
+        C.log(f"{NAME}: [{i + 1}/{len(nets)}] {net}, N = P = {s['N'][net]}")
         e = net_entry(net, s, args)
         summary["nets"].append(e)
-        files.write(summary, markdown(summary))
-        C.log(f"{PROG}: {net} done in {e['seconds']} s: health {e['health']['status']}")
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+        files.write(summary)
+        C.log(f"{NAME}: {net} done in {e['seconds']} s: health {e['health']['status']}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

@@ -11,24 +11,25 @@ fixed P.
 Every entry records the sampler health and the R̂ across chains of the permutation-invariant observables (training
 error, readout norm per class, network outputs, outlier count), so frozen units are shown frozen at equilibrium.
 
-Run: ``python reproduce/finite_size.py --size ci|cpu|paper [--parts relu,sigmoid] [--overwrite]``.
+Run: ``python -m reproduce finite_size --size ci|cpu|paper [--parts relu,sigmoid] [--widths N,...] [--relu-warmup K]
+[--overwrite]``, or ``python -m reproduce finite_size --combine A.json B.json ... --name STEM`` to merge the widths of
+several runs into one result without sampling.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "finite_size.py"
+NAME = "finite_size"
+CLAIMS = ("S1", "S2", "S4", "Q1", "Q2")
 M = 3          # classes of the toy task
 # per size: P, N0, ReLU widths, sigmoid widths, warm-up (ReLU, sigmoid), kept draws, z thinning
-SETTINGS = {
+SIZES = {
     "ci": dict(P=20, N0=40, relu_N=(20, 40), sigmoid_N=(20, 40), relu_warmup=200, sigmoid_warmup=150, samples=100,
                thin_z=1),
     "cpu": dict(P=100, N0=120, relu_N=(50, 100, 200, 400), sigmoid_N=(50, 100, 200), relu_warmup=2000,
@@ -99,8 +100,38 @@ def sigmoid_entry(N: int, s: dict, args) -> dict:
                 branches=C.branch_summary(rd), meanfield_mass=mf, tv_to_meanfield=tv)
 
 
+def relu_sizes(e: dict) -> dict:
+    """The outliers' mean RMS readout norm and preactivation of one ReLU entry, each with its standard error over
+    the outliers (None with fewer than two outliers; both None without outliers)."""
+    out = {}
+    for key in ("readout", "preactivation"):
+        out[f"{key}_mean"], out[f"{key}_mean_se"] = C.mean_se(e["outliers"][key])
+    return out
+
+
+def max_rhat_q_a(h: dict) -> float | None:
+    """The largest R̂ of the readout norms per class q_a[c] of a health summary (None when none is recorded)."""
+    qa = [v for k, v in h["rhat"].items() if k.startswith("q_a") and v is not None]
+    return max(qa) if qa else None
+
+
+def complete(summary: dict) -> dict:
+    """``summary`` with what is computed from its entries filled in: on every ReLU entry the outliers' mean sizes
+    (:func:`relu_sizes`), on every entry the largest R̂ of its readout norms (``rhat_max_q_a``), and the
+    ``analysis`` (:func:`analyse`), in place.  Needs the JSON summary alone, so it also completes a stored result
+    file."""
+    for kind in ("relu", "sigmoid"):
+        for e in summary[kind]:
+            if kind == "relu":
+                e.update(relu_sizes(e))
+            e["rhat_max_q_a"] = max_rhat_q_a(e["health"])
+    summary["analysis"] = analyse(summary)
+    return summary
+
+
 def analyse(summary: dict) -> dict:
-    """Fitted exponents and verdicts from the finished entries."""
+    """Fitted exponents and verdicts from the finished entries; the widths planned in ``settings`` but not finished
+    (``unfinished``, per part)."""
     relu = summary["relu"]
     out = {}
     if relu:
@@ -110,107 +141,34 @@ def analyse(summary: dict) -> dict:
                 if suffix and len(eq) == len(relu):
                     continue
                 f = fit_exponent([e["N"] for e in entries], [e["outliers"][key] for e in entries])
+                f["theory"] = 0.5
                 f["z_vs_half"] = ((f["slope"] - 0.5) / f["se"] if f["se"] and math.isfinite(f["se"])
                                   else float("nan"))
                 f["widths"] = [e["N"] for e in entries]
                 out[f"exponent_{key}{suffix}"] = f
         out["outliers_per_chain"] = {e["N"]: e["outliers"]["per_chain"] for e in relu}
+        out["min_outliers_theory"] = M - 1
         out["one_per_class_all_N"] = all(e["outliers"]["one_per_class"] for e in relu)
         out["at_least_m_minus_1"] = all(min(e["outliers"]["per_chain"]) >= M - 1 for e in relu)
     sig = summary["sigmoid"]
     if sig:
         out["tv_to_meanfield"] = {e["N"]: e["tv_to_meanfield"] for e in sig}
     out["all_equilibrated"] = all(e["health"]["status"] == "equilibrated" for e in relu + sig)
-    return out
-
-
-def rhat_text(h: dict, outliers: bool) -> str:
-    """R̂ of the training error, the outputs (median over entries), the outlier count and the largest q_a[c]."""
-    r = h["rhat"]
-    qa = [v for k, v in r.items() if k.startswith("q_a") and v is not None]
-    vals = [r.get("mse"), r.get("f")] + ([r.get("n_outliers")] if outliers else []) + [max(qa) if qa else None]
-    return " / ".join("—" if v is None else f"{v:.2f}" for v in vals)
-
-
-def markdown(summary: dict) -> str:
-    a = summary["analysis"]
-    lines = [C.header("Finite size: ReLU outliers and sigmoidal branch masses versus N", summary["provenance"]),
-             "Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), one hidden layer, T = 0.01, P fixed; "
-             "written by `reproduce/finite_size.py` (stores summaries, not draws).  R̂: between-chain "
-             "rank-normalised R̂ of the permutation-invariant observables: training error, network outputs (median "
-             "over entries), outlier count, readout norm per class q_a (largest); the health check discounts a q_a "
-             "whose chain means differ by less than 3 population standard errors (the frozen branch populations of "
-             "broken ergodicity).\n"]
-    relu = summary["relu"]
-    if relu:
-        lines += ["## ReLU, y− = −1/2: outliers versus N\n",
-                  "| N | P | warm-up + draws | outliers per chain | classes | outlier RMS \\|a\\| (mean ± s.e.) | "
-                  "bulk \\|a\\| | outlier RMS z | bulk z | health | R̂ mse / f / n_outliers / max q_a | seconds |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for e in relu:
-            o, h = e["outliers"], e["health"]
-            ra, rz = np.asarray(o["readout"]), np.asarray(o["preactivation"])
-            sea = ra.std(ddof=1) / math.sqrt(ra.size) if ra.size > 1 else None
-            sez = rz.std(ddof=1) / math.sqrt(rz.size) if rz.size > 1 else None
-            lines.append(f"| {e['N']} | {e['P']} | {e['warmup']} + {e['samples']} | {o['per_chain']} | "
-                         f"{o['classes']} | {C.fmt(ra.mean() if ra.size else None, sea)} | "
-                         f"{C.fmt(o['bulk_readout'])} | {C.fmt(rz.mean() if rz.size else None, sez)} | "
-                         f"{C.fmt(o['bulk_preactivation'])} | {h['status']} | {rhat_text(h, True)} | {e['seconds']} |")
-        for key in ("readout", "preactivation"):
-            for suffix, what in (("", "all widths"), ("_equilibrated", "equilibrated widths only")):
-                f = a.get(f"exponent_{key}{suffix}")
-                if f:
-                    lines.append(f"\nFitted exponent of the outliers' {key} size ({what}, N = "
-                                 f"{', '.join(map(str, f.get('widths', [])))}): **{C.fmt(f['slope'], f['se'])}** "
-                                 f"(theory ½; z = {C.fmt(f['z_vs_half'])}; χ²/dof {C.fmt(f['chi2_dof'])}).")
-        lines.append(f"\nOutlier count: at least m − 1 = {M - 1} in every chain at every N: "
-                     f"{a['at_least_m_minus_1']}; exactly one per class in every chain at every N: "
-                     f"{a['one_per_class_all_N']}.\n")
-    sig = summary["sigmoid"]
-    if sig:
-        codes = sorted(set().union(*[set(e["meanfield_mass"]) | set(e["codes"]["fraction"]) for e in sig]))
-        lines += ["## Sigmoidal, y− = ½: fraction of units per code versus N, against the mean field (N → ∞)\n",
-                  "| N | " + " | ".join(codes)
-                  + " | TV distance to mean field | codes | health | R̂ mse / f / max q_a | seconds |",
-                  "|---|" + "---|" * len(codes) + "---|---|---|---|---|"]
-        for e in sig:
-            fr, se = e["codes"]["fraction"], e["codes"]["fraction_se"]
-            lines.append(f"| {e['N']} | " + " | ".join(C.fmt(fr.get(c, 0.0), se.get(c)) for c in codes)
-                         + f" | {C.fmt(e['tv_to_meanfield'])} | {e['codes']['verdict']} | {e['health']['status']} | "
-                         f"{rhat_text(e['health'], False)} | {e['seconds']} |")
-        mf = sig[0]["meanfield_mass"]
-        lines.append("| mean field | " + " | ".join(C.fmt(mf.get(c, 0.0)) for c in codes) + " | 0 | | | | |")
-        if any("per_draw" in e["codes"] for e in sig):
-            lines += ["", "Fraction of units on each code at a given draw (mean over draws and chains; a unit that "
-                          "hops between codes counts for each, its modal code above for one; ± s.e. over chains):\n",
-                      "| N | " + " | ".join(codes) + " |", "|---|" + "---|" * len(codes)]
-            for e in sig:
-                pdr = e["codes"].get("per_draw")
-                pse = e["codes"].get("per_draw_se", {})
-                if pdr is not None:
-                    lines.append(f"| {e['N']} | " + " | ".join(C.fmt(pdr.get(c, 0.0), pse.get(c)) for c in codes)
-                                 + " |")
-        lines += ["", "Readout branches (BIC clustering of the units' time-averaged readouts, outliers removed):\n"]
-        for e in sig:
-            b = e["branches"]
-            parts = [f"{c or '?'} {C.fmt(m)} ± {C.fmt(s, digits=2)}" for c, m, s in
-                     zip(b["codes"] or [""] * b["n_branches"], b["masses"], b["mass_se"])]
-            lines.append(f"* N = {e['N']}: {b['n_branches']} branches: " + ", ".join(parts))
-        lines.append("")
+    unfinished = {}
     for kind in ("relu", "sigmoid"):
         planned = summary.get("settings", {}).get(f"{kind}_N") or []
         missing = sorted(set(planned) - {e["N"] for e in summary[kind]})
         if missing:
-            lines.append(f"Widths of the {kind} part not finished in this result: {missing}.\n")
-    lines.append(f"All entries equilibrated (sampler health): {a['all_equilibrated']}.\n")
-    return "\n".join(lines)
+            unfinished[kind] = missing
+    out["unfinished"] = unfinished
+    return out
 
 
 def combine(args, argv) -> int:
     """Merge finished entries of several result files (e.g. widths run in separate processes) into one result."""
     import json
 
-    files = C.ResultFiles(args.out, args.name or f"finite_size_{args.size}", args.overwrite)
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     parts = []
     for f in args.combine:
         try:
@@ -218,7 +176,7 @@ def combine(args, argv) -> int:
         except (OSError, ValueError) as e:
             raise ValueError(f"--combine: cannot read {f} as a result file ({e})") from None
         if not all(k in parts[-1] for k in ("provenance", "relu", "sigmoid")):
-            raise ValueError(f"--combine: {f} is not a finite_size.py result file")
+            raise ValueError(f"--combine: {f} is not a {NAME} result file")
     summary = dict(provenance=dict(parts[0]["provenance"]), settings=parts[0].get("settings", {}), relu=[],
                    sigmoid=[], combined_from=[dict(file=Path(f).name, command=p["provenance"]["command"],
                                                    started=p["provenance"]["started"])
@@ -232,22 +190,21 @@ def combine(args, argv) -> int:
             for e in p[kind]:
                 seen.setdefault(e["N"], e)
         summary[kind] = [seen[N] for N in sorted(seen)]
-    summary["analysis"] = analyse(summary)
-    files.write(summary, markdown(summary))
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    files.write(complete(summary))
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--parts", default="relu,sigmoid", help="comma-separated: relu, sigmoid (default both)")
     p.add_argument("--widths", default=None,
                    help="comma-separated widths N replacing the size's lists of the parts run (e.g. 400)")
     p.add_argument("--relu-warmup", type=int, default=None,
                    help="warm-up steps of the ReLU runs, replacing the size's (e.g. a longer one for the largest N)")
     p.add_argument("--combine", nargs="+", default=None, metavar="JSON",
-                   help="no sampling: merge the entries of these result files of this script (the first file's "
+                   help="no sampling: merge the entries of these result files of this experiment (the first file's "
                         "entry wins for a width run twice) and write them as one result")
     args = p.parse_args(argv)
     C.check_args(args)
@@ -257,8 +214,8 @@ def main(argv=None) -> int:
     bad = sorted(set(parts) - {"relu", "sigmoid"})
     if bad or not parts:
         raise ValueError(f"--parts must name relu and/or sigmoid, got {args.parts!r}")
-    files = C.ResultFiles(args.out, args.name or f"finite_size_{args.size}", args.overwrite)
-    s = dict(SETTINGS[args.size])
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
+    s = dict(SIZES[args.size])
     if args.widths:
         try:
             widths = tuple(int(w) for w in args.widths.split(","))
@@ -275,17 +232,12 @@ def main(argv=None) -> int:
     jobs = ([("sigmoid", N) for N in s["sigmoid_N"]] if "sigmoid" in parts else []) + \
            ([("relu", N) for N in s["relu_N"]] if "relu" in parts else [])
     for i, (kind, N) in enumerate(jobs):
-        C.log(f"{PROG}: [{i + 1}/{len(jobs)}] {kind} N = {N}, P = {s['P']}")
+        C.log(f"{NAME}: [{i + 1}/{len(jobs)}] {kind} N = {N}, P = {s['P']}")
         e = relu_entry(N, s, args) if kind == "relu" else sigmoid_entry(N, s, args)
         summary[kind].append(e)
-        summary["analysis"] = analyse(summary)
-        files.write(summary, markdown(summary))
-        C.log(f"{PROG}: {kind} N = {N} done in {e['seconds']} s: health {e['health']['status']}"
+        files.write(complete(summary))
+        C.log(f"{NAME}: {kind} N = {N} done in {e['seconds']} s: health {e['health']['status']}"
               + (f", outliers per chain {e['outliers']['per_chain']}" if kind == "relu" else
                  f", TV to mean field {e['tv_to_meanfield']:.3f}"))
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

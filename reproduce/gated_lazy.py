@@ -26,26 +26,24 @@ Two parts (``--parts``):
   at the paper's hidden width 64; the relative error of the untrained pathways' maps at the end, next to its value
   at the start (a random map's expected relative error, 1 + H² s⁶/⟨y²⟩) and the final training loss.
 
-Run: ``python reproduce/gated_lazy.py --size ci|cpu|paper [--parts bayes,gd] [--sigma2 1,10,100,1000]
+Run: ``python -m reproduce gated_lazy --size ci|cpu|paper [--parts bayes,gd] [--sigma2 1,10,100,1000]
 [--warmup N] [--samples N] [--overwrite]``.
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "gated_lazy.py"
+NAME = "gated_lazy"
+CLAIMS = ("G4", "G5")
 PARTS = ("bayes", "gd")
 # per size: Bayesian hidden width, temperature, σ² values, warm-up and kept draws; GD hidden width, initial scales
 # with their learning rates, steps
-SETTINGS = {
+SIZES = {
     "ci": dict(hidden=16, temperature=0.1, sigma2=(1.0, 1000.0), warmup=100, samples=100,
                gd_hidden=64, gd=((0.01, 0.1), (1.0, 0.002)), gd_steps=6000),
     "cpu": dict(hidden=16, temperature=0.1, sigma2=(1.0, 10.0, 100.0, 1000.0), warmup=600, samples=300,
@@ -157,70 +155,6 @@ def gd_entry(scale: float, lr: float, s: dict) -> dict:
                 untrained_error_start=err(un, 0), untrained_error_end=err(un, -1))
 
 
-def verdict(summary: dict) -> str:
-    """One paragraph: does zero-shot generalization fail as the scale grows?"""
-    out = []
-    b = summary["bayes"]
-    if b:
-        lo, hi = b[0], b[-1]
-        healthy = [e["sigma2"] for e in b if e["health"]["status"] == "equilibrated"]
-        out.append(
-            f"Bayesian net (hidden {lo['hidden']}): untrained-pathway error of single draws "
-            f"{C.fmt(lo['untrained_error_draws'])} at σ² = {C.fmt(lo['sigma2'])} against "
-            f"{C.fmt(hi['untrained_error_draws'])} at σ² = {C.fmt(hi['sigma2'])} (a prior draw: "
-            f"{C.fmt(lo['prior_draw_error'])} and {C.fmt(hi['prior_draw_error'])}); equilibrated at σ² ∈ "
-            f"{{{', '.join(C.fmt(x) for x in healthy) or 'none'}}}.")
-    g = summary["gd"]
-    if g:
-        out.append("Gradient descent (hidden " + str(g[0]["hidden"]) + "): untrained error at the end "
-                   + ", ".join(f"{C.fmt(e['untrained_error_end'])} (s = {C.fmt(e['init_scale'])}, start "
-                               f"{C.fmt(e['untrained_error_start'])})" for e in g) + ".")
-    return " ".join(out)
-
-
-def markdown(summary: dict) -> str:
-    prov = summary["provenance"]
-    lines = [C.header("Gated deep linear net (routing) in the lazy regime: zero-shot generalization vs weight scale",
-                      prov).replace("Sampler: SNAPER", "Sampler: auto (SNAPER for gdln_routing)"), ""]
-    lines.append("Errors are relative: squared error over the pathway's outputs divided by that of predicting 0 "
-                 f"(⟨y²⟩ = {C.fmt(target_second_moment())}); map errors are ‖W_p − Yᵢᵀ‖²/‖Yᵢᵀ‖² against the "
-                 "least-squares map of the effective dataset.  A prior draw's expected error is 1 + (σ²)³/(4⟨y²⟩); "
-                 "a random GD start's 1 + H²s⁶/⟨y²⟩.\n")
-    if summary["bayes"]:
-        lines += ["## Bayesian net: prior variance σ² of every edge\n",
-                  "| σ² | hidden | T | warm-up + draws | train mse (per chain) | trained map error: posterior mean / "
-                  "draws | untrained error: posterior mean (max) | untrained error: single draws (max) | "
-                  "untrained map error per chain | prior draw's error | health | max R̂ | divergences | s |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for e in summary["bayes"]:
-            h = e["health"]
-            per_chain = ", ".join(C.fmt(x, digits=2) for x in e["train_mse_per_chain"])
-            status = h["status"] + (f": {h['reason']}" if h["reason"] else "")
-            lines.append(
-                f"| {C.fmt(e['sigma2'])} | {e['hidden']} | {C.fmt(e['temperature'])} | {e['warmup']} + "
-                f"{e['samples']} | {C.fmt(e['train_mse'])} ({per_chain}) | "
-                f"{C.fmt(e['trained_map_error'])} / {C.fmt(e['trained_map_error_draws'])} | "
-                f"{C.fmt(e['untrained_error_mean'])} ({C.fmt(e['untrained_error_mean_max'])}) | "
-                f"{C.fmt(e['untrained_error_draws'])} ({C.fmt(e['untrained_error_draws_max'])}) | "
-                f"{', '.join(C.fmt(x, digits=2) for x in e['untrained_map_error_per_chain'])} | "
-                f"{C.fmt(e['prior_draw_error'])} | {status} | {C.fmt(h['max_rhat'])} | {h['divergences']} | "
-                f"{e['seconds']} |")
-    if summary["gd"]:
-        lines += ["", "## Gradient descent from i.i.d. N(0, s²) edge maps (bnnzoo.theory.dynamics)\n",
-                  "| s | hidden | lr × steps | loss start → end | monotone | trained map error start → end | "
-                  "untrained map error start → end | random start's expected error | s |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for e in summary["gd"]:
-            lines.append(
-                f"| {C.fmt(e['init_scale'])} | {e['hidden']} | {C.fmt(e['lr'])} × {e['steps']} | "
-                f"{C.fmt(e['loss_start'])} → {C.fmt(e['loss_end'])} | {e['loss_monotone']} | "
-                f"{C.fmt(e['trained_error_start'])} → {C.fmt(e['trained_error_end'])} | "
-                f"{C.fmt(e['untrained_error_start'])} → {C.fmt(e['untrained_error_end'])} | "
-                f"{C.fmt(e['init_error_expected'])} | {e['seconds']} |")
-    lines += ["", "## Verdict\n", verdict(summary)]
-    return "\n".join(lines) + "\n"
-
-
 def _floats(text: str, name: str) -> tuple[float, ...]:
     try:
         vals = tuple(float(x) for x in text.split(",") if x.strip())
@@ -231,9 +165,9 @@ def _floats(text: str, name: str) -> tuple[float, ...]:
     return vals
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--parts", default="bayes,gd", help="comma-separated, some of bayes, gd (default both)")
     p.add_argument("--sigma2", default=None,
                    help="comma-separated prior variances (default per size: ci 1,1000; cpu and paper 1,10,100,1000)")
@@ -248,31 +182,30 @@ def main(argv=None) -> int:
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     if not parts or set(parts) - set(PARTS):
         raise ValueError(f"--parts must name some of {', '.join(PARTS)}, got {args.parts!r}")
-    s = dict(SETTINGS[args.size])
+    s = dict(SIZES[args.size])
     if args.sigma2 is not None:
         s["sigma2"] = _floats(args.sigma2, "--sigma2")
     s.update({k: getattr(args, k) for k in ("warmup", "samples") if getattr(args, k) is not None})
-    files = C.ResultFiles(args.out, args.name or f"gated_lazy_{args.size}", args.overwrite)
-    summary = dict(provenance=C.provenance(args, argv), settings=s, parts=parts, bayes=[], gd=[])
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
+    summary = dict(provenance=C.provenance(args, argv), settings=s, parts=parts, chains=C.CHAINS, sampler="auto",
+                   target_second_moment=target_second_moment(), bayes=[], gd=[], equilibrated_sigma2=[])
     if "gd" in parts:
         for scale, lr in s["gd"]:
-            C.log(f"{PROG}: gradient descent, hidden {s['gd_hidden']}, init scale {scale}")
+            C.log(f"{NAME}: gradient descent, hidden {s['gd_hidden']}, init scale {scale}")
             e = gd_entry(scale, lr, s)
             summary["gd"].append(e)
-            files.write(summary, markdown(summary))
-            C.log(f"{PROG}: untrained map error {e['untrained_error_start']:.3g} → {e['untrained_error_end']:.3g}, "
+            files.write(summary)
+            C.log(f"{NAME}: untrained map error {e['untrained_error_start']:.3g} → {e['untrained_error_end']:.3g}, "
                   f"loss → {e['loss_end']:.3g}")
     if "bayes" in parts:
         for i, s2 in enumerate(s["sigma2"]):
-            C.log(f"{PROG}: [{i + 1}/{len(s['sigma2'])}] Bayesian routing net, hidden {s['hidden']}, σ² = {s2}")
+            C.log(f"{NAME}: [{i + 1}/{len(s['sigma2'])}] Bayesian routing net, hidden {s['hidden']}, σ² = {s2}")
             e = bayes_entry(s2, s, args)
             summary["bayes"].append(e)
-            files.write(summary, markdown(summary))
-            C.log(f"{PROG}: σ² = {s2} done in {e['seconds']} s: untrained error (draws) "
+            summary["equilibrated_sigma2"] = [x["sigma2"] for x in summary["bayes"]
+                                              if x["health"]["status"] == "equilibrated"]
+            files.write(summary)
+            C.log(f"{NAME}: σ² = {s2} done in {e['seconds']} s: untrained error (draws) "
                   f"{e['untrained_error_draws']:.3g}, health {e['health']['status']}")
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

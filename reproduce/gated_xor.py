@@ -12,21 +12,19 @@ Per pathway: E[aᵀa/N] and E[f] sampled (4 chains from prior draws) against the
 largest |z| (Monte Carlo standard errors from the effective sample size); the posterior-mean outputs on the four
 inputs against the XoR targets; sampler health.
 
-Run: ``python reproduce/gated_xor.py --size ci|cpu|paper [--overwrite]``.
+Run: ``python -m reproduce gated_xor --size ci|cpu|paper [--overwrite]``.
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "gated_xor.py"
+NAME = "gated_xor"
+CLAIMS = ("G1",)
 T = 0.01
 # hidden width, warm-up, kept draws; the XoR net of the paper's setting is this small, so "paper" is "cpu"
 SIZES = {"ci": dict(hidden=4, warmup=300, samples=300), "cpu": dict(hidden=4, warmup=1000, samples=2000),
@@ -59,55 +57,27 @@ def analyse(run, task, hidden: int) -> dict:
     return out
 
 
-def markdown(res: dict) -> str:
-    s, r = res["settings"], res.get("result")
-    lines = [C.header(f"Gated deep linear net computing XoR ({res['size']} size)", res["provenance"]),
-             f"Two gated pathways, hidden width {s['hidden']}, standard scales, prior variances 1, T = {T}; "
-             f"{C.CHAINS} chains × ({s['warmup']} warm-up + {s['samples']} draws).  Exact: the one-hidden-layer "
-             "linear net (lazy readout) on each pathway's two examples, at the same finite width.", ""]
-    if r is None:
-        return "\n".join(lines + ["(no finished run)"]) + "\n"
-    h = r["health"]
-    reason = f" ({h['reason']})" if h["reason"] else ""
-    lines += [f"Sampler health: **{h['status']}**{reason}; max R̂ {C.fmt(h['max_rhat'])}, divergences "
-              f"{h['divergences']}.  Sampling {res['sampling_s']:.0f} s.", "",
-              "| pathway | E[aᵀa/N] sampled | exact (finite N) | N → ∞ | max \\|z\\| | E[f] sampled | exact | max \\|z\\| |",
-              "|---|---|---|---|---|---|---|---|"]
-    for name, p in r["pathways"].items():
-        lines.append(f"| {name} | {p['U']:.4f} | {p['U_exact']:.4f} | {p['U_infinite_width']:.4f} | "
-                     f"{p['U_max_abs_z']:.2f} | {', '.join(f'{v:+.4f}' for v in p['f'])} | "
-                     f"{', '.join(f'{v:+.4f}' for v in p['f_exact'])} | {p['f_max_abs_z']:.2f} |")
-    lines += ["", "| x | posterior-mean f | XoR target |", "|---|---|---|"]
-    for o in r["outputs"]:
-        lines.append(f"| ({o['x'][0]:+.0f}, {o['x'][1]:+.0f}) | {o['f']:+.3f} | {o['y']:+.0f} |")
-    lines += ["", f"Largest |f − y| on the four inputs: {r['max_output_error']:.3f}."]
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    p = C.parser(PROG, "Gated deep linear net computing XoR: sampled vs exact pathway posteriors")
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     args = p.parse_args(argv)
     C.check_args(args)
     s = SIZES[args.size]
-    files = C.ResultFiles(args.out, args.name or f"gated_xor_{args.size}", args.overwrite)
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
 
     import bnnzoo
     from bnnzoo.tasks.gated_tasks import xor_spec, xor_task
 
-    res = dict(provenance=C.provenance(args, argv), size=args.size, settings=s, temperature=T, result=None)
+    res = dict(provenance=C.provenance(args, argv), size=args.size, settings=s, temperature=T, chains=C.CHAINS,
+               result=None)
     task = xor_task(hidden=s["hidden"])
-    C.log(f"sampling the XoR net, hidden {s['hidden']}")
+    C.log(f"{NAME}: sampling the XoR net, hidden {s['hidden']}")
     t0 = time.time()
     run = bnnzoo.sample("gdln_xor", task, spec=xor_spec(s["hidden"]), temperature=T, num_chains=C.CHAINS,
                         num_warmup=s["warmup"], num_samples=s["samples"], seed=args.seed, sampler="auto",
                         progress=args.progress)
     res["sampling_s"] = time.time() - t0
     res["result"] = analyse(run, task, s["hidden"])
-    files.write(res, markdown(res))
-    C.log(f"wrote {files.json} and {files.md}")
+    files.write(res)
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

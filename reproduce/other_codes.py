@@ -19,29 +19,27 @@ Two parts (``--parts``):
 
 Sizes: ``ci`` N = P = 16; ``cpu`` N = P = 60; ``paper`` N = P = 500 (the paper's Fig. 1 and Fig. 2 sizes);
 ``--width`` sets another N = P with the size's warm-up and draws.
-Run: ``python reproduce/other_codes.py --size ci|cpu|paper [--parts binary,sparse] [--nets ...] [--width N]
+Run: ``python -m reproduce other_codes --size ci|cpu|paper [--parts binary,sparse] [--nets ...] [--width N]
 [--overwrite]``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "other_codes.py"
+NAME = "other_codes"
+CLAIMS = ("B1", "B2", "B3")
 PARTS = {"binary": ("linear", "sigmoidal", "relu"), "sparse": ("softplus", "relu2")}
 NETS = PARTS["binary"] + PARTS["sparse"]
 ENTRY = {"linear": "deep_linear", "sigmoidal": "sigmoidal", "relu": "relu", "softplus": "relu", "relu2": "relu"}
 ACTIVATION = {"linear": "linear", "sigmoidal": "sigmoid", "relu": "relu", "softplus": "softplus", "relu2": "relu2"}
 SPARSE_LIKE = ("relu", "softplus", "relu2")  # unbounded nets: longer warm-up (the outliers form slowly)
-SETTINGS = {
+SIZES = {
     "ci": dict(N=16, warmup=150, warmup_sparse=200, samples=100, thin_z=1),
     "cpu": dict(N=60, warmup=400, warmup_sparse=800, samples=300, thin_z=1),
     "paper": dict(N=500, warmup=1000, warmup_sparse=3000, samples=500, thin_z=5),
@@ -94,7 +92,8 @@ def class_codes(rd) -> tuple[dict, np.ndarray]:
     sel = np.asarray(cr.selective, bool)
     return dict(fraction=frac, fraction_se=se, per_chain=per_chain, verdict=cr.verdict, kind=cr.kind,
                 code_memory=cr.code_memory, switching_rate=cr.switching_rate, n_units=n,
-                selective_per_chain=sel.sum(1).tolist(), selective_scheme=dict(cr.scheme)), modal
+                selective_per_chain=sel.sum(1).tolist(), n_selective=int(sel.sum()),
+                selective_scheme=dict(cr.scheme)), modal
 
 
 def outliers(rd, n_cls: int) -> dict:
@@ -197,100 +196,9 @@ def kernel_summary(run, rd, task, net: str) -> dict:
     return out
 
 
-def _codes_cell(c: dict) -> str:
-    fr, se = c["fraction"], c["fraction_se"]
-    cell = ", ".join(f"{k} {C.fmt(fr[k], se[k], 2)}" for k in sorted(fr, key=lambda k: -fr[k]))
-    sel = c["selective_scheme"]
-    n_sel = sum(c["selective_per_chain"])
-    return cell + f"; selective units {n_sel}" + (
-        " (" + ", ".join(f"{k} {v}" for k, v in sorted(sel.items(), key=lambda kv: -kv[1])) + ")" if n_sel else "")
-
-
-def _outliers_cell(o: dict) -> str:
-    if not o["n_outliers"]:
-        return f"none (largest readout {C.fmt(o['max_readout_ratio'], None, 2)}× bulk)"
-    return (f"per chain {o['per_chain']}, per chain × class {o['per_chain_class']}; \\|a\\| "
-            f"{C.fmt(o['readout_ratio'], None, 2)}×, z {C.fmt(o['preactivation_ratio'], None, 2)}× bulk "
-            f"(√N = {C.fmt(o['sqrt_N'], None, 2)})")
-
-
-def markdown(summary: dict) -> str:
-    lines = [C.header("Other codes: the binary task (Fig. 1) and sparse codes of softplus and ReLU²",
-                      summary["provenance"]),
-             "One hidden layer, N = P, T = 0.01, non-lazy readout; written by `reproduce/other_codes.py` (stores "
-             "summaries, not draws).  Binary task: m = 1, y = ±1, two classes of P/2 points, N0 = P + 10; codes "
-             "are over the two classes (`10` = active on the y = +1 class only).  Sparse part: toy task, classes "
-             "½, ¼, ¼, y+ / y− = 1 / −½, N0 = P + 20.  Coding scheme as `bnnzoo.diagnose` names it; outliers by "
-             "`find_outliers` (readout and preactivation both above N^{1/4} × the bulk median); the class of a "
-             "binary-task outlier is the sign of its readout.\n"]
-    binary = [e for e in summary["nets"] if e["part"] == "binary"]
-    sparse = [e for e in summary["nets"] if e["part"] == "sparse"]
-    if binary:
-        lines += ["## Binary task (Fig. 1)\n",
-                  "| net | N = P | warm-up + draws | health | max R̂ (invariant obs.) | scheme | readout ergodicity "
-                  "| codes (fraction of units) | code memory | readout branches (masses) | outliers | theory check | "
-                  "seconds |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for e in binary:
-            h, er, c, b = e["health"], e["ergodicity"], e["codes"], e["branches"]
-            if e["net"] == "linear":
-                th = (f"U = {C.fmt(e['U'][0][0])} vs exact {C.fmt(e['U_theory'][0][0])} (rel. error "
-                      f"{C.fmt(e['U_relative_error'], e['U_relative_error_se'])})")
-            elif e["net"] == "sigmoidal":
-                th = ("mean field " + ", ".join(f"{k} {C.fmt(p, None, 2)}" for k, p in e["meanfield_mass"].items())
-                      + f"; TV {C.fmt(e['tv_to_meanfield'], None, 2)}")
-            else:
-                th = "—"
-            br = f"{b['n_branches']}: " + ", ".join(
-                f"{C.fmt(m_, None, 2)} at a = {C.fmt(ct[0], None, 2)}" for m_, ct in zip(b["masses"], b["centres"]))
-            lines.append(f"| {e['net']} | {e['N']} | {e['warmup']} + {e['samples']} | {h['status']} | "
-                         f"{C.fmt(h['max_rhat'])} | {e['coding_scheme']} | {C.fmt(er['ratio'], er['ratio_se'], 2)} "
-                         f"({er['verdict']}) | {_codes_cell(c)} | {C.fmt(c['code_memory'], None, 2)} "
-                         f"({c['verdict']}) | {br} | {_outliers_cell(e['outliers'])} | {th} | {e['seconds']} |")
-        lines += ["Posterior feature kernel K = φφᵀ/N (Fig. 1e): CKA with yyᵀ (± s.e. over blocks of draws) against "
-                  "the NNGP prior kernel's, the learned part ‖K − K_prior‖/‖K‖, class-block means of K (off-diagonal "
-                  "entries: within class +, within class −, between) and the theory: the linear net's exact N → ∞ "
-                  "kernel, the sigmoidal mean field's class blocks (relative Frobenius error).\n",
-                  "| net | CKA(K, yyᵀ) | prior's | learned part | blocks ++ / −− / +− | diagonal + / − | theory | "
-                  "relative error |", "|---|---|---|---|---|---|---|---|"]
-        for e in binary:
-            kk = e.get("kernel")
-            if not kk:
-                continue
-            b = kk["block"]
-            th = "—"
-            if "theory_block" in kk:
-                tb = kk["theory_block"]
-                th = f"blocks {C.fmt(tb[0][0])} / {C.fmt(tb[1][1])} / {C.fmt(tb[0][1])}"
-            elif e["net"] == "linear":
-                th = "exact K1 (N → ∞)"
-            lines.append(f"| {e['net']} | {C.fmt(kk['target_cka'], kk['target_cka_se'])} | "
-                         f"{C.fmt(kk['prior_target_cka'])} | {C.fmt(kk['learned_fraction'])} | {C.fmt(b[0][0])} / "
-                         f"{C.fmt(b[1][1])} / {C.fmt(b[0][1])} | {C.fmt(kk['diag'][0])} / {C.fmt(kk['diag'][1])} | "
-                         f"{th} | {C.fmt(kk.get('theory_relative_error'))} |")
-        lines.append("")
-    if sparse:
-        lines += ["## Sparse codes: softplus and ReLU² on the toy task (y− = −½)\n",
-                  "| net | N = P | warm-up + draws | health | max R̂ (invariant obs.) | scheme | outliers per chain "
-                  "| per chain × class | one per class | outlier/bulk \\|a\\| | outlier/bulk z | selective units per chain "
-                  "| seconds |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for e in sparse:
-            h, o = e["health"], e["outliers"]
-            lines.append(f"| {e['net']} | {e['N']} | {e['warmup']} + {e['samples']} | {h['status']} | "
-                         f"{C.fmt(h['max_rhat'])} | {e['coding_scheme']} | {o['per_chain']} | "
-                         f"{o['per_chain_class']} | {o['one_per_class']} | {C.fmt(o['readout_ratio'], None, 2)} | "
-                         f"{C.fmt(o['preactivation_ratio'], None, 2)} (√N = {C.fmt(o['sqrt_N'], None, 2)}) | "
-                         f"{e['codes']['selective_per_chain']} | {e['seconds']} |")
-        lines.append("")
-    for e in summary["nets"]:
-        h = e["health"]
-        lines.append(f"- {e['net']}: health {h['status']}" + (f" ({h['reason']})" if h["reason"] else "") + "; R̂ "
-                     + ", ".join(f"{k} {C.fmt(v)}" for k, v in h["rhat"].items()))
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--parts", default="binary,sparse", help="comma-separated: binary, sparse (default both)")
     p.add_argument("--nets", default=None,
                    help=f"comma-separated subset of {', '.join(NETS)} (default: every net of --parts)")
@@ -311,19 +219,15 @@ def main(argv=None) -> int:
         if not nets or set(nets) - set(allowed):
             raise ValueError(f"--nets must name some of {', '.join(allowed)} (the nets of --parts), "
                              f"got {args.nets!r}")
-    files = C.ResultFiles(args.out, args.name or f"other_codes_{args.size}", args.overwrite)
-    s = dict(SETTINGS[args.size], **({"N": args.width} if args.width is not None else {}))
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
+    s = dict(SIZES[args.size], **({"N": args.width} if args.width is not None else {}))
     summary = dict(provenance=C.provenance(args, argv), settings=s, nets=[])
     for i, net in enumerate(nets):
-        C.log(f"{PROG}: [{i + 1}/{len(nets)}] {net} ({part_of(net)}), N = P = {s['N']}")
+        C.log(f"{NAME}: [{i + 1}/{len(nets)}] {net} ({part_of(net)}), N = P = {s['N']}")
         e = net_entry(net, s, args)
         summary["nets"].append(e)
-        files.write(summary, markdown(summary))
-        C.log(f"{PROG}: {net} done in {e['seconds']} s: health {e['health']['status']}, scheme "
+        files.write(summary)
+        C.log(f"{NAME}: {net} done in {e['seconds']} s: health {e['health']['status']}, scheme "
               f"{e['coding_scheme']}")
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

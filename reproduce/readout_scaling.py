@@ -12,27 +12,24 @@ for the smallest P, where the saddle point's U grows with P.
 Nets (``--nets``): ``linear`` (y− = 0), ``sigmoidal`` (y− = ½), ``relu`` (y− = −½), ``linear_fixed``.
 Sizes: ``ci`` N = 10, P ∈ {10, 20}; ``cpu`` N = 60, P ∈ {30, 60, 120, 240}; ``paper`` N = 200, P ∈ {50 … 800}.
 
-Run: ``python reproduce/readout_scaling.py --size ci|cpu|paper [--nets linear,sigmoidal] [--overwrite]``.
+Run: ``python -m reproduce readout_scaling --size ci|cpu|paper [--nets linear,sigmoidal] [--overwrite]``.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "readout_scaling.py"
+NAME = "readout_scaling"
+CLAIMS = ("A1",)
 NETS = {  # net -> zoo entry, y−, σ_a² rule ("rule": the zoo's default at each P; "fixed": the rule at the smallest P)
     "linear": ("deep_linear", 0.0, "rule"),
     "sigmoidal": ("sigmoidal", 0.5, "rule"),
     "relu": ("relu", -0.5, "rule"),
     "linear_fixed": ("deep_linear", 0.0, "fixed"),
 }
-SETTINGS = {
+SIZES = {
     "ci": dict(N=10, P=(10, 20), warmup=100, relu_warmup=100, samples=100),
     "cpu": dict(N=60, P=(30, 60, 120, 240), warmup=500, relu_warmup=1500, samples=300),
     "paper": dict(N=200, P=(50, 100, 200, 400, 800), warmup=1000, relu_warmup=3000, samples=500),
@@ -59,8 +56,8 @@ def entry(net: str, P: int, s: dict, args) -> dict:
     run, task, dt = C.sample_toy(name, N=s["N"], P=P, y_neg=y_neg, warmup=warm, samples=s["samples"], seed=args.seed,
                                  progress=args.progress, sigma_a2=sa2)
     rd = C.run_data_of(run)
-    e = dict(P=P, sigma_a2=sa2, warmup=warm, seconds=round(dt, 1), health=C.health_summary(run),
-             **readout_sizes(rd.a))
+    e = dict(P=P, sigma_a2=sa2, sigma_a2_rule=rule, warmup=warm, seconds=round(dt, 1),
+             health=C.health_summary(run), **readout_sizes(rd.a))
     e["q_a"], e["q_a_se"] = C.mean_se(e["q_a_chains"])
     e["bulk"], e["bulk_se"] = C.mean_se(e["bulk_chains"])
     if name == "deep_linear":
@@ -81,40 +78,9 @@ def analyse(results: dict) -> dict:
     return out
 
 
-def markdown(summary: dict) -> str:
-    s = summary["settings"]
-    lines = [C.header("Readout size against P under the σ_a² rule", summary["provenance"]),
-             f"Toy task, one hidden layer, non-lazy readout, N = {s['N']}, N0 = P + 20, T = 0.01; "
-             f"{s['warmup']} warm-up (ReLU {s['relu_warmup']}) + {s['samples']} draws; written by "
-             "`reproduce/readout_scaling.py` (stores summaries, not draws).  q_a = tr(aᵀa)/(N m) and the bulk "
-             "readout (median unit RMS \\|a\\|): mean ± s.e. over the chains.  Theory (linear): the exact N → ∞ "
-             "saddle point's tr(U)/m.  The σ_a² rule: 1/P (sigmoidal), 1/P (linear and ReLU at L = 1); "
-             "`linear_fixed` keeps the rule's σ_a² of the smallest P.\n"]
-    for net, entries in summary["results"].items():
-        if not entries:
-            continue
-        lin = "q_a_theory" in entries[0]
-        lines += [f"## {net}\n",
-                  "| P | σ_a² | q_a | bulk \\|a\\| |" + (" theory tr(U)/m | ‖U − U_th‖/‖U_th‖ |" if lin else "")
-                  + " health (max R̂) | seconds |",
-                  "|---|---|---|---|" + ("---|---|" if lin else "") + "---|---|"]
-        for e in entries:
-            h = e["health"]
-            lines.append(f"| {e['P']} | {C.fmt(e['sigma_a2'])} | {C.fmt(e['q_a'], e['q_a_se'])} | "
-                         f"{C.fmt(e['bulk'], e['bulk_se'])} |"
-                         + (f" {C.fmt(e['q_a_theory'])} | {C.fmt(e['U_relative_error'], e['U_relative_error_se'])} |"
-                            if lin else "")
-                         + f" {h['status']} ({C.fmt(h.get('max_rhat'))}) | {e['seconds']} |")
-        a = summary["analysis"].get(net, {})
-        lines.append(f"\nLog–log slope in P: q_a {C.fmt(a.get('slope_q_a'), a.get('slope_q_a_se'))}, bulk readout "
-                     f"{C.fmt(a.get('slope_bulk'), a.get('slope_bulk_se'))}"
-                     + (f", theory q_a {C.fmt(a.get('slope_theory'))}" if lin else "") + ".\n")
-    return "\n".join(lines)
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--nets", default=",".join(NETS), help=f"comma-separated, some of {', '.join(NETS)} (default all)")
     args = p.parse_args(argv)
     C.check_args(args)
@@ -122,21 +88,17 @@ def main(argv=None) -> int:
     bad = sorted(set(nets) - set(NETS))
     if bad or not nets:
         raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
-    s = SETTINGS[args.size]
-    files = C.ResultFiles(args.out, args.name or f"readout_scaling_{args.size}", args.overwrite)
+    s = SIZES[args.size]
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=s, results={n: [] for n in nets}, analysis={})
     for net in nets:
         for P in s["P"]:
-            C.log(f"{PROG}: {net}, N = {s['N']}, P = {P}")
+            C.log(f"{NAME}: {net}, N = {s['N']}, P = {P}")
             e = entry(net, P, s, args)
             summary["results"][net].append(e)
             summary["analysis"] = analyse(summary["results"])
-            files.write(summary, markdown(summary))
-            C.log(f"{PROG}: {net} P = {P}: q_a {C.fmt(e['q_a'], e['q_a_se'])}, bulk {C.fmt(e['bulk'])}, "
+            files.write(summary)
+            C.log(f"{NAME}: {net} P = {P}: q_a {C.fmt(e['q_a'], e['q_a_se'])}, bulk {C.fmt(e['bulk'])}, "
                   f"health {e['health']['status']} ({e['seconds']} s)")
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

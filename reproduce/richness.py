@@ -41,29 +41,27 @@ and of prior features at width N (one random first layer drawn from the prior, Q
 ``PRIOR_DRAWS`` draws).  The crossover γ* is where D_LR is half-way between its values at the two ends (linear
 interpolation in γ); its change with N says whether the transition sharpens.
 
-Run: ``python reproduce/richness.py --size ci|cpu|paper [--nets sigmoidal,relu,linear] [--widths 30,60]
+Run: ``python -m reproduce richness --size ci|cpu|paper [--nets sigmoidal,relu,linear] [--widths 30,60]
 [--gammas 0.5,0.6,...] [--temperature 0.01] [--sigma-a02 interp|VALUE] [--warmup N] [--samples N] [--overwrite]``.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+from . import _common as C
 
-PROG = "richness.py"
+NAME = "richness"
+CLAIMS = ("R1", "R2", "R3")
 NETS = ("sigmoidal", "relu", "linear")
 ENTRY = {"sigmoidal": "sigmoidal", "relu": "relu", "linear": "deep_linear"}
 ACTIVATION = {"sigmoidal": "sigmoid", "relu": "relu", "linear": "linear"}
 Y_NEG = {"sigmoidal": 0.5, "relu": -0.5, "linear": 0.0}
 MAX_DRAWS = 50          # draws per chain that enter D_LR and NC1 (evenly spaced)
 PRIOR_DRAWS = 200       # random first layers for the lazy reference D_LR of prior features
-SETTINGS = {
+SIZES = {
     "ci": dict(nets=("sigmoidal",), widths=(12,), gammas=(0.5, 0.75, 1.0), warmup=100, warmup_relu=100,
                samples=100),
     "cpu": dict(nets=("sigmoidal", "linear", "relu"), widths=(30, 60), gammas=(0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
@@ -219,12 +217,21 @@ def references(net: str, N: int, seed: int) -> dict:
 
 # ------------------------------------------------------------------------------------------------- reporting
 def summarise(summary: dict) -> None:
-    """Crossover γ* per (net, N) from the finished entries (needs both ends): half-way between the measured ends,
-    and half-way between the theory ends at N → ∞ (the NNGP kernel's D_LR at γ = ½, 0 at γ = 1)."""
-    cross = []
+    """From the finished entries: per (net, N) the two ends of the sweep (``ends``: D_LR and NC1 ± s.e. at the
+    smallest and largest γ run, and how many entries equilibrated), and the crossover γ* (needs both ends of the
+    γ grid and at least 3 γ): half-way between the measured ends, and half-way between the theory ends at N → ∞ (the
+    NNGP kernel's D_LR at γ = ½, 0 at γ = 1)."""
+    cross, ends = [], []
     for net in summary["settings"]["nets"]:
         for N in summary["settings"]["widths"]:
             es = sorted((e for e in summary["entries"] if e["net"] == net and e["N"] == N), key=lambda e: e["gamma"])
+            if es:
+                lo, hi = es[0], es[-1]
+                ends.append(dict(net=net, N=N, gamma_lazy=lo["gamma"], d_lr_lazy=lo["d_lr"],
+                                 d_lr_lazy_se=lo["d_lr_se"], nc1_lazy=lo["nc1"], nc1_lazy_se=lo["nc1_se"],
+                                 gamma_rich=hi["gamma"], d_lr_rich=hi["d_lr"], d_lr_rich_se=hi["d_lr_se"],
+                                 nc1_rich=hi["nc1"], nc1_rich_se=hi["nc1_se"], n_entries=len(es),
+                                 n_equilibrated=sum(e["health"]["status"] == "equilibrated" for e in es)))
             if len(es) >= 3 and es[0]["gamma"] == min(summary["settings"]["gammas"]) \
                     and es[-1]["gamma"] == max(summary["settings"]["gammas"]):
                 gs, vs = [e["gamma"] for e in es], [e["d_lr"] for e in es]
@@ -232,86 +239,7 @@ def summarise(summary: dict) -> None:
                 cross.append(dict(net=net, N=N, **crossover(gs, vs), gamma_half_theory_ends=th["gamma_half"],
                                   width_theory_ends=th["width"]))
     summary["crossover"] = cross
-
-
-def verdict(summary: dict) -> str:
-    out = []
-    for net in summary["settings"]["nets"]:
-        for N in summary["settings"]["widths"]:
-            es = sorted((e for e in summary["entries"] if e["net"] == net and e["N"] == N), key=lambda e: e["gamma"])
-            if not es:
-                continue
-            ref = summary["references"][f"{net}_{N}"]
-            lo, hi = es[0], es[-1]
-            healthy = sum(e["health"]["status"] == "equilibrated" for e in es)
-            out.append(f"{net}, N = P = {N}: D_LR {C.fmt(lo['d_lr'], lo['d_lr_se'])} at γ = {lo['gamma']:g} "
-                       f"(isotropic {C.fmt(ref['isotropic'])}, NNGP kernel {C.fmt(ref['nngp'])}, prior features at "
-                       f"width N {C.fmt(ref['prior_features'])}) → "
-                       f"{C.fmt(hi['d_lr'], hi['d_lr_se'])} at γ = {hi['gamma']:g} (rich ≈ 0; collapsed onto the "
-                       f"targets {C.fmt(ref['collapsed'])}); NC1 {C.fmt(lo['nc1'], lo['nc1_se'])} → "
-                       f"{C.fmt(hi['nc1'], hi['nc1_se'])}; {healthy} of {len(es)} entries equilibrated.")
-    for c in summary.get("crossover", []):
-        out.append(f"{c['net']}, N = {c['N']}: γ* = {C.fmt(c['gamma_half'])} (quarter to three-quarter width "
-                   f"{C.fmt(c['width'])}).")
-    return " ".join(out)
-
-
-def markdown(summary: dict) -> str:
-    prov, s = summary["provenance"], summary["settings"]
-    rule = ("interpolated between the two ends' defaults, σ_a0² = P^(1−2γ) (1 at γ = ½, 1/P at γ = 1)"
-            if s["sigma_a02"] is None else f"fixed, σ_a0² = {s['sigma_a02']:g}")
-    lines = [C.header("Richness across the lazy → rich transition: D_LR and NC1 vs the readout exponent γ", prov), "",
-             "Family: f = N^(−γ) Σᵢ bᵢ φ(zᵢ), b ~ N(0, σ_a0²), likelihood variance T N^(1−2γ), sampled as the lazy "
-             "readout (1/√N) with σ_a² = σ_a0² N^(1−2γ) and temperature T N^(1−2γ); γ = ½ is the lazy model, γ = 1 "
-             f"exactly the non-lazy one.  σ_a0²: {rule}.  T = {s['temperature']:g}.  N = P, N0 = P + 20, toy "
-             f"task.  Warm-up {s['warmup']} (ReLU {s['warmup_relu']}) + {s['samples']} draws per chain.",
-             "",
-             f"D_LR (Q: the r leading directions of the centred outputs, r = rank of the centred targets), NC1 and "
-             f"CKA(K, K_prior) per draw (up to {MAX_DRAWS} per chain), averaged per chain; **mean ± standard error "
-             "over the 4 chains**.  References: rich end 0 and *collapsed* (D_LR of the targets themselves); lazy "
-             "end *isotropic* 1 − √(r/N) (theory §7), *NNGP kernel* (D_LR of the infinite-width prior kernel, the "
-             "lazy value at N → ∞) and *prior features* (D_LR of random first layers drawn from "
-             f"the prior, Q from the targets, {PRIOR_DRAWS} draws).  Health: status and max R̂ of the "
-             "permutation-invariant observables.", ""]
-    for net in s["nets"]:
-        for N in s["widths"]:
-            es = sorted((e for e in summary["entries"] if e["net"] == net and e["N"] == N), key=lambda e: e["gamma"])
-            if not es:
-                continue
-            ref = summary["references"][f"{net}_{N}"]
-            lines += [f"## {net}, N = P = {N}\n",
-                      f"References: isotropic {C.fmt(ref['isotropic'])}; NNGP kernel (N → ∞) "
-                      f"{C.fmt(ref['nngp'])}; prior features "
-                      f"{C.fmt(ref['prior_features'], ref['prior_features_se'])}; collapsed {C.fmt(ref['collapsed'])}."
-                      "\n",
-                      "| γ | σ_a0² | model σ_a² | model T | D_LR | NC1 | CKA(K, K_prior) | train mse per chain "
-                      "| health | max R̂ | s |",
-                      "|---|---|---|---|---|---|---|---|---|---|---|"]
-            for e in es:
-                h = e["health"]
-                status = h["status"] + (f": {h['reason']}" if h["reason"] else "")
-                lines.append(
-                    f"| {e['gamma']:g} | {C.fmt(e['sigma_a02'])} | {C.fmt(e['model_sigma_a2'])} | "
-                    f"{C.fmt(e['model_temperature'])} | {C.fmt(e['d_lr'], e['d_lr_se'])} | "
-                    f"{C.fmt(e['nc1'], e['nc1_se'])} | {C.fmt(e['cka_prior'], e['cka_prior_se'])} | "
-                    f"{', '.join(C.fmt(x, digits=2) for x in e['train_mse_per_chain'])} | {status} | "
-                    f"{C.fmt(h['max_rhat'])} | {e['seconds']} |")
-            lines.append("")
-    if summary.get("crossover"):
-        lines += ["## Crossover\n",
-                  "γ* where D_LR is half-way between its values at the two ends (linear interpolation); the width is "
-                  "the γ range from the quarter to the three-quarter level.  The last two columns use the theory's "
-                  "ends instead (N → ∞: the NNGP kernel's D_LR at γ = ½, 0 at γ = 1), which do not move with the "
-                  "finite-N lazy end.\n",
-                  "| net | N | D_LR half-way level | γ* | γ at ¼ | γ at ¾ | width | γ* (theory ends) | width (theory "
-                  "ends) |", "|---|---|---|---|---|---|---|---|---|"]
-        for c in summary["crossover"]:
-            lines.append(f"| {c['net']} | {c['N']} | {C.fmt(c['level_half'])} | {C.fmt(c['gamma_half'])} | "
-                         f"{C.fmt(c['gamma_quarter'])} | {C.fmt(c['gamma_three_quarter'])} | {C.fmt(c['width'])} | "
-                         f"{C.fmt(c.get('gamma_half_theory_ends'))} | {C.fmt(c.get('width_theory_ends'))} |")
-        lines.append("")
-    lines += ["## Verdict\n", verdict(summary)]
-    return "\n".join(lines) + "\n"
+    summary["ends"] = ends
 
 
 # ------------------------------------------------------------------------------------------------------ main
@@ -325,9 +253,9 @@ def _list(text: str, name: str, cast, ok, valid: str) -> tuple:
     return vals
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    p = C.parser(PROG, __doc__.split("\n\n")[0])
+def run(argv=None) -> int:
+    argv = [] if argv is None else list(argv)
+    p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--nets", default=None, help=f"comma-separated, some of {', '.join(NETS)} (default per size)")
     p.add_argument("--widths", default=None, help="comma-separated N = P values, each >= 8 (default per size)")
     p.add_argument("--gammas", default=None, help="comma-separated readout exponents in [0.5, 1] (default per size)")
@@ -338,7 +266,7 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=int, default=None, help="kept draws per chain (default per size)")
     args = p.parse_args(argv)
     C.check_args(args)
-    s = dict(SETTINGS[args.size])
+    s = dict(SIZES[args.size])
     if args.nets is not None:
         s["nets"] = _list(args.nets, "--nets", str.strip, lambda v: v in NETS, f"some of {', '.join(NETS)}")
     if args.widths is not None:
@@ -367,23 +295,20 @@ def main(argv=None) -> int:
             if name == "warmup":
                 s["warmup_relu"] = v
     s["temperature"] = args.temperature
-    files = C.ResultFiles(args.out, args.name or f"richness_{args.size}", args.overwrite)
-    summary = dict(provenance=C.provenance(args, argv), settings=s, references={}, entries=[], crossover=[])
+    files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
+    summary = dict(provenance=C.provenance(args, argv), settings=s, chains=C.CHAINS, max_draws=MAX_DRAWS,
+                   prior_draws=PRIOR_DRAWS, references={}, entries=[], ends=[], crossover=[])
     for net in s["nets"]:
         for N in s["widths"]:
             summary["references"][f"{net}_{N}"] = references(net, N, args.seed)
     todo = [(net, N, g) for net in s["nets"] for N in s["widths"] for g in s["gammas"]]
     for i, (net, N, g) in enumerate(todo):
-        C.log(f"{PROG}: [{i + 1}/{len(todo)}] {net}, N = P = {N}, γ = {g:g}")
+        C.log(f"{NAME}: [{i + 1}/{len(todo)}] {net}, N = P = {N}, γ = {g:g}")
         e = entry(net, N, g, s, args)
         summary["entries"].append(e)
         summarise(summary)
-        files.write(summary, markdown(summary))
-        C.log(f"{PROG}: done in {e['seconds']} s: D_LR {e['d_lr']:.3f} ± {e['d_lr_se']:.3f}, NC1 {e['nc1']:.3g}, "
+        files.write(summary)
+        C.log(f"{NAME}: done in {e['seconds']} s: D_LR {e['d_lr']:.3f} ± {e['d_lr_se']:.3f}, NC1 {e['nc1']:.3g}, "
               f"health {e['health']['status']} (max R̂ {e['health']['max_rhat']:.3g})")
-    C.log(f"{PROG}: wrote {files.json} and {files.md}")
+    C.log(f"{NAME}: wrote {files.json}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(C.run_main(PROG, main))

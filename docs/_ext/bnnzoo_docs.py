@@ -3,7 +3,8 @@
 * ``docs/gallery/*.ipynb``: copies of ``notebooks/*.ipynb`` (stored without outputs; myst-nb executes them).
 * ``docs/bench_results/``: ``benchmarks/README.md``'s index of current results, with each result file it links
   rendered as its own page (``index.md`` is included by ``docs/benchmarks.md``).
-* ``docs/repro_results/``: copies of ``reproduce/results/*.md`` (the reproduction page links and lists them).
+* ``docs/repro_results/``: the result pages rendered from ``reproduce/results/*.json`` (the reproduction page links
+  and lists them).
 
 Both folders are build products (ignored by git); a file is rewritten only when its content changed, so an
 incremental build does not re-execute unchanged notebooks.
@@ -11,8 +12,9 @@ incremental build does not re-execute unchanged notebooks.
 
 from __future__ import annotations
 
-import re
 import logging
+import re
+import sys
 from pathlib import Path
 
 LINK = re.compile(r"\]\(((?!https?:)[^)#\s]+\.md)\)")
@@ -81,17 +83,14 @@ def render_benchmarks(root: Path, docs: Path) -> None:
             old.unlink()
 
 
-def copy_reproduce_results(root: Path, docs: Path) -> None:
-    """Copy every ``reproduce/results/*.md`` into ``docs/repro_results/`` and drop copies whose source is gone."""
-    src = sorted((root / "reproduce" / "results").glob("*.md"))
-    dest = docs / "repro_results"
-    dest.mkdir(exist_ok=True)
-    for f in src:
-        _write(dest / f.name, f.read_text(encoding="utf-8"))
-    names = {f.name for f in src}
-    for old in dest.glob("*.md"):
-        if old.name not in names:
-            old.unlink()
+def render_reproduce_results(root: Path, docs: Path) -> None:
+    """Render every ``reproduce/results/*.json`` into ``docs/repro_results/<stem>.md`` (``reproduce.render``, the one
+    renderer of the result pages) and drop pages whose result file is gone."""
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from reproduce import render
+
+    render.write_result_pages(docs / "repro_results", root / "reproduce" / "results")
 
 
 class LenientDocstrings(logging.Filter):
@@ -146,7 +145,7 @@ def _on_builder_inited(app) -> None:
     root = docs.parent
     copy_notebooks(root, docs)
     render_benchmarks(root, docs)
-    copy_reproduce_results(root, docs)
+    render_reproduce_results(root, docs)
 
 
 def setup(app):

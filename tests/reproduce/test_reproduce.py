@@ -1,4 +1,5 @@
-"""The reproduction scripts (reproduce/) at ``--size ci``, each in a subprocess, checked against theory computed here.
+"""The reproduction experiments fig2_toy and finite_size (``python -m reproduce NAME``) at ``--size ci``, each in a
+subprocess, checked against theory computed here.
 
 Tolerances: the linear readout second moment U against the N → ∞ saddle point within 5/N (the finite-width
 correction, as in bnnzoo.diagnostics.compare) plus 3 Monte Carlo standard errors; the sigmoidal code fractions
@@ -15,35 +16,30 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.reproduce.reproduce_scripts import load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
-REPRO = ROOT / "reproduce"
 
-
-def _run(script: str, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return run_script(script, *args, timeout=timeout)
+def _run(name: str, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    return run_script(name, *args, timeout=timeout)
 
 
 def _load(name: str):
-    return load_script(f"{name}.py")
+    return load_script(name)
 
 
-@pytest.mark.parametrize("script,args,words", [
-    ("finite_size.py", ["--parts", "gelu"], ["--parts", "relu"]),
-    ("finite_size.py", ["--seed", "-1"], ["--seed", ">= 0"]),
-    ("fig2_toy.py", ["--nets", "tanh"], ["--nets", "linear, sigmoidal, relu"]),
+@pytest.mark.parametrize("name,args,words", [
+    ("finite_size", ["--parts", "gelu"], ["--parts", "relu"]),
+    ("finite_size", ["--seed", "-1"], ["--seed", ">= 0"]),
+    ("fig2_toy", ["--nets", "tanh"], ["--nets", "linear, sigmoidal, relu"]),
 ])
-def test_bad_argument_one_line_error(tmp_path, script, args, words):
-    r = _run(script, "--size", "ci", "--out", str(tmp_path), *args, timeout=300)
+def test_bad_argument_one_line_error(tmp_path, name, args, words):
+    r = _run(name, "--size", "ci", "--out", str(tmp_path), *args, timeout=300)
     assert r.returncode == 2
-    assert r.stderr.startswith(f"{script}: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"python -m reproduce {name}: error: ") and r.stderr.count("\n") == 1, r.stderr
     for w in words:
         assert w in r.stderr
     assert not list(tmp_path.iterdir())
@@ -52,7 +48,7 @@ def test_bad_argument_one_line_error(tmp_path, script, args, words):
 def test_refuses_to_overwrite(tmp_path):
     old = tmp_path / "fig2_toy_ci.json"
     old.write_text("{}")
-    r = _run("fig2_toy.py", "--size", "ci", "--out", str(tmp_path), timeout=300)
+    r = _run("fig2_toy", "--size", "ci", "--out", str(tmp_path), timeout=300)
     assert r.returncode == 2 and "--overwrite" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert old.read_text() == "{}"
 
@@ -97,11 +93,14 @@ def test_fig2_linear_ci_matches_theory(tmp_path):
     from bnnzoo.tasks import toy_task
     from bnnzoo.theory.linear import linear_saddle_point
 
-    r = _run("fig2_toy.py", "--size", "ci", "--nets", "linear", "--out", str(tmp_path))
+    r = _run("fig2_toy", "--size", "ci", "--nets", "linear", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig2_toy_ci.json"]      # the JSON summary only
     s = json.loads((tmp_path / "fig2_toy_ci.json").read_text())
-    assert (tmp_path / "fig2_toy_ci.md").exists()
+    assert s["populations_certified"] is False and s["provenance"]["command"].startswith(
+        "python -m reproduce fig2_toy --size ci")
     (e,) = s["nets"]
+    assert e["m"] == 3
     # the chains agree on every invariant observable; at N = 20 and 100 draws the drift test of the outlier count
     # (0-2 units past 2.1 x the median readout norm) can fire on one chain, depending on the machine's rounding
     # (on this CI machine: |z| 4.2), so the status may read "relaxing" for that reason alone
@@ -140,7 +139,7 @@ def test_fig2_linear_ci_matches_theory(tmp_path):
 
 @pytest.mark.slow
 def test_fig2_sigmoidal_relu_ci(tmp_path):
-    r = _run("fig2_toy.py", "--size", "ci", "--nets", "sigmoidal,relu", "--out", str(tmp_path))
+    r = _run("fig2_toy", "--size", "ci", "--nets", "sigmoidal,relu", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     sig, relu = json.loads((tmp_path / "fig2_toy_ci.json").read_text())["nets"]
     mf = _meanfield_masses(sig["P"], 0.5, sig["temperature"], sig["sigma_a2"])
@@ -153,6 +152,8 @@ def test_fig2_sigmoidal_relu_ci(tmp_path):
     for code in ("011", "101", "110"):
         got = sig["fluctuation"]["z"]["per_code"][code]["class_share"]
         assert abs(got - th["z"][code]["class_share"]) <= 0.1, (code, got, th["z"][code])
+    assert sig["fluctuation"]["steady_threshold"] == 0.9
+    assert relu["min_outliers_theory"] == 2
     assert min(relu["outliers"]["per_chain"]) >= 2                # m − 1 with m = 3
     # Q4: the outliers are frozen: their codes keep their identity over half a run
     assert relu["persistence"]["code_memory"] > 0.5
@@ -160,7 +161,7 @@ def test_fig2_sigmoidal_relu_ci(tmp_path):
 
 @pytest.mark.slow
 def test_finite_size_ci(tmp_path):
-    r = _run("finite_size.py", "--size", "ci", "--out", str(tmp_path))
+    r = _run("finite_size", "--size", "ci", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((tmp_path / "finite_size_ci.json").read_text())
     assert [e["N"] for e in s["relu"]] == list(s["settings"]["relu_N"])
@@ -168,6 +169,8 @@ def test_finite_size_ci(tmp_path):
     for e in s["relu"]:
         assert min(e["outliers"]["per_chain"]) >= 2
         assert e["health"]["n_chains"] == 4 and "n_outliers" in e["health"]["rhat"]
+        assert e["readout_mean"] == pytest.approx(np.mean(e["outliers"]["readout"]), rel=1e-12)
+        assert e["rhat_max_q_a"] == max(v for k, v in e["health"]["rhat"].items() if k.startswith("q_a"))
     for e in s["sigmoid"]:
         mf = _meanfield_masses(e["P"], 0.5, e["temperature"], e["sigma_a2"])
         assert _tv(e["codes"]["fraction"], mf) <= 0.25
@@ -176,6 +179,7 @@ def test_finite_size_ci(tmp_path):
         assert _tv(e["codes"]["per_draw"], mf) <= 0.25
         assert e["meanfield_mass"] == pytest.approx(mf, abs=1e-6)
     assert math.isfinite(s["analysis"]["exponent_readout"]["slope"])
+    assert s["analysis"]["unfinished"] == {}
 
 
 def _relu_entry(N: int) -> dict:
@@ -194,7 +198,7 @@ def test_combine_merges_result_files_without_sampling(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(dict(
             provenance=dict(prov, command=f"run {name}"), settings={}, sigmoid=[],
             relu=[_relu_entry(N) | dict(seconds=1.0 if name == "a" else 2.0) for N in Ns])))
-    r = _run("finite_size.py", "--size", "cpu", "--out", str(tmp_path), "--name", "both", "--combine",
+    r = _run("finite_size", "--size", "cpu", "--out", str(tmp_path), "--name", "both", "--combine",
              str(tmp_path / "a.json"), str(tmp_path / "b.json"), timeout=300)
     assert r.returncode == 0, r.stderr
     s = json.loads((tmp_path / "both.json").read_text())
@@ -202,4 +206,16 @@ def test_combine_merges_result_files_without_sampling(tmp_path):
     assert s["relu"][1]["seconds"] == 1.0                          # the first file's entry wins
     assert s["analysis"]["exponent_readout"]["slope"] == pytest.approx(0.5, abs=1e-9)
     assert "run b" in s["provenance"]["command"]
-    assert "readout size (all widths, N = 50, 100, 400): **0.5 ± " in (tmp_path / "both.md").read_text()
+    assert not (tmp_path / "both.md").exists()
+    # what the page shows comes from the JSON: the fit over all three widths, its theory value and the outliers'
+    # mean sizes per width with their standard errors over the outliers (sizes 2 √N × 0.9, 1, 1.1: s.e. 0.1/√3 of it)
+    f = s["analysis"]["exponent_readout"]
+    assert f["widths"] == [50, 100, 400] and f["theory"] == 0.5 and math.isfinite(f["se"]) and f["se"] < 0.1
+    assert "exponent_readout_equilibrated" not in s["analysis"]                  # every width equilibrated
+    assert s["analysis"]["min_outliers_theory"] == 2 and s["analysis"]["at_least_m_minus_1"] is True
+    assert s["analysis"]["unfinished"] == {}
+    for e in s["relu"]:
+        assert e["readout_mean"] == pytest.approx(2.0 * e["N"] ** 0.5, rel=1e-12)
+        assert e["readout_mean_se"] == pytest.approx(2.0 * e["N"] ** 0.5 * 0.1 / math.sqrt(3), rel=1e-9)
+        assert e["preactivation_mean"] == pytest.approx(e["readout_mean"], rel=1e-12)
+        assert e["rhat_max_q_a"] == 1.0

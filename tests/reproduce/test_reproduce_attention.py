@@ -1,44 +1,38 @@
-"""reproduce/attention_context.py: command line, the first-order analysis against the model, and a ``--size ci`` run.
+"""The ``attention_context`` experiment (reproduce/attention_context.py): command line, the first-order analysis
+against the model, and a ``--size ci`` run.
 
-* Bad arguments give one ``attention_context.py: error: ...`` line and write nothing; an existing result is not
-  replaced without ``--overwrite`` (subprocesses, fast).
+* Bad arguments give one ``python -m reproduce attention_context: error: ...`` line and write nothing; an existing
+  result is not replaced without ``--overwrite`` (subprocesses, fast).
 * The first-order formula of the module docstring, checked through the model's own ``attention_forward`` with
   hand-built two-head teacher weights: the relative error of f against the target is O(u²) in the score amplitude u
   (below 3 % at u = 0.1, and falling by 4 ± 0.6 when u halves), the teacher's alignment is within 3 % of 1, the exact
   target's is 1 to 10⁻¹², and the weight product G = L √d_h/(2cβ√(L − 1)) is the closed form for both variants
   (β = 1, β = √L) — numpy only, seconds.
 * Under the prior the token-mean (uniform attention) part of f has second moment 1/L (Monte Carlo, 20 %).
-* The P* bracket search and the log-linear crossing on hand-made curves (exact values).
+* The P* bracket search and the log-linear crossing on hand-made curves (exact values); the analysis of exact power
+  laws (slopes, Δ, γ = 2Δ and what follows from them).
 * ``--size ci`` (slow: one 4-chain sampling run per context length, over a minute on a loaded 2-core machine): the
-  result files exist, every entry has 4 chain means and a health status, A_f of a net at P = 16 (about half of P*(0.25)
-  ≈ 30 at d = 4, L = 2) is below 0.5 in magnitude, and the stored first-order check equals the one computed here.
+  result file exists (JSON only), every entry has 4 chain means and a health status, A_f of a net at P = 16 (about
+  half of P*(0.25) ≈ 30 at d = 4, L = 2) is below 0.5 in magnitude, and the stored first-order check equals the one
+  computed here.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.reproduce.reproduce_scripts import run_script
+from tests.reproduce.reproduce_scripts import load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
-SCRIPT = ROOT / "reproduce" / "attention_context.py"
+SCRIPT = "attention_context"
 
 
 def _module():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("attention_context", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT)
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -53,19 +47,18 @@ def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     (["--samples", "0"], ["--samples", ">= 1"]),
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--resume"], ["--resume", "does not exist"]),
-    (["--tabulate"], ["--tabulate", "does not exist"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), *args, timeout=300)
     assert r.returncode == 2
-    assert r.stderr.startswith("attention_context.py: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"python -m reproduce {SCRIPT}: error: ") and r.stderr.count("\n") == 1, r.stderr
     for w in words:
         assert w in r.stderr
     assert not list(tmp_path.iterdir())
 
 
 def test_refuses_to_overwrite(tmp_path):
-    old = tmp_path / "attention_context_ci.md"
+    old = tmp_path / "attention_context_ci.json"
     old.write_text("old")
     r = _run("--size", "ci", "--out", str(tmp_path), timeout=300)
     assert r.returncode == 2 and "--overwrite" in r.stderr and r.stderr.count("\n") == 1, r.stderr
@@ -128,8 +121,8 @@ def test_ci_run(tmp_path):
     r = _run("--size", "ci", "--out", str(tmp_path), timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((tmp_path / "attention_context_ci.json").read_text())
-    md = (tmp_path / "attention_context_ci.md").read_text()
-    assert "## Verdict" in md and "](" not in md                # no links in the rendered markdown
+    assert [p.name for p in tmp_path.iterdir()] == ["attention_context_ci.json"]     # JSON only
+    assert s["analysis"]["health_counts"] and sum(s["analysis"]["health_counts"].values()) == len(s["entries"])
     assert [e["L"] for e in s["entries"]] == [2, 3]
     for e in s["entries"]:
         assert len(e["A_chains"]) == 4 and e["health"]["status"]
@@ -144,9 +137,9 @@ def test_ci_run(tmp_path):
 
 def test_analysis_recovers_known_exponents():
     # A_f linear in log P through 0.25 at P* = 30 L^0.5 (β = 1) and 20 L^0 (β = √L): log-linear interpolation is then
-    # exact, so the slopes are 0.5 and 0 and Δ = 0.5 (γ = 1) to rounding; both variants' markdown renders.
+    # exact, so the slopes are 0.5 and 0 and Δ = 0.5 (γ = 1) to rounding; a score scale β ∝ L^0 gives √L then.
     m = _module()
-    s = dict(m.SETTINGS["cpu"])
+    s = dict(m.SIZES["cpu"])
     health = dict(status="equilibrated", max_rhat=1.0, divergences=0)
     entries = []
     for seed in (0, 1, 2):
@@ -163,5 +156,13 @@ def test_analysis_recovers_known_exponents():
     summ["analysis"] = a = m.analyse(summ)
     assert a["variants"]["fixed"]["slope_mean"] == pytest.approx(0.5, abs=1e-9)
     assert a["variants"]["sqrtL"]["slope_mean"] == pytest.approx(0.0, abs=1e-9)
-    assert a["delta_fixed_minus_sqrtL"]["mean"] == pytest.approx(0.5, abs=1e-9)
-    assert "γ = 2Δ = 1" in m.markdown(summ)
+    dl = a["delta_fixed_minus_sqrtL"]
+    assert dl["mean"] == pytest.approx(0.5, abs=1e-9)
+    assert dl["gamma"] == pytest.approx(1.0, abs=1e-9)
+    assert dl["beta_exponent_for_sqrt_L"] == pytest.approx(0.0, abs=1e-9)
+    assert dl["contradicts_first_order"] is False
+    for v in ("fixed", "sqrtL"):
+        for L, b in a["variants"][v]["by_L"].items():
+            assert b["beta"] == m.score_scale(v, L) and b["G"] == m.required_product(L, b["beta"], s["d"])
+            assert (b["n_entries"], b["n_equilibrated"]) == (15, 15)
+    assert a["health_counts"] == {"equilibrated": len(entries)} and a["theory_slope"] == 0.5

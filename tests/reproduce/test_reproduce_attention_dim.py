@@ -1,12 +1,13 @@
-"""reproduce/attention_dim.py: command line, the P* analysis against exact power laws, and a ``--size ci`` run.
+"""The ``attention_dim`` experiment (reproduce/attention_dim.py): command line, the P* analysis against exact power
+laws, and a ``--size ci`` run.
 
-* Bad arguments give one ``attention_dim.py: error: ...`` line and write nothing; an existing result is not replaced
-  without ``--overwrite`` (subprocesses, fast).
+* Bad arguments give one ``python -m reproduce attention_dim: error: ...`` line and write nothing; an existing result
+  is not replaced without ``--overwrite`` (subprocesses, fast).
 * A_f curves linear in log P through 0.25 at P* = 3 d^(k + δ_seed), δ = −0.05, 0, 0.05: log-linear interpolation is
-  then exact, so the slope per seed is k + δ, their mean k and its s.e. 0.05/√3, for k = 1.5 and k = 1 (the verdict
-  says whether 3/2 holds); the slope over the larger d (8, 12, 16) is k too.
-* ``--size ci`` (slow: one 4-chain sampling run per d, under a minute): the result files exist, every entry has 4
-  chain means and a health status, and the entries are the ones the settings ask for.
+  then exact, so the slope per seed is k + δ, their mean k and its s.e. 0.05/√3, for k = 1.5 and k = 1 (the analysis
+  says whether 3/2 holds: z = (k − 3/2)/s.e.); the slope over the larger d (8, 12, 16) is k too.
+* ``--size ci`` (slow: one 4-chain sampling run per d, under a minute): the result file exists (JSON only), every
+  entry has 4 chain means and a health status, and the entries are the ones the settings ask for.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from tests.reproduce.reproduce_scripts import load_script, run_script
 
-SCRIPT = "attention_dim.py"
+SCRIPT = "attention_dim"
 
 
 @pytest.mark.parametrize("args,words", [
@@ -29,19 +30,18 @@ SCRIPT = "attention_dim.py"
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--samples", "0"], ["--samples", ">= 1"]),
     (["--resume"], ["--resume", "does not exist"]),
-    (["--tabulate"], ["--tabulate", "does not exist"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = run_script(SCRIPT, "--size", "ci", "--out", str(tmp_path), *args, timeout=300)
     assert r.returncode == 2
-    assert r.stderr.startswith("attention_dim.py: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"python -m reproduce {SCRIPT}: error: ") and r.stderr.count("\n") == 1, r.stderr
     for w in words:
         assert w in r.stderr
     assert not list(tmp_path.iterdir())
 
 
 def test_refuses_to_overwrite(tmp_path):
-    old = tmp_path / "attention_dim_ci.md"
+    old = tmp_path / "attention_dim_ci.json"
     old.write_text("old")
     r = run_script(SCRIPT, "--size", "ci", "--out", str(tmp_path), timeout=300)
     assert r.returncode == 2 and "--overwrite" in r.stderr and r.stderr.count("\n") == 1, r.stderr
@@ -49,7 +49,7 @@ def test_refuses_to_overwrite(tmp_path):
 
 
 def _summary(m, k: float) -> dict:
-    s = dict(m.SETTINGS["cpu"])
+    s = dict(m.SIZES["cpu"])
     health = dict(status="equilibrated", max_rhat=1.0, divergences=0)
     entries = []
     for seed in (0, 1, 2):
@@ -75,10 +75,9 @@ def test_analysis_recovers_exact_exponents(k, holds):
     assert a["slope_mean"] == pytest.approx(k, abs=1e-9)
     assert a["slope_se"] == pytest.approx(0.05 / math.sqrt(3), rel=1e-6)
     assert a["upper_d"] == [8, 12, 16] and a["slope_upper_mean"] == pytest.approx(k, abs=1e-9)
-    md = m.markdown(summ)
-    assert "## Verdict" in md and "](" not in md
-    v = m.verdict(summ)
-    assert ("holds within 2 s.e." in v) == holds and ("does not hold" in v) == (not holds)
+    assert a["slope_z"] == pytest.approx((k - 1.5) / (0.05 / math.sqrt(3)), rel=1e-6)
+    assert a["theory_holds"] is holds and a["theory_slope"] == 1.5
+    assert a["health_counts"] == {"equilibrated": len(summ["entries"])}
 
 
 @pytest.mark.slow
@@ -87,9 +86,8 @@ def test_ci_run(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     m = load_script(SCRIPT)
     s = json.loads((tmp_path / "attention_dim_ci.json").read_text())
-    md = (tmp_path / "attention_dim_ci.md").read_text()
-    assert "## Verdict" in md and "](" not in md
-    assert [e["d"] for e in s["entries"]] == list(m.SETTINGS["ci"]["d"])
+    assert [p.name for p in tmp_path.iterdir()] == ["attention_dim_ci.json"]     # JSON only
+    assert [e["d"] for e in s["entries"]] == list(m.SIZES["ci"]["d"])
     for e in s["entries"]:
         assert len(e["A_chains"]) == 4 and e["health"]["status"]
         assert e["A"] == pytest.approx(sum(e["A_chains"]) / 4, abs=1e-9)

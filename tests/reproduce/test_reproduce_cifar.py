@@ -1,4 +1,4 @@
-"""reproduce/cifar10.py (the Fig. 7 setting) at ``--size ci`` on fake local CIFAR-10 files, in a subprocess.
+"""``python -m reproduce cifar10`` (the Fig. 7 setting) at ``--size ci`` on fake local CIFAR-10 files, in a subprocess.
 
 The fake files are CIFAR-10-shaped (32 × 32 × 3 images, ten classes) and learnable: each image is its class's fixed
 random template plus noise of the same size, so the NNGP predictor separates the classes.  Checked against things
@@ -19,13 +19,11 @@ import pytest
 
 from tests.reproduce.reproduce_scripts import run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
-SCRIPT = ROOT / "reproduce" / "cifar10.py"
+NAME = "cifar10"
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return run_script(SCRIPT, *args, timeout=timeout, drop_env=("BNNZOO_CIFAR10",))
+    return run_script(NAME, *args, timeout=timeout, drop_env=("BNNZOO_CIFAR10",))
 
 
 def _fake_cifar(path: Path, n_train: int = 200, n_test: int = 100, seed: int = 0) -> Path:
@@ -47,7 +45,7 @@ def _fake_cifar(path: Path, n_train: int = 200, n_test: int = 100, seed: int = 0
 def test_missing_files_and_bad_arguments_are_one_line_errors(tmp_path):
     r = _run("--size", "ci", "--root", str(tmp_path / "nowhere"), "--out", str(tmp_path))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, r.stderr
-    assert "cifar10.py: error: --root" in r.stderr
+    assert r.stderr.startswith("python -m reproduce cifar10: error: --root")
     r = _run("--size", "ci", "--root", str(tmp_path), "--out", str(tmp_path))       # a folder without the files
     assert r.returncode == 2 and "CIFAR-10 files not found" in r.stderr and "Traceback" not in r.stderr
     r = _run("--size", "ci", "--gp-max-p", "-1", "--out", str(tmp_path))
@@ -64,7 +62,11 @@ def test_ci_run_on_fake_cifar(tmp_path):
     root = _fake_cifar(tmp_path / "data")
     r = _run("--size", "ci", "--root", str(root), "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-3000:]
-    res = json.loads((tmp_path / "cifar10_ci.json").read_text())["result"]
+    full = json.loads((tmp_path / "cifar10_ci.json").read_text())
+    assert full["provenance"]["command"].startswith("python -m reproduce cifar10") and not full["populations_certified"]
+    assert full["settings"]["gp_max_p"] == 20_000
+    res = full["result"]
+    assert res["gp_computed"]
     assert res["f_recompute_error"] < 1e-4
     assert res["gp_test_error"] < 0.3 and res["test_error"] < 0.5, (res["gp_test_error"], res["test_error"])
     for layer in ("1", "2"):
@@ -73,5 +75,4 @@ def test_ci_run_on_fake_cifar(tmp_path):
             if sch:
                 assert abs(sum(sch.values()) - 1) < 1e-3
     assert -1 <= res["feature_kernel_cka_test"] <= 1
-    md = (tmp_path / "cifar10_ci.md").read_text()
-    assert "Sampler health" in md and "](" not in md
+    assert res["health"]["status"] and [x.name for x in tmp_path.iterdir() if x.is_file()] == ["cifar10_ci.json"]

@@ -1,4 +1,4 @@
-"""reproduce/other_codes.py: argument errors, overwrite refusal, the outlier bookkeeping on synthetic readouts, and a
+"""reproduce.other_codes (``python -m reproduce other_codes``): argument errors, overwrite refusal, the outlier bookkeeping on synthetic readouts, and a
 ``--size ci`` run checked against theory computed here.
 
 Tolerances: the binary linear net's readout second moment U against the exact N → ∞ saddle point within 5/N (the
@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.reproduce.reproduce_scripts import load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
-SCRIPT = ROOT / "reproduce" / "other_codes.py"
+NAME = "other_codes"
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return run_script(SCRIPT, *args, timeout=timeout)
+    return run_script(NAME, *args, timeout=timeout)
 
 
 def _load():
-    return load_script(SCRIPT, "reproduce_other_codes")
+    return load_script(NAME)
 
 
 @pytest.mark.parametrize("args,words", [
@@ -42,18 +39,18 @@ def _load():
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), *args, timeout=300)
     assert r.returncode == 2
-    assert r.stderr.startswith("other_codes.py: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"python -m reproduce {NAME}: error: ") and r.stderr.count("\n") == 1, r.stderr
     for w in words:
         assert w in r.stderr
     assert not list(tmp_path.iterdir())
 
 
 def test_refuses_to_overwrite(tmp_path):
-    old = tmp_path / "other_codes_ci.md"
+    old = tmp_path / "other_codes_ci.json"
     old.write_text("old")
     r = _run("--size", "ci", "--out", str(tmp_path), timeout=300)
     assert r.returncode == 2 and "--overwrite" in r.stderr and r.stderr.count("\n") == 1, r.stderr
-    assert old.read_text() == "old" and not (tmp_path / "other_codes_ci.json").exists()
+    assert old.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["other_codes_ci.json"]
 
 
 class _RD:
@@ -101,7 +98,7 @@ def test_binary_linear_ci_matches_exact_theory(tmp_path):
 
     r = _run("--size", "ci", "--parts", "binary", "--nets", "linear", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (tmp_path / "other_codes_ci.md").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other_codes_ci.json"]      # the JSON summary only
     (e,) = json.loads((tmp_path / "other_codes_ci.json").read_text())["nets"]
     assert e["health"]["n_chains"] == 4 and e["health"]["status"] == "equilibrated", e["health"]
     assert e["m"] == 1 and e["classes"] == 2 and e["y"] == [1.0, -1.0]
@@ -113,6 +110,7 @@ def test_binary_linear_ci_matches_exact_theory(tmp_path):
     assert err <= 5.0 / e["N"] + 3 * se[0, 0] / abs(U_th[0, 0]), (U, U_th, se)
     assert abs(sum(e["codes"]["fraction"].values()) - 1.0) < 1e-9
     assert set(e["codes"]["fraction"]) <= {"00", "01", "10", "11"}
+    assert e["codes"]["n_selective"] == sum(e["codes"]["selective_per_chain"])
     assert e["coding_scheme"] == "analog" and e["ergodicity"]["verdict"] == "ergodic"
     # the posterior kernel (Fig. 1e) against the exact N -> inf kernel K1: O(1/N) at N = 16 (measured 0.033)
     k = e["kernel"]

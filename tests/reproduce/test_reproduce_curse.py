@@ -1,5 +1,7 @@
-"""reproduce/curse_of_detail.py: argument errors, overwrite refusal, the NNGP baselines against GP regression written
-out here, the P*/slope/collapse bookkeeping on synthetic alignment curves with a known answer, and ``--size ci`` runs.
+"""The ``curse_of_detail`` experiment (reproduce/curse_of_detail.py): argument errors, overwrite refusal, the NNGP
+baselines against GP regression written out here, the P*/slope/collapse bookkeeping on synthetic alignment curves
+with a known answer, and ``--size ci`` runs.  Also the ``sample_complexity`` experiment it takes ``crossing`` from:
+its argument errors and its P* summary on synthetic curves.
 
 Tolerances: the NNGP alignments against the independent formulas to 1e-8 (float64 linear algebra on the same
 data); the synthetic sweep A_f = g(P/d) has P* = c·d exactly, so the fitted slope is 1 to 1e-9 and the collapse
@@ -14,24 +16,21 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.reproduce.reproduce_scripts import load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
-SCRIPT = ROOT / "reproduce" / "curse_of_detail.py"
+PROG = "python -m reproduce curse_of_detail"
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return run_script(SCRIPT, *args, timeout=timeout)
+    return run_script("curse_of_detail", *args, timeout=timeout)
 
 
-def _load(path=SCRIPT, name="reproduce_curse_of_detail"):
-    return load_script(path, name)
+def _load(name="curse_of_detail"):
+    return load_script(name)
 
 
 @pytest.mark.parametrize("args,words", [
@@ -44,7 +43,7 @@ def _load(path=SCRIPT, name="reproduce_curse_of_detail"):
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), *args, timeout=300)
     assert r.returncode == 2
-    assert r.stderr.startswith("curse_of_detail.py: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"{PROG}: error: ") and r.stderr.count("\n") == 1, r.stderr
     for w in words:
         assert w in r.stderr
     assert not list(tmp_path.iterdir())
@@ -58,7 +57,7 @@ def test_cache_that_is_a_file_is_refused(tmp_path):
 
 
 def test_refuses_to_overwrite(tmp_path):
-    old = tmp_path / "curse_of_detail_ci.md"
+    old = tmp_path / "curse_of_detail_ci.json"
     old.write_text("old")
     r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), timeout=300)
     assert r.returncode == 2 and "--overwrite" in r.stderr, r.stderr
@@ -73,12 +72,12 @@ def _gp_alignment(K, P, Y, Y_test, kappa):
 
 
 def test_nngp_baselines_equal_gp_regression():
-    """The script's NNGP alignments equal GP regression with kernels written out here (three-layer: also the
-    benchmark's own implementation, benchmarks/sample_complexity.py)."""
+    """The experiment's NNGP alignments equal GP regression with kernels written out here (three-layer: also the
+    NUTS sweep's own implementation, the ``sample_complexity`` experiment)."""
     from bnnzoo.tasks.hermite import hermite_task
 
     mod = _load()
-    bench = _load(ROOT / "benchmarks" / "sample_complexity.py", "bench_sample_complexity")
+    bench = _load("sample_complexity")
     task = hermite_task(d=6, P=48, P_test=300, seed=3)
     kappa = 0.05
     X = np.concatenate([task.X, task.X_test])
@@ -134,7 +133,7 @@ def test_width_exponent_on_synthetic_counts():
 
 def test_joint_fit_recovers_the_d_part_of_the_law():
     """Counts c_seed · (N/d)^e over three d and four N give b = e and c = −e back exactly, jointly and per seed; counts
-    with no d dependence give c = 0; the per-d tables and the markdown carry every d."""
+    with no d dependence give c = 0; the summary carries every d (rows and exponent) and both joint fits."""
     mod = _load()
     for expo, dpow in ((1 / 3, -1 / 3), (0.5, -0.5), (1 / 3, 0.0)):
         runs = [dict(specialists=(1 + 0.1 * seed) * N ** expo * d ** dpow, specialists_chance=0.0027 * N, A=0.5,
@@ -149,20 +148,19 @@ def test_joint_fit_recovers_the_d_part_of_the_law():
         assert ws["smallest_d"] == 4 and j2["n_runs"] == 24 and j2["c"] == pytest.approx(dpow, abs=1e-9)
         assert sorted(ws["per_d"], key=int) == ["4", "8", "16"]
         assert all(w["exponent"]["mean"] == pytest.approx(expo, abs=1e-9) for w in ws["per_d"].values())
-        md = "\n".join(mod._width_md(ws, "N1", "(N1/d)^(1/3)"))
-        assert "**d = 16**" in md and "Joint fit over the 36 runs" in md and "at d = 4:" in md
-        assert "Without d = 4 (24 runs)" in md
+        assert all(sorted(w["rows"], key=int) == ["16", "32", "64", "128"] for w in ws["per_d"].values())
+        assert j["n_runs"] == 36 and ws["theory"] == expo
     one = mod.width_summary([r for r in runs if r["config"]["d"] == 8], 1 / 3)
     assert "joint" not in one and one["rows"] and one["exponent"]["mean"] == pytest.approx(1 / 3, abs=1e-9)
     with pytest.raises(ValueError, match="--spec-d"):
-        mod.main(["--size", "ci", "--spec-d", "4,4", "--out", "/nonexistent-dir"])
+        mod.run(["--size", "ci", "--spec-d", "4,4", "--out", "/nonexistent-dir"])
 
 
 def test_sweep_extension():
     """Once a (d, seed) has its grid: P doubled while A_f < 0.25 everywhere (up to max_p_over_d), halved while
     A_f ≥ 0.25 at the smallest P (down to P/d = 1); nothing before the grid is complete or for other parts."""
     mod = _load()
-    s = dict(mod.SETTINGS["cpu"], p_over_d=(4, 12), max_p_over_d=24)
+    s = dict(mod.SIZES["cpu"], p_over_d=(4, 12), max_p_over_d=24)
     cfg = dict(model="three_layer", d=8, P=96, N1=32, seed=0)
     r = lambda P, A: dict(A=A, config=dict(cfg, P=P))  # noqa: E731
     assert mod._extension("three_layer", cfg, [r(96, 0.2)], s) is None  # P = 32 not run yet
@@ -176,6 +174,7 @@ def test_sweep_extension():
 
 def _check_common(summary, part):
     for r in summary[part]:
+        assert r["P_over_d"] == pytest.approx(r["config"]["P"] / r["config"]["d"], rel=1e-12)
         assert -1.0 <= r["A"] <= 1.0 and -1.0 <= r["A_nngp"] <= 1.0
         assert 0.0 <= r["specialists"] <= r["config"]["N1"]
         assert r["health"]["status"] in ("equilibrated", "relaxing", "failed", "unknown")
@@ -185,14 +184,13 @@ def _check_common(summary, part):
 @pytest.mark.slow
 def test_ci_two_layer_run(tmp_path):
     """``--size ci --part two_layer``: the stored NNGP alignment is GP regression with the sigmoid kernel (computed
-    here), the specialist counts match their chance level's definition, the markdown has no relative links."""
+    here), the specialist counts match their chance level's definition, every run stores its P/d."""
     from bnnzoo.tasks.hermite import hermite_task
 
     r = _run("--size", "ci", "--part", "two_layer", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"))
     assert r.returncode == 0, r.stderr[-2000:]
     summary = json.loads((tmp_path / "curse_of_detail_ci.json").read_text())
-    md = (tmp_path / "curse_of_detail_ci.md").read_text()
-    assert "](" not in md
+    assert not (tmp_path / "curse_of_detail_ci.md").exists()
     _check_common(summary, "two_layer")
     _check_common(summary, "two_layer_widths")
     e = summary["two_layer"][0]
@@ -211,11 +209,11 @@ def test_ci_two_layer_run(tmp_path):
 
 @pytest.mark.slow
 def test_ci_full_run(tmp_path):
-    """``--size ci``, every part: the three-layer NNGP alignment equals the benchmark's implementation, and at the
+    """``--size ci``, every part: the three-layer NNGP alignment equals the NUTS sweep's implementation, and at the
     largest P of every d the BNN aligns better than the NNGP (feature learning)."""
     from bnnzoo.tasks.hermite import hermite_task
 
-    bench = _load(ROOT / "benchmarks" / "sample_complexity.py", "bench_sample_complexity")
+    bench = _load("sample_complexity")
     r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), timeout=1800)
     assert r.returncode == 0, r.stderr[-2000:]
     summary = json.loads((tmp_path / "curse_of_detail_ci.json").read_text())
@@ -234,9 +232,63 @@ def test_ci_full_run(tmp_path):
 def test_proportional_width_plan():
     """--width-per-d: the three-layer P* sweep at N1 = N2 = alpha * d (the proportional limit), the others unchanged."""
     mod = _load()
-    s = dict(mod.SETTINGS["cpu"], width_per_d=4.0)
+    s = dict(mod.SIZES["cpu"], width_per_d=4.0)
     runs = mod.plan(["three_layer", "specialists"], s, [0])
     three = [c for part, c in runs if part == "three_layer"]
     assert {(c["d"], c["N1"], c["N2"]) for c in three} == {(6, 24, 24), (8, 32, 32), (12, 48, 48), (16, 64, 64)}
-    assert all(c["N2"] == mod.SETTINGS["cpu"]["width"] for part, c in runs if part == "specialists")
-    assert mod.three_width(mod.SETTINGS["cpu"], 12) == mod.SETTINGS["cpu"]["width"]
+    assert all(c["N2"] == mod.SIZES["cpu"]["width"] for part, c in runs if part == "specialists")
+    assert mod.three_width(mod.SIZES["cpu"], 12) == mod.SIZES["cpu"]["width"]
+
+
+# ------------------------------------------------------------------------------------- the sample_complexity sweep
+def test_crossing_is_the_sample_complexity_one():
+    mod, sc = _load(), _load("sample_complexity")
+    assert mod.crossing is sc.crossing
+    assert sc.crossing([16, 64], [0.0, 0.5], 0.25) == pytest.approx(32.0, rel=1e-12)   # log-linear interpolation
+    assert sc.crossing([16, 32], [0.1, 0.2], 0.25) is None                             # not crossed in range
+    assert sc.crossing([16, 32], [0.3, 0.9], 0.25) == 16.0                             # crossed at the smallest P
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--which", "mlp"], ["--which", "three_layer, attention"]),
+    (["--d", "8", "8"], ["--d", "distinct"]),
+    (["--L", "1"], ["--L", ">= 2"]),
+    (["--levels", "1.5"], ["--levels", "(0, 1)"]),
+    (["--kappa", "0"], ["--kappa", "> 0"]),
+    (["--samples", "0"], ["--samples", ">= 1"]),
+    (["--seed", "-1"], ["--seed", ">= 0"]),
+])
+def test_sample_complexity_bad_argument_one_line_error(tmp_path, args, words):
+    r = run_script("sample_complexity", "--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "c"), *args,
+                   timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.startswith("python -m reproduce sample_complexity: error: ") and r.stderr.count("\n") == 1, \
+        r.stderr
+    for w in words:
+        assert w in r.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_sample_complexity_summary_on_synthetic_curves():
+    """A_f = g(P/d) for the three-layer net gives P*/d the same at every d; attention A_f = g(P/√(L d³)) gives
+    P*/√(L d³) the same at every (d, L) and a slope of P* in d of 3/2 at every L (log-linear interpolation is exact
+    in the crossing's position along the rescaled axis when the grid points are the same multiples of it)."""
+    sc = _load("sample_complexity")
+    g = lambda r: 1 - math.exp(-r / 10.0)  # noqa: E731
+    res = dict(three_layer=[dict(A=g(r), A_nngp=0.0, wall_s=1.0, config=dict(d=d, P=r * d))
+                            for d in (8, 16) for r in (2, 4, 8, 16)],
+               attention=[dict(A=g(r), wall_s=2.0, config=dict(d=d, L=L, P=r * math.sqrt(L * d ** 3)))
+                          for d in (4, 16) for L in (2, 8) for r in (2, 4, 8, 16)])
+    s = sc.summarize(res, (0.25, 0.5))
+    r25 = sc.crossing([2, 4, 8, 16], [g(r) for r in (2, 4, 8, 16)], 0.25)
+    assert [r["P_over_d"] for r in res["three_layer"][:4]] == [2, 4, 8, 16]
+    for d in (8, 16):
+        assert s["three_layer"][d]["P*/d@0.25"] == pytest.approx(r25, rel=1e-12)
+        assert s["three_layer"][d]["P*_nngp@0.25"] is None
+    for d in (4, 16):
+        for L in (2, 8):
+            assert s["attention"][d][L]["P*/sqrt(L d^3)@0.25"] == pytest.approx(r25, rel=1e-12)
+    for L in (2, 8):
+        e = s["attention_d_exponent"][L]["P*@0.25"]
+        assert e["slope"] == pytest.approx(1.5, abs=1e-9) and e["d"] == [4, 16]
+    assert s["sampling_s"] == pytest.approx(8 * 1.0 + 16 * 2.0)

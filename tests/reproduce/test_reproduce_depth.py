@@ -1,4 +1,4 @@
-"""reproduce/depth.py at ``--size ci``, in a subprocess, checked against things computed here.
+"""reproduce.depth (``python -m reproduce depth``) at ``--size ci``, in a subprocess, checked against things computed here.
 
 * Codes: every layer's codes are among the 2^m = 8 binary patterns over the m = 3 classes, and the fractions of the
   units per code sum to 1 in every layer (over all units, and over the selective ones when there are any).
@@ -16,21 +16,18 @@ from __future__ import annotations
 import json
 import subprocess
 from itertools import product
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.reproduce.reproduce_scripts import load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
-SCRIPT = ROOT / "reproduce" / "depth.py"
+NAME = "depth"
 PATTERNS = {"".join(b) for b in product("01", repeat=3)}
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return run_script(SCRIPT, *args, timeout=timeout)
+    return run_script(NAME, *args, timeout=timeout)
 
 
 def _check_layers(e: dict) -> None:
@@ -46,6 +43,8 @@ def _check_layers(e: dict) -> None:
         assert sum(lc["per_draw_first_fifth"].values()) == pytest.approx(1.0, abs=1e-9)
     h = e["health"]
     assert h["n_chains"] == 4 and h["status"] in ("equilibrated", "relaxing", "failed")
+    finite = {k: v for k, v in h["rhat"].items() if v is not None and np.isfinite(v)}
+    assert finite[e["max_rhat_which"]] == max(finite.values()) == pytest.approx(h["max_rhat"])
     assert sorted(e["rhat_q_z"]) == [f"q_z{l}" for l in range(1, e["depth"] + 1)]
     assert all(np.isfinite(v) and v > 0.9 for v in e["rhat_q_z"].values()), e["rhat_q_z"]
     sh = e["sharpening"]
@@ -62,14 +61,14 @@ def _check_layers(e: dict) -> None:
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), *args, timeout=300)
     assert r.returncode == 2
-    assert r.stderr.startswith("depth.py: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"python -m reproduce {NAME}: error: ") and r.stderr.count("\n") == 1, r.stderr
     for w in words:
         assert w in r.stderr
     assert not list(tmp_path.iterdir())
 
 
 def test_refuses_to_overwrite(tmp_path):
-    old = tmp_path / "depth_ci.md"
+    old = tmp_path / "depth_ci.json"
     old.write_text("old")
     r = _run("--size", "ci", "--out", str(tmp_path), timeout=300)
     assert r.returncode == 2 and "--overwrite" in r.stderr and r.stderr.count("\n") == 1, r.stderr
@@ -82,8 +81,11 @@ def test_depth_ci_linear_three_layers_matches_theory(tmp_path):
 
     r = _run("--size", "ci", "--nets", "lin3", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
-    (e,) = json.loads((tmp_path / "depth_ci.json").read_text())["nets"]
-    assert "lin3" in (tmp_path / "depth_ci.md").read_text()
+    s = json.loads((tmp_path / "depth_ci.json").read_text())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["depth_ci.json"]      # the JSON summary only
+    assert s["planned"] == ["lin3"] and s["unfinished"] == [] and s["sampler"] == "snaper" and s["chains"] == 4
+    (e,) = s["nets"]
+    assert e["net"] == "lin3"
     _check_layers(e)
     task = toy_task(P=e["P"], N0=e["N0"], y_neg=e["y_neg"])
     th = deep_linear_zero_temperature(task.X, task.Y, depth=3, sigma_a2=e["sigma_a2"])
@@ -102,7 +104,7 @@ def test_depth_ci_all_default_nets(tmp_path):
     r = _run("--size", "ci", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads((tmp_path / "depth_ci.json").read_text())
-    assert [e["net"] for e in s["nets"]] == list(s["settings"]["nets"])
+    assert [e["net"] for e in s["nets"]] == list(s["settings"]["nets"]) and s["unfinished"] == []
     for e in s["nets"]:
         _check_layers(e)
 
@@ -113,7 +115,7 @@ def test_feature_layer_inputs_have_the_prior_feature_kernel():
     E[φ(z)φ(z')] = ¼ for independent z, z' (to 1e-9)."""
     import bnnzoo
 
-    depth = load_script("depth.py")
+    depth = load_script(NAME)
     entry = bnnzoo.get_entry("sigmoidal")
     task = entry.make_task(**dict(entry.task_defaults, P=12, N0=32, y_neg=0.5))
     a2 = np.pi / 4
@@ -133,7 +135,7 @@ def test_chain_disagreement_ranks_chains_by_their_populations():
     # (ρ = 1), on 011 falls with it (ρ = −1); a code under 5 % and a code equal in every chain are not tested
     from scipy import stats
 
-    mod = load_script("_common.py")
+    mod = load_script("_common")
     rng = np.random.default_rng(0)
     C, D, P, m = 6, 40, 5, 3
     delta = np.array([0.10, 0.30, 0.20, 0.50, 0.40, 0.60])
@@ -160,7 +162,7 @@ def test_outlier_stats_finds_planted_outliers_per_layer():
     # 3 chains × 40 draws × 16 units: unit-independent N(0, 1) outgoing weights and preactivations, except chain 0's
     # unit 5 (outgoing weights and preactivation ×10: an outlier), chain 1's unit 2 (outgoing ×10 only: not one, both
     # scales must stand out) and chain 2's unit 7 (preactivation ×10 only); the threshold is N^(1/4) = 2 × median
-    depth = load_script("depth.py")
+    depth = load_script(NAME)
     rng = np.random.default_rng(0)
     out = rng.standard_normal((3, 40, 16, 16))
     z = rng.standard_normal((3, 40, 16, 12))

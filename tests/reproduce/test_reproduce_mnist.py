@@ -1,34 +1,50 @@
-"""reproduce/mnist_generalization.py: its command line, its kernel predictor and a digits run at CI size."""
+"""``python -m reproduce mnist_generalization``: its command line, its kernel predictor, its verdicts and a digits
+run at CI size."""
 
 import sys
 
 import numpy as np
 import pytest
 
-from tests.reproduce.reproduce_scripts import load_script
+from tests.reproduce.reproduce_scripts import load_script, run_script
 
 
 def _script():
-    return load_script("mnist_generalization.py", "mnist_generalization")
+    return load_script("mnist_generalization")
 
 
 def test_reproduce_script_refuses_overwrite_and_bad_nets(tmp_path, capsys):
     mod = _script()
-    stem = tmp_path / "res"
-    stem.with_suffix(".md").write_text("keep me")
-    with pytest.raises(SystemExit) as e:
-        mod.main(["--size", "ci", "--out", str(stem)])
-    assert e.value.code == 2 and "pass --overwrite" in capsys.readouterr().err
-    assert stem.with_suffix(".md").read_text() == "keep me"
-    with pytest.raises(SystemExit):
-        mod.main(["--nets", "tanh", "--out", str(tmp_path / "other")])
-    assert "--nets must name some of linear, sigmoid, relu" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        mod.main(["--chains", "1", "--out", str(tmp_path / "other")])
-    assert "--chains must be >= 2, got 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        mod.main(["--warmup", "-1", "--out", str(tmp_path / "other")])
-    assert "--warmup must be >= 0, got -1" in capsys.readouterr().err
+    old = tmp_path / "res.json"
+    old.write_text("keep me")
+    with pytest.raises(ValueError, match="pass --overwrite"):
+        mod.run(["--size", "ci", "--out", str(tmp_path), "--name", "res"])
+    assert old.read_text() == "keep me"
+    other = str(tmp_path / "other")
+    for args, match in ((["--nets", "tanh"], "--nets must name some of linear, sigmoid, relu"),
+                        (["--chains", "1"], "--chains must be >= 2, got 1"),
+                        (["--warmup", "-1"], "--warmup must be >= 0, got -1"),
+                        (["--seed", "-1"], "--seed must be >= 0")):
+        with pytest.raises(ValueError, match=match):
+            mod.run([*args, "--out", other])
+    assert [x.name for x in tmp_path.iterdir()] == ["res.json"]
+    # through the command: a one-line error, exit 2
+    r = run_script("mnist_generalization", "--nets", "tanh", "--out", other, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("python -m reproduce mnist_generalization: error: --nets")
+    assert r.stderr.count("\n") == 1, r.stderr
+
+
+def test_verdicts_follow_the_stated_rules():
+    mod = _script()
+    lin = dict(health="equilibrated", rel_diff_sampled_vs_theory=0.01, rel_diff_theory_vs_gp=0.049)
+    sig = dict(health="equilibrated", test_mse_sampled=0.1, test_mse_gp=0.2, rel_diff_sampled_vs_kernel_predictor=0.3,
+               rel_diff_sampled_vs_gp=0.2)
+    relu = dict(health="relaxing")
+    v = mod.verdicts(dict(linear=lin, sigmoid=sig, relu=relu))
+    assert v["linear"] == dict(equilibrated=True, reproduced=True)
+    assert v["sigmoid"] == dict(equilibrated=True, mse_below_gp=True, closer_to_kernel_predictor_than_gp=False)
+    assert v["relu"] == dict(equilibrated=False)
+    assert not mod.verdicts(dict(linear=dict(lin, rel_diff_theory_vs_gp=0.051)))["linear"]["reproduced"]
 
 
 def test_reproduce_script_kernel_predictor_is_kernel_regression():
@@ -51,11 +67,10 @@ def test_reproduce_script_digits_runs_without_mlxtend(tmp_path, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "mlxtend", None)      # import mlxtend now fails
     mod = _script()
-    stem = tmp_path / "dg"
-    assert mod.main(["--data", "digits", "--size", "ci", "--nets", "relu", "--out", str(stem)]) == 0
+    assert mod.run(["--data", "digits", "--size", "ci", "--nets", "relu", "--out", str(tmp_path), "--name", "dg"]) == 0
     import json
 
-    res = json.loads(stem.with_suffix(".json").read_text())
+    res = json.loads((tmp_path / "dg.json").read_text())
     r = res["nets"]["relu"]
     s = mod.DIGITS_SIZES["ci"]
     task = digits_task(P=s["P"], P_test=s["P_test"], seed=0)
@@ -63,4 +78,7 @@ def test_reproduce_script_digits_runs_without_mlxtend(tmp_path, monkeypatch):
                              Y_test=task.Y_test, labels_test=task.labels_test)
     assert res["data"] == "digits" and r["test_mse_gp"] == pytest.approx(gp.generalization.mse, rel=1e-9)
     assert np.isfinite(r["test_mse_sampled"]) and 0 <= r["test_error_sampled"] <= 1
-    assert "8×8 digits 0/1/2" in stem.with_suffix(".md").read_text()
+    assert res["provenance"]["size"] == "ci" and res["provenance"]["seed"] == 0 and "command" not in res
+    assert set(res["verdicts"]) == {"relu"}
+    assert res["verdicts"]["relu"]["equilibrated"] == (r["health"] == "equilibrated")
+    assert [x.name for x in tmp_path.iterdir()] == ["dg.json"]

@@ -1,4 +1,4 @@
-"""reproduce/richness.py: the γ-family's equivalence with the non-lazy model at γ = 1, argument errors, overwrite
+"""The ``richness`` experiment (reproduce/richness.py): the γ-family's equivalence with the non-lazy model at γ = 1, argument errors, overwrite
 refusal, and a ``--size ci`` run checked against references computed here.
 
 * Equivalence (exact): at γ = 1 the family written through the lazy readout (σ_a² = σ_a0²/N, temperature T/N) and
@@ -11,33 +11,25 @@ refusal, and a ``--size ci`` run checked against references computed here.
   D_LR lies within 0.05 of D_LR of the targets themselves (features collapsed onto the outputs with the targets' own
   anisotropy, a closed form of the targets; theory §7: ≈ 0) and NC1 < 0.05; at the lazy end the posterior feature
   kernel keeps CKA > 0.85 with the closed-form NNGP prior kernel (lazy features are the prior's) and D_LR exceeds the
-  rich end's by more than 0.2.
+  rich end's by more than 0.2; the stored ends of the sweep are those of the entries.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.reproduce.reproduce_scripts import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "reproduce" / "richness.py"
-
-
-def _load():
-    return load_script(SCRIPT, "reproduce_richness")
-
-
-R = _load()
+R = load_script("richness")
+PROG = f"python -m reproduce {R.NAME}"
 
 
 def _main(*args):
-    return R.C.run_main(R.PROG, R.main, list(args))
+    return R.C.run_main(PROG, R.run, list(args))
 
 
 def test_gamma_one_is_the_nonlazy_model():
@@ -111,27 +103,27 @@ def test_crossover_interpolates():
 def test_bad_argument_one_line_error(tmp_path, capsys, args, words):
     assert _main("--size", "ci", "--out", str(tmp_path), *args) == 2
     err = capsys.readouterr().err
-    assert err.startswith("richness.py: error: ") and err.count("\n") == 1, err
+    assert err.startswith(f"{PROG}: error: ") and err.count("\n") == 1, err
     for w in words:
         assert w in err
     assert not list(tmp_path.iterdir())
 
 
 def test_refuses_to_overwrite(tmp_path, capsys):
-    old = tmp_path / "richness_ci.md"
+    old = tmp_path / "richness_ci.json"
     old.write_text("old")
     assert _main("--size", "ci", "--out", str(tmp_path)) == 2
     err = capsys.readouterr().err
     assert "--overwrite" in err and err.count("\n") == 1, err
-    assert old.read_text() == "old" and not (tmp_path / "richness_ci.json").exists()
+    assert old.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["richness_ci.json"]
 
 
 @pytest.mark.slow
 def test_ci_run_against_references(tmp_path):
     assert _main("--size", "ci", "--gammas", "0.5,1", "--out", str(tmp_path)) == 0
     res = json.loads((tmp_path / "richness_ci.json").read_text())
-    md = (tmp_path / "richness_ci.md").read_text()
-    assert "](" not in md                                  # no links: the markdown is rendered into the docs
+    assert [p.name for p in tmp_path.iterdir()] == ["richness_ci.json"]     # JSON only
+    assert res["populations_certified"] is False
     ref = res["references"]["sigmoidal_12"]
     lazy, rich = sorted(res["entries"], key=lambda e: e["gamma"])
     assert (lazy["gamma"], rich["gamma"]) == (0.5, 1.0)
@@ -142,3 +134,7 @@ def test_ci_run_against_references(tmp_path):
     assert rich["nc1"] < 0.05
     assert lazy["cka_prior"] > 0.85
     assert lazy["d_lr"] > rich["d_lr"] + 0.2
+    (end,) = res["ends"]
+    assert (end["net"], end["N"], end["n_entries"]) == ("sigmoidal", 12, 2)
+    assert (end["d_lr_lazy"], end["d_lr_rich"], end["nc1_rich"]) == (lazy["d_lr"], rich["d_lr"], rich["nc1"])
+    assert end["n_equilibrated"] == sum(e["health"]["status"] == "equilibrated" for e in (lazy, rich))

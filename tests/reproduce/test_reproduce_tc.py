@@ -1,6 +1,6 @@
-"""reproduce/critical_temperature.py: argument errors, overwrite refusal, the crossing interpolation on curves with
-a known answer, the mean-field T_c of a ``--size ci`` run against a direct evaluation of the mean field on both sides
-of it, and (slow) the sampled ``--size ci`` run against the mean field.
+"""``python -m reproduce critical_temperature``: argument errors, overwrite refusal, the crossing interpolation on
+curves with a known answer, the mean-field T_c of a ``--size ci`` run against a direct evaluation of the mean field
+on both sides of it, and (slow) the sampled ``--size ci`` run against the mean field.
 
 Tolerances.  Mean field: the solutions at the two ends of the script's bisection bracket, solved here from scratch
 (the solver's own continuation from high T, not the script's path), must have a coding branch other than 111 with
@@ -16,24 +16,27 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from bnnzoo.theory.critical_temperature import redundant_mass, toy_meanfield
+from bnnzoo.theory.schemes import mass_per_code
 from tests.reproduce.reproduce_scripts import load_script, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
-SCRIPT = ROOT / "reproduce" / "critical_temperature.py"
-PROG = "critical_temperature.py"
+NAME = "critical_temperature"
+PROG = f"python -m reproduce {NAME}"
 
 
 def _run(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return run_script(SCRIPT, *args, timeout=timeout)
+    return run_script(NAME, *args, timeout=timeout)
 
 
 def _load():
-    return load_script(SCRIPT, "reproduce_critical_temperature")
+    return load_script(NAME)
+
+
+def _masses(r) -> dict:
+    return mass_per_code(r.branch_code, r.branch_mass)
 
 
 @pytest.mark.parametrize("args,words", [
@@ -57,18 +60,11 @@ def test_bad_argument_one_line_error(tmp_path, args, words):
 
 
 def test_refuses_to_overwrite(tmp_path):
-    old = tmp_path / "critical_temperature_ci.md"
+    old = tmp_path / "critical_temperature_ci.json"
     old.write_text("old")
     r = _run("--size", "ci", "--out", str(tmp_path), timeout=300)
     assert r.returncode == 2 and "--overwrite" in r.stderr and r.stderr.count("\n") == 1, r.stderr
-    assert old.read_text() == "old" and not (tmp_path / "critical_temperature_ci.json").exists()
-
-
-def test_grid_not_bracketing_tc_is_an_error():
-    """Both temperatures far above the mean-field T_c (≈ 0.05 at P = 16): the script says to add lower ones."""
-    ct = _load()
-    with pytest.raises(ValueError, match="does not bracket the mean-field T_c at P = 16: add temperatures below"):
-        ct.critical_temperature(16, (0.2, 0.3), n_grid=ct.SETTINGS["ci"]["n_grid"])
+    assert old.read_text() == "old" and [x.name for x in tmp_path.iterdir()] == [old.name]
 
 
 def test_crossings_on_known_curves():
@@ -86,13 +82,13 @@ def test_crossings_on_known_curves():
     assert ct.mean_se([1.0, None, 3.0]) == (2.0, 1.0)
 
 
-def _check_meanfield(ct, summary):
+def _check_meanfield(summary):
     s = summary["settings"]
     for P, m in summary["meanfield"].items():
         assert m["hi"] - m["lo"] <= s["bisect_tol"] + 1e-12 and m["lo"] < m["T_c"] < m["hi"]
-        below = ct.mass_per_code(ct.meanfield(int(P), m["lo"], n_grid=s["n_grid"]))
-        above = ct.mass_per_code(ct.meanfield(int(P), m["hi"], n_grid=s["n_grid"]))
-        assert ct.redundant_mass(below) > 1e-3, below          # a coding branch other than 111 below T_c
+        below, above = (_masses(toy_meanfield(int(P), T, y_neg=s["y_neg"], n_grid=s["n_grid"]))
+                        for T in (m["lo"], m["hi"]))
+        assert redundant_mass(below) > 1e-3, below          # a coding branch other than 111 below T_c
         assert set(above) == {"111"} and above["111"] == pytest.approx(1.0, abs=1e-3), above   # none above
         # the script's own grid-free check: exact ascent from the vanished modes ends on 111 at the upper end
         assert m["hi_check"]["confirmed"] and len(m["hi_check"]["ascents"]) >= 1
@@ -102,12 +98,12 @@ def _check_meanfield(ct, summary):
 
 def test_ci_meanfield_tc_against_direct_evaluation(tmp_path):
     ct = _load()  # in this process: the mean field needs no sampler, and a second interpreter costs seconds
-    assert ct.main(["--size", "ci", "--parts", "meanfield", "--out", str(tmp_path)]) == 0
+    assert ct.run(["--size", "ci", "--parts", "meanfield", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "critical_temperature_ci.json").read_text())
-    assert set(summary["meanfield"]) == {"16"} and not summary["samples"]
-    _check_meanfield(ct, summary)
-    md = (tmp_path / "critical_temperature_ci.md").read_text()
-    assert "## Mean field" in md and "](" not in md
+    assert set(summary["meanfield"]) == {"16"} and not summary["samples"] and summary["missing"] == []
+    assert summary["provenance"]["command"].startswith(PROG) and summary["populations_certified"] is False
+    _check_meanfield(summary)
+    assert [x.name for x in tmp_path.iterdir()] == ["critical_temperature_ci.json"]
 
 
 @pytest.mark.slow
@@ -115,8 +111,7 @@ def test_ci_run_samples_against_meanfield(tmp_path):
     r = _run("--size", "ci", "--out", str(tmp_path), timeout=1200)
     assert r.returncode == 0, r.stderr[-2000:]
     summary = json.loads((tmp_path / "critical_temperature_ci.json").read_text())
-    ct = _load()
-    _check_meanfield(ct, summary)
+    _check_meanfield(summary)
     es = sorted(summary["samples"], key=lambda e: e["T"])
     assert [e["T"] for e in es] == [0.02, 0.25] and all(e["N"] == 16 for e in es)
     Tc = summary["meanfield"]["16"]["T_c"]
@@ -134,5 +129,9 @@ def test_ci_run_samples_against_meanfield(tmp_path):
     assert abs(cold["R"] - cold["meanfield_R"]) < 0.15, (cold["R"], cold["meanfield_R"])
     a = summary["analysis"]["16"]
     assert a["sampled"]["T_half"] is not None and cold["T"] < a["sampled"]["T_half"] < hot["T"]
-    md = (tmp_path / "critical_temperature_ci.md").read_text()
-    assert "## T_c versus N" in md and "](" not in md
+    # the numbers the page shows beside the stored ones: T / T_c per entry, the sampled / mean-field T_½ ratio
+    for e in es:
+        assert e["T_over_Tc"] == pytest.approx(e["T"] / Tc, rel=1e-12)
+    if a["meanfield"]["T_half"]:
+        assert a["T_half_ratio"] == pytest.approx(a["sampled"]["T_half"] / a["meanfield"]["T_half"], rel=1e-12)
+    assert summary["missing"] == []

@@ -1,39 +1,40 @@
-"""The committed result files of ``reproduce/`` and the marking of uncertified populations: no result page says
-"equilibrated" of populations that no run certified (several start families, ``certify=True``)."""
+"""The committed result files of ``reproduce/`` and their pages: every JSON says whether its populations were
+certified, and no rendered page says "equilibrated" of populations that no run certified (several start families,
+``certify=True``)."""
 
 import json
 import re
 
 import pytest
 
-from tests.reproduce.reproduce_scripts import REPRO, load_script
+from tests.reproduce.reproduce_scripts import load_script
 
-C = load_script("_common.py")
-RESULTS = REPRO / "results"
+C = load_script("_common")
+R = load_script("render")
 BARE = re.compile(r"(?<![\w_])(?<!not )(?<!never )equilibrated(?![\w_†])")
+FILES = R.result_files()
 
 
-def _pages():
-    return sorted(RESULTS.glob("*.md"))
+def test_results_are_json_only():
+    """``reproduce/results/`` holds JSON result files only (pages are rendered, never stored)."""
+    assert FILES
+    others = [p.name for p in R.RESULTS.iterdir() if p.suffix != ".json"]
+    assert not others, f"not JSON: {others}"
 
 
-def _jsons(md):
-    return [p for p in [RESULTS / f"{md.stem}.json", *RESULTS.glob(f"{md.stem}.*.json")] if p.exists()]
-
-
-@pytest.mark.parametrize("md", _pages(), ids=lambda p: p.stem)
-def test_every_page_says_whether_its_populations_are_certified(md):
-    """Each page has its JSON, every JSON says ``populations_certified``, and a page whose runs were not certified
-    marks every "equilibrated" and carries the note that says what the mark means."""
-    jsons = _jsons(md)
-    assert jsons, f"{md.name} has no JSON summary"
-    flags = {json.loads(p.read_text())["populations_certified"] for p in jsons}
-    assert len(flags) == 1, f"{md.name}: its JSON files disagree on populations_certified"
-    text = md.read_text()
+@pytest.mark.parametrize("stem", sorted(FILES))
+def test_every_page_says_whether_its_populations_are_certified(stem):
+    """Each result file says ``populations_certified``; the page of an uncertified one marks every "equilibrated"
+    and carries the note that says what the mark means."""
+    parts = [(part, json.loads(p.read_text())) for part, p in FILES[stem]]
+    flags = {d["populations_certified"] for _, d in parts}
+    assert len(flags) == 1, f"{stem}: its JSON files disagree on populations_certified"
+    text = R.page(stem, parts)
     if flags == {True}:
-        assert md.stem.startswith("certified_")
+        assert stem.startswith("certified_")
+        assert C.UNCERTIFIED_NOTE not in text
         return
-    assert not BARE.search(text), f"{md.name}: an unmarked 'equilibrated' in a page of uncertified runs"
+    assert not BARE.search(text), f"{stem}: an unmarked 'equilibrated' in a page of uncertified runs"
     assert C.UNCERTIFIED_NOTE in text
 
 
@@ -49,8 +50,14 @@ def test_mark_uncertified_marks_every_claim_once():
 
 
 @pytest.mark.parametrize("certified", [False, True])
-def test_result_files_mark_uncertified_runs(tmp_path, certified):
+def test_result_files_write_json_only_and_refuse_to_overwrite(tmp_path, certified):
     files = C.ResultFiles(tmp_path, "r", overwrite=False, certified=certified)
-    files.write({"rows": {}}, "# R\n\nCommand.\n\nHealth: equilibrated.\n")
+    files.write({"rows": {"a": {"status": "equilibrated"}}})
     assert json.loads(files.json.read_text())["populations_certified"] is certified
-    assert ("equilibrated†" in files.md.read_text()) is (not certified)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+    text = R.page("r", [("", json.loads(files.json.read_text()))])
+    assert ("equilibrated†" in text) is (not certified)
+    with pytest.raises(ValueError, match="--overwrite"):
+        C.ResultFiles(tmp_path, "r", overwrite=False)
+    C.ResultFiles(tmp_path, "r", overwrite=True).write({"rows": {}})
+    assert json.loads(files.json.read_text())["rows"] == {}

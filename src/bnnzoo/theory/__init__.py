@@ -30,6 +30,10 @@ Theories (tag: [paper] van Meegen & Sompolinsky 2025; [derived] ours, checked nu
   every self-consistent solution at one (P, y−, T) by a multi-start search of the convex mean-field action, the free
   energy of populations frozen in some of the branches, the law of one code's fraction at N units, and where a code
   appears or vanishes as y− changes.
+* :func:`meanfield_critical_temperature` [derived] — the temperature T_c(P) above which that mean field of the
+  sigmoidal net on the toy task has the 111 branch only (the redundant code gone): bracketed on a temperature grid,
+  bisected, and confirmed by grid-free ascent of log p(a) (:func:`exact_ascent`) from the vanished modes
+  (:mod:`bnnzoo.theory.critical_temperature`).
 * :func:`nngp_kernel`, :func:`gp_posterior`, :func:`gp_generalization` [standard] — NNGP kernels of any depth for
   linear / ReLU / erf / sigmoid with the FCN scalings; GP predictor with noise T; class-wise generalization error.
   The N → ∞ limit of the lazy readout; for linear nets also the non-lazy mean predictor at T → 0.
@@ -38,6 +42,8 @@ The exact sampler used to test the linear theory is :func:`bnnzoo.inference.gibb
 """
 
 from ._common import default_sigma_a2
+from .critical_temperature import (exact_ascent, is_redundant, meanfield_critical_temperature, redundant_mass,
+                                   toy_meanfield)
 from .deep_linear import DeepLinearT0, deep_linear_zero_temperature
 from .evidence import LinearEvidence, linear_evidence
 from .gp import (GPGeneralization, GPPosterior, NONLINEARITIES, gp_generalization, gp_posterior, nngp_kernel,
@@ -56,6 +62,7 @@ __all__ = [
     "linear_evidence", "LinearEvidence",
     "single_neuron_meanfield", "single_neuron_meanfield_classes", "activation_moments", "readout_marginal",
     "MeanFieldResult",
+    "meanfield_critical_temperature", "toy_meanfield", "redundant_mass", "is_redundant", "exact_ascent",
     "nngp_kernel", "phi_kernel", "gp_posterior", "gp_generalization", "GPPosterior", "GPGeneralization",
     "NONLINEARITIES",
 ]

@@ -170,6 +170,8 @@ class MeanFieldAction:
 # part 1: the mean-field search
 # ---------------------------------------------------------------------------------------------------------------------
 def mass_per_code(codes, masses):
+    """{code: total mass} of a solution's branches, from ``branch_code`` and ``branch_mass`` (a flat top can be split
+    into two basins of the same code; their masses are summed)."""
     out = {}
     for c, m in zip(codes, masses):
         out[c] = out.get(c, 0.0) + float(m)

@@ -1,0 +1,88 @@
+"""The one renderer of ``reproduce/``: the committed reproduction page is what the claims and the JSON results give,
+every verdict is a word of the vocabulary, and the checks that keep a row from saying more than its result files."""
+
+import copy
+import json
+
+import pytest
+
+from tests.reproduce.reproduce_scripts import ROOT, load_script, run_script
+
+R = load_script("render")
+CLAIMS = R.load_claims()
+
+
+def test_render_check_passes_on_the_committed_page():
+    """``python -m reproduce render --check`` exits 0: docs/reproduction.md is up to date, the claims are valid."""
+    r = run_script("render", "--check", timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_the_page_lists_every_claim_with_a_verdict_of_the_vocabulary():
+    rows = CLAIMS["claim"]
+    assert len(rows) >= 60
+    assert {c["verdict"] for c in rows} <= set(R.VERDICTS)
+    page = (ROOT / "docs" / "reproduction.md").read_text()
+    for c in rows:
+        assert f"| {c['id']} |" in page
+
+
+def _one(**changes):
+    claims = copy.deepcopy(CLAIMS)
+    row = next(c for c in claims["claim"] if c.get("runs") and c["verdict"] != "not run")
+    row.update(changes)
+    return claims, row["id"]
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(verdict="reproduced"), "verdict must be one of"),
+    (dict(runs=["no_such_run"]), "no result file for run(s) no_such_run"),
+    (dict(paper="Somebody"), "paper must be one of"),
+    (dict(section="nowhere"), "is not a [[section]] id"),
+    (dict(verdict="not run", note=""), "must say why"),
+])
+def test_claims_errors_name_the_row_and_the_fault(changes, message):
+    claims, cid = _one(**changes)
+    errs = R.claims_errors(claims)
+    assert any(e.startswith(f"{cid}:") and message in e for e in errs), errs
+
+
+def test_a_quoted_number_must_match_its_result_file(tmp_path):
+    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False, "a": {"b": [1.0, 2.5]}}))
+    base = dict(id="X1", section="s", paper=R.PAPERS[0], claim="c", paper_setting="p", setting="s", value="2.5",
+                theory="t", verdict="reproduced at reduced size", note="n", runs=["r_cpu"])
+    claims = dict(section=[dict(id="s", title="S")], claim=[dict(base, check=[dict(run="r_cpu", path="a.b.1",
+                                                                                    value=2.5, tol=0.01)])])
+    assert R.claims_errors(claims, tmp_path) == []
+    claims["claim"][0]["check"][0]["value"] = 3.0
+    assert any("the result file has 2.5" in e for e in R.claims_errors(claims, tmp_path))
+    claims["claim"][0]["check"][0]["path"] = "a.c"
+    assert any("not found" in e for e in R.claims_errors(claims, tmp_path))
+
+
+def test_a_population_claim_on_uncertified_runs_must_say_so(tmp_path):
+    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False}))
+    row = dict(id="X1", section="s", paper=R.PAPERS[0], claim="c", paper_setting="p", setting="s", value="v",
+               theory="t", verdict="reproduced at reduced size", note="fine", runs=["r_cpu"], populations=True)
+    claims = dict(section=[dict(id="s", title="S")], claim=[row])
+    assert any("populations not certified" in e for e in R.claims_errors(claims, tmp_path))
+    row["note"] = "fine; populations not certified"
+    assert R.claims_errors(claims, tmp_path) == []
+    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": True}))
+    row["note"] = "fine"
+    assert R.claims_errors(claims, tmp_path) == []
+
+
+def test_render_check_fails_when_the_page_is_stale(tmp_path, monkeypatch, capsys):
+    stale = tmp_path / "reproduction.md"
+    stale.write_text((ROOT / "docs" / "reproduction.md").read_text().replace("| A1 |", "| A1x |", 1))
+    monkeypatch.setattr(R, "PAGE", stale)
+    assert R.main(["--check"]) == 1
+    assert "differs" in capsys.readouterr().err
+
+
+def test_every_result_file_renders_a_page_with_its_command():
+    pages = R.result_pages()
+    assert set(pages) == set(R.result_files())
+    for stem, text in pages.items():
+        assert text.startswith(f"# {stem}\n") and ("Command: `" in text or "Provenance: not recorded" in text)
