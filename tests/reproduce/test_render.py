@@ -86,3 +86,10 @@ def test_every_result_file_renders_a_page_with_its_command():
     assert set(pages) == set(R.result_files())
     for stem, text in pages.items():
         assert text.startswith(f"# {stem}\n") and ("Command: `" in text or "Provenance: not recorded" in text)
+
+
+def test_the_audit_finds_a_number_its_result_file_does_not_give(tmp_path):
+    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False, "a": [0.2714, -1.5], "p": 0.123}))
+    row = dict(id="X1", runs=["r_cpu"], value="0.271, −1.50, 12.3 %, and 0.99")
+    n, missing = R.untraced_numbers(row, tmp_path)
+    assert n == 4 and missing == ["0.99"]   # 0.271 rounds 0.2714, −1.50 is −1.5, 12.3 % is 0.123
