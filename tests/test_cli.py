@@ -193,3 +193,10 @@ def test_demo_refuses_a_non_positive_size_before_sampling(tmp_path, capsys, flag
     err = _one_line_error(capsys)
     assert f"{flag} must be a positive integer" in err
     assert not any(out.iterdir()) if out.exists() else True
+
+
+def test_demo_refuses_a_non_positive_sigmoidal_temperature(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--sigmoidal-temperature", "0", "--quiet", "--out", str(out)]) == 2
+    assert "--sigmoidal-temperature must be > 0" in _one_line_error(capsys)
+    assert not out.exists() or not any(out.iterdir())

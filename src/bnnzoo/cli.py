@@ -536,6 +536,11 @@ def _cmd_sample(args) -> int:
 
 
 DEMO_SAMPLERS = {"deep_linear": "gibbs"}
+DEMO_SIGMOIDAL_TEMPERATURE = 0.02
+"""The demo's sigmoidal net runs at T = 0.02, not the zoo's default 0.01: its units switch codes two to three times as
+often there, enough for the chains' populations of codes (and with them the readout norms) to mix within the demo's 1000
+steps, while the redundant code, frozen units and the mean field's masses stay (the code disappears only near
+T_c ≈ 0.07 at P = 100)."""
 """The demo's samplers where ``sampler="auto"`` does not give SNAPER: the linear net's exact Gibbs sampler."""
 
 DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]}), "trace_order.png": (["mse", "q_a"], None)}
@@ -543,7 +548,8 @@ DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]}), "trace_order.png":
 
 
 def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60, relu_warmup=1000, samples=500,
-             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto", warm_start=0) -> dict:
+             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto", warm_start=0,
+             sigmoidal_temperature=DEMO_SIGMOIDAL_TEMPERATURE) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files, diagnose them and write the
     reports with their figures and trace plots (``<out>/report/<net>/``; every verdict in
     ``<out>/demo_summary.json``).
@@ -559,6 +565,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
     relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
         into one per class slowly.
     entries : the zoo entries to run.   warm_start : Adam steps before warm-up (0: off).
+    sigmoidal_temperature : the sigmoidal net's rescaled temperature (:data:`DEMO_SIGMOIDAL_TEMPERATURE`); the other
+        nets run at their entries' default (0.01).
 
     Returns
     -------
@@ -582,6 +590,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
         # (the Gibbs sampler records no streamed summaries: its diagnostics read the hidden weights)
         extra = {} if how == "gibbs" else dict(warm_start=warm_start,
                                                exclude=entry.unread_sites(dict(entry.defaults, width=n)))
+        if name == "sigmoidal":
+            extra["temperature"] = sigmoidal_temperature
         idata = sample(entry, task, num_chains=chains, num_warmup=n_warm, num_samples=samples, seed=seed,
                        progress=progress, width=n, sampler=how, **extra)
         dt = time.time() - t0
@@ -592,7 +602,8 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
         summary[name] = dict(netcdf=str(nc), seconds=round(dt, 1), mse=float(post["mse"].mean()),
                              target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
                              mean_tree_depth=float(ss["tree_depth"].mean()) if "tree_depth" in ss else None,
-                             warmup=n_warm, sampler=how, width=n, P=task.P)
+                             warmup=n_warm, sampler=how, width=n, P=task.P,
+                             temperature=float(extra.get("temperature", entry.defaults.get("temperature", 0.01))))
         _logger.info("[demo] %s: %.0f s, posterior-mean training MSE %.2e (target variance %.2e), %d divergences",
                      name, dt, summary[name]["mse"], summary[name]["target_variance"], summary[name]["divergences"])
         paths[name] = nc
@@ -616,10 +627,12 @@ def _cmd_demo(args) -> int:
     for flag in ("width", "P", "relu_size", "warmup", "relu_warmup", "samples"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be a positive integer, got {getattr(args, flag)}")
+    if not args.sigmoidal_temperature > 0:
+        raise ValueError(f"--sigmoidal-temperature must be > 0, got {args.sigmoidal_temperature}")
     _use_cpu_cores(args)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_size=args.relu_size,
              relu_warmup=args.relu_warmup, samples=args.samples, seed=args.seed, progress=_progress(args),
-             sampler=args.sampler)
+             sampler=args.sampler, sigmoidal_temperature=args.sigmoidal_temperature)
     _logger.info("[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to %s/",
                  out)
     return 0
@@ -792,6 +805,10 @@ def build_parser() -> argparse.ArgumentParser:
     pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=1000,
                     help="warm-up steps per chain of the ReLU net (its outlier units merge slowly: one per class)")
     pd.add_argument("--samples", type=int, default=500, help="kept draws per chain")
+    pd.add_argument("--sigmoidal-temperature", dest="sigmoidal_temperature", type=float,
+                    default=DEMO_SIGMOIDAL_TEMPERATURE,
+                    help="rescaled temperature of the sigmoidal net (the others run at 0.01): at 0.02 its code "
+                    "populations mix within the demo's steps; 0.01 is the zoo's default")
     pd.add_argument("--sampler", choices=["auto", "snaper", "nuts"], default="auto",
                     help="auto (default): the exact Gibbs sampler for the linear net, SNAPER (ChEES-HMC tuned on the "
                     "slowest direction) for the others; snaper or nuts (NumPyro's NUTS): that sampler for all three")
