@@ -126,29 +126,34 @@ def int_list(text: str, name: str, lo: int) -> tuple[int, ...]:
     return vals
 
 
+def name_list(text: str, option: str, valid) -> list[str]:
+    """Distinct comma-separated names among ``valid`` from the option ``option``; ValueError naming it otherwise."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names or set(names) - set(valid) or len(set(names)) != len(names):
+        raise ValueError(f"{option} must name distinct items among {', '.join(valid)}, got {text!r}")
+    return names
+
+
 def previous_run(args, stem: str, settings: dict, keys) -> dict:
-    """The JSON summary a ``--resume`` / ``--tabulate`` run continues, after checking that it was sampled with the
+    """The JSON summary a ``--resume`` run continues, after checking that it was sampled with the
     same ``settings[k]`` for every k in ``keys`` and the same ``--seed`` (ValueError naming the difference)."""
     js = Path(args.out) / f"{stem}.json"
     if not js.exists():
-        raise ValueError(f"--resume/--tabulate: {js} does not exist")
+        raise ValueError(f"--resume: {js} does not exist")
     old = json.loads(js.read_text())
     bad = [k for k in keys if old.get("settings", {}).get(k) != settings[k]]
     if bad:
-        raise ValueError(f"--resume/--tabulate: {js} was sampled with other {', '.join(bad)}; use the same options")
+        raise ValueError(f"--resume: {js} was sampled with other {', '.join(bad)}; use the same options")
     if old.get("provenance", {}).get("seed") != args.seed:
-        raise ValueError(f"--resume/--tabulate: {js} was run with --seed {old.get('provenance', {}).get('seed')}, "
+        raise ValueError(f"--resume: {js} was run with --seed {old.get('provenance', {}).get('seed')}, "
                          f"not {args.seed}")
     return old
 
 
-def continued_provenance(old: dict, prov: dict, tabulate: bool) -> dict:
-    """The original run's provenance with this command appended to its history (mode "resume" or "tabulate"; only
-    the latest of consecutive rewrites is kept)."""
+def continued_provenance(old: dict, prov: dict) -> dict:
+    """The original run's provenance with this command appended to its history (mode "resume")."""
     hist = list(old["provenance"].get("history", []))
-    while tabulate and hist and hist[-1]["mode"] == "tabulate":
-        hist.pop()
-    step = dict(mode="tabulate" if tabulate else "resume", command=prov["command"], started=prov["started"])
+    step = dict(mode="resume", command=prov["command"], started=prov["started"])
     return dict(old["provenance"], history=hist + [step])
 
 
@@ -200,9 +205,10 @@ def jsonable(x):
 # ------------------------------------------------------------------------------------------------------ sampling
 def sample_toy(entry_name: str, *, N: int, P: int, y_neg: float, warmup: int, samples: int, seed: int,
                thin_z: int = 1, chunk: int = 100, N0: int | None = None, chains: int = CHAINS,
-               progress: bool = False, **model_kwargs):
+               progress: bool = False, ratios=None, **model_kwargs):
     """Sample zoo entry ``entry_name`` (one hidden layer) of width N on the toy task with P points, N0 = P + 20
-    inputs (unless given) and targets 1 / ``y_neg``; SNAPER, ``chains`` vectorised chains from prior draws.
+    inputs (unless given), targets 1 / ``y_neg`` and the task's class ratios (``ratios``, default ½, ¼, ¼); SNAPER,
+    ``chains`` vectorised chains from prior draws.
     ``model_kwargs`` (temperature, readout, sigma_a2, ...) go to the model.
 
     Returns (run, task, seconds).  The first-layer weights are not recorded; the preactivations z1 (chain, draw,
@@ -211,7 +217,8 @@ def sample_toy(entry_name: str, *, N: int, P: int, y_neg: float, warmup: int, sa
     import bnnzoo
 
     entry = bnnzoo.get_entry(entry_name)
-    task = entry.make_task(**dict(entry.task_defaults, P=P, N0=N0 if N0 is not None else P + 20, y_neg=y_neg))
+    task = entry.make_task(**dict(entry.task_defaults, P=P, N0=N0 if N0 is not None else P + 20, y_neg=y_neg,
+                                  **({} if ratios is None else dict(ratios=ratios))))
     chunk = min(chunk, samples)
     kw = dict(site_thinning={"z1": thin_z}) if thin_z > 1 else {}
     t0 = time.time()

@@ -339,7 +339,7 @@ def run(argv=None) -> int:
     files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
     prov = C.provenance(args, argv)
     if old:                    # keep the original command and start; list the resumptions
-        prov = C.continued_provenance(old, prov, False)
+        prov = C.continued_provenance(old, prov)
     summary = dict(provenance=prov, settings=s, heads=HEADS, level=LEVEL, chains=C.CHAINS, sampler="auto",
                    first_order=[first_order_check(v, L, s["d"]) for v in s["variants"] for L in s["L"]],
                    prior_parts=[prior_parts(v, L, s["d"]) for v in s["variants"] for L in s["L"]],

@@ -124,7 +124,7 @@ def run(argv=None) -> int:
     files = C.ResultFiles(args.out, stem, args.overwrite or args.resume)
     prov = C.provenance(args, argv)
     if old:
-        prov = C.continued_provenance(old, prov, False)
+        prov = C.continued_provenance(old, prov)
     summary = dict(provenance=prov, settings=s, heads=AC.HEADS, beta=1.0, level=LEVEL, chains=C.CHAINS,
                    sampler="auto", entries=list(old["entries"]) if old else [])
     done = {(e["d"], e["seed"], e["P"]): e for e in summary["entries"]}

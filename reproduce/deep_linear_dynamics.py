@@ -475,9 +475,7 @@ def run(argv=None) -> int:
                    help="mode strength of the decoupled start, 0 < u0 < 0.2 (below the weakest mode; default 0.01)")
     args = p.parse_args(argv)
     C.check_args(args)
-    parts = [x.strip() for x in args.parts.split(",") if x.strip()]
-    if not parts or set(parts) - set(PARTS) or len(set(parts)) != len(parts):
-        raise ValueError(f"--parts must name some of {', '.join(PARTS)}, got {args.parts!r}")
+    parts = C.name_list(args.parts, "--parts", PARTS)
     s_ = dict(SIZES[args.size])
     if args.depths is not None:
         s_["depths"] = tuple(sorted(C.int_list(args.depths, "--depths", 2)))

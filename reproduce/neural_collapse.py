@@ -6,7 +6,7 @@ The toy task with balanced classes (ratios ⅓, ⅓, ⅓, so that the global mea
 means and the simplex ETF is the collapsed configuration; the paper's ½, ¼, ¼ would make the data mean a weighted
 one, Σ_c n_c μ_c = 0, under which equal-norm class means cannot have the equal cosines −1/(C−1)), N = P,
 N0 = P + 20, non-lazy readout with the zoo's σ_a² = 1/P, T = 0.01, 4 SNAPER chains from prior draws
-(:func:`sample_balanced`, ``_common.sample_toy`` with class ratios).  Nets (``--nets``): ``linear`` (targets 1 / 0),
+(``_common.sample_toy`` with class ratios).  Nets (``--nets``): ``linear`` (targets 1 / 0),
 ``sigmoidal`` (1 / ½), ``relu`` (1 / −½).  Sizes: ``ci`` N = P = 12, 100 + 100 draws; ``cpu`` N = P = 60, warm-up
 400 (ReLU 1000) + 300 draws; ``paper`` N = P = 500, warm-up 1500 (ReLU 3000) + 500 draws, preactivations kept on
 every 5th draw (one GPU).
@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 
 import numpy as np
 
@@ -72,22 +71,6 @@ SIZES = {
 
 
 # ------------------------------------------------------------------------------------------------------ sampling
-def sample_balanced(entry_name: str, *, N: int, P: int, y_neg: float, warmup: int, samples: int, seed: int,
-                    thin_z: int = 1, chunk: int = 100, progress: bool = False, **model_kwargs):
-    """``_common.sample_toy`` on the toy task with class ratios :data:`RATIOS`: (run, task, seconds)."""
-    import bnnzoo
-
-    entry = bnnzoo.get_entry(entry_name)
-    task = entry.make_task(**dict(entry.task_defaults, P=P, N0=P + 20, y_neg=y_neg, ratios=RATIOS))
-    chunk = min(chunk, samples)
-    kw = dict(site_thinning={"z1": thin_z}) if thin_z > 1 else {}
-    t0 = time.time()
-    run = bnnzoo.sample(entry, task, num_chains=C.CHAINS, num_warmup=warmup, num_samples=samples, seed=seed,
-                        sampler="snaper", record=("z",), exclude=("W1",), chunk_size=chunk, progress=progress,
-                        width=N, **kw, **model_kwargs)
-    return run, task, time.time() - t0
-
-
 # ----------------------------------------------------------------------------------------------------- measuring
 def class_average(labels: np.ndarray, n_classes: int) -> np.ndarray:
     """E: (P, C) with column c the average over the points of class c."""
@@ -241,9 +224,9 @@ def entry(net: str, s: dict, args) -> dict:
     """Sample one net and measure its collapse."""
     name, y_neg = NETS[net]
     warm = s["relu_warmup"] if net == "relu" else s["warmup"]
-    run, task, secs = sample_balanced(name, N=s["N"], P=s["P"], y_neg=y_neg, warmup=warm, samples=s["samples"],
-                                      seed=args.seed, thin_z=s["thin_z"], progress=args.progress,
-                                      temperature=s["temperature"])
+    run, task, secs = C.sample_toy(name, N=s["N"], P=s["P"], y_neg=y_neg, warmup=warm, samples=s["samples"],
+                                   seed=args.seed, thin_z=s["thin_z"], progress=args.progress, ratios=RATIOS,
+                                   temperature=s["temperature"])
     rd = C.run_data_of(run)
     z = rd.z(1)
     a = rd.a[:, s["thin_z"] - 1::s["thin_z"]]               # the draws whose preactivations were kept
@@ -267,10 +250,7 @@ def run(argv=None) -> int:
     p.add_argument("--nets", default=",".join(NETS), help=f"comma-separated, some of {', '.join(NETS)} (default all)")
     args = p.parse_args(argv)
     C.check_args(args)
-    nets = [x.strip() for x in args.nets.split(",") if x.strip()]
-    bad = sorted(set(nets) - set(NETS))
-    if bad or not nets or len(set(nets)) != len(nets):
-        raise ValueError(f"--nets must name distinct nets among {', '.join(NETS)}, got {args.nets!r}")
+    nets = C.name_list(args.nets, "--nets", NETS)
     s = SIZES[args.size]
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=dict(s, ratios=list(RATIOS), chains=C.CHAINS,

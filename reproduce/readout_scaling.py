@@ -84,10 +84,7 @@ def run(argv=None) -> int:
     p.add_argument("--nets", default=",".join(NETS), help=f"comma-separated, some of {', '.join(NETS)} (default all)")
     args = p.parse_args(argv)
     C.check_args(args)
-    nets = [x.strip() for x in args.nets.split(",") if x.strip()]
-    bad = sorted(set(nets) - set(NETS))
-    if bad or not nets:
-        raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
+    nets = C.name_list(args.nets, "--nets", NETS)
     s = SIZES[args.size]
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=s, results={n: [] for n in nets}, analysis={})

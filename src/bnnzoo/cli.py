@@ -536,12 +536,11 @@ def _cmd_sample(args) -> int:
 
 
 DEMO_SAMPLERS = {"deep_linear": "gibbs"}
-DEMO_SIGMOIDAL_TEMPERATURE = 0.02
-"""The demo's sigmoidal net runs at T = 0.02, not the zoo's default 0.01: its units switch codes two to three times as
-often there, enough for the chains' populations of codes (and with them the readout norms) to mix within the demo's 1000
-steps, while the redundant code, frozen units and the mean field's masses stay (the code disappears only near
-T_c ≈ 0.07 at P = 100)."""
 """The demo's samplers where ``sampler="auto"`` does not give SNAPER: the linear net's exact Gibbs sampler."""
+DEMO_SIGMOIDAL_TEMPERATURE = 0.02
+"""The demo's sigmoidal net runs warmer than the zoo's default: there its units switch codes often enough for the
+chains' populations of codes (and with them the readout norms) to mix within the demo's run, while the redundant code,
+its frozen units and the mean field's masses stay (``benchmarks/results/demo_sigmoidal_t002.md``)."""
 
 DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]}), "trace_order.png": (["mse", "q_a"], None)}
 """The ArviZ trace plots the demo writes beside each net's figures: three units' readouts and the order parameters."""
