@@ -512,7 +512,7 @@ def _cmd_sample(args) -> int:
     record = entry.record if args.record is None else tuple(r for r in args.record.split(",") if r)
     long_run = _long_run_options(args)
     if (args.exclude is None and "summaries" in record and entry.unread_sites is not None
-            and args.sampler not in ("gibbs",) + TEMPERING):      # these keep every draw: no streamed kernels
+            and args.sampler not in TEMPERING):      # these keep every draw: no streamed kernels
         long_run["exclude"] = tuple(entry.unread_sites(dict(entry.defaults, **overrides)))
     precision = None if args.matmul_precision == "jax" else args.matmul_precision
     t0 = time.time()
@@ -542,13 +542,20 @@ DEMO_SIGMOIDAL_TEMPERATURE = 0.02
 chains' populations of codes (and with them the readout norms) to mix within the demo's run, while the redundant code,
 its frozen units and the mean field's masses stay (``benchmarks/results/demo_sigmoidal_t002.md``)."""
 
-DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]}), "trace_order.png": (["mse", "q_a"], None)}
-"""The ArviZ trace plots the demo writes beside each net's figures: three units' readouts and the order parameters."""
+DEMO_DRAWS = {"gibbs": 500}
+"""Kept draws per chain of the demo's nets by sampler where they differ from :data:`DEMO_DEFAULT_DRAWS`: the exact
+Gibbs sweeps are cheap but mix the readout norms more slowly per draw (``benchmarks/results/demo_wall.md``)."""
+DEMO_DEFAULT_DRAWS = 300
+"""Kept draws per chain of the demo's HMC nets."""
+
+DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]})}
+"""The ArviZ trace plot the demo writes beside each net's figures: three units' readouts (the order parameters'
+trace plot, ``order_parameters.png``, is one of the figures)."""
 
 
-def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60, relu_warmup=1000, samples=500,
+def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60, relu_warmup=500, samples=None,
              seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto", warm_start=0,
-             sigmoidal_temperature=DEMO_SIGMOIDAL_TEMPERATURE) -> dict:
+             sigmoidal_temperature=DEMO_SIGMOIDAL_TEMPERATURE, background: bool = False) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files, diagnose them and write the
     reports with their figures and trace plots (``<out>/report/<net>/``; every verdict in
     ``<out>/demo_summary.json``).
@@ -556,7 +563,9 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
     Parameters
     ----------
     out : output folder.   width, P : N and P of the linear and sigmoidal nets.   seed : the sampling seed.
-    chains, samples : chains and kept draws per chain.
+    chains : chains per net.
+    samples : kept draws per chain of every net; None (default): :data:`DEMO_DRAWS` by sampler, else
+        :data:`DEMO_DEFAULT_DRAWS`.
     sampler : "auto" (default: the linear net's exact Gibbs sampler, ``DEMO_SAMPLERS``, SNAPER for the others),
         "snaper" or "nuts" (every net).
     warmup : warm-up steps (Gibbs sweeps) of the linear and sigmoidal nets.
@@ -566,57 +575,135 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=500, relu_size=60,
     entries : the zoo entries to run.   warm_start : Adam steps before warm-up (0: off).
     sigmoidal_temperature : the sigmoidal net's rescaled temperature (:data:`DEMO_SIGMOIDAL_TEMPERATURE`); the other
         nets run at their entries' default (0.01).
+    background : sample and diagnose the Gibbs-sampled nets and every other HMC net in one spawned worker process,
+        the others in this one, at the same time (tracing, compiling and drawing each use one core, so the two
+        processes keep both cores of a 2-core machine busy); the draws and verdicts are the same as without it.
 
     Returns
     -------
     dict : per entry, the run's NetCDF path, sampling seconds, training MSE, divergences, coding scheme and verdicts.
     """
+    out.mkdir(parents=True, exist_ok=True)
+    settings = dict(width=width, P=P, chains=chains, warmup=warmup, relu_size=relu_size, relu_warmup=relu_warmup,
+                    samples=samples, seed=seed, progress=progress, sampler=sampler, warm_start=warm_start,
+                    sigmoidal_temperature=sigmoidal_temperature)
+    how = {name: DEMO_SAMPLERS.get(name, "snaper") if sampler == "auto" else sampler for name in entries}
+    hmc = [name for name in entries if how[name] != "gibbs"]
+    # two queues of about equal work, so that one's single-core stretches (tracing, compiling, drawing) overlap the
+    # other's sampling: the worker samples the Gibbs-sampled nets (NumPy, one core) and every other HMC net, and
+    # diagnoses its HMC nets; this process samples the other HMC nets, then diagnoses them and the Gibbs-sampled ones
+    theirs = [name for name in entries if how[name] == "gibbs" or name in hmc[::2]]
+    ours = [name for name in entries if name not in theirs]
+    summary = {}
+    with _demo_pool(background) as pool:
+        sampled = {name: pool.submit(_demo_sample, name, out, settings) for name in theirs}
+        reported = {name: pool.submit(_demo_report, name, out) for name in theirs if name in hmc}
+        summary.update({name: _demo_sample(name, out, settings) for name in ours})
+        for name in ours + [name for name in theirs if name not in reported]:
+            res = summary[name] if name in ours else sampled[name].result()
+            summary[name] = dict(res, **_demo_report(name, out))
+        for name, fut in reported.items():
+            summary[name] = dict(sampled[name].result(), **fut.result())
+    summary = {name: summary[name] for name in entries}
+    from .plots.report import write_summary
+
+    write_summary(out / "report", {name: summary[name].pop("report_summary") for name in entries})
+    for name in entries:
+        _logger.info("[demo] %s: %s code; %s", name, summary[name]["coding_scheme"],
+                     ", ".join(f"{k} {v}" for k, v in summary[name]["verdicts"].items()))
+    (out / "demo_summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _demo_sample(name: str, out: Path, settings: dict) -> dict:
+    """Sample one of the demo's nets and write ``<out>/<name>.nc``; returns its entry of ``demo_summary.json``."""
     from . import azcompat
     from .inference import sample
     from .models import get_entry
 
-    out.mkdir(parents=True, exist_ok=True)
-    summary, paths = {}, {}
-    for name in entries:
-        entry = get_entry(name)
-        n = relu_size if name == "relu" else width
-        task = entry.make_task(**dict(entry.task_defaults, P=relu_size if name == "relu" else P))
-        t0 = time.time()
-        n_warm = relu_warmup if name == "relu" else warmup
-        how = DEMO_SAMPLERS.get(name, "snaper") if sampler == "auto" else sampler
-        _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, how, n, task,
-                     chains, n_warm, samples)
-        # (the Gibbs sampler records no streamed summaries: its diagnostics read the hidden weights)
-        extra = {} if how == "gibbs" else dict(warm_start=warm_start,
-                                               exclude=entry.unread_sites(dict(entry.defaults, width=n)))
-        if name == "sigmoidal":
-            extra["temperature"] = sigmoidal_temperature
-        idata = sample(entry, task, num_chains=chains, num_warmup=n_warm, num_samples=samples, seed=seed,
-                       progress=progress, width=n, sampler=how, **extra)
-        dt = time.time() - t0
-        nc = out / f"{name}.nc"
-        azcompat.to_netcdf(idata, nc)
-        post = azcompat.get_group(idata, "posterior")
-        ss = azcompat.get_group(idata, "sample_stats")
-        summary[name] = dict(netcdf=str(nc), seconds=round(dt, 1), mse=float(post["mse"].mean()),
-                             target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
-                             mean_tree_depth=float(ss["tree_depth"].mean()) if "tree_depth" in ss else None,
-                             warmup=n_warm, sampler=how, width=n, P=task.P,
-                             temperature=float(extra.get("temperature", entry.defaults.get("temperature", 0.01))))
-        _logger.info("[demo] %s: %.0f s, posterior-mean training MSE %.2e (target variance %.2e), %d divergences",
-                     name, dt, summary[name]["mse"], summary[name]["target_variance"], summary[name]["divergences"])
-        paths[name] = nc
-        del idata
-    # diagnostics report: figures, trace plots + JSON per run in <out>/report/<name>/, verdicts in summary.json
-    from .plots import write_report
+    s = settings
+    entry = get_entry(name)
+    n = s["relu_size"] if name == "relu" else s["width"]
+    task = entry.make_task(**dict(entry.task_defaults, P=s["relu_size"] if name == "relu" else s["P"]))
+    t0 = time.time()
+    n_warm = s["relu_warmup"] if name == "relu" else s["warmup"]
+    how = DEMO_SAMPLERS.get(name, "snaper") if s["sampler"] == "auto" else s["sampler"]
+    draws = s["samples"] if s["samples"] is not None else DEMO_DRAWS.get(how, DEMO_DEFAULT_DRAWS)
+    _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, how, n, task,
+                 s["chains"], n_warm, draws)
+    extra = dict(exclude=entry.unread_sites(dict(entry.defaults, width=n)),
+                 **({} if how == "gibbs" else dict(warm_start=s["warm_start"])))
+    if name == "sigmoidal":
+        extra["temperature"] = s["sigmoidal_temperature"]
+    idata = sample(entry, task, num_chains=s["chains"], num_warmup=n_warm, num_samples=draws, seed=s["seed"],
+                   progress=s["progress"], width=n, sampler=how, **extra)
+    dt = time.time() - t0
+    nc = out / f"{name}.nc"
+    azcompat.to_netcdf(idata, nc)
+    post = azcompat.get_group(idata, "posterior")
+    ss = azcompat.get_group(idata, "sample_stats")
+    res = dict(netcdf=str(nc), seconds=round(dt, 1), mse=float(post["mse"].mean()),
+               target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
+               mean_tree_depth=float(ss["tree_depth"].mean()) if "tree_depth" in ss else None,
+               warmup=n_warm, draws=draws, sampler=how, width=n, P=task.P,
+               temperature=float(extra.get("temperature", entry.defaults.get("temperature", 0.01))))
+    _logger.info("[demo] %s: %.0f s, posterior-mean training MSE %.2e (target variance %.2e), %d divergences",
+                 name, dt, res["mse"], res["target_variance"], res["divergences"])
+    return res
 
-    for name, res in write_report(paths, out / "report", traces=DEMO_TRACES).items():
-        rep = res["report"]
-        summary[name].update(coding_scheme=rep.coding_scheme, verdicts=rep.verdicts, report=str(out / "report" / name))
-        _logger.info("[demo] %s: %s code; %s", name, rep.coding_scheme,
-                     ", ".join(f"{k} {v}" for k, v in rep.verdicts.items()))
-    (out / "demo_summary.json").write_text(json.dumps(summary, indent=2))
-    return summary
+
+def _demo_report(name: str, out: Path) -> dict:
+    """Diagnose the demo's run ``<out>/<name>.nc`` and write ``<out>/report/<name>/`` (report, figures, trace
+    plots); returns its coding scheme, verdicts, report folder and ``report/summary.json`` entry (plain data)."""
+    from .plots.report import summary_entry, write_report
+
+    t0 = time.time()
+    res = write_report({name: out / f"{name}.nc"}, out / "report", traces=DEMO_TRACES, summary=False)[name]
+    rep = res["report"]
+    _logger.info("[demo] %s: diagnosed, report and figures written to %s (%.0f s)", name, out / "report" / name,
+                 time.time() - t0)
+    return dict(coding_scheme=rep.coding_scheme, verdicts=rep.verdicts, report=str(out / "report" / name),
+                report_summary=summary_entry(rep, res["files"], out / "report"))
+
+
+class _InlinePool:
+    """The worker pool's ``submit`` run at once, in this process (``run_demo(background=False)``)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @staticmethod
+    def submit(fn, *args):
+        from concurrent.futures import Future
+
+        done = Future()
+        done.set_result(fn(*args))
+        return done
+
+
+def _demo_pool(background: bool):
+    """One spawned worker process (its log lines on this process's stderr) or :class:`_InlinePool`."""
+    if not background:
+        return _InlinePool()
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    level = logging.getLogger(_log.LOGGER_NAME).level
+    handled = bool(logging.getLogger(_log.LOGGER_NAME).handlers)
+    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_demo_worker_init,
+                               initargs=(level if handled else None,))
+
+
+def _demo_worker_init(level) -> None:
+    """The worker's log lines go to stderr like the command's own; JAX's warnings there as here."""
+    from .inference.compilation import CACHE_WARNING
+
+    warnings.filterwarnings("ignore", message=CACHE_WARNING, category=UserWarning)
+    if level is not None:
+        _log.cli_handler(level)
 
 
 def _cmd_demo(args) -> int:
@@ -624,14 +711,15 @@ def _cmd_demo(args) -> int:
     if out.is_dir() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"--out: {out} is not empty (a previous demo?); pass --overwrite to replace its files")
     for flag in ("width", "P", "relu_size", "warmup", "relu_warmup", "samples"):
-        if getattr(args, flag) < 1:
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be a positive integer, got {getattr(args, flag)}")
     if not args.sigmoidal_temperature > 0:
         raise ValueError(f"--sigmoidal-temperature must be > 0, got {args.sigmoidal_temperature}")
     _use_cpu_cores(args)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_size=args.relu_size,
              relu_warmup=args.relu_warmup, samples=args.samples, seed=args.seed, progress=_progress(args),
-             sampler=args.sampler, sigmoidal_temperature=args.sigmoidal_temperature)
+             sampler=args.sampler, sigmoidal_temperature=args.sigmoidal_temperature,
+             background=getattr(args, "own_process", False))
     _logger.info("[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to %s/",
                  out)
     return 0
@@ -800,10 +888,12 @@ def build_parser() -> argparse.ArgumentParser:
     pd.add_argument("--P", type=int, default=100, help="number of training points (linear and sigmoidal nets)")
     pd.add_argument("--relu-size", dest="relu_size", type=int, default=60, help="N = P of the ReLU net")
     pd.add_argument("--chains", type=int, default=4, help="chains (SNAPER tunes across them: >= 2, 4 advised)")
-    pd.add_argument("--warmup", type=int, default=500, help="warm-up steps per chain (linear and sigmoidal nets)")
-    pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=1000,
+    pd.add_argument("--warmup", type=int, default=400, help="warm-up steps per chain (linear and sigmoidal nets)")
+    pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=500,
                     help="warm-up steps per chain of the ReLU net (its outlier units merge slowly: one per class)")
-    pd.add_argument("--samples", type=int, default=500, help="kept draws per chain")
+    pd.add_argument("--samples", type=int, default=None,
+                    help="kept draws per chain of every net (default: 500 for the linear net's Gibbs sampler, 300 for "
+                    "the HMC nets)")
     pd.add_argument("--sigmoidal-temperature", dest="sigmoidal_temperature", type=float,
                     default=DEMO_SIGMOIDAL_TEMPERATURE,
                     help="rescaled temperature of the sigmoidal net (the others run at 0.01): at 0.02 its code "

@@ -196,8 +196,9 @@ def test_cli_list_and_sample(tmp_path, capsys):
                  "--warmup", "10", "--samples", "5", "--quiet", "--out", str(out_g)]) == 0
     back = azcompat.from_netcdf(out_g)
     assert bnnzoo.run_config(back)["sampler"]["sampler"] == "gibbs"
-    gp = azcompat.get_group(back, "posterior")        # the default record: the summaries, not z; gibbs keeps W1
-    assert gp["zbar1"].shape == (2, 5, 4, 3) and gp["kc_norm1"].shape == (2, 5) and "z1" not in gp and "W1" in gp
+    gp = azcompat.get_group(back, "posterior")        # the default record: the summaries and kernel means, not z, W1
+    assert gp["zbar1"].shape == (2, 5, 4, 3) and gp["kc_norm1"].shape == (2, 5) and "z1" not in gp and "W1" not in gp
+    assert azcompat.get_group(back, "posterior_thinned")["K1"].shape == (2, 5, 6, 6)      # 5 means of one draw
     assert main(["sample", "relu", "--sampler", "gibbs", "--out", str(refused)]) == 2
     assert "linear fully-connected nets only" in capsys.readouterr().err
     out_c = tmp_path / "chees.nc"

@@ -32,6 +32,7 @@ standard error.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -349,21 +350,33 @@ def gibbs_linear(
 
 def _summaries(zs, f, Y, width: int) -> dict:
     """The per-draw summaries of every layer (linear units: activations = preactivations), {site: (draw, ...)}."""
+    out = {}
+    for l, z in enumerate(zs, start=1):
+        res = _summaries_of_draws()(np.asarray(z, np.float32), np.asarray(f, np.float32), np.asarray(Y, np.float32),
+                                    l, int(width))
+        out.update({k: np.asarray(v) for k, v in res.items()})
+    return out
+
+
+@functools.cache
+def _summaries_of_draws():
+    """:func:`bnnzoo.models.summaries.layer_summaries` over the draws, jitted once (each chain and run reuses the
+    compiled program of its shapes)."""
     import jax
 
     from ..models.summaries import layer_summaries
 
-    out = {}
-    for l, z in enumerate(zs, start=1):
-        one = jax.jit(jax.vmap(lambda zd, fd, l=l: layer_summaries(zd, zd, fd, Y, l, width)))
-        out.update({k: np.asarray(v) for k, v in one(np.asarray(z, np.float32), np.asarray(f, np.float32)).items()})
-    return out
+    def of_draws(z, f, Y, layer, width):
+        return jax.vmap(lambda zd, fd: layer_summaries(zd, zd, fd, Y, layer, width))(z, f)
+
+    return jax.jit(of_draws, static_argnums=(3, 4))
 
 
 def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, thinning: int = 1, seed: int = 0,
                  width: int, depth: int = 1, activation: str = "linear", readout: str = "nonlazy",
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
-                 num_outputs: int | None = None, X_test=None, record=(), exclude=(), progress: bool = False):
+                 num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
+                 progress: bool = False):
     """The sites of :func:`bnnzoo.models.fcn` (linear activation) drawn by the exact Gibbs sampler, one independent
     chain per seed ``SeedSequence([seed, chain])`` — what ``bnnzoo.sample(..., sampler="gibbs")`` runs.
 
@@ -372,7 +385,10 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     (:mod:`bnnzoo.models.summaries`, computed from the drawn preactivations), and f_test when ``X_test`` is given;
     stats {"diverging", "n_steps"}
     (n_steps: Gibbs sweeps per kept draw); info {"timing": {"warmup_s", "sampling_s"} summed over the chains,
-    "warmup_mse", "warmup_time": (chain, sweep) training MSE and seconds since the chain's start}.
+    "warmup_mse", "warmup_time": (chain, sweep) training MSE and seconds since the chain's start,
+    "kernel_means": {site: (chain, mean, point, point_b)} and "kernel_draws": {site: index of each mean's last
+    draw}}.  ``kernel_means`` ({"K1": e, "Kz1": e, ...}) asks for the layers' kernels (for linear units K_l = Kz_l
+    = z_lᵀz_l/N) as means of every e consecutive kept draws, as the chunked engine streams them.
     num_samples // thinning draws are kept per chain, as for NUTS.
     """
     from ..models.fcn import recorded_layers
@@ -412,10 +428,21 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             sites.update(_summaries(g.zs, g.f, Y, int(width)))
         if X_test is not None:
             sites["f_test"] = g.f_test
+        for l in {int(k.lstrip("Kz")) for k in (kernel_means or {})}:
+            sites[f"_K{l}"] = g.K[:, l - 1]
         for k, v in sites.items():
             out.setdefault(k, []).append(v)
-    samples = {k: np.stack(v).astype(np.float32) for k, v in out.items() if k not in exclude or k == "f_test"}
+    means = {}
+    for site, e in dict(kernel_means or {}).items():
+        e, layer = int(e), int(site.lstrip("Kz"))
+        n_mean = n_keep // e
+        K = np.stack(out[f"_K{layer}"])[:, : n_mean * e]          # (chain, draw, P, P)
+        means[site] = K.reshape(K.shape[0], n_mean, e, *K.shape[2:]).mean(2).astype(np.float32)
+    info_kernels = {"kernel_means": means, "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1
+                                                            for k, v in means.items()}}
+    samples = {k: np.stack(v).astype(np.float32) for k, v in out.items()
+               if (k not in exclude or k == "f_test") and not k.startswith("_K")}
     shape = (int(num_chains), n_keep)
     stats = {"diverging": np.zeros(shape, bool), "n_steps": np.full(shape, int(thinning))}
-    info = {"timing": timing, "warmup_mse": np.stack(warm_mse), "warmup_time": np.stack(warm_time)}
+    info = {"timing": timing, "warmup_mse": np.stack(warm_mse), "warmup_time": np.stack(warm_time), **info_kernels}
     return samples, stats, info

@@ -380,12 +380,12 @@ when it has many chains."""
 def streamed_kernels(entry, kw: dict, plan, sampler, record: tuple, n_keep: int, chunk_size, store, site_thinning,
                      exclude=()):
     """(record, site_means): a run of an entry with ``streamed_kernels`` that records ``"summaries"`` through the
-    chunked driver also records ``"kernels"``, each kernel site as the mean of every e kept draws, e dividing the
-    chunk and giving about :data:`KERNEL_BATCHES` means per chain.  The other engines keep every draw of a site,
-    so they record no kernels (the diagnostics then use z or the weights); kernels named in ``exclude`` or
-    ``site_thinning`` are left to those."""
+    chunked driver (or the exact Gibbs sampler) also records ``"kernels"``, each kernel site as the mean of every e
+    kept draws, e dividing the chunk and giving about :data:`KERNEL_BATCHES` means per chain.  The other engines
+    keep every draw of a site, so they record no kernels (the diagnostics then use z or the weights); kernels named
+    in ``exclude`` or ``site_thinning`` are left to those."""
     if (entry is None or not getattr(entry, "streamed_kernels", False) or "summaries" not in record
-            or "kernels" in record or not plan.use_engine or sampler == "gibbs" or sampler in TEMPERING
+            or "kernels" in record or not (plan.use_engine or sampler == "gibbs") or sampler in TEMPERING
             or n_keep < 1):
         return record, {}
     from ..models.summaries import kernel_names

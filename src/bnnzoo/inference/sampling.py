@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Sequence
 
 import jax
@@ -316,10 +317,12 @@ def _draw_gibbs(spec: RunSpec) -> Draws:
     samples, stats, info = gibbs_chains(
         task.X, task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
         thinning=spec.thinning, seed=spec.seed, X_test=task.X_test, exclude=spec.exclude, progress=spec.progress,
-        **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
+        kernel_means=spec.site_means, **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
     f_test = samples.pop("f_test", None)
+    kernels = SimpleNamespace(thinned=info["kernel_means"], thinned_draws=info["kernel_draws"])
     return Draws(samples=samples, stats=stats, f_test=f_test,
                  engine={"chain_method": spec.chain_method, "timing": info["timing"]},
+                 thinned=thinned_dataset(kernels, spec.site_dims, spec.site_means) if kernels.thinned else None,
                  warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
 
 

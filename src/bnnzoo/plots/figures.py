@@ -253,7 +253,8 @@ def plot_readout(idata, report=None, chain: int = 0, neurons=None):
     for r in range(m):
         ax = fig.add_subplot(gs[0, r])
         vals = rd.a[..., r].ravel()
-        ax.hist(vals, bins=120, density=True, color=_CLASS_COLORS[r % 10], alpha=0.55, label="samples")
+        ax.hist(vals, bins=120, density=True, color=_CLASS_COLORS[r % 10], alpha=0.55, label="samples",
+                histtype="stepfilled")           # one polygon, not 120 bars to lay out and draw
         if th is not None:
             lab, g, dens = th
             ax.plot(g, dens[r], "k-", lw=1.4, label=lab)

@@ -15,7 +15,7 @@ from .._record import jsonable
 from ..diagnostics.report import diagnose
 from .figures import save_figures
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "summary_entry", "write_summary"]
 
 
 def _runs(idata_or_paths) -> dict[str, object]:
@@ -67,7 +67,7 @@ def _write_one(name: str, run, outdir: Path, figures: bool, save_netcdf: bool, v
 
 
 def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: bool = False,
-                 verbose: bool = False, entry=None, traces: dict | None = None) -> dict:
+                 verbose: bool = False, entry=None, traces: dict | None = None, summary: bool = True) -> dict:
     """Diagnose one or several runs and write, per run, ``<outdir>/<name>/report.json``, ``report.txt`` (the
     report's repr) and the figures of :func:`bnnzoo.plots.save_figures` (paper-style figures for the
     fully-connected nets, unit-layer, kernel and theory figures for the other entries), plus
@@ -84,6 +84,7 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
         :func:`bnnzoo.diagnose`); None: each run's own entry.
     traces : {file name: (var_names, coords)}: ArviZ trace plots to write beside each run's figures (with
         ``figures``), e.g. ``{"trace_a.png": (["a"], {"neuron": [0, 1, 2]})}``.
+    summary : also write ``<outdir>/summary.json`` (:func:`write_summary`).
 
     Returns
     -------
@@ -94,11 +95,20 @@ def write_report(idata_or_paths, outdir, *, figures: bool = True, save_netcdf: b
     runs = _runs(idata_or_paths)
     args = (outdir, figures, save_netcdf, verbose, entry, dict(traces or {}))
     done = {name: _write_one(name, run, *args) for name, run in runs.items()}
-    result, summary = {}, {}
-    for name, res in done.items():
-        rep, files = res["report"], res["files"]
-        result[name] = res
-        summary[name] = {"run": rep.run, "coding_scheme": rep.coding_scheme, "verdicts": rep.verdicts,
-                         "numbers": rep.numbers, "files": [os.path.relpath(f, outdir) for f in files]}
-    (outdir / "summary.json").write_text(json.dumps(jsonable(summary), indent=1))
-    return result
+    if summary:
+        write_summary(outdir, {name: summary_entry(res["report"], res["files"], outdir) for name, res in done.items()})
+    return done
+
+
+def summary_entry(report, files, outdir) -> dict:
+    """One run's entry of ``summary.json``: its run description, coding scheme, verdicts, numbers and files
+    (relative to ``outdir``), as JSON values."""
+    return jsonable({"run": report.run, "coding_scheme": report.coding_scheme, "verdicts": report.verdicts,
+                     "numbers": report.numbers, "files": [os.path.relpath(f, outdir) for f in files]})
+
+
+def write_summary(outdir, entries: dict) -> Path:
+    """Write ``<outdir>/summary.json`` from {run name: :func:`summary_entry`}; returns its path."""
+    path = Path(outdir) / "summary.json"
+    path.write_text(json.dumps(jsonable(entries), indent=1))
+    return path
