@@ -691,10 +691,20 @@ def _demo_pool(background: bool):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    class Worker(ProcessPoolExecutor):
+        def __exit__(self, exc_type, exc, tb):
+            if exc_type is None:
+                return super().__exit__(exc_type, exc, tb)
+            # interrupted or failed here: stop the worker at once instead of letting it finish its queue
+            for proc in list((getattr(self, "_processes", None) or {}).values()):
+                proc.terminate()
+            self.shutdown(wait=False, cancel_futures=True)
+            return False
+
     level = logging.getLogger(_log.LOGGER_NAME).level
     handled = bool(logging.getLogger(_log.LOGGER_NAME).handlers)
-    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_demo_worker_init,
-                               initargs=(level if handled else None,))
+    return Worker(1, mp_context=multiprocessing.get_context("spawn"), initializer=_demo_worker_init,
+                  initargs=(level if handled else None,))
 
 
 def _demo_worker_init(level) -> None:
