@@ -587,7 +587,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
     settings = dict(width=width, P=P, chains=chains, warmup=warmup, relu_size=relu_size, relu_warmup=relu_warmup,
                     samples=samples, seed=seed, progress=progress, sampler=sampler, warm_start=warm_start,
                     sigmoidal_temperature=sigmoidal_temperature)
-    how = {name: DEMO_SAMPLERS.get(name, "snaper") if sampler == "auto" else sampler for name in entries}
+    how = {name: _demo_sampler(name, sampler) for name in entries}
     hmc = [name for name in entries if how[name] != "gibbs"]
     # two queues of about equal work, so that one's single-core stretches (tracing, compiling, drawing) overlap the
     # other's sampling: the worker samples the Gibbs-sampled nets (NumPy, one core) and every other HMC net, and
@@ -615,6 +615,11 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
     return summary
 
 
+def _demo_sampler(name: str, sampler: str) -> str:
+    """The sampler of the demo's net ``name``: ``sampler``, or for "auto" :data:`DEMO_SAMPLERS` (else SNAPER)."""
+    return DEMO_SAMPLERS.get(name, "snaper") if sampler == "auto" else sampler
+
+
 def _demo_sample(name: str, out: Path, settings: dict) -> dict:
     """Sample one of the demo's nets and write ``<out>/<name>.nc``; returns its entry of ``demo_summary.json``."""
     from . import azcompat
@@ -627,7 +632,7 @@ def _demo_sample(name: str, out: Path, settings: dict) -> dict:
     task = entry.make_task(**dict(entry.task_defaults, P=s["relu_size"] if name == "relu" else s["P"]))
     t0 = time.time()
     n_warm = s["relu_warmup"] if name == "relu" else s["warmup"]
-    how = DEMO_SAMPLERS.get(name, "snaper") if s["sampler"] == "auto" else s["sampler"]
+    how = _demo_sampler(name, s["sampler"])
     draws = s["samples"] if s["samples"] is not None else DEMO_DRAWS.get(how, DEMO_DEFAULT_DRAWS)
     _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, how, n, task,
                  s["chains"], n_warm, draws)
