@@ -400,7 +400,9 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     summaries = "summaries" in ((record,) if isinstance(record, str) else tuple(record))
     keep_W = [f"W{l}" for l in range(1, L + 1) if f"W{l}" not in exclude]
     n_keep = int(num_samples) // int(thinning)
+    kernel_means = dict(kernel_means or {})
     out: dict[str, list] = {}
+    means: dict[str, list] = {}
     timing = {"warmup_s": 0.0, "sampling_s": 0.0}
     warm_mse, warm_time = [], []
     n_sweeps = num_warmup + n_keep * thinning
@@ -428,20 +430,19 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             sites.update(_summaries(g.zs, g.f, Y, int(width)))
         if X_test is not None:
             sites["f_test"] = g.f_test
-        for l in {int(k.lstrip("Kz")) for k in (kernel_means or {})}:
-            sites[f"_K{l}"] = g.K[:, l - 1]
+        blocks = {}                  # (layer, e) -> block means: K_l and Kz_l are the same kernel for linear units
+        for site, e in kernel_means.items():
+            key = (int(site.lstrip("Kz")), int(e))
+            if key not in blocks:
+                K = g.K[: n_keep // key[1] * key[1], key[0] - 1]          # (draw, P, P)
+                blocks[key] = K.reshape(-1, key[1], *K.shape[1:]).mean(1).astype(np.float32)
+            means.setdefault(site, []).append(blocks[key])
         for k, v in sites.items():
             out.setdefault(k, []).append(v)
-    means = {}
-    for site, e in dict(kernel_means or {}).items():
-        e, layer = int(e), int(site.lstrip("Kz"))
-        n_mean = n_keep // e
-        K = np.stack(out[f"_K{layer}"])[:, : n_mean * e]          # (chain, draw, P, P)
-        means[site] = K.reshape(K.shape[0], n_mean, e, *K.shape[2:]).mean(2).astype(np.float32)
+    means = {k: np.stack(v) for k, v in means.items()}
     info_kernels = {"kernel_means": means, "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1
                                                             for k, v in means.items()}}
-    samples = {k: np.stack(v).astype(np.float32) for k, v in out.items()
-               if (k not in exclude or k == "f_test") and not k.startswith("_K")}
+    samples = {k: np.stack(v).astype(np.float32) for k, v in out.items() if k not in exclude or k == "f_test"}
     shape = (int(num_chains), n_keep)
     stats = {"diverging": np.zeros(shape, bool), "n_steps": np.full(shape, int(thinning))}
     info = {"timing": timing, "warmup_mse": np.stack(warm_mse), "warmup_time": np.stack(warm_time), **info_kernels}
