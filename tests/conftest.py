@@ -169,3 +169,13 @@ def report(run_pool):
         return _REPORTS[key]
 
     return get
+
+
+def pytest_collection_finish(session):
+    """With BNNZOO_COLLECTED_FILE set (``.ci/run`` sets it), append the number of tests this process selected, so
+    that the script can hold the suite's size against the floor kept in ``tests/collected.txt``."""
+    path = os.environ.get("BNNZOO_COLLECTED_FILE")
+    # under pytest-xdist every worker collects the whole selection: count it once
+    if path and not session.config.option.collectonly and os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0":
+        with open(path, "a") as fh:
+            fh.write(f"{len(session.items)}\n")

@@ -27,6 +27,15 @@ def _masses(r):
     return mass_per_code(r.branch_code, r.branch_mass)
 
 
+def _by_symmetry(masses):
+    """The masses with the exchangeable codes 101 and 110 as a sorted pair: classes 2 and 3 have the same size and
+    target, so which of the two partners gets a basin's boundary cells is a tie broken by rounding (seen: 0.16738
+    and 0.16778 swapped between two solves of the same temperature)."""
+    out = {k: v for k, v in masses.items() if k not in ("101", "110")}
+    out["101|110 smaller"], out["101|110 larger"] = sorted([masses.get("101", 0.0), masses.get("110", 0.0)])
+    return out
+
+
 @pytest.fixture(scope="module")
 def tc():
     return meanfield_critical_temperature(P, TEMPS, n_grid=N_GRID, tol=TOL)
@@ -81,7 +90,8 @@ def test_tc_bracket_against_direct_evaluation(tc):
     above = _masses(toy_meanfield(P, tc["hi"], n_grid=N_GRID))
     assert redundant_mass(below) > 1e-3, below
     assert set(above) == {"111"} and above["111"] == pytest.approx(1.0, abs=1e-3), above
-    assert tc["lo_masses"] == pytest.approx(below, abs=1e-6) and tc["hi_masses"] == pytest.approx(above, abs=1e-6)
+    assert _by_symmetry(tc["lo_masses"]) == pytest.approx(_by_symmetry(below), abs=1e-6)
+    assert _by_symmetry(tc["hi_masses"]) == pytest.approx(_by_symmetry(above), abs=1e-6)
     # the grid-free check: exact ascent from the vanished modes ends on 111 at the upper end
     assert tc["hi_check"]["confirmed"] and len(tc["hi_check"]["ascents"]) >= 1
     assert {x["code"] for x in tc["hi_check"]["ascents"]} == {"111"}
