@@ -5,7 +5,8 @@
 Each network (net, seed) is sampled once per session.  The runs the selected tests need are found at collection
 time (``@pytest.mark.nets(...)`` on a test, with its ``seed`` parameter) and started together the first time one is
 needed, in parallel subprocesses (one per free CPU core, at most ``BNNZOO_TEST_WORKERS``), so that the slowest run and
-not the sum of all runs sets the wall time.  Set ``BNNZOO_TEST_CACHE=/some/dir`` to keep the NetCDF files between
+not the sum of all runs sets the wall time.  Under pytest-xdist the workers share one folder of runs, and a lock per
+run makes each run sampled once.  Set ``BNNZOO_TEST_CACHE=/some/dir`` to keep the NetCDF files between
 sessions (development); by default they go to a temporary folder.
 
 Settings (CI size, docs/theory.md §3): toy task, N = P = 100, T = 0.01, NUTS with 200 draws after 200 warm-up steps;
@@ -18,6 +19,7 @@ one per class, already at 200).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -84,6 +86,13 @@ class RunPool:
     def _run(self, key) -> str:
         spec = spec_for(*key, self.cache)
         out = Path(spec["out"])
+        # one lock per run: under pytest-xdist every worker's pool asks for the runs its tests need, and the first
+        # to take the lock samples while the others wait for the file
+        with open(str(out) + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._run_locked(key, spec, out)
+
+    def _run_locked(self, key, spec: dict, out: Path) -> str:
         if out.exists():
             self.seconds[key] = 0.0
             return str(out)
@@ -134,7 +143,13 @@ def _needed(items) -> list[tuple[str, int]]:
 @pytest.fixture(scope="session")
 def run_pool(request, tmp_path_factory):
     cache = os.environ.get("BNNZOO_TEST_CACHE")
-    cache = Path(cache) if cache else tmp_path_factory.mktemp("diag_runs")
+    if cache:
+        cache = Path(cache)
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
+        # the workers of one pytest-xdist run share the folder above their own temporary folders
+        cache = tmp_path_factory.getbasetemp().parent / "diag_runs"
+    else:
+        cache = tmp_path_factory.mktemp("diag_runs")
     cache.mkdir(parents=True, exist_ok=True)
     pool = RunPool(_needed(request.session.items), cache)
     yield pool
