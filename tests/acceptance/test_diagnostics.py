@@ -1,7 +1,7 @@
-"""Acceptance tests of the diagnostics on real NUTS runs (docs/theory.md §3; issue 4), each on two seeds.
+"""Acceptance tests of the diagnostics on real sampled runs (docs/theory.md §3; issue 4), each on two seeds.
 
-CI size: toy task, N = P = 100, T = 0.01, 200 warm-up + 200 draws (see tests/conftest.py).  Every verdict is its own
-test.
+CI size: toy task, N = P = 100, T = 0.01, NUTS with 200 warm-up + 200 draws; the linear net by the exact Gibbs
+sampler, 1000 draws (see tests/conftest.py).  Every verdict is its own test.
 """
 
 from __future__ import annotations
