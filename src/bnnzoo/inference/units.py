@@ -60,6 +60,10 @@ _logger = logging.getLogger(__name__)
 BREAKS = (-3.0, -2.0, -1.25, -0.75, -0.25, 0.0, 0.25, 0.75, 1.25, 2.0, 3.0)
 """Breakpoints of the piecewise-linear φ̃ in units of the prior sd s_μ (0 among them, so ReLU is exact)."""
 
+SELF_TERMS = ("ref", "diag", "none")
+"""How the proposal treats a unit's self term −|t|² φᵀBφ/2N²: "ref" exact along the reference φ̄ and diagonal for
+φ − φ̄, "diag" diagonal, "none" left out (the mean field's tilt)."""
+
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
 
@@ -134,7 +138,8 @@ def _categorical(u, logp):
 class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`_compiled`."""
 
-    def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=1):
+    def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=1,
+                 self_term="ref"):
 
         from ..models.activations import get_activation
         from ..models.summaries import class_operators
@@ -151,6 +156,9 @@ class _Kernel:
         self.phi = get_activation(activation)
         self.activation = activation
         self.tries = int(tries)
+        if self_term not in SELF_TERMS:
+            raise ValueError(f"self_term must be one of {SELF_TERMS}, got {self_term!r}")
+        self.self_term = self_term
         kappa = np.sum(X * X, axis=1) / self.N0
         self.s = jnp.asarray(np.sqrt(self.sw2 * kappa))                     # (P,) prior sd of every h_iμ
         self.Y = jnp.asarray(Y)
@@ -183,40 +191,40 @@ class _Kernel:
     def log_prior(self, h):
         return -0.5 * jnp.sum((h / self.s) ** 2)
 
-    def pieces(self, g):
-        """(log mass (..., P, J), mean (..., P, J)) of the tilted pieces for tilts g (..., P)."""
-
-        s = self.s[:, None]
-        gb = g[..., None] * self.beta
-        mean = gb * s**2
-        logm = g[..., None] * self.alpha + 0.5 * (gb * s) ** 2 + _log_diff_ndtr((self.lo - mean) / s,
-                                                                                   (self.hi - mean) / s)
-        return logm, mean
+    def pieces(self, g, d):
+        """(log mass, mean, sd), each (..., P, J), of the pieces of q_kμ for linear tilts g and self terms d (..., P):
+        on piece j the exponent −h²/2s² + g φ̃ − ½ d φ̃² is a Gaussian in h (φ̃ = α_j + β_j h is linear there)."""
+        s2 = self.s[:, None] ** 2
+        g, d = g[..., None], d[..., None]
+        prec = 1.0 / s2 + d * self.beta**2
+        sd = 1.0 / jnp.sqrt(prec)
+        mean = (g - d * self.alpha) * self.beta / prec
+        logm = (0.5 * prec * mean**2 + g * self.alpha - 0.5 * d * self.alpha**2 - 0.5 * jnp.log(prec * s2)
+                + _log_diff_ndtr((self.lo - mean) / sd, (self.hi - mean) / sd))
+        return logm, mean, sd
 
     def piece_of(self, h):
-
         return jnp.searchsorted(self.u, h / self.s, side="right")               # (P,) in 0..J−1
 
-    def log_q(self, h, g, logZ, logw):
-        """log q(h) of the mixture: tilts g (K, P), normalisers logZ (K, P), log weights logw (K,)."""
-
+    def log_q(self, h, g, d, logZ, logw):
+        """log q(h) of the mixture: tilts g, self terms d and normalisers logZ (K, P), log weights logw (K,)."""
         j = self.piece_of(h)
         idx = jnp.arange(self.P)
         phit = self.alpha[idx, j] + self.beta[idx, j] * h                       # φ̃(h_μ)
         base = -0.5 * (h / self.s) ** 2 - jnp.log(self.s) - 0.5 * math.log(2 * math.pi)
-        per = jnp.sum(base[None, :] + g * phit[None, :] - logZ, axis=1)         # (K,)
+        per = jnp.sum(base[None, :] + g * phit[None, :] - 0.5 * d * phit[None, :] ** 2 - logZ, axis=1)   # (K,)
         return logsumexp(logw + per)
 
-    def draw_q(self, uni, logm, mean, logw):
+    def draw_q(self, uni, logm, mean, sd, logw):
         """A draw of the mixture from 1 + 2P uniforms ``uni``: component, pieces, truncated normals."""
         P = self.P
         k = _categorical(uni[0], logw)
         j = _categorical(uni[1:P + 1], logm[k])                                # (P,)
         idx = jnp.arange(P)
-        mu = mean[k][idx, j]
-        lo = (self.lo[idx, j] - mu) / self.s
-        hi = (self.hi[idx, j] - mu) / self.s
-        h = mu + self.s * _truncnorm(uni[P + 1:], lo, hi)
+        mu, sj = mean[k][idx, j], sd[k][idx, j]
+        lo = (self.lo[idx, j] - mu) / sj
+        hi = (self.hi[idx, j] - mu) / sj
+        h = mu + sj * _truncnorm(uni[P + 1:], lo, hi)
         return jnp.clip(h, self.lo[idx, j], self.hi[idx, j])
 
     # -- the mixture from the cavity
@@ -226,17 +234,22 @@ class _Kernel:
         return jnp.sum(bits * (1 << jnp.arange(self.C)), axis=-1)
 
     def mixture(self, i, Phi, BY, codes):
-        """(templates (K, m), log weights (K,)) for unit i from the cavity (unit i's own row is masked)."""
-
+        """(templates (K, m), log weights (K,), reference activations (K, P)) for unit i from the cavity (unit i's
+        own row is masked): the templates and the mean φ of the other units on each code (all others for a code
+        no other unit holds, and in the per-unit mixture)."""
         N = self.N
         Abar = (self.sa2 / N) * (Phi @ BY)                                       # (N, m) others' mean readouts
         others = jnp.arange(N) != i
+        n_others = jnp.maximum(N - 1, 1)
+        mean_phi = (others.astype(Phi.dtype) @ Phi) / n_others                   # (P,)
         if not self.by_code:
-            logw = jnp.where(others, 0.0, -jnp.inf) - jnp.log(jnp.maximum(N - 1, 1))
-            return Abar, logw
-        onehot = (codes[:, None] == jnp.arange(self.K)[None, :]) & others[:, None]    # (N, K)
-        counts = onehot.sum(0).astype(Abar.dtype)
-        held = (onehot.T.astype(Abar.dtype) @ Abar) / jnp.maximum(counts, 1.0)[:, None]
+            logw = jnp.where(others, 0.0, -jnp.inf) - jnp.log(n_others)
+            return Abar, logw, mean_phi[None, :]
+        onehot = ((codes[:, None] == jnp.arange(self.K)[None, :]) & others[:, None]).astype(Phi.dtype)   # (N, K)
+        counts = onehot.sum(0)
+        held = (onehot.T @ Abar) / jnp.maximum(counts, 1.0)[:, None]
+        refs = jnp.where((counts > 0)[:, None], (onehot.T @ Phi) / jnp.maximum(counts, 1.0)[:, None],
+                         mean_phi[None, :])
         L = self.A.T @ BY / N                                                    # (C, m) class-mean fields
         size = jnp.abs(held @ L.T)                                               # (K, C)
         typical = jnp.where(counts.sum() > 0, (counts @ size.mean(1)) / jnp.maximum(counts.sum(), 1.0), 1.0)
@@ -247,7 +260,7 @@ class _Kernel:
         signed = (L.T @ cho_solve(cho_factor(LL, lower=True), (typical * self.signs).T)).T   # (K, m)
         templates = jnp.where((counts > 0)[:, None], held, signed)
         logw = jnp.log(counts + 1.0) - jnp.log(counts.sum() + self.K)
-        return templates, logw
+        return templates, logw, refs
 
     # -- one sweep of one chain
     def sweep(self, H, key):
@@ -276,19 +289,30 @@ class _Kernel:
 
             BY = Sinv @ self.Y + (c / den) * jnp.outer(u, u @ self.Y)            # (P, m)
             lam = BY / N
-            templates, logw = self.mixture(i, Phi, BY, codes)
-            g = templates @ lam.T                                                # (K, P)
-            logm, mean = self.pieces(g)
-            logZ = logsumexp(logm, axis=-1)                    # (K, P)
+            templates, logw, refs = self.mixture(i, Phi, BY, codes)
+            g = templates @ lam.T                                                # (K, P) linear tilts
+            # the self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along the reference φ̄ (the cross term
+            # 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)
+            t2 = jnp.sum(templates**2, axis=1)[:, None] / N**2                  # (K, 1)
+            Bdiag = jnp.diag(Sinv) + (c / den) * u**2
+            if self.self_term != "none":
+                d = t2 * Bdiag[None, :]                                          # (K, P)
+                if self.self_term == "ref":
+                    BR = refs @ Sinv + (c / den) * (refs @ u)[:, None] * u[None, :]
+                    g = g - t2 * (BR - Bdiag[None, :] * refs)
+            else:
+                d = jnp.zeros_like(g)
+            logm, mean, sd = self.pieces(g, d)
+            logZ = logsumexp(logm, axis=-1)                                      # (K, P)
             lp0 = self.log_prior(h0) + ell(ph0, Bmul(ph0), BY)
-            lq0 = self.log_q(h0, g, logZ, logw)
+            lq0 = self.log_q(h0, g, d, logZ, logw)
 
             def one_try(state, uni):
                 h, ph, lp, lq, acc = state
-                h1 = self.draw_q(uni[1:], logm, mean, logw)
+                h1 = self.draw_q(uni[1:], logm, mean, sd, logw)
                 ph1 = self.phi(h1)
                 lp1 = self.log_prior(h1) + ell(ph1, Bmul(ph1), BY)
-                lq1 = self.log_q(h1, g, logZ, logw)
+                lq1 = self.log_q(h1, g, d, logZ, logw)
                 ok = jnp.log(uni[0]) < (lp1 - lp) - (lq1 - lq)
                 pick = lambda new, old: jnp.where(ok, new, old)
                 return (pick(h1, h), pick(ph1, ph), pick(lp1, lp), pick(lq1, lq), acc + ok), None
@@ -378,7 +402,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  width: int, depth: int = 1, activation: str = "sigmoid", readout: str = "nonlazy",
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
-                 progress: bool = False, tries: int = 1, breaks=BREAKS):
+                 progress: bool = False, tries: int = 1, breaks=BREAKS, self_term: str = "ref"):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
     ``bnnzoo.sample(..., sampler="units")`` runs.  All chains start from the prior and advance together (batched).
@@ -413,7 +437,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     timing = {"warmup_s": 0.0, "sampling_s": 0.0}
     with jax.enable_x64(True):
         kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
-                       sigma_w2=sigma_w2, breaks=breaks, tries=tries)
+                       sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term)
         Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
         sweep = jax.jit(jax.vmap(kern.sweep))
         rec = jax.jit(jax.vmap(_record_fn(kern, Xt, want)))
@@ -472,6 +496,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "warmup_time": np.asarray(warm_time, float),
             "kernel_means": kmeans,
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
-            "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], components=int(kern.K),
+            "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
+                           components=int(kern.K),
                            components_by="code" if kern.by_code else "unit")}
     return samples, stats, info
