@@ -60,6 +60,9 @@ _logger = logging.getLogger(__name__)
 BREAKS = (-3.0, -2.0, -1.25, -0.75, -0.25, 0.0, 0.25, 0.75, 1.25, 2.0, 3.0)
 """Breakpoints of the piecewise-linear φ̃ in units of the prior sd s_μ (0 among them, so ReLU is exact)."""
 
+SCALE_STEP = 1.0
+"""Step of the common-scale move per sweep: log γ ~ N(0, SCALE_STEP² / (N P)); 0 leaves the move out."""
+
 SELF_TERMS = ("ref", "diag", "none")
 """How the proposal treats a unit's self term −|t|² φᵀBφ/2N²: "ref" exact along the reference φ̄ and diagonal for
 φ − φ̄, "diag" diagonal, "none" left out (the mean field's tilt)."""
@@ -139,7 +142,7 @@ class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`_compiled`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=1,
-                 self_term="ref"):
+                 self_term="ref", scale_step=SCALE_STEP):
 
         from ..models.activations import get_activation
         from ..models.summaries import class_operators
@@ -159,6 +162,7 @@ class _Kernel:
         if self_term not in SELF_TERMS:
             raise ValueError(f"self_term must be one of {SELF_TERMS}, got {self_term!r}")
         self.self_term = self_term
+        self.scale_step = float(scale_step)
         kappa = np.sum(X * X, axis=1) / self.N0
         self.s = jnp.asarray(np.sqrt(self.sw2 * kappa))                     # (P,) prior sd of every h_iμ
         self.Y = jnp.asarray(Y)
@@ -329,12 +333,25 @@ class _Kernel:
             changed = code != codes[i]
             return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, codes.at[i].set(code)), (acc, changed)
 
-        k_moves, k_mse = jax.random.split(key)
+        k_moves, k_mse, k_scale = jax.random.split(key, 3)
         unis = jax.random.uniform(k_moves, (N, self.tries, 2 + 2 * P), H.dtype, minval=1e-300)
         (H, _, _, _), (acc, changed) = jax.lax.scan(unit, (H, Phi, Sinv, codes), (jnp.arange(N), unis))
+        scale_ok = jnp.zeros((), bool)
+        if self.scale_step > 0:
+            H, scale_ok = self.scale_move(H, k_scale)
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * self.tries), changed.sum() / N, mse
+        return H, acc.sum() / (N * self.tries), changed.sum() / N, mse, scale_ok
+
+    def scale_move(self, H, key):
+        """A Metropolis move of all preactivations by a common factor γ, log γ ~ N(0, scale_step² / (N P)): the
+        transformation H → γH has Jacobian γ^{NP}, so it is accepted with π(γH) γ^{NP} / π(H)."""
+        k1, k2 = jax.random.split(key)
+        lg = self.scale_step / math.sqrt(self.N * self.P) * jax.random.normal(k1, (), H.dtype)
+        H1 = jnp.exp(lg) * H
+        ok = jnp.log(jax.random.uniform(k2, (), H.dtype, minval=1e-300)) < (
+            self.log_target(H1) - self.log_target(H) + self.N * self.P * lg)
+        return jnp.where(ok, H1, H), ok
 
     # -- a recorded draw of one chain
     def readout(self, H, noise):
@@ -402,7 +419,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  width: int, depth: int = 1, activation: str = "sigmoid", readout: str = "nonlazy",
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
-                 progress: bool = False, tries: int = 1, breaks=BREAKS, self_term: str = "ref"):
+                 progress: bool = False, tries: int = 1, breaks=BREAKS, self_term: str = "ref",
+                 scale_step: float = SCALE_STEP):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
     ``bnnzoo.sample(..., sampler="units")`` runs.  All chains start from the prior and advance together (batched).
@@ -437,7 +455,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     timing = {"warmup_s": 0.0, "sampling_s": 0.0}
     with jax.enable_x64(True):
         kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
-                       sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term)
+                       sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
+                       scale_step=scale_step)
         Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
         sweep = jax.jit(jax.vmap(kern.sweep))
         rec = jax.jit(jax.vmap(_record_fn(kern, Xt, want)))
@@ -451,7 +470,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         t0 = time.perf_counter()
         warm_mse, warm_acc, warm_time = [], [], []
         for t in range(int(num_warmup)):
-            H, acc, _, mse = sweep(H, keys(2 * t, C))
+            H, acc, _, mse, _ = sweep(H, keys(2 * t, C))
             warm_acc.append(acc)
             warm_mse.append(mse)
             jax.block_until_ready(warm_mse[-1])
@@ -461,18 +480,19 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                              float(np.mean(acc)), float(np.mean(warm_mse[-1])))
         t1 = time.perf_counter()
         timing["warmup_s"] = t1 - t0
-        draws, accs, changes = [], [], []
+        draws, accs, changes, scales = [], [], [], []
         sums: dict = {}
         means: dict = {k: [] for k in kernel_means}
         base = 2 * int(num_warmup)
         for d in range(n_keep):
-            acc_d, ch_d = 0.0, 0.0
+            acc_d, ch_d, sc_d = 0.0, 0.0, 0.0
             for t in range(thin):
-                H, acc, ch, _ = sweep(H, keys(base + 2 * (d * thin + t), C))
-                acc_d, ch_d = acc_d + acc, ch_d + ch
+                H, acc, ch, _, sc = sweep(H, keys(base + 2 * (d * thin + t), C))
+                acc_d, ch_d, sc_d = acc_d + acc, ch_d + ch, sc_d + sc
             out = rec(H, keys(base + 2 * (d * thin + thin - 1) + 1, C))
             accs.append(acc_d / thin)
             changes.append(ch_d / thin)
+            scales.append(sc_d / thin)
             for site, e in kernel_means.items():
                 sums[site] = out[site] if d % e == 0 else sums[site] + out[site]
                 if d % e == e - 1:
@@ -488,6 +508,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     stats = {"diverging": np.zeros(shape, bool), "n_steps": np.full(shape, thin),
              "acceptance_rate": np.stack([np.asarray(a) for a in accs], 1).astype(np.float32),
              "code_change_rate": np.stack([np.asarray(a) for a in changes], 1).astype(np.float32)}
+    if scale_step > 0:
+        stats["scale_acceptance"] = np.stack([np.asarray(a, float) for a in scales], 1).astype(np.float32)
     kmeans = {k: np.stack(v, 1).astype(np.float32) for k, v in means.items() if v}
     info = {"timing": timing,
             "warmup_mse": (np.stack([np.asarray(v) for v in warm_mse], 1) if warm_mse else np.zeros((C, 0))),
@@ -497,6 +519,6 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "kernel_means": kmeans,
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
-                           components=int(kern.K),
+                           scale_step=float(scale_step), components=int(kern.K),
                            components_by="code" if kern.by_code else "unit")}
     return samples, stats, info
