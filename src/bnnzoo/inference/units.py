@@ -144,8 +144,7 @@ class _Kernel:
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=1,
                  self_term="ref", scale_step=SCALE_STEP):
 
-        from ..models.activations import get_activation
-        from ..models.summaries import class_operators
+        from ..models.activations import get_activation, np_activation
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -163,14 +162,20 @@ class _Kernel:
             raise ValueError(f"self_term must be one of {SELF_TERMS}, got {self_term!r}")
         self.self_term = self_term
         self.scale_step = float(scale_step)
+        # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
-        self.s = jnp.asarray(np.sqrt(self.sw2 * kappa))                     # (P,) prior sd of every h_iμ
+        s = np.sqrt(self.sw2 * kappa)                                            # (P,) prior sd of every h_iμ
+        self.s = jnp.asarray(s)
         self.Y = jnp.asarray(Y)
         self.Xj = jnp.asarray(X)
         self.G = jnp.asarray(np.linalg.solve(X @ X.T, X))                    # (XXᵀ)⁻¹X, (P, N0)
-        _, A, _, _ = class_operators(jnp.asarray(Y))
-        self.A = jnp.asarray(A, jnp.float64)                                 # (P, C) class means
-        self.C = int(self.A.shape[1])
+        # class means over the summaries' classes (bnnzoo.models.summaries.class_operators: argmax of Y, one
+        # class when m = 1), which define a unit's code as in bnnzoo.diagnostics.codes
+        onehot = (np.ones((self.P, 1)) if self.m == 1 else
+                  (np.argmax(Y, axis=1)[:, None] == np.arange(self.m)[None, :]).astype(float))
+        counts = onehot.sum(0)
+        self.A = jnp.asarray(onehot / np.where(counts > 0, counts, 1.0))          # (P, C)
+        self.C = int(onehot.shape[1])
         self.by_code = self.C <= MAX_CODE_CLASSES
         self.K = (1 << self.C) if self.by_code else self.N
         self.signs = jnp.asarray(np.array([[2.0 * ((k >> b) & 1) - 1.0 for b in range(self.C)]
@@ -181,15 +186,16 @@ class _Kernel:
             raise ValueError("breaks must be an increasing sequence of at least two numbers")
         self.u = jnp.asarray(u)
         Jb = len(u)
-        hb = self.s[:, None] * self.u[None, :]                                  # (P, Jb)
-        fb = self.phi(hb)
+        hb = s[:, None] * u[None, :]                                             # (P, Jb)
+        fb = np_activation(activation)(hb)
         slope = (fb[:, 1:] - fb[:, :-1]) / (hb[:, 1:] - hb[:, :-1])              # (P, Jb − 1) segment slopes
         seg = np.clip(np.arange(Jb + 1) - 1, 0, Jb - 2)                          # the segment line of each interval
-        self.beta = slope[:, seg]                                                # (P, J)
-        self.alpha = fb[:, seg] - self.beta * hb[:, seg]
-        inf = jnp.full((self.P, 1), jnp.inf)
-        self.lo = jnp.concatenate([-inf, hb], axis=1)                            # (P, J)
-        self.hi = jnp.concatenate([hb, inf], axis=1)
+        beta = slope[:, seg]                                                     # (P, J)
+        self.beta = jnp.asarray(beta)
+        self.alpha = jnp.asarray(fb[:, seg] - beta * hb[:, seg])
+        inf = np.full((self.P, 1), np.inf)
+        self.lo = jnp.asarray(np.concatenate([-inf, hb], axis=1))                # (P, J)
+        self.hi = jnp.asarray(np.concatenate([hb, inf], axis=1))
 
     # -- densities
     def log_prior(self, h):
