@@ -8,7 +8,9 @@ other in one process.  Per run: the acceptance rate (units: accepted unit moves 
 acceptance probability — different things, side by side), the sampling time, and **persistent code switches**: each
 unit's (neuron × chain) code at every draw is the sign pattern of its class-mean preactivations (``zbar1``, as
 :mod:`bnnzoo.diagnostics.codes`); the draws are cut into consecutive windows of ``--window`` draws and a switch is a
-change of the unit's modal code from one window to the next — flicker inside a window does not count.  Rates are
+change of the unit's modal code from one window to the next — flicker inside a window does not count; of those,
+the switches between two branches of the redundant code (011 ↔ 101 ↔ 110: two classes on before and after, not a
+hop to or from 111), and the units whose first and last windows sit on two different such branches.  Rates are
 per unit, per second of sampling (warm-up excluded) and per 1000 draws; the final code fractions are the modal codes
 over the last window, next to the mean field's branch masses (docs/theory.md §11 table).
 
@@ -28,20 +30,28 @@ HERE = Path(__file__).resolve().parent
 
 
 def persistent_switches(zbar, window: int):
-    """(switches per unit, modal codes of the last window (units,)) from zbar (chain, draw, neuron, class)."""
+    """Window-to-window changes of each unit's modal code, from zbar (chain, draw, neuron, class).
+
+    Returns (switches per unit (units,), switches between two codes with exactly two classes on — a move between
+    branches of the redundant code, 011 ↔ 101 ↔ 110 on the toy task — per unit, units whose modal code in the first
+    and the last window are two different such codes, modal codes of the last window (units,))."""
     import numpy as np
 
     from bnnzoo.diagnostics.codes import code_ids
 
     ids = code_ids(zbar)                                                  # (chain, draw, neuron)
     C, D, N = ids.shape
+    m = zbar.shape[-1]
     nw = D // window
     ids = ids[:, : nw * window].reshape(C, nw, window, N)
-    n_codes = 1 << zbar.shape[-1]
+    n_codes = 1 << m
     counts = np.stack([(ids == k).sum(2) for k in range(n_codes)], -1)    # (chain, window, neuron, code)
     modal = counts.argmax(-1)                                              # (chain, window, neuron)
-    switches = (modal[:, 1:] != modal[:, :-1]).sum(1)                     # (chain, neuron)
-    return switches.ravel(), modal[:, -1].ravel()
+    two_on = np.array([bin(k).count("1") == 2 for k in range(n_codes)])
+    change = modal[:, 1:] != modal[:, :-1]
+    between = change & two_on[modal[:, 1:]] & two_on[modal[:, :-1]]
+    turnover = (modal[:, -1] != modal[:, 0]) & two_on[modal[:, -1]] & two_on[modal[:, 0]]
+    return change.sum(1).ravel(), between.sum(1).ravel(), turnover.ravel(), modal[:, -1].ravel()
 
 
 def one_run(sampler, N, chains, warmup, samples, seed, window):
@@ -60,7 +70,7 @@ def one_run(sampler, N, chains, warmup, samples, seed, window):
     timing = cfg.get("engine", {}).get("timing", {})
     post = azcompat.get_group(idata, "posterior")
     ss = azcompat.get_group(idata, "sample_stats")
-    sw, last = persistent_switches(post["zbar1"].values, window)
+    sw, between, turnover, last = persistent_switches(post["zbar1"].values, window)
     sampling_s = float(timing.get("sampling_s", float("nan")))
     units = sw.size
     frac = {code_string(k, 3): float(np.mean(last == k)) for k in range(8)}
@@ -71,6 +81,9 @@ def one_run(sampler, N, chains, warmup, samples, seed, window):
                units_switching=int((sw > 0).sum()),
                switches_per_unit_per_s=float(sw.sum() / units / sampling_s),
                switches_per_unit_per_1000_draws=float(sw.sum() / units / samples * 1000),
+               between_branches_total=int(between.sum()),
+               between_branches_per_unit_per_s=float(between.sum() / units / sampling_s),
+               units_changed_branch_first_to_last=int(turnover.sum()),
                code_fractions_last_window=frac, mse=float(post["mse"].mean()))
     if "code_change_rate" in ss:
         out["code_changes_per_unit_per_sweep"] = float(ss["code_change_rate"].mean())
@@ -88,7 +101,10 @@ def main(argv=None):
     p.add_argument("--window", type=int, default=10, help="draws per window of the modal code")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_vs_snaper)")
+    p.add_argument("--render", default=None, help="only rewrite STEM.md from STEM.json")
     args = p.parse_args(argv)
+    if args.render:
+        return render(args.render)
 
     import jax
     import numpy as np
@@ -117,31 +133,46 @@ def main(argv=None):
     meta = dict(python=platform.python_version(), jax=jax.__version__, numpy=np.__version__,
                 cpu_count=__import__("os").cpu_count(), total_s=round(total, 1), args=vars(args))
     stem.with_suffix(".json").write_text(json.dumps(dict(meta=meta, rows=rows, meanfield=theory), indent=1))
+    render(stem)
 
+
+def render(stem):
+    """Write ``stem``.md from ``stem``.json."""
+    stem = Path(stem)
+    data = json.loads(stem.with_suffix(".json").read_text())
+    meta, rows = data["meta"], data["rows"]
+    theory = {int(k): v for k, v in data["meanfield"].items()}
+    args = meta["args"]
     cmd = "python benchmarks/units_vs_snaper.py " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None and k != "out")
+        f"--{k.replace('_', '-')} {v}" for k, v in args.items() if v is not None and k not in ("out", "render"))
     md = ["# Code switches: sampler='units' against SNAPER, sigmoidal net", "",
           f"`{cmd}`", "",
           f"Machine: {meta['cpu_count']} CPU cores (shared with other jobs), total {meta['total_s']} s. "
           f"Python {meta['python']}, jax {meta['jax']}.", "",
           "Toy task, y− = ½, T = 0.01, one hidden layer, prior starts, the same task and seed for both samplers. "
           "A *persistent switch* is a change of a unit's modal code between consecutive windows of "
-          f"{args.window} draws (units = neurons × chains). Acceptance: units — accepted unit moves per proposal; "
-          "SNAPER — mean HMC acceptance probability (not the same quantity). Time: sampling only "
+          f"{args['window']} draws (units = neurons × chains); *between branches* counts those from one two-class "
+          "code to another (011 ↔ 101 ↔ 110), not hops to or from 111. Acceptance: units — accepted unit moves per "
+          "proposal; SNAPER — mean HMC acceptance probability (not the same quantity). Time: sampling only "
           "(warm-up and compilation excluded; the units sampler's includes its per-draw Python loop).", "",
           "| N = P | sampler | warm-up + draws | acceptance | warm-up s | sampling s | persistent switches "
-          "(units switching / units) | per unit per s | per unit per 1000 draws | code changes per unit per sweep "
+          "(units switching / units) | per unit per s | per unit per 1000 draws | of them between branches: "
+          "count, per unit per s | units on another branch at the end than at the start "
+          "| code changes per unit per sweep "
           "| code fractions, last window: 011 / 101 / 110 / 111 (other) | mean field |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r["code_fractions_last_window"]
-        other = 1.0 - sum(f[c] for c in ("011", "101", "110", "111"))
+        other = max(0.0, 1.0 - sum(f[c] for c in ("011", "101", "110", "111")))
         th = theory[r["N"]]
+        cc = r.get("code_changes_per_unit_per_sweep")
         md.append(f"| {r['N']} | {r['sampler']} | {r['warmup']} + {r['samples']} | {r['acceptance']:.3f} | "
                   f"{r['warmup_s']} | {r['sampling_s']} | {r['switches_total']} ({r['units_switching']} / "
                   f"{r['units']}) | {r['switches_per_unit_per_s']:.4f} | "
                   f"{r['switches_per_unit_per_1000_draws']:.1f} | "
-                  f"{r.get('code_changes_per_unit_per_sweep', float('nan')):.4f} | "
+                  f"{r['between_branches_total']}: {r['between_branches_per_unit_per_s']:.4f} | "
+                  f"{r['units_changed_branch_first_to_last']} / {r['units']} | "
+                  f"{'—' if cc is None else f'{cc:.4f}'} | "
                   f"{f['011']:.3f} / {f['101']:.3f} / {f['110']:.3f} / {f['111']:.3f} ({other:.3f}) | "
                   f"{th.get('011', 0):.3f} / {th.get('101', 0):.3f} / {th.get('110', 0):.3f} / "
                   f"{th.get('111', 0):.3f} |")
