@@ -2,6 +2,7 @@
 
     python benchmarks/units_vs_snaper.py                       # N = P = 60 and 100, 2 chains each (a few minutes)
     python benchmarks/units_vs_snaper.py --sizes 60 --chains 4 --out /tmp/uvs
+    python benchmarks/units_vs_snaper.py --proposals 40,60 --sizes 60   # the proposal variants (~2 min)
 
 Toy task, y− = ½, T = 0.01, one hidden layer, prior starts, both samplers on the same task and seed, one after the
 other in one process.  Per run: the acceptance rate (units: accepted unit moves per proposal; SNAPER: the HMC
@@ -90,6 +91,52 @@ def one_run(sampler, N, chains, warmup, samples, seed, window):
     return out
 
 
+PROPOSALS = (("ref", None, 1), ("diag", None, 1), ("none", None, 1), ("ref", (-2.5, -1.0, -0.3, 0.0, 0.3, 1.0, 2.5), 1),
+             ("ref", None, 2))
+"""The proposal variants of ``--proposals``: (self term, breakpoints (None: the default), tries per unit)."""
+
+
+def proposals(args):
+    """Acceptance, code changes and cost of the proposal variants (:data:`PROPOSALS`) on the sigmoidal net."""
+    import numpy as np
+
+    import bnnzoo
+    from bnnzoo.inference import units as U
+
+    N = int(args.sizes.split(",")[0])
+    task = bnnzoo.toy_task(P=N, y_neg=0.5, seed=0)
+    w, n = (int(x) for x in args.proposals.split(","))
+    rows = []
+    for self_term, breaks, tries in PROPOSALS:
+        t0 = time.perf_counter()
+        _, stats, info = U.units_chains(task.X, task.Y, num_chains=args.chains, num_warmup=w, num_samples=n,
+                                        seed=args.seed, width=N, activation="sigmoid", temperature=0.01,
+                                        self_term=self_term, breaks=breaks or U.BREAKS, tries=tries)
+        rows.append(dict(self_term=self_term, breaks=list(breaks or U.BREAKS), tries=tries,
+                         acceptance=float(stats["acceptance_rate"].mean()),
+                         code_changes_per_unit_per_sweep=float(stats["code_change_rate"].mean()),
+                         warmup_acceptance_last_10=float(np.mean(info["warmup_acceptance"][:, -10:])),
+                         seconds_per_sweep=info["timing"]["sampling_s"] / n, wall_s=time.perf_counter() - t0))
+        print(json.dumps(rows[-1]), flush=True)
+    stem = Path(args.out or HERE / "results" / "units_proposals")
+    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), N=N, rows=rows), indent=1))
+    md = ["# Proposals of sampler='units': acceptance and cost, sigmoidal net", "",
+          f"`python benchmarks/units_vs_snaper.py --proposals {args.proposals} --sizes {N} --chains {args.chains} "
+          f"--seed {args.seed}`", "",
+          f"N = P = {N}, y− = ½, T = 0.01, {args.chains} chains from the prior, {w} warm-up + {n} sweeps each "
+          f"(bnnzoo.inference.units.units_chains); 2 CPU cores shared with other jobs. Self term: how the "
+          f"proposal treats −|t|² φᵀBφ/2N² (module docstring): 'ref' exact along the code's reference activation and "
+          f"diagonal for the rest, 'diag' diagonal, 'none' left out (the mean field's tilt).", "",
+          "| self term | breakpoints (prior sd) | tries per unit | acceptance (sampling) | acceptance, last 10 "
+          "warm-up sweeps | code changes per unit per sweep | s per sweep |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['self_term']} | {len(r['breaks'])} | {r['tries']} | {r['acceptance']:.3f} | "
+                  f"{r['warmup_acceptance_last_10']:.3f} | {r['code_changes_per_unit_per_sweep']:.4f} | "
+                  f"{r['seconds_per_sweep']:.3f} |")
+    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="60,100", help="N = P values, comma-separated")
@@ -102,9 +149,14 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_vs_snaper)")
     p.add_argument("--render", default=None, help="only rewrite STEM.md from STEM.json")
+    p.add_argument("--proposals", default=None, metavar="WARMUP,SWEEPS",
+                   help="instead: compare the proposal variants of the units sampler at the first size "
+                        "(writes results/units_proposals.md)")
     args = p.parse_args(argv)
     if args.render:
         return render(args.render)
+    if args.proposals:
+        return proposals(args)
 
     import jax
     import numpy as np
@@ -144,7 +196,8 @@ def render(stem):
     theory = {int(k): v for k, v in data["meanfield"].items()}
     args = meta["args"]
     cmd = "python benchmarks/units_vs_snaper.py " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in args.items() if v is not None and k not in ("out", "render"))
+        f"--{k.replace('_', '-')} {v}" for k, v in args.items()
+        if v is not None and k not in ("out", "render", "proposals"))
     md = ["# Code switches: sampler='units' against SNAPER, sigmoidal net", "",
           f"`{cmd}`", "",
           f"Machine: {meta['cpu_count']} CPU cores (shared with other jobs), total {meta['total_s']} s. "
