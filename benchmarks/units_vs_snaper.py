@@ -118,16 +118,22 @@ def proposals(args):
                          warmup_acceptance_last_10=float(np.mean(info["warmup_acceptance"][:, -10:])),
                          seconds_per_sweep=info["timing"]["sampling_s"] / n, wall_s=time.perf_counter() - t0))
         print(json.dumps(rows[-1]), flush=True)
+        _write_proposals(args, N, w, n, rows)          # after every variant: a run cut short keeps what it measured
+
+
+def _write_proposals(args, N, w, n, rows):
     stem = Path(args.out or HERE / "results" / "units_proposals")
     stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), N=N, rows=rows), indent=1))
-    md = ["# Proposals of sampler='units': acceptance and cost, sigmoidal net", "",
+    done = "" if len(rows) == len(PROPOSALS) else f" (run cut short: {len(rows)} of {len(PROPOSALS)} variants)"
+    md = ["# Proposals of sampler='units': acceptance and cost, sigmoidal net" + done, "",
           f"`python benchmarks/units_vs_snaper.py --proposals {args.proposals} --sizes {N} --chains {args.chains} "
           f"--seed {args.seed}`", "",
           f"N = P = {N}, y− = ½, T = 0.01, {args.chains} chains from the prior, {w} warm-up + {n} sweeps each "
           f"(bnnzoo.inference.units.units_chains); 2 CPU cores shared with other jobs. Self term: how the "
           f"proposal treats −|t|² φᵀBφ/2N² (module docstring): 'ref' exact along the code's reference activation and "
-          f"diagonal for the rest, 'diag' diagonal, 'none' left out (the mean field's tilt).", "",
-          "| self term | breakpoints (prior sd) | tries per unit | acceptance (sampling) | acceptance, last 10 "
+          f"diagonal for the rest, 'diag' diagonal, 'none' left out (the mean field's tilt). Seconds per sweep are "
+          f"wall time on a shared machine that pauses niced jobs at times: compare the acceptance, not the time.", "",
+          "| self term | breakpoints | tries per unit | acceptance (sampling) | acceptance, last 10 "
           "warm-up sweeps | code changes per unit per sweep | s per sweep |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['self_term']} | {len(r['breaks'])} | {r['tries']} | {r['acceptance']:.3f} | "
