@@ -843,12 +843,13 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--warmup", type=int, default=300, help="warm-up steps per chain")
     ps.add_argument("--samples", type=int, default=300, help="kept draws per chain")
     ps.add_argument("--thin", type=int, default=1, help="keep every k-th draw")
-    ps.add_argument("--sampler", choices=["auto", "nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc"],
+    ps.add_argument("--sampler", choices=["auto", "nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc", "units"],
                     default="auto",
                     help="auto (default): the benchmark's fastest for the run (>= 2 chains: snaper, chees on "
                     "softmax_attention; one chain: nuts); "
                     "nuts: NumPyro's NUTS; hmc: fixed --num-steps leapfrog steps per draw; gibbs: the exact blocked Gibbs sampler, "
-                    "linear nets only; chees: ChEES-HMC, every chain the same number of leapfrog steps, tuned across "
+                    "linear nets only; units: unit-wise moves with the readout integrated out (one hidden layer, "
+                    "non-lazy readout, orthogonal inputs); chees: ChEES-HMC, every chain the same number of leapfrog steps, tuned across "
                     "chains (>= 2 chains); snaper: the same sampler with the trajectory length tuned on the slowest "
                     "direction (better readout mixing); pt: non-reversible parallel tempering over the likelihood "
                     "temperature (--replicas); smc: adaptive tempered SMC from the prior, which also stores the log "

@@ -163,11 +163,16 @@ def warmup_datasets(res, site_dims) -> dict:
 
 
 def gibbs_warmup_datasets(info) -> dict:
-    """Warm-up trace of the Gibbs chains: MSE per sweep, and seconds since each chain's start (chains run one after
-    the other, so ``time`` is (chain, draw) here, not (draw,) as for the vectorised engine)."""
+    """Warm-up trace of the Gibbs chains or the unit-wise sampler: MSE per sweep, and seconds since each chain's
+    start (Gibbs chains run one after the other, so ``time`` is (chain, draw) there; the unit-wise sampler batches its
+    chains, so (draw,) as for the vectorised engine), and the acceptance rate per sweep when ``info`` has
+    ``warmup_acceptance``."""
     mse = np.asarray(info["warmup_mse"])
     lead, coords = ("chain", "draw"), {"chain": np.arange(mse.shape[0]), "draw": np.arange(mse.shape[1])}
-    ss = xr.Dataset({"time": (lead, np.asarray(info["warmup_time"]))}, coords=coords)
+    t = np.asarray(info["warmup_time"])
+    ss = xr.Dataset({"time": (lead if t.ndim == 2 else ("draw",), t)}, coords=coords)
+    if "warmup_acceptance" in info:
+        ss["acceptance_rate"] = (lead, np.asarray(info["warmup_acceptance"]))
     return {"warmup_posterior": xr.Dataset({"mse": (lead, mse)}, coords=coords), "warmup_sample_stats": ss}
 
 
@@ -274,7 +279,7 @@ def provenance_doubt(attrs: dict, posterior) -> str | None:
             "the model settings it states may not be the ones its draws came from")
 
 
-_LIBRARY = {"gibbs": "bnnzoo.inference.gibbs_linear", "chees": "bnnzoo.inference.chees",
+_LIBRARY = {"gibbs": "bnnzoo.inference.gibbs_linear", "units": "bnnzoo.inference.units", "chees": "bnnzoo.inference.chees",
             "snaper": "bnnzoo.inference.chees", "pt": "bnnzoo.inference.tempering", "smc": "blackjax"}
 
 
@@ -291,7 +296,7 @@ def provenance(spec, draws, wall_time_s: float) -> dict:
                   created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     if draws.engine is not None:
         config["engine"] = jsonable(draws.engine)
-    if spec.sampler in ("gibbs", "pt", "chees", "snaper"):
+    if spec.sampler in ("gibbs", "units", "pt", "chees", "snaper"):
         lib_version = config["versions"]["bnnzoo"]
     elif spec.sampler == "smc":
         import blackjax

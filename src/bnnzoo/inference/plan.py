@@ -33,7 +33,7 @@ __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "SA
            "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING",
            "init_strategy", "strategy_name"]
 
-SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc")
+SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc", "units")
 CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees.ChEES), two trajectory criteria
 TEMPERING = ("pt", "smc")                   # bnnzoo.inference.tempering / .smc: their own drivers, no NumPyro kernel
 REPARAMS = ("readout", "data_space")
@@ -238,9 +238,13 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     if entry is None and sampler == "gibbs":
         raise ValueError("sampler='gibbs' (exact blocked Gibbs) is for zoo entries that offer it (the linear "
                          "fully-connected nets), not a plain NumPyro model")
+    if entry is None and sampler == "units":
+        raise ValueError("sampler='units' (unit-wise moves) is for the one-hidden-layer fully-connected zoo entries "
+                         "with the non-lazy readout (e.g. 'sigmoidal'), not a plain NumPyro model")
     if entry is not None and sampler not in supported:
-        hint = (" (exact blocked Gibbs: for the linear fully-connected nets only, e.g. 'deep_linear')"
-                if sampler == "gibbs" else "")
+        hint = {"gibbs": " (exact blocked Gibbs: for the linear fully-connected nets only, e.g. 'deep_linear')",
+                "units": " (unit-wise moves with the readout integrated out: one-hidden-layer fully-connected nets "
+                         "with the non-lazy readout on orthogonal inputs, e.g. 'sigmoidal')"}.get(sampler, "")
         raise ValueError(f"sampler={sampler!r} is not offered by zoo entry {entry.name!r}{hint}; it supports "
                          f"{list(supported)}")
     if chain_method not in CHAIN_METHODS:
@@ -290,11 +294,12 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                                 else f"a plain NumPyro model; zoo entries declare theirs (the fully-connected "
                                      f"nets: {list(REPARAMS)})"))
 
-    if callable(init) and sampler in ("gibbs",) + TEMPERING:
+    if callable(init) and sampler in ("gibbs", "units") + TEMPERING:
         raise ValueError(f"init={strategy_name(init)} applies to the HMC samplers (nuts, hmc, chees, snaper), not "
                          f"sampler={sampler!r}; use init='prior'")
     if isinstance(init, dict):
-        clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("reparam", reparam),
+        clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("sampler='units'", sampler == "units"),
+                                ("reparam", reparam),
                                 ("warm_start", warm_start)) if v]
         if clash:
             raise ValueError(f"init as a dict of starting values cannot be combined with {', '.join(clash)}: the "
@@ -309,6 +314,18 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         if given:
             raise ValueError(f"sampler='gibbs' runs in memory without HMC settings; drop {given}")
         return RunPlan("sequential", True, n_devices, n_processes, num_chains, record, ())
+    if sampler == "units":                   # bnnzoo.inference.units: in memory, chains batched on one device
+        given = [n for n, v in (("chunk_size", chunk_size), ("store", store), ("resume", resume),
+                                ("site_thinning", site_thinning), ("reparam", reparam), ("warm_start", warm_start),
+                                ("step_size", step_size), ("dense_mass", dense_mass),
+                                ("target_accept", target_accept), ("max_tree_depth", max_tree_depth != 10)) if v]
+        if given:
+            raise ValueError(f"sampler='units' runs in memory without HMC settings; drop {given}")
+        if chain_method not in ("auto", "vectorized") or n_processes > 1:
+            raise ValueError(f"sampler='units' batches its chains on one device in one process: use chain_method "
+                             f"'auto' or 'vectorized', got {chain_method!r}"
+                             + (f" with {n_processes} processes" if n_processes > 1 else ""))
+        return RunPlan("vectorized", True, n_devices, n_processes, num_chains, record, ())
     if sampler in TEMPERING:                 # bnnzoo.inference.tempering / .smc: in memory, one device, own tuning
         given = [n for n, v in (("chunk_size", chunk_size if sampler == "smc" else None), ("store", store),
                                 ("resume", resume), ("site_thinning", site_thinning), ("reparam", reparam),
@@ -567,6 +584,10 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     record, site_means = streamed_kernels(entry, kw, plan, sampler, record,
                                           int(num_samples) // max(int(thinning), 1), chunk_size, store, site_thinning,
                                           exclude)
+    if sampler == "units":                # what the unit-wise moves need of the net and the inputs
+        from .units import check_units
+
+        check_units(entry, kw, task.X)
     if record != plan.record:
         kw = dict(kw, record=record)
     if sampler in TEMPERING:

@@ -146,9 +146,10 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
     ValueError
         on a bad or inapplicable argument.
     """
-    if sampler not in SAMPLERS or sampler == "gibbs" or sampler in TEMPERING:
-        raise ValueError(f"sampler must be one of {[s for s in SAMPLERS if s != 'gibbs' and s not in TEMPERING]} "
-                         f"(gibbs, pt and smc have no NumPyro kernel), got {sampler!r}")
+    if sampler not in SAMPLERS or sampler in ("gibbs", "units") or sampler in TEMPERING:
+        raise ValueError(f"sampler must be one of "
+                         f"{[s for s in SAMPLERS if s not in ('gibbs', 'units') and s not in TEMPERING]} "
+                         f"(gibbs, units, pt and smc have no NumPyro kernel), got {sampler!r}")
     if step_size is not None and not (np.isfinite(step_size) and step_size > 0):
         raise ValueError(f"step_size must be > 0, got {step_size!r}")
     if target_accept is None:
@@ -326,6 +327,23 @@ def _draw_gibbs(spec: RunSpec) -> Draws:
                  warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
 
 
+def _draw_units(spec: RunSpec) -> Draws:
+    """Unit-wise moves with the readout integrated out (:mod:`bnnzoo.inference.units`)."""
+    from .units import units_chains
+
+    task = spec.task
+    samples, stats, info = units_chains(
+        task.X, task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
+        thinning=spec.thinning, seed=spec.seed, X_test=task.X_test, exclude=spec.exclude, progress=spec.progress,
+        kernel_means=spec.site_means, **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
+    f_test = samples.pop("f_test", None)
+    kernels = SimpleNamespace(thinned=info["kernel_means"], thinned_draws=info["kernel_draws"])
+    return Draws(samples=samples, stats=stats, f_test=f_test,
+                 engine={"chain_method": spec.chain_method, "timing": info["timing"], "units": info["kernel"]},
+                 thinned=thinned_dataset(kernels, spec.site_dims, spec.site_means) if kernels.thinned else None,
+                 warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
+
+
 def _draw_tempering(spec: RunSpec, key_run, init_params) -> Draws:
     """Parallel tempering or tempered SMC (:mod:`bnnzoo.inference.tempering`, :mod:`bnnzoo.inference.smc`)."""
     from .tempering import run_tempering
@@ -459,7 +477,11 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         ``num_steps`` leapfrog steps, required; give ``step_size`` to fix the step too); "gibbs" (the exact blocked
         Gibbs sampler of the linear fully-connected nets, :mod:`bnnzoo.inference.gibbs_linear`: same sites and
         dims, ``num_warmup`` counts sweeps, chains one after the other in memory, no HMC settings or long-run
-        options); "chees" (ChEES-HMC, :mod:`bnnzoo.inference.chees`: jittered HMC whose step size, trajectory length
+        options); "units" (unit-wise Metropolis–Hastings moves of one neuron's preactivations with the readout
+        integrated out, :mod:`bnnzoo.inference.units`: exact for the one-hidden-layer fully-connected nets with the
+        non-lazy readout on orthogonal inputs, any φ and m; moves units between codes; ``num_warmup`` counts sweeps,
+        chains batched in memory from prior starts, no HMC settings or long-run options; sample_stats
+        ``acceptance_rate`` and ``code_change_rate`` per sweep); "chees" (ChEES-HMC, :mod:`bnnzoo.inference.chees`: jittered HMC whose step size, trajectory length
         and diagonal mass are tuned across the chains during warm-up, then fixed; needs num_chains >= 2, runs
         through the chunked driver; its readout weights can mix slowly: check their ESS before reading branches);
         "snaper" (the same sampler with the trajectory length tuned on the leading
@@ -606,6 +628,8 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
                        if isinstance(init, dict) else None)
         if spec.sampler == "gibbs":
             draws = _draw_gibbs(spec)
+        elif spec.sampler == "units":
+            draws = _draw_units(spec)
         elif spec.sampler in TEMPERING:
             draws = _draw_tempering(spec, key_run, init_params)
         else:
