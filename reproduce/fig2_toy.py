@@ -21,7 +21,8 @@ The codes in detail, per chain with the standard error over the 4 chains:
 
 Every net records the sampler health and the R̂ across chains of its permutation-invariant observables.
 
-Sizes: ``ci`` N = P = 20; ``cpu`` N = P = 100; ``paper`` the paper's Fig. 2, N = P = 500 (linear 200), N0 = N + 20.
+Sizes: ``ci`` N = P = 20 (sigmoidal 30); ``cpu`` N = P = 100; ``paper`` the paper's Fig. 2, N = P = 500 (linear
+200), N0 = N + 20.
 Run: ``python -m reproduce fig2_toy --size ci|cpu|paper [--nets linear,sigmoidal,relu] [--overwrite]``.
 """
 
@@ -38,9 +39,10 @@ CLAIMS = ("V1", "V2", "V3", "V4", "S1", "S2", "S3", "Q1", "Q2", "Q3", "Q4", "P1"
 NETS = ("linear", "sigmoidal", "relu")
 ENTRY = {"linear": "deep_linear", "sigmoidal": "sigmoidal", "relu": "relu"}
 Y_NEG = {"linear": 0.0, "sigmoidal": 0.5, "relu": -0.5}
-# per size and net: N = P, warm-up, kept draws; thinning of the recorded preactivations
+# per size and net: N = P, warm-up, kept draws; thinning of the recorded preactivations.  ci: the sigmoidal net at
+# N = P = 30, where more 011 units keep their code over the run (S3's steady units: 6-20 per seed, against 3-7 at 20)
 SIZES = {
-    "ci": dict(N={"linear": 20, "sigmoidal": 20, "relu": 20}, warmup={"linear": 150, "sigmoidal": 150, "relu": 200},
+    "ci": dict(N={"linear": 20, "sigmoidal": 30, "relu": 20}, warmup={"linear": 150, "sigmoidal": 150, "relu": 200},
                samples=100, thin_z=1),
     "cpu": dict(N={"linear": 100, "sigmoidal": 100, "relu": 100},
                 warmup={"linear": 500, "sigmoidal": 500, "relu": 2000}, samples=500, thin_z=1),

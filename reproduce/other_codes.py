@@ -17,8 +17,8 @@ Two parts (``--parts``):
   toy task one per class), outlier |a| and preactivation against the bulk (ReLU: ratio of order √N), how many units
   are class-selective (a task-agnostic bulk leaves only the outliers selective), health.
 
-Sizes: ``ci`` N = P = 16; ``cpu`` N = P = 60; ``paper`` N = P = 500 (the paper's Fig. 1 and Fig. 2 sizes);
-``--width`` sets another N = P with the size's warm-up and draws.
+Sizes: ``ci`` N = P = 16 (the ReLU-like nets 24); ``cpu`` N = P = 60; ``paper`` N = P = 500 (the paper's Fig. 1
+and Fig. 2 sizes); ``--width`` sets another N = P (every net) with the size's warm-up and draws.
 Run: ``python -m reproduce other_codes --size ci|cpu|paper [--parts binary,sparse] [--nets ...] [--width N]
 [--overwrite]``.
 """
@@ -39,11 +39,20 @@ NETS = PARTS["binary"] + PARTS["sparse"]
 ENTRY = {"linear": "deep_linear", "sigmoidal": "sigmoidal", "relu": "relu", "softplus": "relu", "relu2": "relu"}
 ACTIVATION = {"linear": "linear", "sigmoidal": "sigmoid", "relu": "relu", "softplus": "softplus", "relu2": "relu2"}
 SPARSE_LIKE = ("relu", "softplus", "relu2")  # unbounded nets: longer warm-up (the outliers form slowly)
+# N = P of the nets, N_sparse of the ReLU-like ones.  At ci the ReLU-like nets run at N = P = 24 with 1000 warm-up
+# steps: at N = 16 the binary ReLU net's two outlier roles hop between units within the 100 draws (4 of 4 seeds left
+# a chain without an outlier of one sign), and 200 warm-up steps left some chains at N = 20-32 in split states of
+# several medium units (readout and preactivation under the outlier threshold), which merged by 1000 steps.
 SIZES = {
-    "ci": dict(N=16, warmup=150, warmup_sparse=200, samples=100, thin_z=1),
-    "cpu": dict(N=60, warmup=400, warmup_sparse=800, samples=300, thin_z=1),
-    "paper": dict(N=500, warmup=1000, warmup_sparse=3000, samples=500, thin_z=5),
+    "ci": dict(N=16, N_sparse=24, warmup=150, warmup_sparse=1000, samples=100, thin_z=1),
+    "cpu": dict(N=60, N_sparse=60, warmup=400, warmup_sparse=800, samples=300, thin_z=1),
+    "paper": dict(N=500, N_sparse=500, warmup=1000, warmup_sparse=3000, samples=500, thin_z=5),
 }
+
+
+def width_of(net: str, s: dict) -> int:
+    """N = P of ``net`` under the settings ``s`` (``N_sparse`` for the ReLU-like nets)."""
+    return s["N_sparse"] if net in SPARSE_LIKE else s["N"]
 
 
 def part_of(net: str) -> str:
@@ -128,7 +137,7 @@ def net_entry(net: str, s: dict, args) -> dict:
     from bnnzoo.diagnostics.ergodicity import ergodicity
     from bnnzoo.diagnostics.analyses import coding_scheme
 
-    N = s["N"]
+    N = width_of(net, s)
     warmup = s["warmup_sparse"] if net in SPARSE_LIKE else s["warmup"]
     task = make_task(net, N)
     run, dt = sample_net(net, task, N, warmup, s["samples"], args.seed, s["thin_z"], args.progress)
@@ -220,10 +229,10 @@ def run(argv=None) -> int:
             raise ValueError(f"--nets must name some of {', '.join(allowed)} (the nets of --parts), "
                              f"got {args.nets!r}")
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
-    s = dict(SIZES[args.size], **({"N": args.width} if args.width is not None else {}))
+    s = dict(SIZES[args.size], **({"N": args.width, "N_sparse": args.width} if args.width is not None else {}))
     summary = dict(provenance=C.provenance(args, argv), settings=s, nets=[])
     for i, net in enumerate(nets):
-        C.log(f"{NAME}: [{i + 1}/{len(nets)}] {net} ({part_of(net)}), N = P = {s['N']}")
+        C.log(f"{NAME}: [{i + 1}/{len(nets)}] {net} ({part_of(net)}), N = P = {width_of(net, s)}")
         e = net_entry(net, s, args)
         summary["nets"].append(e)
         files.write(summary)

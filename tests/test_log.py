@@ -116,11 +116,13 @@ SMALL = ["sample", "deep_linear", "--param", "width=4", "--param", "P=6", "--war
 
 @pytest.mark.parametrize("extra, first, last", [
     pytest.param(["--chunk", "10"], "sample: 0/40 steps", "sample: 40/40 steps (100 %,", id="chunked-driver"),
-    pytest.param([], "sample: nuts, 2 chains x (20 warm-up + 20 sampling steps)", "sample: done (", id="numpyro",
+    pytest.param(["--sampler", "nuts", "--chains", "2", "--record", "z"],
+                 "sample: nuts, 2 chains x (20 warm-up + 20 sampling steps)", "sample: done (", id="numpyro",
                  marks=pytest.mark.slow)])
 def test_cli_sample_to_a_file_has_no_carriage_returns(tmp_path, extra, first, last):
     """``bnnzoo sample ... 2>log``: progress lines and "wrote FILE" in the log, no '\\r' bar, nothing on stdout
-    (``--chunk`` runs through the chunked driver, one device without it through NumPyro's MCMC)."""
+    (``--chunk`` runs through the chunked driver; NUTS with every draw recorded (``--record z``) and no chunks runs
+    through NumPyro's MCMC: the default recording, SNAPER and 4 chains would take the chunked driver too)."""
     out, log = tmp_path / "x.nc", tmp_path / "log"
     with open(log, "w") as err:
         r = subprocess.run([sys.executable, "-m", "bnnzoo.cli"] + SMALL + extra + ["--out", str(out)],

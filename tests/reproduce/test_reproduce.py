@@ -8,7 +8,8 @@ binomial standard error of about 0.05 per code, so 0.25 is about 5 standard erro
 ReLU outlier count at least m − 1 = 2 in every chain (theory page §3).  Fig. 2 codes in detail: the linear net's
 mean squared class-mean strength E|z̄|² against its closed form within 5/N + 3 standard errors, its strength
 distribution within a Kolmogorov–Smirnov distance of 0.1 of the theory's; the sigmoidal two-class codes' share of
-preactivation variance in the class structure within 0.1 of the mean field's.
+preactivation variance in the class structure, over the units that keep their code, within 0.1 of the mean
+field's.
 """
 
 from __future__ import annotations
@@ -145,12 +146,16 @@ def test_fig2_sigmoidal_relu_ci(tmp_path):
     mf = _meanfield_masses(sig["P"], 0.5, sig["temperature"], sig["sigma_a2"])
     assert _tv(sig["codes"]["fraction"], mf) <= 0.25
     assert sig["ergodicity"]["verdict"] == "broken"
-    # S3: the three two-class codes hold most of their variance in the class structure, as the mean field's tilted
-    # preactivation laws say (computed here from the mean field); tolerance 0.1 on the variance share (ci: 20 units)
+    # S3: the two-class codes hold most of their variance in the class structure, as the mean field's tilted laws say
+    # for a unit that keeps its code: compared over the steady units (persistence >= 0.9, at least 3), since units hop
+    # 011 <-> 111 within the run (N = 30, seed 0: share 0.59 over all 011 units, 0.73 over its 13 steady ones, theory
+    # 0.71).  Tolerance 0.1: the steady medians sat -0.02 to +0.06 from the theory over 4 seeds at N = 20 and 30.
     th = _load("fig2_toy").fluctuation_theory(_meanfield(sig["P"], 0.5, sig["temperature"], sig["sigma_a2"]),
                                               np.bincount(_toy(sig["P"]).labels))
     for code in ("011", "101", "110"):
-        got = sig["fluctuation"]["z"]["per_code"][code]["class_share"]
+        e = sig["fluctuation"]["z"]["per_code"][code]
+        assert e["n_steady"] >= 3, (code, e["n_steady"])
+        got = e["class_share_steady"]
         assert abs(got - th["z"][code]["class_share"]) <= 0.1, (code, got, th["z"][code])
     assert sig["fluctuation"]["steady_threshold"] == 0.9
     assert relu["min_outliers_theory"] == 2
