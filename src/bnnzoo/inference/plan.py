@@ -29,6 +29,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .units import check_units
+
 __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
            "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING",
            "init_strategy", "strategy_name"]
@@ -201,6 +203,16 @@ def _supported(entry, field: str, default: tuple) -> tuple:
     return tuple(getattr(entry, field, default)) if entry is not None else default
 
 
+def _one_device_plan(sampler: str, chain_method: str, n_devices: int, n_processes: int, num_chains: int,
+                     record: tuple) -> RunPlan:
+    """The plan of a sampler that batches its chains on one device in one process (units, pt, smc)."""
+    if chain_method not in ("auto", "vectorized") or n_processes > 1:
+        raise ValueError(f"sampler={sampler!r} batches its chains on one device in one process: use chain_method "
+                         f"'auto' or 'vectorized', got {chain_method!r}"
+                         + (f" with {n_processes} processes" if n_processes > 1 else ""))
+    return RunPlan("vectorized", True, n_devices, n_processes, num_chains, record, ())
+
+
 def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samples, thinning, seed, record,
               chain_method: str, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init,
               progress, log_likelihood, chunk_size, store, resume, exclude, site_thinning, reparam, warm_start,
@@ -321,11 +333,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                                 ("target_accept", target_accept), ("max_tree_depth", max_tree_depth != 10)) if v]
         if given:
             raise ValueError(f"sampler='units' runs in memory without HMC settings; drop {given}")
-        if chain_method not in ("auto", "vectorized") or n_processes > 1:
-            raise ValueError(f"sampler='units' batches its chains on one device in one process: use chain_method "
-                             f"'auto' or 'vectorized', got {chain_method!r}"
-                             + (f" with {n_processes} processes" if n_processes > 1 else ""))
-        return RunPlan("vectorized", True, n_devices, n_processes, num_chains, record, ())
+        return _one_device_plan(sampler, chain_method, n_devices, n_processes, num_chains, record)
     if sampler in TEMPERING:                 # bnnzoo.inference.tempering / .smc: in memory, one device, own tuning
         given = [n for n, v in (("chunk_size", chunk_size if sampler == "smc" else None), ("store", store),
                                 ("resume", resume), ("site_thinning", site_thinning), ("reparam", reparam),
@@ -333,11 +341,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                                 ("max_tree_depth", max_tree_depth != 10)) if v]
         if given:
             raise ValueError(f"sampler={sampler!r} runs in memory with its own step-size and mass tuning; drop {given}")
-        if chain_method not in ("auto", "vectorized") or n_processes > 1:
-            raise ValueError(f"sampler={sampler!r} batches its chains on one device in one process: use "
-                             f"chain_method 'auto' or 'vectorized', got {chain_method!r}"
-                             + (f" with {n_processes} processes" if n_processes > 1 else ""))
-        return RunPlan("vectorized", True, n_devices, n_processes, num_chains, record, ())
+        return _one_device_plan(sampler, chain_method, n_devices, n_processes, num_chains, record)
     if sampler in CHEES_LIKE:
         if num_chains < 2:
             raise ValueError(f"sampler={sampler!r} tunes across chains: it needs num_chains >= 2 (4 or more advised)")
@@ -585,8 +589,6 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
                                           int(num_samples) // max(int(thinning), 1), chunk_size, store, site_thinning,
                                           exclude)
     if sampler == "units":                # what the unit-wise moves need of the net and the inputs
-        from .units import check_units
-
         check_units(entry, kw, task.X)
     if record != plan.record:
         kw = dict(kw, record=record)

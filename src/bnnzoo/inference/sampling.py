@@ -39,6 +39,8 @@ from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
 from .predictive import prior_groups
+from .units import units_chains
+from .gibbs_linear import gibbs_chains
 from .initialize import fast_kernel
 
 __all__ = ["sample", "run_config", "build_kernel", "init_params_from_values", "SAMPLERS", "REPARAMS",
@@ -310,36 +312,22 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
                  warmup=warmup)
 
 
-def _draw_gibbs(spec: RunSpec) -> Draws:
-    """The exact blocked Gibbs sampler of the linear fully-connected nets (:mod:`bnnzoo.inference.gibbs_linear`)."""
-    from .gibbs_linear import gibbs_chains
-
+def _draw_in_memory(spec: RunSpec, chains) -> Draws:
+    """The samplers that run all chains in memory with their own loop: ``chains`` is
+    :func:`bnnzoo.inference.gibbs_linear.gibbs_chains` (the exact blocked Gibbs sampler of the linear nets) or
+    :func:`bnnzoo.inference.units.units_chains` (unit-wise moves with the readout integrated out); both return
+    (samples, stats, info) with the kernels' block means in ``info``."""
     task = spec.task
-    samples, stats, info = gibbs_chains(
+    samples, stats, info = chains(
         task.X, task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
         thinning=spec.thinning, seed=spec.seed, X_test=task.X_test, exclude=spec.exclude, progress=spec.progress,
         kernel_means=spec.site_means, **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
     f_test = samples.pop("f_test", None)
     kernels = SimpleNamespace(thinned=info["kernel_means"], thinned_draws=info["kernel_draws"])
-    return Draws(samples=samples, stats=stats, f_test=f_test,
-                 engine={"chain_method": spec.chain_method, "timing": info["timing"]},
-                 thinned=thinned_dataset(kernels, spec.site_dims, spec.site_means) if kernels.thinned else None,
-                 warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
-
-
-def _draw_units(spec: RunSpec) -> Draws:
-    """Unit-wise moves with the readout integrated out (:mod:`bnnzoo.inference.units`)."""
-    from .units import units_chains
-
-    task = spec.task
-    samples, stats, info = units_chains(
-        task.X, task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
-        thinning=spec.thinning, seed=spec.seed, X_test=task.X_test, exclude=spec.exclude, progress=spec.progress,
-        kernel_means=spec.site_means, **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
-    f_test = samples.pop("f_test", None)
-    kernels = SimpleNamespace(thinned=info["kernel_means"], thinned_draws=info["kernel_draws"])
-    return Draws(samples=samples, stats=stats, f_test=f_test,
-                 engine={"chain_method": spec.chain_method, "timing": info["timing"], "units": info["kernel"]},
+    engine = {"chain_method": spec.chain_method, "timing": info["timing"]}
+    if "kernel" in info:                                  # the units sampler's acceptance and proposal settings
+        engine["units"] = info["kernel"]
+    return Draws(samples=samples, stats=stats, f_test=f_test, engine=engine,
                  thinned=thinned_dataset(kernels, spec.site_dims, spec.site_means) if kernels.thinned else None,
                  warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
 
@@ -627,9 +615,9 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         init_params = (init_params_from_values(model_fn, task.X, task.Y, spec.model_kwargs, init, num_chains)
                        if isinstance(init, dict) else None)
         if spec.sampler == "gibbs":
-            draws = _draw_gibbs(spec)
+            draws = _draw_in_memory(spec, gibbs_chains)
         elif spec.sampler == "units":
-            draws = _draw_units(spec)
+            draws = _draw_in_memory(spec, units_chains)
         elif spec.sampler in TEMPERING:
             draws = _draw_tempering(spec, key_run, init_params)
         else:

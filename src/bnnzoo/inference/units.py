@@ -69,6 +69,10 @@ import numpy as np
 from jax.scipy.linalg import cho_factor, cho_solve
 from jax.scipy.special import log_ndtr, logsumexp, ndtri
 
+from ..models.activations import get_activation, np_activation
+from ..models.fcn import default_sigma_a2, fcn, recorded_layers
+from ..models.summaries import layer_summaries
+
 __all__ = ["units_chains", "check_units", "BREAKS", "MAX_CODE_CLASSES", "refusal"]
 
 _logger = logging.getLogger(__name__)
@@ -112,8 +116,6 @@ def refusal(kw: dict, X) -> str | None:
 
 def check_units(entry, kw: dict, X) -> None:
     """Raise ValueError (one line) when ``sampler="units"`` cannot serve this entry and these model arguments."""
-    from ..models.fcn import fcn
-
     if entry is None or entry.model is not fcn:
         name = "a plain NumPyro model" if entry is None else f"zoo entry {entry.name!r}"
         raise ValueError(f"sampler='units' needs a one-hidden-layer fully-connected zoo entry with the non-lazy "
@@ -159,8 +161,6 @@ class _Kernel:
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=1,
                  self_term="ref", scale_step=SCALE_STEP):
-
-        from ..models.activations import get_activation, np_activation
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -418,8 +418,6 @@ def jnp_sum(x):
 # ------------------------------------------------------------------------------------------------ the driver
 def _record_fn(kern: _Kernel, X_test, want: dict):
     """One chain's recorded sites at a draw, float32: what ``want`` asks for (W1, z1, summaries, kernels)."""
-    from ..models.summaries import layer_summaries
-
     def rec(H, key):
         a, W, f, f_test = kern.draw(H, key, X_test)
         out = {"a": a, "f": f, "q_a": jnp.mean(a**2, axis=-2), "mse": jnp.mean((kern.Y - f) ** 2)}
@@ -459,8 +457,6 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     sweep), "kernel_means",
     "kernel_draws"}.
     """
-    from ..models.fcn import default_sigma_a2, recorded_layers
-
     X = np.asarray(X, float)
     Y = np.asarray(Y, float)
     why = refusal(dict(depth=depth, readout=readout), X)
