@@ -45,7 +45,9 @@ def _ess_mean(x):
     ("sigmoidal_lazy", {}, "readout='nonlazy'"),
     ("sigmoidal", dict(step_size=0.1), "without HMC settings"),
     ("sigmoidal", dict(chain_method="sequential"), "batches its chains"),
-    ("sigmoidal", dict(init={"a": np.zeros((2, 6, 3))}), "cannot be combined with sampler='units'"),
+    ("sigmoidal", dict(init={"a": np.zeros((2, 6, 3))}), "needs 'W1'"),
+    ("sigmoidal", dict(init={"W1": np.zeros((2, 5, 28))}), r"shape \(chain, width, input dim\) = \(2, 6, 28\)"),
+    ("sigmoidal", dict(init="uniform"), "must be 'prior' or a dict"),
 ])
 def test_refusals(entry, kw, match):
     task = bnnzoo.toy_task(P=8)
@@ -76,6 +78,42 @@ def test_not_the_default():
 
     for name in ("sigmoidal", "relu", "deep_linear"):
         assert choose_sampler("auto", bnnzoo.get_entry(name), num_chains=4) != "units"
+
+
+def test_starts_from_given_weights():
+    """init={"W1": ...} starts every chain at H = W1 Xᵀ/√N0: after one sweep the units whose move was refused
+    are still there (and no unit of a prior-started run is)."""
+    task = bnnzoo.toy_task(P=8)
+    W = np.random.default_rng(3).standard_normal((2, 6, 28))
+    out, _, _ = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=0, num_samples=1, width=6,
+                               temperature=0.05, init={"W1": W}, record=("z",))
+    H0 = W @ task.X.T / np.sqrt(28)
+    z = out["z1"][:, 0]                                    # (chain, neuron, point) after one sweep
+    same = np.all(np.isclose(z, H0, rtol=1e-5, atol=1e-5), axis=-1)
+    assert same.any()                                      # the refused moves left those units where they started
+    prior, _, _ = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=0, num_samples=1, width=6,
+                                 temperature=0.05, record=("z",))
+    assert not np.any(np.all(np.isclose(prior["z1"][:, 0], H0, atol=1e-5), axis=-1))
+
+
+def test_log_diff_ndtr_matches_scipy():
+    """log(Φ(b) − Φ(a)) from erfc against SciPy's log_ndtr on the side of the tail, from the middle to a log mass
+    of −700: relative difference ≤ 1e-8."""
+    from scipy.special import log_ndtr
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(0, 12, 20000)
+    b = a + np.abs(rng.normal(0, 3, 20000))
+    a[:50], b[50:100] = -np.inf, np.inf
+    flip = a > 0
+    hi, lo = log_ndtr(np.where(flip, -a, b)), log_ndtr(np.where(flip, -b, a))
+    ref = hi + np.log1p(-np.exp(np.minimum(lo - hi, 0.0)))
+    with jax.enable_x64(True):
+        got = np.asarray(U._log_diff_ndtr(jnp.asarray(a), jnp.asarray(b)))
+    keep = ref > -700
+    assert keep.sum() > 15000
+    np.testing.assert_allclose(got[keep], ref[keep], rtol=1e-8, atol=1e-10)
+    assert np.all(got[~keep] < -690)
 
 
 # ------------------------------------------------------------------------------------------------ the pieces

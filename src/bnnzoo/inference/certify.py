@@ -118,7 +118,7 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
     ValueError
         a bad ``certify``, an entry without population observables, a family the entry does not offer, fewer than
         two chains per family, or an option certification cannot take (store, resume, warm_start, reparam, a
-        given ``init``, sampler="gibbs", "units" or "smc", which cannot start from given values).
+        given ``init``, sampler="gibbs" or "smc", which cannot start from given values).
     """
     if entry is None or getattr(entry, "populations", None) is None:
         name = getattr(entry, "name", "a plain NumPyro model")
@@ -152,7 +152,6 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
         ("reparam", reparam is not None and (isinstance(reparam, str) or len(reparam) > 0)),
         ("init", not (isinstance(init, str) and init == "prior")),
         ("sampler='gibbs'", call.get("sampler") == "gibbs"),
-        ("sampler='units'", call.get("sampler") == "units"),
         ("sampler='smc'", call.get("sampler") == "smc")) if set_]
     if given:
         raise ValueError(f"certify starts every family's chains itself and runs them in memory: drop {given}")

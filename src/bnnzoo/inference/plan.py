@@ -306,12 +306,14 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                                 else f"a plain NumPyro model; zoo entries declare theirs (the fully-connected "
                                      f"nets: {list(REPARAMS)})"))
 
+    if sampler == "units" and isinstance(init, str) and init != "prior":
+        raise ValueError(f"init for sampler='units' must be 'prior' or a dict of starting values holding 'W1', got "
+                         f"{init!r}")
     if callable(init) and sampler in ("gibbs", "units") + TEMPERING:
         raise ValueError(f"init={strategy_name(init)} applies to the HMC samplers (nuts, hmc, chees, snaper), not "
                          f"sampler={sampler!r}; use init='prior'")
     if isinstance(init, dict):
-        clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("sampler='units'", sampler == "units"),
-                                ("reparam", reparam),
+        clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("reparam", reparam),
                                 ("warm_start", warm_start)) if v]
         if clash:
             raise ValueError(f"init as a dict of starting values cannot be combined with {', '.join(clash)}: the "
@@ -589,7 +591,7 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
                                           int(num_samples) // max(int(thinning), 1), chunk_size, store, site_thinning,
                                           exclude)
     if sampler == "units":                # what the unit-wise moves need of the net and the inputs
-        check_units(entry, kw, task.X)
+        check_units(entry, kw, task.X, init, num_chains)
     if record != plan.record:
         kw = dict(kw, record=record)
     if sampler in TEMPERING:

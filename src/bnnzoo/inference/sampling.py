@@ -321,7 +321,8 @@ def _draw_in_memory(spec: RunSpec, chains) -> Draws:
     samples, stats, info = chains(
         task.X, task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
         thinning=spec.thinning, seed=spec.seed, X_test=task.X_test, exclude=spec.exclude, progress=spec.progress,
-        kernel_means=spec.site_means, **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
+        kernel_means=spec.site_means, **({"init": spec.init} if chains is units_chains else {}),
+        **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
     f_test = samples.pop("f_test", None)
     kernels = SimpleNamespace(thinned=info["kernel_means"], thinned_draws=info["kernel_draws"])
     engine = {"chain_method": spec.chain_method, "timing": info["timing"]}
