@@ -73,7 +73,7 @@ from ..models.activations import get_activation, np_activation
 from ..models.fcn import default_sigma_a2, fcn, recorded_layers
 from ..models.summaries import layer_summaries
 
-__all__ = ["units_chains", "check_units", "BREAKS", "MAX_CODE_CLASSES", "refusal"]
+__all__ = ["units_chains", "check_units", "BREAKS", "TRIES", "MAX_CODE_CLASSES", "refusal"]
 
 _logger = logging.getLogger(__name__)
 
@@ -86,6 +86,11 @@ SCALE_STEP = 1.0
 SELF_TERMS = ("ref", "diag", "none")
 """How the proposal treats a unit's self term −|t|² φᵀBφ/2N²: "ref" exact along the reference φ̄ and diagonal for
 φ − φ̄, "diag" diagonal, "none" left out (the mean field's tilt)."""
+
+TRIES = 8
+"""Independence proposals per unit and sweep from the same cavity (each a valid MH step): the cavity and the
+proposal's pieces are computed once, so 8 tries cost about 1.5 times one and change about 5 times as many codes
+per sweep (``benchmarks/results/units_vs_snaper.md``)."""
 
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
@@ -170,7 +175,7 @@ def _categorical(u, logp):
 class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`_compiled`."""
 
-    def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=1,
+    def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
                  self_term="ref", scale_step=SCALE_STEP):
 
         X = np.asarray(X, float)
@@ -475,7 +480,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  width: int, depth: int = 1, activation: str = "sigmoid", readout: str = "nonlazy",
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
-                 progress: bool = False, init="prior", tries: int = 1, breaks=BREAKS, self_term: str = "ref",
+                 progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
                  scale_step: float = SCALE_STEP):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
@@ -483,8 +488,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
 
     Parameters beyond the model's: ``init`` "prior" (every chain's preactivations drawn from the prior) or a dict
     of starting values {site: array (chain, ...)} holding "W1" (chain, N, N0) — the chains start at H = W1 Xᵀ/√N0
-    (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH proposals per unit and sweep (the same cavity; each a valid
-    independence MH step), ``breaks`` the breakpoints of φ̃ in prior-sd units.
+    (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH
+    proposals per unit and sweep (the same cavity; each a valid independence MH step), ``breaks`` the breakpoints of φ̃ in prior-sd units.
 
     Returns ``(samples, stats, info)`` as :func:`bnnzoo.inference.gibbs_linear.gibbs_chains`: samples {site: (chain,
     draw, ...)} with W1 (unless in ``exclude``), a, f, q_a, mse, z1 when recorded, the layer's summaries when
