@@ -66,7 +66,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.linalg import cho_factor, cho_solve
+from jax.scipy.linalg import cho_solve
 from jax.scipy.special import erfc, log_ndtr, logsumexp, ndtri
 
 from ..models.activations import get_activation, np_activation
@@ -142,13 +142,33 @@ def _log_diff_ndtr(a, b):
     keep their relative precision (about three times faster than two ``log_ndtr`` calls; they agree to 1e-9
     relative down to a log mass of −700, below which the mass underflows to zero, −inf)."""
     upper = a > 0                                  # Φ(b) − Φ(a) = ½[erfc(a/√2) − erfc(b/√2)]
-    tail = upper | (b < 0)                         # lower tail: ½[erfc(−b/√2) − erfc(−a/√2)]
-    e1 = erfc(jnp.where(upper, a, -b) * _SQRT_HALF)                    # the larger of the two
-    e2 = erfc(jnp.where(upper, b, -a) * _SQRT_HALF)
+    lower = b < 0                                  # ½[erfc(−b/√2) − erfc(−a/√2)]
+    tail = upper | lower                           # else a ≤ 0 ≤ b: 1 − ½erfc(−a/√2) − ½erfc(b/√2)
+    e1 = erfc(jnp.where(upper, a, jnp.where(lower, -b, -a)) * _SQRT_HALF)      # in a tail the larger one
+    e2 = erfc(jnp.where(upper, b, jnp.where(lower, -a, b)) * _SQRT_HALF)
     safe = jnp.where(e1 > 0, e1, 1.0)
     in_tail = jnp.where(e1 > 0, jnp.log(0.5 * safe) + jnp.log1p(-e2 / safe), -jnp.inf)
-    across = jnp.log1p(-0.5 * erfc(-a * _SQRT_HALF) - 0.5 * erfc(b * _SQRT_HALF))   # a ≤ 0 ≤ b
-    return jnp.where(tail, in_tail, across)
+    return jnp.where(tail, in_tail, jnp.log1p(-0.5 * (e1 + e2)))
+
+
+@jax.custom_batching.custom_vmap
+def _cho_factor(S):
+    """``cho_factor(S, lower=True)`` whose batched form factors the matrices one after the other (``lax.map``).
+    XLA's CPU Cholesky of a batch hands the matrices to the intra-op thread pool and waits for them; inside this
+    sampler's loops, with the pool's threads busy in matrix products, that wait never ends (jax 0.10, P >= 200,
+    two or more chains)."""
+    return jnp.linalg.cholesky(S)
+
+
+@_cho_factor.def_vmap
+def _cho_factor_vmap(axis_size, in_batched, S):
+    if not in_batched[0]:
+        return jnp.linalg.cholesky(S), False
+    return jax.lax.map(jnp.linalg.cholesky, S), True
+
+
+def _cho(S):
+    return _cho_factor(S), True
 
 
 def _truncnorm(u, lo, hi):
@@ -173,7 +193,7 @@ def _categorical(u, logp):
 
 
 class _Kernel:
-    """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`_compiled`."""
+    """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
                  self_term="ref", scale_step=SCALE_STEP):
@@ -275,23 +295,15 @@ class _Kernel:
         bits = (H @ self.A) > 0
         return jnp.sum(bits * (1 << jnp.arange(self.C)), axis=-1)
 
-    def mixture(self, i, Phi, BY, codes):
-        """(templates (K, m), log weights (K,), reference activations (K, P)) for unit i from the cavity (unit i's
-        own row is masked): the templates and the mean φ of the other units on each code (all others for a code
-        no other unit holds, and in the per-unit mixture)."""
+    def onehot(self, codes):
+        """(…, K) indicators of the codes (…,)."""
+        return (codes[..., None] == jnp.arange(self.K)).astype(self.s.dtype)
+
+    def templates(self, held, counts, BY):
+        """(templates (K, m), log weights (K,)) of the code mixture from the others' mean readouts per code
+        ``held`` (K, m) and their counts (K,): a code no other unit holds gets the least-squares readout whose class
+        fields have its signs at the held templates' typical size."""
         N = self.N
-        Abar = (self.sa2 / N) * (Phi @ BY)                                       # (N, m) others' mean readouts
-        others = jnp.arange(N) != i
-        n_others = jnp.maximum(N - 1, 1)
-        mean_phi = (others.astype(Phi.dtype) @ Phi) / n_others                   # (P,)
-        if not self.by_code:
-            logw = jnp.where(others, 0.0, -jnp.inf) - jnp.log(n_others)
-            return Abar, logw, mean_phi[None, :]
-        onehot = ((codes[:, None] == jnp.arange(self.K)[None, :]) & others[:, None]).astype(Phi.dtype)   # (N, K)
-        counts = onehot.sum(0)
-        held = (onehot.T @ Abar) / jnp.maximum(counts, 1.0)[:, None]
-        refs = jnp.where((counts > 0)[:, None], (onehot.T @ Phi) / jnp.maximum(counts, 1.0)[:, None],
-                         mean_phi[None, :])
         L = self.A.T @ BY / N                                                    # (C, m) class-mean fields
         size = jnp.abs(held @ L.T)                                               # (K, C)
         typical = jnp.where(counts.sum() > 0, (counts @ size.mean(1)) / jnp.maximum(counts.sum(), 1.0), 1.0)
@@ -299,87 +311,111 @@ class _Kernel:
         # least-squares readouts with class fields ±typical: t = Lᵀ(LLᵀ + εI)⁻¹ b (a Cholesky solve, C × C)
         LL = L @ L.T
         LL = LL + (1e-10 * jnp.trace(LL) / self.C + 1e-300) * jnp.eye(self.C)
-        signed = (L.T @ cho_solve(cho_factor(LL, lower=True), (typical * self.signs).T)).T   # (K, m)
+        signed = (L.T @ cho_solve(_cho(LL), (typical * self.signs).T)).T   # (K, m)
         templates = jnp.where((counts > 0)[:, None], held, signed)
         logw = jnp.log(counts + 1.0) - jnp.log(counts.sum() + self.K)
-        return templates, logw, refs
+        return templates, logw
 
     # -- one sweep of one chain
     def sweep(self, H, key):
+        """One sweep: every unit in turn moved by ``tries`` independence MH steps, then the common-scale move.
 
-        N, P, c, m = self.N, self.P, self.c, self.m
+        Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
+        at the start of every sweep: Σ⁻¹, Σ⁻¹Y, and with the code mixture the per-code sums of the activations
+        Φ_k = Σ_{j on code k} φ_j and Φ_k Σ⁻¹, so a unit's move costs no O(N) work.  The tries draw from one
+        proposal that does not depend on the unit's state, so they are drawn and evaluated together (one matrix
+        product B [φ_1 … φ_T]) and accepted one after the other."""
+        N, P, c, m, T, K = self.N, self.P, self.c, self.m, self.tries, self.K
         Phi = self.phi(H)
         S = c * Phi.T @ Phi + self.v * jnp.eye(P)
-        Sinv = cho_solve(cho_factor(S, lower=True), jnp.eye(P))
+        Sinv = cho_solve(_cho(S), jnp.eye(P))
         Sinv = 0.5 * (Sinv + Sinv.T)
         codes = self.codes(H)
+        sums = self.onehot(codes).T @ Phi if self.by_code else jnp.zeros((K, P))   # (K, P)
 
-        def ell(ph, Bph, BY):
-            q = ph @ Bph
-            r = ph @ BY
-            return -0.5 * m * jnp.log1p(c * q) + 0.5 * c * jnp.sum(r**2) / (1.0 + c * q)
+        def ell(q, r):                                     # ℓ from q = φᵀBφ and r = φᵀBY (m,)
+            return -0.5 * m * jnp.log1p(c * q) + 0.5 * c * jnp.sum(r**2, axis=-1) / (1.0 + c * q)
 
         def unit(carry, inp):
-            H, Phi, Sinv, codes = carry
+            H, Phi, Sinv, SY, codes, sums, M = carry
             i, uni = inp                                   # uni: (tries, 2 + 2P) uniforms
             h0, ph0 = H[i], Phi[i]
             u = Sinv @ ph0
             den = 1.0 - c * (ph0 @ u)
-
-            def Bmul(x):                                   # B x, B = Σ_{−i}⁻¹ = Σ⁻¹ + c u uᵀ / den
-                return Sinv @ x + (c / den) * u * (u @ x)
-
-            BY = Sinv @ self.Y + (c / den) * jnp.outer(u, u @ self.Y)            # (P, m)
-            lam = BY / N
-            templates, logw, refs = self.mixture(i, Phi, BY, codes)
-            g = templates @ lam.T                                                # (K, P) linear tilts
+            BY = SY + (c / den) * jnp.outer(u, u @ self.Y)                       # (P, m) B Y, B = Σ_{−i}⁻¹
+            Bdiag = jnp.diag(Sinv) + (c / den) * u**2
+            if self.by_code:
+                mine = self.onehot(codes[i])                                     # (K,)
+                counts = jnp.sum(self.onehot(codes), axis=0) - mine              # the others per code
+                others = sums - mine[:, None] * ph0[None, :]                     # (K, P) their φ sums
+                held = (self.sa2 / N) * (others @ BY) / jnp.maximum(counts, 1.0)[:, None]
+                templates, logw = self.templates(held, counts, BY)
+                n_others = max(N - 1, 1)
+                mean_phi = (jnp.sum(sums, axis=0) - ph0) / n_others
+                inv = 1.0 / jnp.maximum(counts, 1.0)[:, None]
+                refs = jnp.where((counts > 0)[:, None], others * inv, mean_phi[None, :])
+                # refs Σ⁻¹ from the carried sums M = Φ_k Σ⁻¹ (φ_iᵀΣ⁻¹ = uᵀ)
+                RS = jnp.where((counts > 0)[:, None], (M - mine[:, None] * u[None, :]) * inv,
+                               ((jnp.sum(M, axis=0) - u) / n_others)[None, :])
+            else:                                          # one component per other unit: its mean readout
+                others_mask = jnp.arange(N) != i
+                templates = (self.sa2 / N) * (Phi @ BY)
+                logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
+                refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
+                RS = refs @ Sinv
+            g = templates @ (BY / N).T                                           # (K, P) linear tilts
             # the self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along the reference φ̄ (the cross term
             # 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)
             t2 = jnp.sum(templates**2, axis=1)[:, None] / N**2                  # (K, 1)
-            Bdiag = jnp.diag(Sinv) + (c / den) * u**2
             if self.self_term != "none":
                 d = t2 * Bdiag[None, :]                                          # (K, P)
                 if self.self_term == "ref":
-                    BR = refs @ Sinv + (c / den) * (refs @ u)[:, None] * u[None, :]
+                    BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :]
                     g = g - t2 * (BR - Bdiag[None, :] * refs)
             else:
                 d = jnp.zeros_like(g)
             logm, mean, sd = self.pieces(g, d)
             logZ = logsumexp(logm, axis=-1)                                      # (K, P)
-            lp0 = self.log_prior(h0) + ell(ph0, Bmul(ph0), BY)
-            lq0 = self.log_q(h0, g, d, logZ, logw)
+            # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
+            h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
+                uni[:, 1:])])                                                    # (1 + T, P)
+            ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
+            Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
+            lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
+            lq = jax.vmap(lambda x: self.log_q(x, g, d, logZ, logw))(h_all)
 
-            def one_try(state, uni):
-                h, ph, lp, lq, acc = state
-                h1 = self.draw_q(uni[1:], logm, mean, sd, logw)
-                ph1 = self.phi(h1)
-                lp1 = self.log_prior(h1) + ell(ph1, Bmul(ph1), BY)
-                lq1 = self.log_q(h1, g, d, logZ, logw)
-                ok = jnp.log(uni[0]) < (lp1 - lp) - (lq1 - lq)
-                pick = lambda new, old: jnp.where(ok, new, old)
-                return (pick(h1, h), pick(ph1, ph), pick(lp1, lp), pick(lq1, lq), acc + ok), None
+            def one_try(state, t):                         # independence MH: proposal t + 1 against the current
+                cur, acc = state
+                ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
+                return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
 
-            state = (h0, ph0, lp0, lq0, jnp.zeros((), jnp.int32))
-            if self.tries == 1:
-                state, _ = one_try(state, uni[0])
-            else:
-                state, _ = jax.lax.scan(one_try, state, uni)
-            h, ph, _, _, acc = state
-            w = Bmul(ph)
-            Sinv = Sinv + (c / den) * jnp.outer(u, u) - (c / (1.0 + c * (ph @ w))) * jnp.outer(w, w)
+            (pick, acc), _ = jax.lax.scan(one_try, (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
+                                          jnp.arange(T, dtype=jnp.int32))
+            h, ph, w = h_all[pick], ph_all[pick], Bph[pick]
+            rho = c / (1.0 + c * (ph @ w))
+            Sinv = Sinv + (c / den) * jnp.outer(u, u) - rho * jnp.outer(w, w)
+            SY = BY - rho * jnp.outer(w, w @ self.Y)
             code = self.codes(h[None])[0]
             changed = code != codes[i]
-            return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, codes.at[i].set(code)), (acc, changed)
+            if self.by_code:                               # the sums and their Σ⁻¹ products, moved along
+                new = self.onehot(code)
+                M = M + (c / den) * jnp.outer(sums @ u, u) - rho * jnp.outer(sums @ w, w)
+                # Σ_new⁻¹ φ_i = B φ_i − ρ w (wᵀφ_i) with B φ_i = u / den;  Σ_new⁻¹ φ' = w / (1 + c φ'ᵀw)
+                M = (M - mine[:, None] * (u / den - rho * w * (w @ ph0))[None, :]
+                     + new[:, None] * (rho / c * w)[None, :])
+                sums = sums - mine[:, None] * ph0[None, :] + new[:, None] * ph[None, :]
+            return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, SY, codes.at[i].set(code), sums, M), (acc, changed)
 
         k_moves, k_mse, k_scale = jax.random.split(key, 3)
-        unis = jax.random.uniform(k_moves, (N, self.tries, 2 + 2 * P), H.dtype, minval=1e-300)
-        (H, _, _, _), (acc, changed) = jax.lax.scan(unit, (H, Phi, Sinv, codes), (jnp.arange(N), unis))
+        unis = jax.random.uniform(k_moves, (N, T, 2 + 2 * P), H.dtype, minval=1e-300)
+        carry = (H, Phi, Sinv, Sinv @ self.Y, codes, sums, sums @ Sinv)
+        (H, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
         scale_ok = jnp.zeros((), bool)
         if self.scale_step > 0:
             H, scale_ok = self.scale_move(H, k_scale)
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * self.tries), changed.sum() / N, mse, scale_ok
+        return H, acc.sum() / (N * T), changed.sum() / N, mse, scale_ok
 
     def scale_move(self, H, key):
         """A Metropolis move of all preactivations by a common factor γ, log γ ~ N(0, scale_step² / (N P)): the
@@ -399,7 +435,7 @@ class _Kernel:
         S = self.c * Phi.T @ Phi + self.v * jnp.eye(P)
         a0 = math.sqrt(self.sa2) * noise[:N * m].reshape(N, m)
         e = math.sqrt(self.v) * noise[N * m:].reshape(P, m)
-        a = a0 + (self.sa2 / N) * Phi @ cho_solve(cho_factor(S, lower=True), self.Y - Phi.T @ a0 / N - e)
+        a = a0 + (self.sa2 / N) * Phi @ cho_solve(_cho(S), self.Y - Phi.T @ a0 / N - e)
         return a, Phi
 
     def draw(self, H, key, X_test=None):
@@ -420,51 +456,13 @@ class _Kernel:
 
         Phi = self.phi(H)
         S = self.c * Phi.T @ Phi + self.v * jnp.eye(self.P)
-        L, low = cho_factor(S, lower=True)
+        L, low = _cho(S)
         logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
         quad = jnp.sum(self.Y * cho_solve((L, low), self.Y))
         return -0.5 * jnp.sum((H / self.s[None, :]) ** 2) - 0.5 * self.m * logdet - 0.5 * quad
 
 
 # ------------------------------------------------------------------------------------------------ the driver
-CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
-"""XLA options of the sampler's programs on a CPU: without XLA's YNNPACK fusions.  With them (jax 0.10) a sweep of
-two or more batched chains at P >= 200 deadlocks, every XLA thread waiting and none running."""
-
-
-def _compiled(fn, *args):
-    """``jax.jit(fn)`` compiled for ``args``, with :data:`CPU_COMPILER_OPTIONS` on a CPU (a jaxlib that does not
-    know the option compiles with its defaults)."""
-    lowered = jax.jit(fn).lower(*args)
-    if jax.default_backend() != "cpu":
-        return lowered.compile()
-    try:
-        return lowered.compile(compiler_options=CPU_COMPILER_OPTIONS)
-    except Exception as err:                # an unknown option: the defaults (older or newer jaxlib)
-        if "ynn" not in str(err).lower():
-            raise
-        return lowered.compile()
-
-
-def _record_fn(kern: _Kernel, X_test, want: dict):
-    """One chain's recorded sites at a draw, float32: what ``want`` asks for (W1, z1, summaries, kernels)."""
-    def rec(H, key):
-        a, W, f, f_test = kern.draw(H, key, X_test)
-        out = {"a": a, "f": f, "q_a": jnp.mean(a**2, axis=-2), "mse": jnp.mean((kern.Y - f) ** 2)}
-        if want["W1"]:
-            out["W1"] = W
-        if want["z1"]:
-            out["z1"] = H
-        if f_test is not None:
-            out["f_test"] = f_test
-        if want["summaries"] or want["kernels"]:
-            res = layer_summaries(H, kern.phi(H), f, kern.Y, 1, kern.N, kernels=want["kernels"])
-            out.update({k: v for k, v in res.items() if want["summaries"] or k[:1] == "K"})
-        return {k: v.astype(jnp.float32) for k, v in out.items()}
-
-    return rec
-
-
 def _start_from(init: dict, chains: int, N: int, N0: int, X) -> np.ndarray:
     """The preactivations H (chain, N, P) = W1 Xᵀ/√N0 of the starting values ``init["W1"]`` (chain, N, N0)."""
     if "W1" not in init:
@@ -531,8 +529,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             return jax.random.split(jax.random.fold_in(key, k), n)
 
         tc = time.perf_counter()                    # compile both programs first: warm-up and sampling time runs
-        sweep = _compiled(jax.vmap(kern.sweep), H, keys(0, C))
-        rec = _compiled(jax.vmap(_record_fn(kern, Xt, want)), H, keys(0, C))
+        sweep = jax.jit(jax.vmap(kern.sweep)).lower(H, keys(0, C)).compile()
+        rec = jax.jit(jax.vmap(_record_fn(kern, Xt, want))).lower(H, keys(0, C)).compile()
         timing["compile_s"] = time.perf_counter() - tc
         t0 = time.perf_counter()
         warm_mse, warm_acc, warm_time = [], [], []
