@@ -463,6 +463,25 @@ class _Kernel:
 
 
 # ------------------------------------------------------------------------------------------------ the driver
+def _record_fn(kern: _Kernel, X_test, want: dict):
+    """One chain's recorded sites at a draw, float32: what ``want`` asks for (W1, z1, summaries, kernels)."""
+    def rec(H, key):
+        a, W, f, f_test = kern.draw(H, key, X_test)
+        out = {"a": a, "f": f, "q_a": jnp.mean(a**2, axis=-2), "mse": jnp.mean((kern.Y - f) ** 2)}
+        if want["W1"]:
+            out["W1"] = W
+        if want["z1"]:
+            out["z1"] = H
+        if f_test is not None:
+            out["f_test"] = f_test
+        if want["summaries"] or want["kernels"]:
+            res = layer_summaries(H, kern.phi(H), f, kern.Y, 1, kern.N, kernels=want["kernels"])
+            out.update({k: v for k, v in res.items() if want["summaries"] or k[:1] == "K"})
+        return {k: v.astype(jnp.float32) for k, v in out.items()}
+
+    return rec
+
+
 def _start_from(init: dict, chains: int, N: int, N0: int, X) -> np.ndarray:
     """The preactivations H (chain, N, P) = W1 Xᵀ/√N0 of the starting values ``init["W1"]`` (chain, N, N0)."""
     if "W1" not in init:
