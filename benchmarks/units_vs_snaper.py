@@ -55,14 +55,16 @@ def persistent_switches(zbar, window: int):
     return change.sum(1).ravel(), between.sum(1).ravel(), turnover.ravel(), modal[:, -1].ravel()
 
 
-def one_run(sampler, N, chains, warmup, samples, seed, window):
+def one_run(sampler, N, chains, warmup, samples, seed, window, y_neg=0.5):
     import numpy as np
 
     import bnnzoo
     from bnnzoo import azcompat
     from bnnzoo.diagnostics.codes import code_string
 
-    task = bnnzoo.toy_task(P=N, y_neg=0.5, seed=0)
+    import arviz as az
+
+    task = bnnzoo.toy_task(P=N, y_neg=y_neg, seed=0)
     t0 = time.perf_counter()
     idata = bnnzoo.sample("sigmoidal", task, width=N, temperature=0.01, sampler=sampler, num_chains=chains,
                           num_warmup=warmup, num_samples=samples, seed=seed, progress=False)
@@ -75,7 +77,9 @@ def one_run(sampler, N, chains, warmup, samples, seed, window):
     sampling_s = float(timing.get("sampling_s", float("nan")))
     units = sw.size
     frac = {code_string(k, 3): float(np.mean(last == k)) for k in range(8)}
-    out = dict(sampler=sampler, N=N, P=N, chains=chains, warmup=warmup, samples=samples, seed=seed, window=window,
+    qa = np.asarray(post["q_a"].values, float)                            # (chain, draw, class)
+    rhat_qa = max(float(az.rhat(qa[..., c])) for c in range(qa.shape[-1]))
+    out = dict(sampler=sampler, N=N, P=N, y_neg=y_neg, rhat_q_a=rhat_qa, chains=chains, warmup=warmup, samples=samples, seed=seed, window=window,
                wall_s=round(wall, 1), warmup_s=round(float(timing.get("warmup_s", float("nan"))), 1),
                sampling_s=round(sampling_s, 1), acceptance=float(ss["acceptance_rate"].mean()),
                switches_total=int(sw.sum()), units=units,
@@ -153,6 +157,7 @@ def main(argv=None):
     p.add_argument("--snaper-samples", type=int, default=500)
     p.add_argument("--window", type=int, default=10, help="draws per window of the modal code")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--y-neg", type=float, default=0.5, help="the toy task's target on the wrong classes")
     p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_vs_snaper)")
     p.add_argument("--render", default=None, help="only rewrite STEM.md from STEM.json")
     p.add_argument("--proposals", default=None, metavar="WARMUP,SWEEPS",
@@ -177,12 +182,12 @@ def main(argv=None):
     rows, t_all = [], time.perf_counter()
     theory = {}
     for j, N in enumerate(sizes):
-        mf = single_neuron_meanfield(bnnzoo.toy_task(P=N, y_neg=0.5), nonlinearity="sigmoid", temperature=0.01,
+        mf = single_neuron_meanfield(bnnzoo.toy_task(P=N, y_neg=args.y_neg), nonlinearity="sigmoid", temperature=0.01,
                                      sigma_a2=1.0 / N)
         theory[N] = {c: round(float(m), 3) for c, m in zip(mf.branch_code, mf.branch_mass)}
         for sampler, (w, s) in (("units", (uw[min(j, len(uw) - 1)], us[min(j, len(us) - 1)])),
                                 ("snaper", (args.snaper_warmup, args.snaper_samples))):
-            r = one_run(sampler, N, args.chains, w, s, args.seed, args.window)
+            r = one_run(sampler, N, args.chains, w, s, args.seed, args.window, args.y_neg)
             print(json.dumps(r), flush=True)
             rows.append(r)
     total = time.perf_counter() - t_all
@@ -208,21 +213,23 @@ def render(stem):
           f"`{cmd}`", "",
           f"Machine: {meta['cpu_count']} CPU cores (shared with other jobs), total {meta['total_s']} s. "
           f"Python {meta['python']}, jax {meta['jax']}.", "",
-          "Toy task, y− = ½, T = 0.01, one hidden layer, prior starts, the same task and seed for both samplers. "
+          f"Toy task, y− = {args.get('y_neg', 0.5)}, T = 0.01, one hidden layer, prior starts, the same task and seed for both samplers. "
           "A *persistent switch* is a change of a unit's modal code between consecutive windows of "
           f"{args['window']} draws (units = neurons × chains); *between branches* counts those from one two-class "
           "code to another (011 ↔ 101 ↔ 110), not hops to or from 111. Acceptance: units — accepted unit moves per "
           "proposal; SNAPER — mean HMC acceptance probability (not the same quantity). Time: sampling only "
-          "(warm-up and compilation excluded; the units sampler's includes its per-draw Python loop).", "",
+          "(warm-up and compilation excluded; the units sampler's includes its per-draw Python loop). R̂ of q_a: "
+          "ArviZ's rank-normalised R̂ over the chains, the largest over the classes — whether the chains' readout "
+          "norms, which a chain's population of codes sets, agree.", "",
           "| N = P | sampler | warm-up + draws | acceptance | warm-up s | sampling s | persistent switches "
           "(units switching / units) | per unit per s | per unit per 1000 draws | of them between branches: "
           "count, per unit per s | units on another branch at the end than at the start "
           "| code changes per unit per sweep "
-          "| code fractions, last window: 011 / 101 / 110 / 111 (other) | mean field |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| code fractions, last window: 011 / 101 / 110 / 111 / 100 (other) | mean field | R̂ of q_a |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r["code_fractions_last_window"]
-        other = max(0.0, 1.0 - sum(f[c] for c in ("011", "101", "110", "111")))
+        other = max(0.0, 1.0 - sum(f[c] for c in ("011", "101", "110", "111", "100")))
         th = theory[r["N"]]
         cc = r.get("code_changes_per_unit_per_sweep")
         md.append(f"| {r['N']} | {r['sampler']} | {r['warmup']} + {r['samples']} | {r['acceptance']:.3f} | "
@@ -232,9 +239,11 @@ def render(stem):
                   f"{r['between_branches_total']}: {r['between_branches_per_unit_per_s']:.4f} | "
                   f"{r['units_changed_branch_first_to_last']} / {r['units']} | "
                   f"{'—' if cc is None else f'{cc:.4f}'} | "
-                  f"{f['011']:.3f} / {f['101']:.3f} / {f['110']:.3f} / {f['111']:.3f} ({other:.3f}) | "
+                  f"{f['011']:.3f} / {f['101']:.3f} / {f['110']:.3f} / {f['111']:.3f} / {f['100']:.3f} "
+                  f"({other:.3f}) | "
                   f"{th.get('011', 0):.3f} / {th.get('101', 0):.3f} / {th.get('110', 0):.3f} / "
-                  f"{th.get('111', 0):.3f} |")
+                  f"{th.get('111', 0):.3f} / {th.get('100', 0):.3f} | "
+                  f"{r['rhat_q_a']:.2f} |" if "rhat_q_a" in r else "— |")
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
