@@ -59,11 +59,13 @@ def one(cfg: dict) -> dict:
 
 def markdown(res: dict) -> str:
     a = res["args"]
-    lines = ["# Time to a certified run: parallel tempering against the default sampler", "",
+    lines = ["# Time to a certified run: " + " against ".join(a["samplers"].split(",")), "",
              f"Command: `{res['command']}`.  Machine: {res['machine']}.  Versions: {res['versions']}.  "
              f"Total {res['total_s']:.0f} s.", "",
              f"Toy task, N = P = {a['size']}, N0 = P + 20, T = 0.01, {a['chains']} chains per start family, "
-             f"{a['warmup']} warm-up + {a['samples']} draws per family; each call `bnnzoo.sample(..., "
+             f"{a['warmup']} warm-up + {a['samples']} draws per family"
+             + (f" (sampler='units': {a['units_steps'].replace(',', ' + ')} sweeps)" if a.get("units_steps") else "")
+             + "; each call `bnnzoo.sample(..., "
              f"certify=True)` in its own process (compile included).  PT: {a['replicas']} replicas.", "",
              "| net | sampler | wall (s) | health | families agree | max R̂ | deciding observable per family | PT round trips | time to a certified run |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -91,6 +93,8 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=int, default=300)
     p.add_argument("--replicas", type=int, default=24, help="PT replicas (default 24)")
     p.add_argument("--samplers", default="snaper,pt")
+    p.add_argument("--units-steps", default=None, metavar="WARMUP,SAMPLES",
+                   help="warm-up and kept sweeps of sampler='units' (default: --warmup, --samples)")
     p.add_argument("--nets", default=",".join(NETS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=int, default=1800, help="seconds per call (default 1800)")
@@ -121,8 +125,11 @@ def main(argv=None) -> int:
                         f"bnnzoo {bnnzoo.__version__}", args=vars(args), runs=runs)
     for net in args.nets.split(","):
         for sampler in args.samplers.split(","):
-            cfg = dict(net=net, sampler=sampler, size=args.size, chains=args.chains, warmup=args.warmup,
-                       samples=args.samples, replicas=args.replicas, seed=args.seed)
+            warmup, samples = args.warmup, args.samples
+            if sampler == "units" and args.units_steps:
+                warmup, samples = (int(x) for x in args.units_steps.split(","))
+            cfg = dict(net=net, sampler=sampler, size=args.size, chains=args.chains, warmup=warmup,
+                       samples=samples, replicas=args.replicas, seed=args.seed)
             print(f"[{time.strftime('%H:%M:%S')}] {net} {sampler} ...", file=sys.stderr, flush=True)
             runs.append(run_child(__file__, cfg, args.timeout))
             res["total_s"] = time.time() - t0

@@ -345,3 +345,18 @@ def test_sigmoid_code_fractions_approach_the_mean_field():
     theory = dict(zip(mf.branch_code, mf.branch_mass))
     for code in ("011", "101", "110", "111"):
         assert abs(frac[code] - theory[code]) < 0.06, (code, frac, theory)
+
+
+def test_many_chains_at_p_200_do_not_deadlock():
+    """XLA's CPU LAPACK calls on a batch wait on the thread pool that the sweep's matrix products hold; the sampler
+    factors and solves one chain after another instead.  With batched calls this run never finished (P = 200,
+    two chains); in a child process so that a regression fails here instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    code = ("import bnnzoo; t = bnnzoo.toy_task(P=200); "
+            "i = bnnzoo.sample('sigmoidal', t, width=200, sampler='units', num_chains=2, num_warmup=1, "
+            "num_samples=1, progress=False); print('ok', float(i.posterior['mse'].mean()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("ok")

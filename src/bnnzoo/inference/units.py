@@ -151,24 +151,33 @@ def _log_diff_ndtr(a, b):
     return jnp.where(tail, in_tail, jnp.log1p(-0.5 * (e1 + e2)))
 
 
-@jax.custom_batching.custom_vmap
-def _cho_factor(S):
-    """``cho_factor(S, lower=True)`` whose batched form factors the matrices one after the other (``lax.map``).
-    XLA's CPU Cholesky of a batch hands the matrices to the intra-op thread pool and waits for them; inside this
-    sampler's loops, with the pool's threads busy in matrix products, that wait never ends (jax 0.10, P >= 200,
-    two or more chains)."""
-    return jnp.linalg.cholesky(S)
+def _unbatched(fn):
+    """``fn`` (arrays → arrays) whose batched form (under ``jax.vmap``) runs the batch one member after another
+    (``lax.map``).  XLA's CPU LAPACK calls (Cholesky, triangular solve) hand a batch to the intra-op thread pool
+    and wait for it; inside this sampler's loops, with the pool's threads busy in matrix products, that wait never
+    ends (jax 0.10, P >= 200, two or more chains)."""
+    f = jax.custom_batching.custom_vmap(fn)
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, *args):
+        args = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, b in zip(args, in_batched)]
+        out = jax.lax.map(lambda xs: fn(*xs), tuple(args))
+        return out, jax.tree.map(lambda _: True, out)
+
+    return f
 
 
-@_cho_factor.def_vmap
-def _cho_factor_vmap(axis_size, in_batched, S):
-    if not in_batched[0]:
-        return jnp.linalg.cholesky(S), False
-    return jax.lax.map(jnp.linalg.cholesky, S), True
+@_unbatched
+def _spd_solve(S, B):
+    """S⁻¹ B for a symmetric positive-definite S, by its Cholesky factor."""
+    return cho_solve((jnp.linalg.cholesky(S), True), B)
 
 
-def _cho(S):
-    return _cho_factor(S), True
+@_unbatched
+def _spd_logdet_quad(S, Y):
+    """(log det S, tr(Yᵀ S⁻¹ Y)) for a symmetric positive-definite S."""
+    L = jnp.linalg.cholesky(S)
+    return 2.0 * jnp.sum(jnp.log(jnp.diag(L))), jnp.sum(Y * cho_solve((L, True), Y))
 
 
 def _truncnorm(u, lo, hi):
@@ -311,7 +320,7 @@ class _Kernel:
         # least-squares readouts with class fields ±typical: t = Lᵀ(LLᵀ + εI)⁻¹ b (a Cholesky solve, C × C)
         LL = L @ L.T
         LL = LL + (1e-10 * jnp.trace(LL) / self.C + 1e-300) * jnp.eye(self.C)
-        signed = (L.T @ cho_solve(_cho(LL), (typical * self.signs).T)).T   # (K, m)
+        signed = (L.T @ _spd_solve(LL, (typical * self.signs).T)).T   # (K, m)
         templates = jnp.where((counts > 0)[:, None], held, signed)
         logw = jnp.log(counts + 1.0) - jnp.log(counts.sum() + self.K)
         return templates, logw
@@ -328,7 +337,7 @@ class _Kernel:
         N, P, c, m, T, K = self.N, self.P, self.c, self.m, self.tries, self.K
         Phi = self.phi(H)
         S = c * Phi.T @ Phi + self.v * jnp.eye(P)
-        Sinv = cho_solve(_cho(S), jnp.eye(P))
+        Sinv = _spd_solve(S, jnp.eye(P))
         Sinv = 0.5 * (Sinv + Sinv.T)
         codes = self.codes(H)
         sums = self.onehot(codes).T @ Phi if self.by_code else jnp.zeros((K, P))   # (K, P)
@@ -435,7 +444,7 @@ class _Kernel:
         S = self.c * Phi.T @ Phi + self.v * jnp.eye(P)
         a0 = math.sqrt(self.sa2) * noise[:N * m].reshape(N, m)
         e = math.sqrt(self.v) * noise[N * m:].reshape(P, m)
-        a = a0 + (self.sa2 / N) * Phi @ cho_solve(_cho(S), self.Y - Phi.T @ a0 / N - e)
+        a = a0 + (self.sa2 / N) * Phi @ _spd_solve(S, self.Y - Phi.T @ a0 / N - e)
         return a, Phi
 
     def draw(self, H, key, X_test=None):
@@ -452,13 +461,10 @@ class _Kernel:
         return a, W, f, f_test
 
     def log_target(self, H):
-        """log π(H) up to a constant (for tests)."""
-
+        """log π(H) up to a constant (the common-scale move's target; tests)."""
         Phi = self.phi(H)
         S = self.c * Phi.T @ Phi + self.v * jnp.eye(self.P)
-        L, low = _cho(S)
-        logdet = 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
-        quad = jnp.sum(self.Y * cho_solve((L, low), self.Y))
+        logdet, quad = _spd_logdet_quad(S, self.Y)
         return -0.5 * jnp.sum((H / self.s[None, :]) ** 2) - 0.5 * self.m * logdet - 0.5 * quad
 
 
