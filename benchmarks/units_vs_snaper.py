@@ -13,7 +13,7 @@ change of the unit's modal code from one window to the next — flicker inside a
 the switches between two branches of the redundant code (011 ↔ 101 ↔ 110: two classes on before and after, not a
 hop to or from 111), and the units whose first and last windows sit on two different such branches.  Rates are
 per unit, per second of sampling (warm-up excluded) and per 1000 draws; the final code fractions are the modal codes
-over the last window, next to the mean field's branch masses (docs/theory.md §11 table).
+over the last window, next to the mean field's branch masses (docs/theory.md §5).
 
 Writes ``benchmarks/results/units_vs_snaper.md`` and ``.json`` (or ``--out`` stem).
 """
@@ -211,7 +211,7 @@ def render(stem):
         if v is not None and k not in ("out", "render", "proposals"))
     md = ["# Code switches: sampler='units' against SNAPER, sigmoidal net", "",
           f"`{cmd}`", "",
-          f"Machine: {meta['cpu_count']} CPU cores (shared with other jobs), total {meta['total_s']} s. "
+          f"Machine: {meta['cpu_count']} CPU cores, no other job running; total {meta['total_s']} s. "
           f"Python {meta['python']}, jax {meta['jax']}.", "",
           f"Toy task, y− = {args.get('y_neg', 0.5)}, T = 0.01, one hidden layer, prior starts, the same task and seed for both samplers. "
           "A *persistent switch* is a change of a unit's modal code between consecutive windows of "

@@ -328,8 +328,8 @@ def test_linear_net_matches_the_exact_gibbs_sampler():
 @pytest.mark.slow
 def test_sigmoid_code_fractions_approach_the_mean_field():
     """y− = ½, T = 0.01, N = P = 60 from prior starts: the modal-code fractions of the units (4 chains, last draws)
-    are within 0.06 of the single-neuron mean field's branch masses (0.305 / 0.299 / 0.299 / 0.098 in
-    docs/theory.md §11)."""
+    are within 0.06 of the single-neuron mean field's branch masses (0.305 / 0.299 / 0.299 / 0.098; the mean
+    field of docs/theory.md §5)."""
 
     task = bnnzoo.toy_task(P=60, y_neg=0.5)
     with warnings.catch_warnings():

@@ -1,5 +1,5 @@
 """Unit-wise Metropolis–Hastings moves with the readout integrated out — an exact sampler for the one-hidden-layer
-fully-connected net with the non-lazy readout on orthogonal inputs (docs/theory.md §11; issue 52).
+fully-connected net with the non-lazy readout on orthogonal inputs (docs/theory.md §12).
 
 Model (:func:`bnnzoo.models.fcn.fcn`, depth 1, ``readout="nonlazy"``; rows convention ``X`` (P, N0), ``Y`` (P, m))::
 
@@ -21,7 +21,7 @@ so a move costs O(P²): Σ⁻¹ is carried through the sweep by rank-one updates
 u = Σ⁻¹φ_i; after the move Σ⁻¹ = B − c w wᵀ/(1 + c φ'ᵀw), w = Bφ') and recomputed from a Cholesky factor at the start
 of every sweep, all in float64 (Σ's condition number is about σ_a² P E[φ²]/(N v), 1e3–1e5 at the paper's settings).
 
-**The proposal** (theory.md §11): the cavity field λ = B Y / N (P × m) and the others' posterior-mean readouts
+**The proposal** (docs/theory.md §12): the cavity field λ = B Y / N (P × m) and the others' posterior-mean readouts
 Ā = (σ_a²/N) Φ B Y; a template t_k ∈ ℝᵐ per code k (the class-mean signs of a unit's preactivations, as in
 :mod:`bnnzoo.diagnostics.codes`) — the mean of Ā over the other units holding code k, or for a code no other unit holds
 the least-squares readout whose class fields λ̄_cᵀt have that code's signs at the held templates' typical size — with
@@ -89,8 +89,8 @@ SELF_TERMS = ("ref", "diag", "none")
 
 TRIES = 8
 """Independence proposals per unit and sweep from the same cavity (each a valid MH step): the cavity and the
-proposal's pieces are computed once, so 8 tries cost about 1.5 times one and change about 5 times as many codes
-per sweep (``benchmarks/results/units_vs_snaper.md``)."""
+proposal's pieces are computed once, so 8 tries cost 1.4–1.7 times one and change 6–8 times as many codes per
+sweep (``benchmarks/results/units_tries.md``)."""
 
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
@@ -152,16 +152,19 @@ def _log_diff_ndtr(a, b):
 
 
 def _unbatched(fn):
-    """``fn`` (arrays → arrays) whose batched form (under ``jax.vmap``) runs the batch one member after another
-    (``lax.map``).  XLA's CPU LAPACK calls (Cholesky, triangular solve) hand a batch to the intra-op thread pool
-    and wait for it; inside this sampler's loops, with the pool's threads busy in matrix products, that wait never
-    ends (jax 0.10, P >= 200, two or more chains)."""
+    """``fn`` (arrays → arrays) whose batched form (under ``jax.vmap``) on a CPU runs the batch one member after
+    another (``lax.map``; on other backends it is batched as usual).  XLA's CPU LAPACK calls (Cholesky, triangular
+    solve) hand a batch to the intra-op thread pool and wait for it; inside this sampler's loops, with the pool's
+    threads busy in matrix products, that wait never ends (jax 0.10, P >= 200, two or more chains)."""
     f = jax.custom_batching.custom_vmap(fn)
 
     @f.def_vmap
     def rule(axis_size, in_batched, *args):
         args = [x if b else jnp.broadcast_to(x, (axis_size,) + x.shape) for x, b in zip(args, in_batched)]
-        out = jax.lax.map(lambda xs: fn(*xs), tuple(args))
+        if jax.default_backend() == "cpu":
+            out = jax.lax.map(lambda xs: fn(*xs), tuple(args))
+        else:
+            out = jax.vmap(fn)(*args)
         return out, jax.tree.map(lambda _: True, out)
 
     return f
