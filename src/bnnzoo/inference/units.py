@@ -89,8 +89,8 @@ SELF_TERMS = ("ref", "diag", "none")
 
 TRIES = 8
 """Independence proposals per unit and sweep from the same cavity (each a valid MH step): the cavity and the
-proposal's pieces are computed once, so 8 tries cost 1.4–1.7 times one and change 6–8 times as many codes per
-sweep (``benchmarks/results/units_tries.md``)."""
+proposal's pieces are computed once, so extra tries are cheap next to the code changes they buy
+(``benchmarks/results/units_tries.md``)."""
 
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
@@ -139,8 +139,8 @@ def check_units(entry, kw: dict, X, init="prior", num_chains: int = 1) -> None:
 # ------------------------------------------------------------------------------------------------ the kernel (JAX)
 def _log_diff_ndtr(a, b):
     """log(Φ(b) − Φ(a)) for a ≤ b (either may be ±inf), from two erfc values on the side of the tail, where they
-    keep their relative precision (about three times faster than two ``log_ndtr`` calls; they agree to 1e-9
-    relative down to a log mass of −700, below which the mass underflows to zero, −inf)."""
+    keep their relative precision (cheaper than two ``log_ndtr`` calls); a mass below about e^−700 underflows to
+    zero (−inf)."""
     upper = a > 0                                  # Φ(b) − Φ(a) = ½[erfc(a/√2) − erfc(b/√2)]
     lower = b < 0                                  # ½[erfc(−b/√2) − erfc(−a/√2)]
     tail = upper | lower                           # else a ≤ 0 ≤ b: 1 − ½erfc(−a/√2) − ½erfc(b/√2)
