@@ -22,6 +22,7 @@ from .compare import Agreement, TheoryComparison, compare_with_theory
 from .ergodicity import ErgodicityResult, ergodicity, ergodicity_breaking, rhat_neurons
 from ..inference.health import SamplerHealth, gate_verdicts, sampler_health
 from .kernels import KernelResult, cka, d_lr, kernels_and_richness, nc1, prior_kernels
+from .planted import PlantedCheck, planted_check
 from .report import DiagnosticReport, diagnose, load_report, order_parameters
 from .run import Run, read_run
 from .symmetry import SymmetryResult, identity_correlation, permutation_symmetry, symmetry_of
@@ -37,5 +38,6 @@ __all__ = [
     "kernels_and_richness", "KernelResult", "cka", "d_lr", "nc1", "prior_kernels",
     "compare_with_theory", "TheoryComparison", "Agreement",
     "sampler_health", "gate_verdicts", "SamplerHealth",
+    "planted_check", "PlantedCheck",
     "run_data", "RunData", "Record",
 ]

@@ -91,6 +91,8 @@ class Task:
     X_test, Y_test, labels_test : the same for the test set, or None (``labels_test`` defaults as ``labels``).
     name : short identifier ("toy", "digits", ...).
     meta : the parameters the task was built with (stored in InferenceData attributes for provenance).
+    teacher : {site: array} the latent sites of the network that generated ``Y`` on a planted task
+        (:func:`bnnzoo.tasks.planted_task`: an exact posterior draw), or None.
 
     Raises
     ------
@@ -106,6 +108,7 @@ class Task:
     labels_test: np.ndarray | None = None
     name: str = "task"
     meta: dict = field(default_factory=dict)
+    teacher: dict | None = None
 
     def __post_init__(self):
         X = check_array("X", self.X, 2)
