@@ -846,7 +846,8 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--sampler", choices=["auto", "nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc", "units"],
                     default="auto",
                     help="auto (default): the benchmark's fastest for the run (>= 2 chains: snaper, chees on "
-                    "softmax_attention; one chain: nuts); "
+                    "softmax_attention, units for a --certify run of the one-layer sigmoidal net on orthogonal "
+                    "inputs; one chain: nuts); "
                     "nuts: NumPyro's NUTS; hmc: fixed --num-steps leapfrog steps per draw; gibbs: the exact blocked Gibbs sampler, "
                     "linear nets only; units: unit-wise moves with the readout integrated out (one hidden layer, "
                     "non-lazy readout, orthogonal inputs); chees: ChEES-HMC, every chain the same number of leapfrog steps, tuned across "

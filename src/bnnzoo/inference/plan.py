@@ -31,7 +31,7 @@ import numpy as np
 
 from .units import check_units
 
-__all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
+__all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "units_serve", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
            "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING",
            "init_strategy", "strategy_name"]
 
@@ -156,7 +156,7 @@ class RunPlan:
 
 
 def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = "auto", dense_mass: bool = False,
-                   num_steps=None, max_tree_depth=10) -> str:
+                   num_steps=None, max_tree_depth=10, certify: bool = False, units_serve: bool = False) -> str:
     """The sampler that ``sampler="auto"`` stands for on this run; any other name is returned unchanged.
 
     The choice follows the performance benchmark (``benchmarks/results/merit_cpu.md``, indexed in
@@ -168,7 +168,13 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
       its trajectories instead): "nuts";
     * two or more chains: the entry's ``auto_sampler`` — "snaper" (ChEES-HMC with the trajectory length tuned on
       the slowest direction) on every entry but the softmax attention head, where "chees" mixes the readout norm
-      faster — and "snaper" for a plain NumPyro model.
+      faster — and "snaper" for a plain NumPyro model;
+    * a certified run (``certify``) of the one-hidden-layer sigmoidal net that the unit-wise sampler can serve
+      (``units_serve``): "units".  Certification compares the start families' populations of codes, which SNAPER
+      does not move at T = 0.01 (its families stay apart) and the unit-wise moves do
+      (``benchmarks/results/certify_units_n60.md``, ``certify_units_sig_n100.md``).  Uncertified runs keep SNAPER:
+      a unit-wise sweep costs several SNAPER draws, and at y− = ½ SNAPER's readout norms mixed as well in the same
+      wall time (``benchmarks/results/units_vs_snaper.md``).
 
     Parameters
     ----------
@@ -176,6 +182,8 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
     entry : the zoo entry (None for a plain NumPyro model); its ``samplers`` bound the choice.
     num_chains, chain_method, dense_mass, max_tree_depth : the run's settings.
     num_steps : leapfrog steps per draw; given with "auto" it is an error (only sampler="hmc" takes it).
+    certify : the run is certified across start families (``sample(..., certify=...)``).
+    units_serve : sampler="units" can serve this run (:func:`units_serve`).
 
     Returns
     -------
@@ -194,9 +202,26 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
     supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
     nuts_only = dense_mass or chain_method == "sequential" or max_tree_depth != 10
     preferred = getattr(entry, "auto_sampler", "snaper") if entry is not None else "snaper"
+    if num_chains >= 2 and not nuts_only and certify and units_serve:
+        return "units"
     if num_chains >= 2 and not nuts_only and preferred in supported:
         return preferred
     return "nuts"
+
+
+def units_serve(entry, kw: dict, X, *, init, num_chains, hmc_options: dict) -> bool:
+    """Whether ``sampler="auto"`` may run the unit-wise sampler: the one-hidden-layer sigmoidal net with the
+    non-lazy readout on orthogonal inputs (:func:`bnnzoo.inference.units.check_units`), starting from the prior or
+    from given hidden weights, with none of the HMC or long-run settings in ``hmc_options`` ({name: value}) given."""
+    if kw.get("activation") != "sigmoid" or any(hmc_options.values()):
+        return False
+    if not (init == "prior" or isinstance(init, dict) and "W1" in init):
+        return False
+    try:
+        check_units(entry, kw, X, init, num_chains)
+    except ValueError:
+        return False
+    return True
 
 
 def _supported(entry, field: str, default: tuple) -> tuple:
@@ -328,13 +353,14 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         if given:
             raise ValueError(f"sampler='gibbs' runs in memory without HMC settings; drop {given}")
         return RunPlan("sequential", True, n_devices, n_processes, num_chains, record, ())
-    if sampler == "units":                   # bnnzoo.inference.units: in memory, chains batched on one device
-        given = [n for n, v in (("chunk_size", chunk_size), ("store", store), ("resume", resume),
-                                ("site_thinning", site_thinning), ("reparam", reparam), ("warm_start", warm_start),
+    if sampler == "units":                   # bnnzoo.inference.units: chains batched on one device, own blocks/store
+        if resume and store is None:
+            raise ValueError("resume=True needs store= (the folder of the run to continue)")
+        given = [n for n, v in (("site_thinning", site_thinning), ("reparam", reparam), ("warm_start", warm_start),
                                 ("step_size", step_size), ("dense_mass", dense_mass),
                                 ("target_accept", target_accept), ("max_tree_depth", max_tree_depth != 10)) if v]
         if given:
-            raise ValueError(f"sampler='units' runs in memory without HMC settings; drop {given}")
+            raise ValueError(f"sampler='units' takes no HMC settings (and no site_thinning); drop {given}")
         return _one_device_plan(sampler, chain_method, n_devices, n_processes, num_chains, record)
     if sampler in TEMPERING:                 # bnnzoo.inference.tempering / .smc: in memory, one device, own tuning
         given = [n for n, v in (("chunk_size", chunk_size if sampler == "smc" else None), ("store", store),
@@ -553,9 +579,10 @@ class RunSpec:
 def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_samples, sampler, seed, thinning,
               record, progress, chain_method, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init,
               log_likelihood, posterior_predictive, prior_predictive, dims, chunk_size, store, resume, exclude,
-              site_thinning, reparam, warm_start, matmul_precision, tempering) -> RunSpec:
+              site_thinning, reparam, warm_start, matmul_precision, tempering, certify: bool = False) -> RunSpec:
     """Check the arguments of :func:`bnnzoo.sample` and the model's, and decide how the run goes: a
-    :class:`RunSpec`.  The arguments are :func:`bnnzoo.sample`'s (``model_kwargs`` its ``**model_kwargs``).
+    :class:`RunSpec`.  The arguments are :func:`bnnzoo.sample`'s (``model_kwargs`` its ``**model_kwargs``;
+    ``certify`` whether the run is certified, which ``sampler="auto"`` takes into account).
 
     Raises
     ------
@@ -577,8 +604,15 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     kw = resolve_kwargs(name, fn, entry, task, model_kwargs, record)
     requested = sampler
     if isinstance(sampler, str) and isinstance(num_chains, (int, np.integer)):
+        serve = sampler == "auto" and certify and units_serve(
+            entry, kw, task.X, init=init, num_chains=int(num_chains),
+            hmc_options=dict(chunk_size=chunk_size, store=store, resume=resume, site_thinning=site_thinning,
+                             reparam=reparam, warm_start=warm_start, step_size=step_size, dense_mass=dense_mass,
+                             target_accept=target_accept, max_tree_depth=max_tree_depth != 10, num_steps=num_steps,
+                             tempering=tempering))
         sampler = choose_sampler(sampler, entry, num_chains=int(num_chains), chain_method=chain_method,
-                                 dense_mass=dense_mass is True, num_steps=num_steps, max_tree_depth=max_tree_depth)
+                                 dense_mass=dense_mass is True, num_steps=num_steps, max_tree_depth=max_tree_depth,
+                                 certify=bool(certify), units_serve=serve)
     plan = make_plan(entry, kw, sampler=sampler, num_chains=num_chains, num_warmup=num_warmup,
                      num_samples=num_samples, thinning=thinning, seed=seed, record=record, chain_method=chain_method,
                      step_size=step_size, num_steps=num_steps, target_accept=target_accept,

@@ -190,13 +190,32 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
     return fast_kernel(HMC)(fn, num_steps=int(num_steps), trajectory_length=None, **common)
 
 
+def _store_manifest(spec: RunSpec, sampler_cfg: dict, chunk_size: int, **extra) -> dict:
+    """The identity of a run with a store (``run.json``): its settings, the task's provenance, ``extra``, and a
+    fingerprint of those and of the data and starting values; a resume must match it."""
+    from .store import fingerprint
+
+    task = spec.task
+    ident = dict(model=spec.name, model_kwargs=jsonable(spec.model_kwargs), sampler=jsonable(sampler_cfg),
+                 seed=spec.seed, num_chains=spec.num_chains, num_warmup=spec.num_warmup,
+                 num_samples=spec.num_samples, thinning=spec.thinning, chunk_size=chunk_size,
+                 exclude=list(spec.exclude), site_thinning=jsonable(spec.site_thinning or {}),
+                 reparam=list(spec.reparam), warm_start=spec.warm_start,
+                 **({"site_means": jsonable(spec.site_means)} if spec.site_means else {}),
+                 task=jsonable(task.meta), **extra)
+    arrays = [task.X, task.Y] + ([task.X_test] if task.X_test is not None else [])
+    if isinstance(spec.init, dict):         # the starting values are part of the run's identity
+        arrays += [np.asarray(spec.init[k]) for k in sorted(spec.init)]
+    return dict(ident, fingerprint=fingerprint(ident, arrays), versions=versions())
+
+
 def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draws:
     """The chunked driver (:mod:`bnnzoo.inference.chunked`): every sampler with a NumPyro kernel when the plan says
     so (ChEES / SNAPER, sharded chains, the long-run options)."""
     from numpyro import handlers
 
     from .chunked import run_chunked
-    from .store import RunStore, fingerprint
+    from .store import RunStore
 
     task, kw, num_chains, thinning = spec.task, spec.model_kwargs, spec.num_chains, spec.thinning
     store, exclude, site_thinning, init = spec.store, spec.exclude, spec.site_thinning, spec.init
@@ -257,18 +276,8 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
 
     run_store, manifest = None, None
     if store is not None:
-        ident = dict(model=spec.name, model_kwargs=jsonable(kw), sampler=jsonable(sampler_cfg), seed=spec.seed,
-                     num_chains=num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
-                     thinning=thinning, chunk_size=chunk_size, exclude=list(exclude),
-                     site_thinning=jsonable(site_thinning or {}), reparam=list(reparam), warm_start=spec.warm_start,
-                     **({"site_means": jsonable(site_means)} if site_means else {}),
-                     task=jsonable(task.meta))
-        if n_proc > 1:
-            ident.update(process_index=proc, process_count=n_proc)
-        arrays = [X, Y] + ([task.X_test] if task.X_test is not None else [])
-        if isinstance(init, dict):         # the starting values are part of the run's identity
-            arrays += [np.asarray(init[k]) for k in sorted(init)]
-        manifest = dict(ident, fingerprint=fingerprint(ident, arrays), versions=versions())
+        extra = dict(process_index=proc, process_count=n_proc) if n_proc > 1 else {}
+        manifest = _store_manifest(spec, sampler_cfg, chunk_size, **extra)
         run_store = RunStore(store)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="There are not enough devices")
@@ -317,17 +326,27 @@ def _draw_in_memory(spec: RunSpec, chains) -> Draws:
     :func:`bnnzoo.inference.gibbs_linear.gibbs_chains` (the exact blocked Gibbs sampler of the linear nets) or
     :func:`bnnzoo.inference.units.units_chains` (unit-wise moves with the readout integrated out); both return
     (samples, stats, info) with the kernels' block means in ``info``."""
+    from .store import RunStore
+
     task = spec.task
+    extra = {}
+    if chains is units_chains:            # its own blocks: a store, resume, and starting values
+        chunk = engine_chunk_size(spec.chunk_size, spec.num_samples // spec.thinning, spec.store, {})
+        extra = dict(init=spec.init, chunk_size=chunk, resume=bool(spec.resume))
+        if spec.store is not None:
+            extra.update(store=RunStore(spec.store),
+                         manifest=_store_manifest(spec, dict(sampler="units", init=spec.init_summary()), chunk))
     samples, stats, info = chains(
         task.X, task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup, num_samples=spec.num_samples,
         thinning=spec.thinning, seed=spec.seed, X_test=task.X_test, exclude=spec.exclude, progress=spec.progress,
-        kernel_means=spec.site_means, **({"init": spec.init} if chains is units_chains else {}),
-        **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
+        kernel_means=spec.site_means, **extra, **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
     f_test = samples.pop("f_test", None)
     kernels = SimpleNamespace(thinned=info["kernel_means"], thinned_draws=info["kernel_draws"])
     engine = {"chain_method": spec.chain_method, "timing": info["timing"]}
     if "kernel" in info:                                  # the units sampler's acceptance and proposal settings
-        engine["units"] = info["kernel"]
+        engine.update(units=info["kernel"], chunk_size=info["chunk_size"],
+                      store=None if spec.store is None else str(spec.store),
+                      resumed_from_block=info["resumed_from_block"])
     return Draws(samples=samples, stats=stats, f_test=f_test, engine=engine,
                  thinned=thinned_dataset(kernels, spec.site_dims, spec.site_means) if kernels.thinned else None,
                  warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
@@ -461,7 +480,8 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         "auto" (default): the fastest sampler the performance benchmark found for the run at hand
         (:func:`bnnzoo.inference.plan.choose_sampler`: for two or more chains the entry's ``auto_sampler``,
         "snaper" on every entry but the attention head's "chees"; "nuts" for one chain, a sequential chain method,
-        a dense mass or a ``max_tree_depth`` other than 10); the run's attributes name the sampler it picked.  Or
+        a dense mass or a ``max_tree_depth`` other than 10; "units" for a certified run of the one-hidden-layer
+        sigmoidal net on orthogonal inputs); the run's attributes name the sampler it picked.  Or
         one of the samplers the entry offers (``ZooEntry.samplers``): "nuts" (adaptive NUTS); "hmc" (fixed
         ``num_steps`` leapfrog steps, required; give ``step_size`` to fix the step too); "gibbs" (the exact blocked
         Gibbs sampler of the linear fully-connected nets, :mod:`bnnzoo.inference.gibbs_linear`: same sites and
@@ -469,7 +489,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         options); "units" (unit-wise Metropolis–Hastings moves of one neuron's preactivations with the readout
         integrated out, :mod:`bnnzoo.inference.units`: exact for the one-hidden-layer fully-connected nets with the
         non-lazy readout on orthogonal inputs, any φ and m; moves units between codes; ``num_warmup`` counts sweeps,
-        chains batched in memory from prior starts, no HMC settings or long-run options; sample_stats
+        chains batched in memory from prior starts or given ``W1``, no HMC settings or long-run options; sample_stats
         ``acceptance_rate`` and ``code_change_rate`` per sweep); "chees" (ChEES-HMC, :mod:`bnnzoo.inference.chees`: jittered HMC whose step size, trajectory length
         and diagonal mass are tuned across the chains during warm-up, then fixed; needs num_chains >= 2, runs
         through the chunked driver; its readout weights can mix slowly: check their ESS before reading branches);
@@ -594,15 +614,17 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     call.pop("chains_default")
     call.pop("model_kwargs")
     t_start = time.time()
-    spec = make_spec(model, task, model_kwargs=model_kwargs, **{k: v for k, v in call.items()
-                                                               if k not in ("model", "task", "certify")})
+    spec = make_spec(model, task, model_kwargs=model_kwargs, certify=certify is not False,
+                     **{k: v for k, v in call.items() if k not in ("model", "task", "certify")})
     if chains_default is not None:        # stated once the arguments checked out
         spec = dataclasses.replace(spec, chains_default=chains_default)
         _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
     if certify is not False:
         from .certify import certified_sample
 
-        return certified_sample(spec.entry, task, certify, call, model_kwargs)
+        if spec.sampler != sampler:         # "auto" resolved once, for every family alike
+            _logger.info("certify: sampler='auto' runs %r for every start family", spec.sampler)
+        return certified_sample(spec.entry, task, certify, dict(call, sampler=spec.sampler), model_kwargs)
     precision = (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
                  else contextlib.nullcontext())
     key_run, key_pred = jax.random.split(jax.random.PRNGKey(seed))

@@ -66,12 +66,16 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
 from jax.scipy.linalg import cho_solve
 from jax.scipy.special import erfc, log_ndtr, logsumexp, ndtri
 
 from ..models.activations import get_activation, np_activation
 from ..models.fcn import default_sigma_a2, fcn, recorded_layers
 from ..models.summaries import layer_summaries
+from .._log import Progress
+from .chunked import _check_manifest, _check_store, plan_blocks
+from .store import RunStore, load_state, manifest_digest, save_state
 
 __all__ = ["units_chains", "check_units", "BREAKS", "TRIES", "MAX_CODE_CLASSES", "refusal"]
 
@@ -502,12 +506,28 @@ def _start_from(init: dict, chains: int, N: int, N0: int, X) -> np.ndarray:
     return W @ X.T / math.sqrt(N0)
 
 
+def _block_groups(arrays: dict, first: tuple[str, str]) -> dict:
+    """{group: Dataset} of one block's arrays {group: {name: array}} with the leading dims ``first`` and generic
+    names for the rest (a chunk file of the store: read back as arrays by :func:`_arrays_of`)."""
+    out = {}
+    for g, d in arrays.items():
+        out[g] = xr.Dataset({k: ((first[0], f"{first[1]}_{k}" if g == "posterior_thinned" else first[1])
+                                 + tuple(f"{k}_dim{j}" for j in range(2, np.ndim(v))), np.asarray(v))
+                             for k, v in d.items()})
+    return out
+
+
+def _arrays_of(ds) -> dict:
+    return {k: np.asarray(ds[k].values) for k in ds.data_vars}
+
+
 def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, thinning: int = 1, seed: int = 0,
                  width: int, depth: int = 1, activation: str = "sigmoid", readout: str = "nonlazy",
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
-                 scale_step: float = SCALE_STEP):
+                 scale_step: float = SCALE_STEP, chunk_size: int | None = None, store: RunStore | None = None,
+                 resume: bool = False, manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
     ``bnnzoo.sample(..., sampler="units")`` runs.  All chains advance together (batched).
@@ -515,7 +535,12 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     Parameters beyond the model's: ``init`` "prior" (every chain's preactivations drawn from the prior) or a dict
     of starting values {site: array (chain, ...)} holding "W1" (chain, N, N0) — the chains start at H = W1 Xᵀ/√N0
     (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH
-    proposals per unit and sweep (the same cavity; each a valid independence MH step), ``breaks`` the breakpoints of φ̃ in prior-sd units.
+    proposals per unit and sweep (the same cavity; each a valid independence MH step), ``breaks`` the breakpoints
+    of φ̃ in prior-sd units; ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
+    None: one block); ``store`` a :class:`~bnnzoo.inference.store.RunStore` that receives every finished block
+    and a checkpoint of the chains' preactivations after it, with the run's ``manifest`` (its identity); ``resume``
+    continues the store's run from its last good checkpoint.  Every sweep's random numbers derive from the seed and
+    the sweep's index, so a resumed run gives the draws of an uninterrupted one, bit for bit.
 
     Returns ``(samples, stats, info)`` as :func:`bnnzoo.inference.gibbs_linear.gibbs_chains`: samples {site: (chain,
     draw, ...)} with W1 (unless in ``exclude``), a, f, q_a, mse, z1 when recorded, the layer's summaries when
@@ -523,8 +548,16 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     draw), "acceptance_rate" (accepted fraction of the unit moves since the last kept draw), "code_change_rate"
     (fraction of units whose code — class-mean signs of h — changed per sweep)}; info {"timing", "warmup_mse" (chain,
     sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
-    sweep), "kernel_means",
-    "kernel_draws"}.
+    sweep), "kernel_means", "kernel_draws", "kernel" (the proposal's settings), "chunk_size", "resumed_from_block"
+    (-1: a fresh run)}.
+
+    Raises
+    ------
+    ValueError
+        Inputs or settings the sampler cannot serve, a ``chunk_size`` that a kernel-mean period does not divide.
+    StoreError
+        A store this call may not use (holding a run without ``resume``, another run's, damaged beyond its previous
+        checkpoint, locked by another process).
     """
     X = np.asarray(X, float)
     Y = np.asarray(Y, float)
@@ -536,82 +569,150 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     P = X.shape[0]
     sa2 = default_sigma_a2(activation, readout, P, 1) if sigma_a2 is None else float(sigma_a2)
     C, n_keep, thin = int(num_chains), int(num_samples) // int(thinning), int(thinning)
+    chunk = max(n_keep, 1) if chunk_size is None else int(chunk_size)
     recs = (record,) if isinstance(record, str) else tuple(record)
     kernel_means = dict(kernel_means or {})
+    for site, e in kernel_means.items():
+        if int(e) < 1 or chunk_size is not None and chunk % int(e):
+            raise ValueError(f"kernel means over {e} draws of {site!r} need chunk_size ({chunk}) to be a multiple of "
+                             f"{e}")
     want = {"W1": "W1" not in exclude, "z1": 1 in recorded_layers(recs, 1), "summaries": "summaries" in recs,
             "kernels": bool(kernel_means)}
+    blocks = plan_blocks(int(num_warmup), n_keep * thin, thin, chunk)
+    ckpt, done = None, {}
+    if store is not None:                 # refused (one line) before anything compiles
+        _check_store(store, resume, manifest)
+        store.lock()
+        if resume:
+            ckpt = store.good_checkpoint()
+            if ckpt is not None:
+                _check_manifest(store, ckpt, manifest)
+        if ckpt is None:
+            store.remove_partial_writes()
+            store.write_manifest(dict(manifest or {}, complete=False))
     timing = {"compile_s": 0.0, "warmup_s": 0.0, "sampling_s": 0.0}
-    with jax.enable_x64(True):
-        kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
-                       sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
-                       scale_step=scale_step)
-        Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
-        key = jax.random.PRNGKey(int(seed))
-        k_init, key = jax.random.split(key)
-        if isinstance(init, dict):
-            H = jnp.asarray(_start_from(init, C, kern.N, kern.N0, X))
-        else:
-            H = kern.s[None, None, :] * jax.random.normal(k_init, (C, kern.N, P), jnp.float64)   # prior starts
+    try:
+        with jax.enable_x64(True):
+            kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
+                           sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
+                           scale_step=scale_step)
+            Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
+            key = jax.random.PRNGKey(int(seed))
+            k_init, key = jax.random.split(key)
+            if isinstance(init, dict):
+                H = jnp.asarray(_start_from(init, C, kern.N, kern.N0, X))
+            else:
+                H = kern.s[None, None, :] * jax.random.normal(k_init, (C, kern.N, P), jnp.float64)   # prior starts
+            first, chunks = 0, {}
+            if ckpt is not None:              # the chains where the checkpoint left them, the finished blocks' output
+                (H,), meta = load_state(ckpt[0], (H,), checked=ckpt[1:])
+                first = int(meta["block_done"]) + 1
+                chunks = dict(meta.get("chunks", {}))
+                names = list(chunks)
+                for kind, groups in (("warmup", ("warmup",)), ("draws", ("posterior", "sample_stats",
+                                                                          "posterior_thinned"))):
+                    parts = store.read_blocks(kind, groups, upto=first - 1, names=names)
+                    for g, lst in parts.items():
+                        done.setdefault(kind, {})[g] = [_arrays_of(ds) for ds in lst]
+                timing.update(meta.get("timing", {}))
 
-        def keys(k, n):
-            return jax.random.split(jax.random.fold_in(key, k), n)
+            def keys(k, n):
+                return jax.random.split(jax.random.fold_in(key, k), n)
 
-        tc = time.perf_counter()                    # compile both programs first: warm-up and sampling time runs
-        sweep = jax.jit(jax.vmap(kern.sweep)).lower(H, keys(0, C)).compile()
-        rec = jax.jit(jax.vmap(_record_fn(kern, Xt, want))).lower(H, keys(0, C)).compile()
-        timing["compile_s"] = time.perf_counter() - tc
-        t0 = time.perf_counter()
-        warm_mse, warm_acc, warm_time = [], [], []
-        for t in range(int(num_warmup)):
-            H, acc, _, mse, _ = sweep(H, keys(2 * t, C))
-            warm_acc.append(acc)
-            warm_mse.append(mse)
-            jax.block_until_ready(warm_mse[-1])
-            warm_time.append(time.perf_counter() - t0)
-            if progress and (t + 1) % max(1, int(num_warmup) // 5) == 0:
-                _logger.info("[units] warm-up sweep %d/%d: acceptance %.3f, mse %.4g", t + 1, num_warmup,
-                             float(np.mean(acc)), float(np.mean(warm_mse[-1])))
-        t1 = time.perf_counter()
-        timing["warmup_s"] = t1 - t0
-        draws, accs, changes, scales = [], [], [], []
-        sums: dict = {}
-        means: dict = {k: [] for k in kernel_means}
-        base = 2 * int(num_warmup)
-        for d in range(n_keep):
-            acc_d, ch_d, sc_d = 0.0, 0.0, 0.0
-            for t in range(thin):
-                H, acc, ch, _, sc = sweep(H, keys(base + 2 * (d * thin + t), C))
-                acc_d, ch_d, sc_d = acc_d + acc, ch_d + ch, sc_d + sc
-            out = rec(H, keys(base + 2 * (d * thin + thin - 1) + 1, C))
-            accs.append(acc_d / thin)
-            changes.append(ch_d / thin)
-            scales.append(sc_d / thin)
-            for site, e in kernel_means.items():
-                sums[site] = out[site] if d % e == 0 else sums[site] + out[site]
-                if d % e == e - 1:
-                    means[site].append(np.asarray(sums[site]) / e)
-            draws.append({k: v for k, v in out.items() if k not in kernel_means})
-            if progress and (d + 1) % max(1, n_keep // 5) == 0:
-                _logger.info("[units] draw %d/%d: acceptance %.3f", d + 1, n_keep, float(np.mean(accs[-1])))
-        jax.block_until_ready(H)
-        timing["sampling_s"] = time.perf_counter() - t1
-    samples = {k: np.swapaxes(np.stack([np.asarray(o[k]) for o in draws]), 0, 1) for k in draws[0]}
+            tc = time.perf_counter()                # compile both programs first: warm-up and sampling time runs
+            sweep = jax.jit(jax.vmap(kern.sweep)).lower(H, keys(0, C)).compile()
+            rec = jax.jit(jax.vmap(_record_fn(kern, Xt, want))).lower(H, keys(0, C)).compile()
+            timing["compile_s"] += time.perf_counter() - tc
+            total = int(num_warmup) + n_keep * thin
+            pbar = Progress(total, desc="sample (units)", logger=_logger, unit="sweep") if progress else None
+            if pbar is not None and first:
+                pbar.resume_at(sum(b.steps for b in blocks[:first]))
+            base = 2 * int(num_warmup)
+            warm_done = sum(b.steps for b in blocks[:first] if b.kind == "warmup")
+            for b in blocks[first:]:
+                t0 = time.perf_counter()
+                if b.kind == "warmup":
+                    mse_b, acc_b, time_b = [], [], []
+                    for t in range(warm_done, warm_done + b.steps):
+                        H, acc, _, mse, _ = sweep(H, keys(2 * t, C))
+                        acc_b.append(acc)
+                        mse_b.append(mse)
+                        jax.block_until_ready(mse)
+                        time_b.append(timing["warmup_s"] + time.perf_counter() - t0)
+                        if pbar is not None:
+                            pbar.update(1)
+                    warm_done += b.steps
+                    arrays = {"warmup": {"mse": np.stack([np.asarray(v) for v in mse_b], 1),
+                                         "acceptance": np.stack([np.asarray(v) for v in acc_b], 1),
+                                         "time": np.broadcast_to(np.asarray(time_b, float), (C, b.steps)).copy()}}
+                    timing["warmup_s"] += time.perf_counter() - t0
+                else:
+                    out_b, acc_b, ch_b, sc_b = [], [], [], []
+                    sums: dict = {}
+                    means: dict = {k: [] for k in kernel_means}
+                    for d in range(b.draw0, b.draw0 + b.n_keep):
+                        acc_d, ch_d, sc_d = 0.0, 0.0, 0.0
+                        for t in range(thin):
+                            H, acc, ch, _, sc = sweep(H, keys(base + 2 * (d * thin + t), C))
+                            acc_d, ch_d, sc_d = acc_d + acc, ch_d + ch, sc_d + sc
+                        out = rec(H, keys(base + 2 * (d * thin + thin - 1) + 1, C))
+                        acc_b.append(np.asarray(acc_d / thin))
+                        ch_b.append(np.asarray(ch_d / thin))
+                        sc_b.append(np.asarray(sc_d / thin, float))
+                        for site, e in kernel_means.items():
+                            sums[site] = out[site] if d % e == 0 else sums[site] + out[site]
+                            if d % e == e - 1:
+                                means[site].append(np.asarray(sums[site]) / e)
+                        out_b.append({k: np.asarray(v) for k, v in out.items() if k not in kernel_means})
+                        if pbar is not None:
+                            pbar.update(thin)
+                    arrays = {"posterior": {k: np.stack([o[k] for o in out_b], 1) for k in out_b[0]},
+                              "sample_stats": {"acceptance_rate": np.stack(acc_b, 1),
+                                               "code_change_rate": np.stack(ch_b, 1),
+                                               "scale_acceptance": np.stack(sc_b, 1)},
+                              "posterior_thinned": {k: np.stack(v, 1) for k, v in means.items() if v}}
+                    jax.block_until_ready(H)
+                    timing["sampling_s"] += time.perf_counter() - t0
+                for g, d in arrays.items():
+                    done.setdefault(b.kind, {}).setdefault(g, []).append(d)
+                if store is not None:         # the block's output, then the chains' state after it
+                    digest = store.write_block(b, _block_groups(arrays, ("chain", "sweep" if b.kind == "warmup"
+                                                                          else "draw")))
+                    chunks[store.block_path(b).name] = digest
+                    save_state(store.state_path, (H,), dict(block_done=b.index, chunks=chunks, timing=timing,
+                                                            manifest=manifest_digest(store.manifest())),
+                               previous=store.previous_state_path)
+            if pbar is not None:
+                pbar.close()
+        if store is not None:
+            store.write_manifest(dict(store.manifest(), complete=True))
+    finally:
+        if store is not None:
+            store.unlock()
+
+    def joined(kind, g):
+        parts = done.get(kind, {}).get(g, [])
+        return {k: np.concatenate([p[k] for p in parts], 1) for k in parts[0]} if parts else {}
+
+    warm = joined("warmup", "warmup")
+    samples = joined("draws", "posterior")
     samples = {k: v for k, v in samples.items() if k not in exclude or k == "f_test"}
+    st = joined("draws", "sample_stats")
     shape = (C, n_keep)
     stats = {"diverging": np.zeros(shape, bool), "n_steps": np.full(shape, thin),
-             "acceptance_rate": np.stack([np.asarray(a) for a in accs], 1).astype(np.float32),
-             "code_change_rate": np.stack([np.asarray(a) for a in changes], 1).astype(np.float32)}
+             "acceptance_rate": st["acceptance_rate"].astype(np.float32),
+             "code_change_rate": st["code_change_rate"].astype(np.float32)}
     if scale_step > 0:
-        stats["scale_acceptance"] = np.stack([np.asarray(a, float) for a in scales], 1).astype(np.float32)
-    kmeans = {k: np.stack(v, 1).astype(np.float32) for k, v in means.items() if v}
+        stats["scale_acceptance"] = st["scale_acceptance"].astype(np.float32)
+    kmeans = {k: v.astype(np.float32) for k, v in joined("draws", "posterior_thinned").items()}
     info = {"timing": timing,
-            "warmup_mse": (np.stack([np.asarray(v) for v in warm_mse], 1) if warm_mse else np.zeros((C, 0))),
-            "warmup_acceptance": (np.stack([np.asarray(v) for v in warm_acc], 1) if warm_acc
-                                  else np.zeros((C, 0))),
-            "warmup_time": np.asarray(warm_time, float),
+            "warmup_mse": warm.get("mse", np.zeros((C, 0))),
+            "warmup_acceptance": warm.get("acceptance", np.zeros((C, 0))),
+            "warmup_time": warm["time"][0] if warm else np.zeros(0),
             "kernel_means": kmeans,
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
                            scale_step=float(scale_step), components=int(kern.K),
-                           components_by="code" if kern.by_code else "unit")}
+                           components_by="code" if kern.by_code else "unit"),
+            "chunk_size": chunk, "resumed_from_block": first - 1}
     return samples, stats, info
