@@ -51,7 +51,7 @@ def one(N, tries, chains, warmup, sweeps, seed=0):
         acc, changed = [], []
         t0 = time.perf_counter()
         for r in range(sweeps):
-            H, a, c, _, _ = sweep(H, keys(warmup + r))
+            H, a, c = sweep(H, keys(warmup + r))[:3]
             acc.append(a)
             changed.append(c)
         jax.block_until_ready(H)

@@ -35,11 +35,21 @@ POWER = 0.8
 class PlantedCheck(Record):
     """Whether the chains of another start family reached the planted chains' population observables.
 
-    reached : no observable differs at family-wise rate ``alpha``.
-    observables : {name: {"planted": [mean, se], "other": [mean, se], "t": t, "dof": dof, "threshold": the |t|
-        above which the difference counts, "detectable": smallest difference detected with probability 0.8}}.
-    differing : one line per observable that differs.   alpha : family-wise false-alarm rate.
-    chains : {"planted": n, "other": n}.   skipped : {observable: why it was not compared}.
+    Attributes
+    ----------
+    reached : bool
+        No observable differs at family-wise rate ``alpha``.
+    observables : dict
+        {name: {"planted": [mean, se], "other": [mean, se], "t", "dof", "threshold" (the absolute t above which the
+        difference counts), "detectable" (the smallest difference detected with probability 0.8)}}.
+    differing : tuple of str
+        One line per observable that differs.
+    alpha : float
+        Family-wise false-alarm rate.
+    chains : dict
+        {"planted": n, "other": n}.
+    skipped : dict
+        {observable: why it was not compared}.
     """
 
     reached: bool

@@ -46,6 +46,13 @@ readout's, q_a) relaxes slowly; once per sweep all of H is multiplied by γ, log
 accepted with π(γH) γ^{NP} / π(H) (the Jacobian of H → γH).  On the linear net (N = 20, P = 10) this raised the ESS of
 q_a from about 19 per 8000 draws to 50–190 per 3200.
 
+**The signal.**  The part of every unit's preactivations along the targets' directions (the class indicators and
+Y's columns, in prior-whitened coordinates; r of them) sets how strongly the whole layer carries the task, traded
+against the readout's size; unit moves change it one unit at a time and the common scale only along with all the
+noise directions.  Once per sweep that part of every unit is multiplied by one γ, log γ ~ N(0,
+:data:`SIGNAL_STEP`² / N r), accepted with π(H') γ^{N r} / π(H) (the map is linear, its Jacobian γ^{N r}).  On the
+linear net (N = 100, P = 50, 4 chains × 300 sweeps) it raised the ESS of q_a from about 6 to 65.
+
 **Where it is weak.**  With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
 the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
 9–17 %); a ReLU net with N = 2, P = 3 reached an ESS of 7 for f in 6000 draws.
@@ -86,6 +93,10 @@ BREAKS = (-3.0, -2.0, -1.25, -0.75, -0.25, 0.0, 0.25, 0.75, 1.25, 2.0, 3.0)
 
 SCALE_STEP = 1.0
 """Step of the common-scale move per sweep: log γ ~ N(0, SCALE_STEP² / (N P)); 0 leaves the move out."""
+
+SIGNAL_STEP = 1.0
+"""Step of the signal move per sweep: every unit's component along the targets' r directions scaled by one γ,
+log γ ~ N(0, SIGNAL_STEP² / (N r)); 0 leaves the move out."""
 
 SELF_TERMS = ("ref", "diag", "none")
 """How the proposal treats a unit's self term −|t|² φᵀBφ/2N²: "ref" exact along the reference φ̄ and diagonal for
@@ -212,7 +223,7 @@ class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
-                 self_term="ref", scale_step=SCALE_STEP):
+                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP):
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -230,6 +241,7 @@ class _Kernel:
             raise ValueError(f"self_term must be one of {SELF_TERMS}, got {self_term!r}")
         self.self_term = self_term
         self.scale_step = float(scale_step)
+        self.signal_step = float(signal_step)
         # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
         s = np.sqrt(self.sw2 * kappa)                                            # (P,) prior sd of every h_iμ
@@ -243,6 +255,11 @@ class _Kernel:
                   (np.argmax(Y, axis=1)[:, None] == np.arange(self.m)[None, :]).astype(float))
         counts = onehot.sum(0)
         self.A = jnp.asarray(onehot / np.where(counts > 0, counts, 1.0))          # (P, C)
+        # the targets' directions in prior-whitened coordinates (the signal move): an orthonormal basis (P, r)
+        V = np.concatenate([onehot, Y], axis=1) / s[:, None]
+        U_, sv, _ = np.linalg.svd(V, full_matrices=False)
+        self.rank = int(np.sum(sv > 1e-10 * sv[0]))
+        self.Q = jnp.asarray(U_[:, :self.rank])
         self.C = int(onehot.shape[1])
         self.by_code = self.C <= MAX_CODE_CLASSES
         self.K = (1 << self.C) if self.by_code else self.N
@@ -429,9 +446,24 @@ class _Kernel:
         scale_ok = jnp.zeros((), bool)
         if self.scale_step > 0:
             H, scale_ok = self.scale_move(H, k_scale)
+        signal_ok = jnp.zeros((), bool)
+        if self.signal_step > 0:
+            H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * T), changed.sum() / N, mse, scale_ok
+        return H, acc.sum() / (N * T), changed.sum() / N, mse, scale_ok, signal_ok
+
+    def signal_move(self, H, key):
+        """A Metropolis move of every unit's component along the targets' directions (span of the class indicators
+        and of Y's columns, in prior-whitened coordinates, rank r) by a common factor γ, log γ ~ N(0,
+        signal_step² / (N r)): the map is linear with Jacobian γ^{N r}, accepted with π(H') γ^{N r} / π(H)."""
+        k1, k2 = jax.random.split(key)
+        lg = self.signal_step / math.sqrt(self.N * self.rank) * jax.random.normal(k1, (), H.dtype)
+        G = H / self.s[None, :]
+        H1 = (G + (jnp.exp(lg) - 1.0) * (G @ self.Q) @ self.Q.T) * self.s[None, :]
+        ok = jnp.log(jax.random.uniform(k2, (), H.dtype, minval=1e-300)) < (
+            self.log_target(H1) - self.log_target(H) + self.N * self.rank * lg)
+        return jnp.where(ok, H1, H), ok
 
     def scale_move(self, H, key):
         """A Metropolis move of all preactivations by a common factor γ, log γ ~ N(0, scale_step² / (N P)): the
@@ -526,7 +558,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
-                 scale_step: float = SCALE_STEP, chunk_size: int | None = None, store: RunStore | None = None,
+                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, chunk_size: int | None = None,
+                 store: RunStore | None = None,
                  resume: bool = False, manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
@@ -595,7 +628,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         with jax.enable_x64(True):
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
-                           scale_step=scale_step)
+                           scale_step=scale_step, signal_step=signal_step)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -634,7 +667,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                 if b.kind == "warmup":
                     mse_b, acc_b, time_b = [], [], []
                     for t in range(warm_done, warm_done + b.steps):
-                        H, acc, _, mse, _ = sweep(H, keys(2 * t, C))
+                        H, acc, _, mse, _, _ = sweep(H, keys(2 * t, C))
                         acc_b.append(acc)
                         mse_b.append(mse)
                         jax.block_until_ready(mse)
@@ -647,18 +680,19 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                                          "time": np.broadcast_to(np.asarray(time_b, float), (C, b.steps)).copy()}}
                     timing["warmup_s"] += time.perf_counter() - t0
                 else:
-                    out_b, acc_b, ch_b, sc_b = [], [], [], []
+                    out_b, acc_b, ch_b, sc_b, sg_b = [], [], [], [], []
                     sums: dict = {}
                     means: dict = {k: [] for k in kernel_means}
                     for d in range(b.draw0, b.draw0 + b.n_keep):
-                        acc_d, ch_d, sc_d = 0.0, 0.0, 0.0
+                        acc_d, ch_d, sc_d, sg_d = 0.0, 0.0, 0.0, 0.0
                         for t in range(thin):
-                            H, acc, ch, _, sc = sweep(H, keys(base + 2 * (d * thin + t), C))
-                            acc_d, ch_d, sc_d = acc_d + acc, ch_d + ch, sc_d + sc
+                            H, acc, ch, _, sc, sg = sweep(H, keys(base + 2 * (d * thin + t), C))
+                            acc_d, ch_d, sc_d, sg_d = acc_d + acc, ch_d + ch, sc_d + sc, sg_d + sg
                         out = rec(H, keys(base + 2 * (d * thin + thin - 1) + 1, C))
                         acc_b.append(np.asarray(acc_d / thin))
                         ch_b.append(np.asarray(ch_d / thin))
                         sc_b.append(np.asarray(sc_d / thin, float))
+                        sg_b.append(np.asarray(sg_d / thin, float))
                         for site, e in kernel_means.items():
                             sums[site] = out[site] if d % e == 0 else sums[site] + out[site]
                             if d % e == e - 1:
@@ -669,7 +703,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                     arrays = {"posterior": {k: np.stack([o[k] for o in out_b], 1) for k in out_b[0]},
                               "sample_stats": {"acceptance_rate": np.stack(acc_b, 1),
                                                "code_change_rate": np.stack(ch_b, 1),
-                                               "scale_acceptance": np.stack(sc_b, 1)},
+                                               "scale_acceptance": np.stack(sc_b, 1),
+                                               "signal_acceptance": np.stack(sg_b, 1)},
                               "posterior_thinned": {k: np.stack(v, 1) for k, v in means.items() if v}}
                     jax.block_until_ready(H)
                     timing["sampling_s"] += time.perf_counter() - t0
@@ -704,6 +739,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
              "code_change_rate": st["code_change_rate"].astype(np.float32)}
     if scale_step > 0:
         stats["scale_acceptance"] = st["scale_acceptance"].astype(np.float32)
+    if signal_step > 0:
+        stats["signal_acceptance"] = st["signal_acceptance"].astype(np.float32)
     kmeans = {k: v.astype(np.float32) for k, v in joined("draws", "posterior_thinned").items()}
     info = {"timing": timing,
             "warmup_mse": warm.get("mse", np.zeros((C, 0))),
@@ -712,7 +749,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "kernel_means": kmeans,
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
-                           scale_step=float(scale_step), components=int(kern.K),
+                           scale_step=float(scale_step), signal_step=float(signal_step), components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
     return samples, stats, info
