@@ -155,6 +155,7 @@ def main(argv=None):
     p.add_argument("--units-samples", default="200,100", help="kept sweeps per size")
     p.add_argument("--snaper-warmup", type=int, default=300)
     p.add_argument("--snaper-samples", type=int, default=500)
+    p.add_argument("--samplers", default="units,snaper", help="which of units, snaper to run (default both)")
     p.add_argument("--window", type=int, default=10, help="draws per window of the modal code")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--y-neg", type=float, default=0.5, help="the toy task's target on the wrong classes")
@@ -187,6 +188,8 @@ def main(argv=None):
         theory[N] = {c: round(float(m), 3) for c, m in zip(mf.branch_code, mf.branch_mass)}
         for sampler, (w, s) in (("units", (uw[min(j, len(uw) - 1)], us[min(j, len(us) - 1)])),
                                 ("snaper", (args.snaper_warmup, args.snaper_samples))):
+            if sampler not in args.samplers.split(","):
+                continue
             r = one_run(sampler, N, args.chains, w, s, args.seed, args.window, args.y_neg)
             print(json.dumps(r), flush=True)
             rows.append(r)
@@ -208,7 +211,7 @@ def render(stem):
     args = meta["args"]
     cmd = "python benchmarks/units_vs_snaper.py " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in args.items()
-        if v is not None and k not in ("out", "render", "proposals"))
+        if v is not None and k not in ("out", "render", "proposals") and not (k == "samplers" and v == "units,snaper"))
     md = ["# Code switches: sampler='units' against SNAPER, sigmoidal net", "",
           f"`{cmd}`", "",
           f"Machine: {meta['cpu_count']} CPU cores, no other job running; total {meta['total_s']} s. "

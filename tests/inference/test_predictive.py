@@ -170,3 +170,36 @@ def test_every_entry_has_predictive_groups(name):
 def test_registered_entries_all_covered():
     shipped = {e.name for e in bnnzoo.list_entries() if e.model.__module__.startswith("bnnzoo.")}
     assert set(TINY) == shipped
+
+
+def test_a_model_of_ones_own_gets_every_group():
+    """The user guide's own model (a wrapper of fcn that takes no num_outputs) gets the log-likelihood, posterior
+    predictive and prior groups: the library calls it with the targets and the likelihood site drawn.  The posterior
+    predictive draws scatter around f with the likelihood's sd √(T/N) at the sampled temperature (its mean absolute
+    deviation √(2/π) sd within 20 %), and the log-likelihood is that Gaussian's density of the targets."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    def my_model(X, Y=None):
+        T = numpyro.sample("temperature", dist.LogNormal(jnp.log(0.01), 0.1))
+        s2 = numpyro.sample("sigma_a2", dist.LogNormal(0.0, 0.1))
+        return bnnzoo.models.fcn(X, Y, width=8, activation="sigmoid", temperature=T, sigma_a2=s2)
+
+    task = toy_task(P=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = bnnzoo.sample(my_model, task, num_chains=2, num_warmup=20, num_samples=30, log_likelihood=True,
+                              posterior_predictive=True, prior_predictive=True)
+    assert {"log_likelihood", "posterior_predictive", "prior", "prior_predictive"} <= set(azcompat.group_names(idata))
+    post = azcompat.get_group(idata, "posterior")
+    f, T = post["f"].values, post["temperature"].values[..., None, None]
+    y = azcompat.get_group(idata, "posterior_predictive")["y"].values
+    sd = np.sqrt(T / 8)
+    assert y.shape == f.shape and not np.allclose(y, task.Y)
+    ratio = np.mean(np.abs(y - f) / sd) / np.sqrt(2 / np.pi)
+    assert abs(ratio - 1) < 0.2, ratio
+    ll = azcompat.get_group(idata, "log_likelihood")["y"].values
+    expect = -0.5 * ((task.Y - f) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
+    np.testing.assert_allclose(ll, expect, rtol=1e-3, atol=1e-3)
+    assert set(azcompat.get_group(idata, "prior").data_vars) >= {"W1", "a", "temperature", "sigma_a2"}

@@ -13,6 +13,7 @@ import math
 
 import jax
 import numpy as np
+from numpyro.primitives import Messenger
 
 from .. import azcompat
 from .convert import dataset, run_config
@@ -20,20 +21,44 @@ from .convert import dataset, run_config
 __all__ = ["latent_sites", "log_likelihood", "posterior_predictive", "prior_groups", "predict"]
 
 
-def without_y(fn, kw: dict, num_outputs: int) -> dict:
-    """``kw`` for calling ``fn`` with ``Y=None``: ``num_outputs`` added when ``fn`` takes it and it is not given."""
+def _takes_num_outputs(fn) -> bool:
     import inspect
 
     params = inspect.signature(fn).parameters
-    takes = "num_outputs" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+    return "num_outputs" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
+def without_y(fn, kw: dict, num_outputs: int) -> dict:
+    """``kw`` for calling ``fn`` with ``Y=None``: ``num_outputs`` added when ``fn`` takes it and it is not given."""
+    takes = _takes_num_outputs(fn)
     return dict(kw, num_outputs=int(num_outputs)) if takes and kw.get("num_outputs") is None else dict(kw)
 
 
-def latent_sites(fn, X, kw) -> list[str]:
-    """Names of the latent sample sites of ``fn(X, None, **kw)`` (its likelihood site ``y`` left out)."""
+class _Unobserved(Messenger):
+    """The likelihood site ``y`` drawn instead of observed: ``fn(X, Y)`` then knows the targets' shape (a model of
+    one's own that takes no ``num_outputs`` cannot run with ``Y=None``) while ``y`` is sampled as with ``Y=None``."""
+
+    def process_message(self, msg):
+        if msg["type"] == "sample" and msg["name"] == "y" and msg.get("is_observed", False):
+            msg["is_observed"] = False
+            msg["value"] = None
+
+
+def generative(fn, kw: dict, Y):
+    """``(model, Y_arg, kw)`` that run ``fn`` with its likelihood site ``y`` drawn: ``fn`` itself with ``Y=None`` and
+    ``num_outputs`` (every zoo model, and models taking ``num_outputs`` or ``**kwargs``), else ``fn`` with the targets
+    ``Y`` passed and ``y`` unobserved (:class:`_Unobserved`)."""
+    if _takes_num_outputs(fn) or kw.get("num_outputs") is not None:
+        return fn, None, without_y(fn, kw, np.shape(Y)[1])
+    return _Unobserved(fn), np.asarray(Y), dict(kw)
+
+
+def latent_sites(fn, X, kw, Y=None) -> list[str]:
+    """Names of the latent sample sites of ``fn(X, None, **kw)`` (its likelihood site ``y`` left out); with ``Y``
+    given, of ``fn(X, Y, **kw)``."""
     from numpyro import handlers
 
-    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(X, None, **kw)
+    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(X, Y, **kw)
     return [n for n, s in tr.items() if s["type"] == "sample" and not s.get("is_observed", False) and n != "y"]
 
 
@@ -41,8 +66,8 @@ def _flat(samples: dict, names) -> dict:
     return {k: np.reshape(samples[k], (-1,) + np.shape(samples[k])[2:]) for k in names}
 
 
-def _need_latents(fn, X, kw, samples, what: str) -> list[str]:
-    names = latent_sites(fn, X, kw)
+def _need_latents(fn, X, kw, samples, what: str, Y=None) -> list[str]:
+    names = latent_sites(fn, X, kw, Y)
     missing = [k for k in names if k not in samples]
     if missing:
         raise ValueError(f"{what} needs the draws of every latent site of the model; missing {missing}: the run left "
@@ -68,13 +93,14 @@ def log_likelihood(fn, entry, samples: dict, X, Y, kw: dict) -> np.ndarray:
         return -0.5 * r**2 - math.log(sd) - 0.5 * math.log(2 * math.pi)
     from numpyro.infer import log_likelihood as _loglik
 
-    names = _need_latents(fn, X, without_y(fn, kw, np.shape(Y)[1]), samples, "log_likelihood=True")
+    names = _need_latents(fn, X, kw, samples, "log_likelihood=True", Y=Y)
     ll = np.asarray(_loglik(fn, _flat(samples, names), X, Y, **kw)["y"])
     return ll.reshape((n_chain, n_draw) + np.shape(Y))
 
 
-def posterior_predictive(fn, entry, samples: dict, X, kw: dict, key, num_outputs: int) -> np.ndarray:
-    """``y`` drawn from the likelihood at every posterior draw: (chain, draw, point, class)."""
+def posterior_predictive(fn, entry, samples: dict, X, Y, kw: dict, key) -> np.ndarray:
+    """``y`` drawn from the likelihood at every posterior draw: (chain, draw, point, class); ``Y`` the training
+    targets (their shape, and the call of a model that cannot run with ``Y=None``: :func:`generative`)."""
     n_chain, n_draw = next(iter(samples.values())).shape[:2]
     sd = _noise_sd(entry, kw, samples)
     if sd is not None:
@@ -82,20 +108,21 @@ def posterior_predictive(fn, entry, samples: dict, X, kw: dict, key, num_outputs
         return f + sd * np.asarray(jax.random.normal(key, f.shape, dtype=f.dtype))
     from numpyro.infer import Predictive
 
-    kw = without_y(fn, kw, num_outputs)
-    names = _need_latents(fn, X, kw, samples, "posterior_predictive=True")
-    y = np.asarray(Predictive(fn, posterior_samples=_flat(samples, names), return_sites=["y"])(key, X, None, **kw)["y"])
+    model, Y_arg, kw = generative(fn, kw, Y)
+    names = _need_latents(model, X, kw, samples, "posterior_predictive=True", Y=Y_arg)
+    y = np.asarray(Predictive(model, posterior_samples=_flat(samples, names), return_sites=["y"])(
+        key, X, Y_arg, **kw)["y"])
     return y.reshape((n_chain, n_draw) + y.shape[1:])
 
 
-def prior_groups(fn, X, kw: dict, key, num_chains: int, num_draws: int, num_outputs: int, site_dims: dict,
-                 exclude=()) -> dict:
+def prior_groups(fn, X, Y, kw: dict, key, num_chains: int, num_draws: int, site_dims: dict, exclude=()) -> dict:
     """The ``prior`` (every site but ``y`` and the ``exclude``-d ones) and ``prior_predictive`` (``y``) groups:
-    ``num_chains × num_draws`` independent prior draws of ``fn(X, None, **kw)`` with ``num_outputs`` outputs."""
+    ``num_chains × num_draws`` independent prior draws of the model with ``y`` drawn (:func:`generative`; ``Y``
+    the training targets)."""
     from numpyro.infer import Predictive
 
-    kw = without_y(fn, kw, num_outputs)
-    out = Predictive(fn, num_samples=num_chains * num_draws)(key, X, None, **kw)
+    model, Y_arg, kw = generative(fn, kw, Y)
+    out = Predictive(model, num_samples=num_chains * num_draws)(key, X, Y_arg, **kw)
     arrays = {k: np.asarray(v).reshape((num_chains, num_draws) + np.shape(v)[1:]) for k, v in out.items()
               if k not in exclude}
     lead, coords = ("chain", "draw"), {"chain": np.arange(num_chains), "draw": np.arange(num_draws)}

@@ -408,13 +408,12 @@ def inference_groups(spec: RunSpec, draws: Draws, key_pred) -> dict:
         ll = _log_likelihood(spec.model, spec.entry, draws.samples, task.X, task.Y, kw)
         groups["log_likelihood"] = dataset({"y": ll}, y_dims, lead, coords)
     if spec.posterior_predictive:
-        y_pp = _posterior_predictive(spec.model, spec.entry, draws.samples, task.X, kw,
-                                     jax.random.fold_in(key_pred, 1 << 30), task.m)
+        y_pp = _posterior_predictive(spec.model, spec.entry, draws.samples, task.X, task.Y, kw,
+                                     jax.random.fold_in(key_pred, 1 << 30))
         groups["posterior_predictive"] = dataset({"y": y_pp}, y_dims, lead, coords)
     if spec.prior_predictive:
-        groups.update(prior_groups(spec.model, task.X, kw, jax.random.fold_in(key_pred, (1 << 30) + 1),
-                                   len(coords["chain"]), len(coords["draw"]), task.m, spec.site_dims,
-                                   exclude=spec.exclude))
+        groups.update(prior_groups(spec.model, task.X, task.Y, kw, jax.random.fold_in(key_pred, (1 << 30) + 1),
+                                   len(coords["chain"]), len(coords["draw"]), spec.site_dims, exclude=spec.exclude))
     if draws.thinned is not None:
         groups["posterior_thinned"] = draws.thinned
     if draws.warmup is not None:
