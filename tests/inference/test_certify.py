@@ -377,3 +377,21 @@ def test_population_observables_of_the_other_entries_are_the_reports_per_draw(na
         for p, Wp in maps.items():
             np.testing.assert_allclose(pv[f"pathway_sv[{p}][0]"], np.linalg.svd(Wp, compute_uv=False)[..., 0],
                                        rtol=1e-6)
+
+
+def test_a_planted_task_adds_the_planted_family():
+    """certify=True on a planted task adds the family started at the teacher (an exact posterior draw); naming it on
+    a task without a teacher is refused with one line."""
+    from bnnzoo.inference.certify import check_certify
+    from bnnzoo.tasks import planted_task
+
+    entry = bnnzoo.get_entry("relu")
+    base = bnnzoo.toy_task(P=8)
+    planted = planted_task(entry, base, seed=0, width=6)
+    call = dict(num_chains=2, sampler="auto", init="prior")
+    assert check_certify(True, entry, dict(call, task=planted))[-1] == "planted"
+    assert "planted" not in check_certify(True, entry, dict(call, task=base))
+    assert check_certify(["prior", "planted"], entry, dict(call, task=planted)) == ("prior", "planted")
+    with pytest.raises(ValueError, match="has none") as err:
+        check_certify(["prior", "planted"], entry, dict(call, task=base))
+    assert "\n" not in str(err.value)

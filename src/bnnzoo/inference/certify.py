@@ -25,6 +25,9 @@ Start families
   grid otherwise), so its class means and code are those of its branch; its first-layer weights are the ones that
   give these preactivations, W1_i = h_i X/(√N0 κ), plus a prior draw in the directions orthogonal to the inputs.
   Entries or settings without this mean field do not offer the family (``ZooEntry.populations.note`` says why).
+* ``"planted"`` (a planted task, :func:`bnnzoo.tasks.planted_task`, any entry): every chain starts at the teacher,
+  an exact posterior draw, so this family starts at equilibrium (docs/theory.md §10); ``certify=True`` adds it on a
+  planted task, and the families' agreement then includes reaching the teacher's populations.
 
 The returned run holds all families' chains concatenated along ``chain`` in family order, with a ``family``
 coordinate on ``chain`` in every group that has chains, the comparison in the attribute ``bnnzoo_certification``
@@ -72,6 +75,7 @@ import xarray as xr
 
 from .. import azcompat
 from ..models.zoo import START_FAMILIES
+from ..tasks.planted import planted_init
 
 __all__ = ["certified_sample", "certify_run", "compare_families", "annealed_start", "meanfield_start",
            "check_certify", "FamilyUnavailable", "ALPHA", "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP",
@@ -125,19 +129,24 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
         raise ValueError(f"certify needs a zoo entry that declares population observables (ZooEntry.populations); "
                          f"{name!r} declares none")
     spec = entry.populations
+    task = call.get("task")
+    offered = tuple(spec.families) + (("planted",) if getattr(task, "teacher", None) is not None else ())
     if certify is True:
-        families = tuple(spec.families)
+        families = offered
     elif isinstance(certify, (list, tuple)) and all(isinstance(f, str) for f in certify):
         families = tuple(certify)
         bad = [f for f in families if f not in START_FAMILIES]
         if bad or len(set(families)) != len(families) or len(families) < 2:
             raise ValueError(f"certify must name two or more distinct start families among {START_FAMILIES}, got "
                              f"{list(certify)}")
-        missing = [f for f in families if f not in spec.families]
+        if "planted" in families and "planted" not in offered:
+            raise ValueError("certify: the 'planted' family starts at the teacher of a planted task; this task has "
+                             "none (make one with bnnzoo.tasks.planted_task)")
+        missing = [f for f in families if f not in offered]
         if missing:
-            raise ValueError(f"certify: zoo entry {entry.name!r} offers the start families {list(spec.families)}, "
+            raise ValueError(f"certify: zoo entry {entry.name!r} offers the start families {list(offered)}, "
                              f"not {missing} ({spec.note})")
-        families = tuple(f for f in spec.families if f in families)
+        families = tuple(f for f in offered if f in families)
     else:
         raise ValueError(f"certify must be True, False or a list of two or more start families among "
                          f"{START_FAMILIES}, got {certify!r}")
@@ -358,7 +367,7 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
         _temperature(entry, _resolved(entry, task, model_kwargs))
     if len(families) < 2:
         raise ValueError(f"certify: fewer than two start families can run for {entry.name!r} ({skipped})")
-    runs, seeds = {}, {"prior": seed, "annealed": seed + 1, "meanfield": seed + 2}
+    runs, seeds = {}, {"prior": seed, "annealed": seed + 1, "meanfield": seed + 2, "planted": seed + 3}
     token = HEALTH_WARNINGS.set(False)
     try:
         for fam in families:
@@ -368,6 +377,8 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
                 init, details["annealed"] = annealed_start(entry, task, base, model_kwargs, seed + 10)
             elif fam == "meanfield":
                 init = starts["meanfield"]
+            elif fam == "planted":
+                init = planted_init(task, n)
             runs[fam] = sample(entry, task, **dict(base, seed=seeds[fam], init=init), **model_kwargs)
     finally:
         HEALTH_WARNINGS.reset(token)

@@ -18,8 +18,9 @@ from ..tasks import Task
 __all__ = ["Observable", "UnitLayer", "PopulationSpec", "ZooEntry", "ZOO", "register", "get_entry", "list_entries",
            "START_FAMILIES"]
 
-START_FAMILIES = ("prior", "annealed", "meanfield")
-"""The start families :func:`bnnzoo.sample` can certify a run from (:mod:`bnnzoo.inference.certify`)."""
+START_FAMILIES = ("prior", "annealed", "meanfield", "planted")
+"""The start families :func:`bnnzoo.sample` can certify a run from (:mod:`bnnzoo.inference.certify`); "planted"
+(chains started at the teacher) on a planted task only (:func:`bnnzoo.tasks.planted_task`), for every entry."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ class PopulationSpec:
         "class_kernel", "branch_mass", "outliers", "mse", "specialist_fraction", "second_layer_q3", "alignment",
         "specialist_heads", "pathway_sv").
     families : tuple of str
-        The start families certification runs (``START_FAMILIES``: "prior", "annealed", "meanfield"; two or more).
+        The start families certification runs (``START_FAMILIES``: "prior", "annealed", "meanfield"; two or more);
+        on a planted task "planted" is added to them.
     temperature : str
         The model keyword that sets the likelihood temperature (the annealed start raises it).
     note : str
