@@ -86,7 +86,8 @@ def test_unit_average_far_apart_within_population_se_is_judged():
     assert not h.mixed
     # a relaxing run keeps none of its per-unit, population or theory verdicts
     gated = gate_verdicts(dict(VERDICTS, extra="n/a"), h)
-    assert all(gated[k].startswith("relaxing: ") and "q_a[0]" in gated[k] for k in VERDICTS), gated
+    assert all(gated[k] == "relaxing: see the sampler health" for k in VERDICTS), gated
+    assert "q_a[0]" in h.reason
     assert gated["extra"] == "n/a"
 
 
@@ -182,7 +183,7 @@ def test_one_chain_without_a_split_rhat_is_inconclusive():
     h = sampler_health(_run(_iid(C=1, D=3)))
     assert h.status == "failed" and any(r.startswith("one chain, no split R̂") for r in h.reasons), h
     assert gate_verdicts({"ergodicity[a]": "broken"}, h)["ergodicity[a]"].startswith("inconclusive: ")
-    assert "one chain, no split R̂" in gate_verdicts({"ergodicity[a]": "broken"}, h)["ergodicity[a]"]
+    assert "one chain, no split R̂" in h.reason
 
 
 # -------------------------------------------------------------------------------------------- f by its worst entries
@@ -221,7 +222,7 @@ def test_certification_that_disagrees_makes_the_run_metastable():
     assert h.reason == "code_fraction[z1][100]: prior 0.160 ± 0.010 vs annealed 0.020 ± 0.008"
     assert h.certification["families"] == ["prior", "annealed"]
     gated = gate_verdicts(VERDICTS, h)
-    assert all(v == "metastable: " + h.reason for v in gated.values()), gated
+    assert all(v == "metastable: see the sampler health" for v in gated.values()), gated
     assert h.summary()[0].startswith("metastable: code_fraction") and "metastable: metastable" not in repr(h)
     back = SamplerHealth.from_dataset(h.to_dataset())                  # the record survives storage
     assert back.status == "metastable" and back.certification == h.certification

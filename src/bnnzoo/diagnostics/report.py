@@ -22,9 +22,9 @@ Stored groups (they survive NetCDF; :func:`load_report` reads them back):
     diagnostics_health               :class:`~bnnzoo.inference.health.SamplerHealth`
 
 **Sampler health first** (:mod:`bnnzoo.inference.health`): a run whose sampler failed or that is too short gets
-"inconclusive: <reason>" for every verdict; a run still relaxing gets "relaxing: <evidence>" for every verdict
+"inconclusive: see the sampler health" for every verdict; a run still relaxing gets "relaxing: see the sampler health" for every verdict
 (ergodicity, symmetry, codes, branches, outliers, theory), and a run whose certified start families disagree
-"metastable: <disagreements>".  In an equilibrated run without a certification the population verdicts (codes,
+"metastable: see the sampler health" (the reason once, in the health section).  In an equilibrated run without a certification the population verdicts (codes,
 branches, outliers) end in " (populations not certified)".
 
 Verdicts (``DiagnosticReport.verdicts``): ``ergodicity[<var>]``, ``symmetry[<var>]``, ``codes[<layer>]`` (codes
@@ -86,8 +86,8 @@ class DiagnosticReport(Record):
         ``"analog"``, ``"redundant"`` or ``"sparse"`` (module docstring).
     verdicts : dict
         ``{"ergodicity[a]": "broken", "symmetry[z1]": "restored", "codes[z1]": "frozen", "branches": "2 branches",
-        "outliers": "none", "theory": "agrees", ...}``, already gated by ``health`` (``"inconclusive: <reason>"``,
-        ``"relaxing: <evidence>"``, ``"metastable: <disagreements>"``, the suffix ``" (populations not certified)"``
+        "outliers": "none", "theory": "agrees", ...}``, already gated by ``health`` (``"inconclusive: ..."``,
+        ``"relaxing: ..."``, ``"metastable: ..."``, each pointing to the health record, the suffix ``" (populations not certified)"``
         on codes, branches and outliers).
     numbers : dict
         The headline numbers behind the verdicts (flat dict, for JSON and tests).

@@ -697,6 +697,10 @@ def _no_verdict(v) -> bool:
     return str(v) == "n/a" or str(v).startswith("not tested")
 
 
+SEE_HEALTH = "see the sampler health"
+"""What a gated verdict says after its status: the reason is in the health record, once."""
+
+
 def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     """The verdicts a run with this ``health`` can carry.
 
@@ -711,17 +715,17 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
     Returns
     -------
     dict
-        A new dict with the same keys.  Status ``"failed"``: every verdict becomes ``"inconclusive: <reasons>"``.
-        Status ``"metastable"``: every verdict becomes ``"metastable: <disagreements>"``; status ``"relaxing"``:
-        ``"relaxing: <evidence>"`` (a run away from equilibrium carries no per-unit or theory verdict; ``"n/a"``
-        and ``"not tested: ..."``, no verdict, stay).  Status ``"equilibrated"``: unchanged, except that without a certification the
+        A new dict with the same keys.  Status ``"failed"``: every verdict becomes ``"inconclusive: see the sampler
+        health"``; status ``"metastable"`` or ``"relaxing"``: ``"<status>: see the sampler health"`` (a run away
+        from equilibrium carries no per-unit or theory verdict; the reason is stated once, in the health record's
+        own summary, not once per verdict; ``"n/a"`` and ``"not tested: ..."``, no verdict, stay).  Status ``"equilibrated"``: unchanged, except that without a certification the
         population verdicts (names starting with one of ``POPULATION_VERDICTS``) get the suffix
         ``" (populations not certified)"`` (a suffix, so that prefix comparisons keep working).
     """
     if health.status == "failed":
-        return {k: f"inconclusive: {health.reason}" for k in verdicts}
+        return {k: f"inconclusive: {SEE_HEALTH}" for k in verdicts}
     if health.status in ("relaxing", "metastable"):
-        text = f"{health.status}: {health.reason}"
+        text = f"{health.status}: {SEE_HEALTH}"
         return {k: v if _no_verdict(v) else text for k, v in verdicts.items()}
     if (health.populations or "not certified") != "not certified":
         return dict(verdicts)
