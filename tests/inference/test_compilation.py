@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from bnnzoo.inference import compilation
 
@@ -79,3 +80,22 @@ def test_a_repeated_sample_call_compiles_nothing_and_draws_the_same():
     assert n_a >= 2 and n_b == 0 and n_c == 0 and n_d >= 2
     assert np.array_equal(a.posterior["a"].values, b.posterior["a"].values)
     assert not np.array_equal(a.posterior["a"].values, c.posterior["a"].values)
+
+
+@pytest.mark.parametrize("kind", ["file", "below_a_file"])
+def test_a_bad_cache_variable_warns_and_runs_without_the_cache(tmp_path, kind):
+    """BNNZOO_COMPILATION_CACHE naming a file, or a path below a file, used to stop `import bnnzoo` (and every CLI
+    command); it now gives one warning and bnnzoo runs without the cache."""
+    import os
+    import subprocess
+    import sys
+
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    value = f if kind == "file" else f / "below"
+    env = dict(os.environ, BNNZOO_COMPILATION_CACHE=str(value))
+    out = subprocess.run([sys.executable, "-c", "import bnnzoo, jax; print('ok', jax.config.jax_compilation_cache_dir)"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-1500:]
+    assert out.stdout.startswith("ok") and str(value) not in out.stdout
+    assert out.stderr.count("cannot hold the compilation cache") == 1 and "Traceback" not in out.stderr

@@ -142,6 +142,15 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path:
 
 
 def _from_environment() -> None:
-    """Enable the cache when ``BNNZOO_COMPILATION_CACHE`` names a folder (called when bnnzoo is imported)."""
-    if os.environ.get(ENV_VAR):
-        enable_compilation_cache(os.environ[ENV_VAR])
+    """Enable the cache when ``BNNZOO_COMPILATION_CACHE`` names a folder (called when bnnzoo is imported); a value
+    that cannot be a cache folder (a file, a path below a file, a folder that cannot be created) gives one warning
+    and bnnzoo runs without the cache: an environment variable must not stop ``import bnnzoo``."""
+    value = os.environ.get(ENV_VAR)
+    if not value:
+        return
+    try:
+        enable_compilation_cache(value)
+    except (ValueError, OSError) as e:
+        why = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e.strerror or e}"
+        warnings.warn(f"{ENV_VAR}={value!r} cannot hold the compilation cache ({why}); running without it",
+                      RuntimeWarning, stacklevel=2)
