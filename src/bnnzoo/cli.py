@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import inspect
 import json
 import logging
@@ -482,14 +483,53 @@ def _check_sample_flags(args) -> None:
         raise ValueError(f"--exclude takes comma-separated site names, got {args.exclude!r}")
 
 
+@contextlib.contextmanager
+def _reserved(out: Path, flag: str = "--out", *, overwrite: bool = False, active: bool = True):
+    """Hold ``out`` for this run until it is written: an exclusive lock (``fcntl.flock``) on a hidden file beside
+    it, taken before anything samples, so that two runs started on one name cannot both write it (the second is
+    refused at once, with one line; a killed run's lock goes with its process).  After the lock, ``out`` is checked
+    again: a run that finished meanwhile is not overwritten without ``--overwrite``."""
+    if not active:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:              # no flock on this platform: the existence check is all there is
+        yield
+        return
+    lock = out.with_name(f".{out.name}.lock")
+    fh = open(lock, "a+")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fh.fileno()).st_ino != os.stat(lock).st_ino:   # the holder removed it as we opened it
+            raise OSError
+    except OSError:
+        fh.close()
+        raise ValueError(f"{flag}: {out} is being written by another bnnzoo run (it holds {lock}); wait for it to "
+                         f"end or choose another name") from None
+    try:
+        if out.exists() and not overwrite:
+            raise ValueError(f"{flag}: {out} exists; pass --overwrite to replace it")
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        fh.close()
+
+
 def _cmd_sample(args) -> int:
+    _check_sample_flags(args)
+    out = _check_path(args.out, "--out", overwrite=args.overwrite)
+    with _reserved(out, overwrite=args.overwrite, active=not args.distributed):
+        return _sample_into(args, out)
+
+
+def _sample_into(args, out: Path) -> int:
+    """``bnnzoo sample`` once its output path is checked and held."""
     from . import azcompat
     from .inference import sample
     from .inference.plan import TEMPERING
     from .models import get_entry
 
-    _check_sample_flags(args)
-    out = _check_path(args.out, "--out", overwrite=args.overwrite)
     store = _long_run_options(args).get("store")
     if store is not None:
         store = _check_path(store, "--store", folder=True)

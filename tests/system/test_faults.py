@@ -293,6 +293,25 @@ def test_bad_sample_flags_get_one_line_naming_the_flag(capsys, tmp_path, extra, 
     assert not (tmp_path / "r.nc").exists()
 
 
+def test_a_second_run_on_the_same_out_is_refused_while_the_first_holds_it(capsys, tmp_path):
+    """Two `bnnzoo sample` runs started on one --out used to both print "wrote" (one run lost): a run holds its
+    output name from before sampling until it is written, and a second run is refused at once with one line; once
+    the first is done the name is free again (and the finished file is not overwritten without --overwrite)."""
+    import fcntl
+
+    out = tmp_path / "r.nc"
+    lock = tmp_path / ".r.nc.lock"
+    with open(lock, "a+") as fh:                       # what the first run holds while it samples
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _one_line_error(capsys, SMALL + ["--out", str(out)], "is being written by another bnnzoo run")
+    assert not out.exists()
+    lock.unlink()
+    assert main(SMALL + ["--out", str(out)]) == 0
+    assert out.exists() and not lock.exists()
+    capsys.readouterr()
+    _one_line_error(capsys, SMALL + ["--out", str(out)], "exists; pass --overwrite to replace it")
+
+
 def test_bad_output_paths_are_refused_before_sampling(capsys, tmp_path):
     existing = tmp_path / "old.nc"
     existing.write_bytes(b"a previous run")
