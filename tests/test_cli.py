@@ -111,6 +111,8 @@ def test_sample_with_params_records_them(tmp_path, capsys):
     (["--param", "width1=3"], ["width1"]),
     (["--param", "P=abc"], ["task builder toy_task", "abc"]),
     (["--param", "activation=tanh"], ["activation must be one of"]),
+    (["--param", "P=1e400"], ["--param P must be a finite number"]),
+    (["--param", "temperature=1e999"], ["--param temperature must be a finite number"]),
 ])
 def test_param_errors_are_one_line(tmp_path, capsys, argv, words):
     out = tmp_path / "r.nc"

@@ -20,6 +20,7 @@ import contextlib
 import inspect
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -148,7 +149,8 @@ def parse_params(items) -> dict:
     Raises
     ------
     ValueError
-        An item without ``=`` or a NAME, or a NAME given twice.
+        An item without ``=`` or a NAME, a NAME given twice, or a number that is not finite (``1e400``, ``nan``
+        as a literal overflows or is not a number).
     """
     out = {}
     for item in items or ():
@@ -158,7 +160,10 @@ def parse_params(items) -> dict:
             raise ValueError(f"--param takes NAME=VALUE (e.g. --param width=8), got {item!r}")
         if name in out:
             raise ValueError(f"--param {name} is given twice")
-        out[name] = _literal(text.strip())
+        value = _literal(text.strip())
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"--param {name} must be a finite number, got {text.strip()!r}")
+        out[name] = value
     return out
 
 
