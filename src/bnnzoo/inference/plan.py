@@ -24,6 +24,7 @@ chains after some tens of steps.  tests/system/test_reproducible.py pins both fa
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -207,6 +208,36 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
     if num_chains >= 2 and not nuts_only and preferred in supported:
         return preferred
     return "nuts"
+
+
+REPLICA_STATE_COPIES = 6
+"""Copies of the parameters one replica's state holds (position, momentum, gradient, mass, proposal, draw): the
+floor of parallel tempering's memory, against which absurd replica counts are refused."""
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_replica_memory(fn, task, kw: dict, num_chains: int, num_replicas: int) -> None:
+    """Refuse (one line, before anything compiles) a parallel-tempering run whose replicas' states alone would not
+    fit this machine's memory: chains × replicas × latent numbers × :data:`REPLICA_STATE_COPIES` × 4 bytes."""
+    total = _physical_memory()
+    if total is None:
+        return
+    from numpyro import handlers
+
+    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(task.X, task.Y, **kw)
+    n = sum(int(np.size(site["value"])) for site in tr.values()
+            if site["type"] == "sample" and not site.get("is_observed", False))
+    need = num_chains * num_replicas * n * REPLICA_STATE_COPIES * 4
+    if need > 0.8 * total:
+        raise ValueError(f"tempering['num_replicas'] = {num_replicas} with {num_chains} chains needs at least "
+                         f"{need / 2**30:.3g} GiB for the replicas' states ({n} numbers each), more than this "
+                         f"machine's {total / 2**30:.3g} GiB: use fewer replicas or chains")
 
 
 def units_serve(entry, kw: dict, X, *, init, num_chains, hmc_options: dict) -> bool:
@@ -632,6 +663,8 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
         from .tempering import check_options
 
         tempering = check_options(sampler, tempering, num_chains=num_chains, thinning=thinning, init=init)
+        if sampler == "pt":
+            _check_replica_memory(fn, task, kw, int(num_chains), int(tempering["num_replicas"]))
     elif tempering is not None:
         raise ValueError(f"tempering options apply to sampler='pt' or 'smc', not sampler={sampler!r}")
     if dims is not None:
