@@ -488,10 +488,20 @@ def _check_sample_flags(args) -> None:
         raise ValueError(f"--exclude takes comma-separated site names, got {args.exclude!r}")
 
 
+def out_lock_path(out: Path) -> Path:
+    """The lock file that holds an output name while a run writes it: in the system's temporary folder, named by
+    the output's absolute path (a killed run leaves no file beside its output)."""
+    import hashlib
+    import tempfile
+
+    key = hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:32]
+    return Path(tempfile.gettempdir()) / "bnnzoo-out-locks" / f"{key}.lock"
+
+
 @contextlib.contextmanager
 def _reserved(out: Path, flag: str = "--out", *, overwrite: bool = False, active: bool = True):
-    """Hold ``out`` for this run until it is written: an exclusive lock (``fcntl.flock``) on a hidden file beside
-    it, taken before anything samples, so that two runs started on one name cannot both write it (the second is
+    """Hold ``out`` for this run until it is written: an exclusive lock (``fcntl.flock``) on a file named by its
+    path (:func:`out_lock_path`), taken before anything samples, so that two runs started on one name cannot both write it (the second is
     refused at once, with one line; a killed run's lock goes with its process).  After the lock, ``out`` is checked
     again: a run that finished meanwhile is not overwritten without ``--overwrite``."""
     if not active:
@@ -502,7 +512,8 @@ def _reserved(out: Path, flag: str = "--out", *, overwrite: bool = False, active
     except ImportError:              # no flock on this platform: the existence check is all there is
         yield
         return
-    lock = out.with_name(f".{out.name}.lock")
+    lock = out_lock_path(out)
+    lock.parent.mkdir(parents=True, exist_ok=True)
     fh = open(lock, "a+")
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

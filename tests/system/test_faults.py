@@ -299,15 +299,18 @@ def test_a_second_run_on_the_same_out_is_refused_while_the_first_holds_it(capsys
     the first is done the name is free again (and the finished file is not overwritten without --overwrite)."""
     import fcntl
 
+    from bnnzoo.cli import out_lock_path
+
     out = tmp_path / "r.nc"
-    lock = tmp_path / ".r.nc.lock"
+    lock = out_lock_path(out)
+    lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+") as fh:                       # what the first run holds while it samples
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         _one_line_error(capsys, SMALL + ["--out", str(out)], "is being written by another bnnzoo run")
     assert not out.exists()
     lock.unlink()
     assert main(SMALL + ["--out", str(out)]) == 0
-    assert out.exists() and not lock.exists()
+    assert out.exists() and not lock.exists() and not list(tmp_path.glob(".r.nc*"))
     capsys.readouterr()
     _one_line_error(capsys, SMALL + ["--out", str(out)], "exists; pass --overwrite to replace it")
 
