@@ -51,7 +51,8 @@ Y's columns, in prior-whitened coordinates; r of them) sets how strongly the who
 against the readout's size; unit moves change it one unit at a time and the common scale only along with all the
 noise directions.  Once per sweep that part of every unit is multiplied by one γ, log γ ~ N(0,
 :data:`SIGNAL_STEP`² / N r), accepted with π(H') γ^{N r} / π(H) (the map is linear, its Jacobian γ^{N r}).  On the
-linear net (N = 100, P = 50, 4 chains × 300 sweeps) it raised the ESS of q_a from about 6 to 65.
+linear net it raises the ESS of q_a many times over; on the sigmoidal net it made no clear difference
+(``benchmarks/results/units_signal.md``).
 
 **Where it is weak.**  With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
 the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
