@@ -15,21 +15,14 @@ it would detect with probability 0.8 at that rate.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-
-import numpy as np
-from scipy import stats
 
 from .._record import Record
 from .. import azcompat
+from ..inference.certify import POWER, compare_chain_means
 from .populations import population_observables
 
-__all__ = ["PlantedCheck", "planted_check", "compare_chain_means"]
-
-POWER = 0.8
-"""The detection probability at which :class:`PlantedCheck` states the smallest detectable difference."""
-
+__all__ = ["PlantedCheck", "planted_check", "compare_chain_means", "POWER"]
 
 @dataclass(frozen=True, repr=False)
 class PlantedCheck(Record):
@@ -70,45 +63,6 @@ class PlantedCheck(Record):
                          f"{o['other'][0]:.4g} ± {o['other'][1]:.2g} (|t| {abs(o['t']):.2f} against "
                          f"{o['threshold']:.2f}; detectable difference {o['detectable']:.2g})")
         return lines
-
-
-def _group(x: np.ndarray) -> tuple[float, float, int]:
-    """(mean of the chain means, its standard error, chains − 1) of one group's (chain, draw) values."""
-    mu = x.mean(1)
-    n = len(mu)
-    s2 = float(mu.var(ddof=1)) if n > 1 else 0.0
-    if s2 == 0.0:            # no scatter between chains: the Monte-Carlo error within them (draws as independent)
-        s2 = float(np.mean(x.var(1, ddof=1))) / x.shape[1] if x.shape[1] > 1 else 0.0
-    return float(mu.mean()), math.sqrt(s2 / n), n - 1
-
-
-def compare_chain_means(a: np.ndarray, b: np.ndarray, q: float) -> dict:
-    """Welch's comparison of the chain means of two groups of chains at one-sided level ``q`` per tail.
-
-    Parameters
-    ----------
-    a, b : (chain, draw) values of one observable in each group (two or more chains each).
-    q : the tail probability of the threshold (two-sided rate / 2).
-
-    Returns
-    -------
-    dict
-        "a", "b" ([mean, se]), "t" (the difference over its error, b − a), "dof", "threshold" (|t| above which the
-        groups differ), "detectable" (the smallest difference detected with probability :data:`POWER`).
-    """
-    ma, sa, na = _group(np.asarray(a, float))
-    mb, sb, nb = _group(np.asarray(b, float))
-    v = sa**2 + sb**2
-    d = mb - ma
-    t = 0.0 if d == 0 else (d / math.sqrt(v) if v > 0 else math.copysign(math.inf, d))
-    if v > 0:
-        dof = v**2 / ((sa**4 / na if na else 0.0) + (sb**4 / nb if nb else 0.0))
-    else:
-        dof = float(na + nb)
-    dof = max(dof, 1.0)
-    k = float(stats.t.isf(q, dof))
-    detectable = (k + float(stats.t.isf(1 - POWER, dof))) * math.sqrt(v)
-    return {"a": [ma, sa], "b": [mb, sb], "t": t, "dof": dof, "threshold": k, "detectable": detectable}
 
 
 def planted_check(planted, other, entry=None, *, alpha: float = 0.01) -> PlantedCheck:

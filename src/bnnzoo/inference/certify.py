@@ -35,31 +35,36 @@ coordinate on ``chain`` in every group that has chains, the comparison in the at
 
 Error model
 -----------
-Each chain is one independent sample of the population: its N units are frozen into one draw of the single-unit
-marginal when ergodicity is broken, so chains differ by their population error even at equilibrium.  For an
-observable x (chain, draw), a family f with n_f chains has the mean m_f of its chain means μ_c and the standard
-error
+Each chain is one independent sample of the population: its N units are frozen into one draw of the population law
+when ergodicity is broken, so chains differ by their population even at equilibrium.  For an observable x (chain,
+draw), a family f with n_f chains has the mean m_f of its chain means μ_c and the standard error
 
-    se_f = sqrt( max(s_f², pop_f + mc_f) / n_f ),
+    se_f = sqrt( max(s_f², mc_f) / n_f ),
 
-where s_f² is the variance of its chain means (the error that counts each chain as one population sample), and
-the floor is what a chain mean must scatter by at least:
+where s_f² is the **measured** variance of its chain means and mc_f the mean over its chains of var_c / ESS_c (the
+within-chain Monte-Carlo variance of a chain mean, ESS_c ArviZ's bulk ESS of the chain alone: a chain mean scatters
+at least by that).  There is no binomial floor: units coupled through the readout scatter 2–5× less than
+independent ones (docs/theory.md §10), so a floor p(1 − p)/N would cost power.  Three tests per observable, at a
+family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (Bonferroni):
 
-* mc_f = the mean over the family's chains of var_c / ESS_c, the within-chain Monte Carlo variance of a chain mean
-  (ESS_c: ArviZ's bulk ESS of the chain alone);
-* pop_f, the population variance of a chain mean under the hypothesis that all families sample the same
-  equilibrium: p̄(1 − p̄)/N for a fraction of N exchangeable units (p̄ the mean over all chains of all families: the
-  binomial error of N frozen units), the families' mean variance over units of a unit's time-averaged
-  contribution, divided by N, for other unit averages, and 0 for a property of the whole network (``"network"``
-  observables: the training error, outlier counts, alignment, pathway singular values).
+* mean: families i and j agree when Welch's |t| = |m_i − m_j| / sqrt(se_i² + se_j²) is at most the Student-t
+  quantile at 1 − α/(2M) with Satterthwaite's degrees of freedom (n_f − 1 per family); the record states the
+  smallest difference each comparison detects with probability ``POWER`` = 0.8;
+* scatter: the families' chain means scatter alike (Brown–Forsythe test, p ≥ α/M): the population law is a mean
+  and a scatter;
+* over-dispersion (fractions of N units): a family's chain means scatter no more than N independent units would
+  (χ² of s_f² against p̄(1 − p̄)/N + mc_f, p ≥ α/M): chains of one family that sit in different collective states.
 
-Families i and j agree on x when ``|m_i − m_j| ≤ k · sqrt(se_i² + se_j²)``.  k makes the chance that a run whose
-families all sample the same equilibrium is called metastable at most ``ALPHA`` = 1 % over all M = (observables ×
-family pairs) comparisons (Bonferroni): k = Φ⁻¹(1 − α/(2M)) for unit observables, whose floor is a known variance;
-for network observables, whose error rests on the n_f chain means alone, the Student-t quantile with the
-Welch–Satterthwaite degrees of freedom of the two families (n_f − 1 each), which is far larger with few chains (with
-two chains per family network observables are then hardly ever flagged: use four or more).  Fractions that are 0 or
-1 in every chain of every family have zero error and agree.
+With 4 chains per family the mean threshold sits near 7 standard errors; ``certify`` therefore runs
+``CERTIFY_CHAINS`` = 8 chains per family unless ``num_chains`` is given (about 4.5).  Fractions that are 0 or 1 in
+every chain of every family have zero error and agree.
+
+Criterion
+---------
+:func:`ensemble_criterion` says by which law the health gate (:mod:`bnnzoo.inference.health`) judges the run's
+invariant observables: the ordinary R̂ when the population observables mix within the chains (a sampler that moves
+populations), else the ensemble criterion: each chain stationary on its own, and q_a, the training error and the
+other invariant observables compared across chains after regressing out each chain's population.
 """
 
 from __future__ import annotations
@@ -73,13 +78,18 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
+from scipy import stats
+
 from .. import azcompat
 from ..models.zoo import START_FAMILIES
 from ..tasks.planted import planted_init
+from .health import MAX_RHAT, _ess_rhat, invariant_observables
+from .plan import CERTIFY_CHAINS
 
-__all__ = ["certified_sample", "certify_run", "compare_families", "annealed_start", "meanfield_start",
-           "check_certify", "FamilyUnavailable", "ALPHA", "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP",
-           "ERROR_MODEL", "START_FAMILIES"]
+__all__ = ["certified_sample", "certify_run", "compare_families", "compare_chain_means", "chain_mean_stats",
+           "ensemble_criterion", "annealed_start", "meanfield_start", "check_certify", "FamilyUnavailable", "ALPHA",
+           "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP", "ERROR_MODEL", "START_FAMILIES", "CERTIFY_CHAINS",
+           "POWER"]
 
 _logger = logging.getLogger(__name__)
 
@@ -92,11 +102,14 @@ ANNEAL_STAGES = 2
 MIN_STAGE_WARMUP = 10
 """Fewest warm-up steps of one hot stage (a stage runs max(num_warmup // 2, this))."""
 ERROR_MODEL = (
-    "chains as independent population samples: se = sqrt(max(var of chain means, population floor + within-chain "
-    "MC variance)/n_chains), the floor p(1-p)/N for a fraction of N units (pooled p), the units' variance/N for "
-    "other unit averages, 0 for network observables; MC variance var/ESS (ArviZ bulk ESS per chain); families agree "
-    "when |m_i - m_j| <= k sqrt(se_i^2 + se_j^2), k = normal quantile (Student-t, Welch dof, for network "
-    "observables) at 1 - alpha/(2 M), alpha = 0.01 over M comparisons (Bonferroni)")
+    "chains as independent population samples, error from the measured scatter of the chain means: se = "
+    "sqrt(max(var of chain means, within-chain MC variance var/ESS)/n_chains), no binomial floor; families agree "
+    "on the mean when Welch's |t| <= the Student-t quantile (Satterthwaite dof) at 1 - alpha/(2 M), on the scatter "
+    "when Brown-Forsythe p >= alpha/M, and a family's fractions are not over-dispersed against N independent units "
+    "(chi2 p >= alpha/M); alpha = 0.01 over the M tests (Bonferroni)")
+POWER = 0.8
+"""The detection probability at which a comparison states its smallest detectable difference."""
+
 
 
 class FamilyUnavailable(ValueError):
@@ -453,7 +466,8 @@ def certify_run(idata, entry=None, family: str = "family") -> dict:
 
     Returns
     -------
-    dict : :func:`compare_families`' record plus "skipped_observables" ({name: why}).
+    dict : :func:`compare_families`' record plus "skipped_observables" ({name: why}) and "ensemble"
+        (:func:`ensemble_criterion`).
 
     Raises
     ------
@@ -468,6 +482,7 @@ def certify_run(idata, entry=None, family: str = "family") -> dict:
     values = population_observables(idata, entry)
     rec = compare_families(values, np.asarray(post.coords[family].values).astype(str), info=values.info)
     rec["skipped_observables"] = dict(values.skipped)
+    rec["ensemble"] = ensemble_criterion(idata, values, values.info)
     return rec
 
 
@@ -493,6 +508,66 @@ def _fmt_pair(m: float, se: float) -> str:
     return f"{m:.{d}f} ± {se:.{d}f}"
 
 
+def chain_mean_stats(x: np.ndarray, mc: np.ndarray | None = None) -> tuple[float, float, int]:
+    """(mean of the chain means, its standard error, chains − 1) of one group's (chain, draw) values.
+
+    The error is the measured scatter of the chain means, each chain one sample of the population law, floored by
+    the chains' mean Monte-Carlo variance ``mc`` (chain,) (a chain mean scatters at least by its own sampling error;
+    None: the within-chain variance over the draws, as if independent)."""
+    x = np.asarray(x, float)
+    mu = x.mean(1)
+    n = len(mu)
+    s2 = float(mu.var(ddof=1)) if n > 1 else 0.0
+    if mc is None:
+        mc = x.var(1, ddof=1) / x.shape[1] if x.shape[1] > 1 else np.zeros(n)
+    return float(mu.mean()), math.sqrt(max(s2, float(np.mean(mc))) / n), n - 1
+
+
+def welch(a: tuple, b: tuple, q: float) -> dict:
+    """Welch's comparison of two groups' (mean, se, dof) at one-sided level ``q`` per tail.
+
+    Returns {"t" (b − a over its error), "dof" (Satterthwaite), "threshold" (|t| above which the groups differ),
+    "detectable" (the smallest difference detected with probability :data:`POWER`)}."""
+    (ma, sa, na), (mb, sb, nb) = a, b
+    v = sa ** 2 + sb ** 2
+    d = mb - ma
+    t = 0.0 if d == 0 else (d / math.sqrt(v) if v > 0 else math.copysign(math.inf, d))
+    if v > 0:
+        dof = v ** 2 / ((sa ** 4 / na if na else 0.0) + (sb ** 4 / nb if nb else 0.0))
+    else:
+        dof = float(na + nb)
+    dof = max(dof, 1.0)
+    k = float(stats.t.isf(q, dof))
+    return {"t": t, "dof": dof, "threshold": k, "detectable": (k + float(stats.t.isf(1 - POWER, dof))) * math.sqrt(v)}
+
+
+def compare_chain_means(a: np.ndarray, b: np.ndarray, q: float) -> dict:
+    """Welch's comparison of the chain means of two groups of chains at one-sided level ``q`` per tail.
+
+    Parameters
+    ----------
+    a, b : (chain, draw) values of one observable in each group (two or more chains each).
+    q : the tail probability of the threshold (two-sided rate / 2).
+
+    Returns
+    -------
+    dict
+        "a", "b" ([mean, se], :func:`chain_mean_stats`), "t" (the difference over its error, b − a), "dof",
+        "threshold" (|t| above which the groups differ), "detectable" (the smallest difference detected with
+        probability :data:`POWER`).
+    """
+    sa, sb = chain_mean_stats(a), chain_mean_stats(b)
+    return {"a": list(sa[:2]), "b": list(sb[:2]), **welch(sa, sb, q)}
+
+
+def _scatter_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Brown–Forsythe p-value that two groups' chain means scatter alike (1 when neither scatters)."""
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return 1.0
+    p = float(stats.levene(a, b, center="median").pvalue)
+    return p if math.isfinite(p) else 1.0
+
+
 def compare_families(values: dict, chain_family, *, info: dict | None = None, alpha: float = ALPHA) -> dict:
     """Compare population observables across start families (the module docstring states the error model).
 
@@ -503,17 +578,19 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
     chain_family : sequence of str, (chain,)
         Each chain's start family.
     info : {name: ObservableInfo} or None
-        Each observable's error kind (``.kind``: "fraction", "unit_mean", "network"), ``.n_units`` and
-        ``.unit_var`` (chain,); None treats every observable as "network".
+        Each observable's kind (``.kind``: "fraction", "unit_mean", "network") and ``.n_units``: fractions are
+        also tested for over-dispersion against N independent units; None treats every observable as "network".
     alpha : float
-        Family-wise false-alarm rate over all comparisons, in (0, 1).
+        Family-wise false-alarm rate over all tests, in (0, 1).
 
     Returns
     -------
     dict
         "families" (names, in order of first appearance), "agree" (bool), "disagreements" (one line each:
-        "name: fam_i m_i ± se_i vs fam_j m_j ± se_j"), "observables" ({name: {family: [mean, se]}}),
-        "tests" ({name: {"fam_i|fam_j": [z, k]}}), "error_model", "alpha", "n_comparisons", "k" (the normal k),
+        "name: fam_i m_i ± se_i vs fam_j m_j ± se_j", "name: scatter ..." or "name: fam over-dispersed ..."),
+        "observables" ({name: {family: [mean, se]}}), "scatter" ({name: {family: sd of its chain means}}),
+        "tests" ({name: {"fam_i|fam_j": {"t", "dof", "threshold", "detectable", "scatter_p"}}}),
+        "overdispersion" ({name: {family: p-value}}, fractions only), "error_model", "alpha", "n_comparisons",
         "chains" ({family: [chain indices]}).
 
     Raises
@@ -521,8 +598,6 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
     ValueError
         fewer than two families, a family with fewer than two chains, or arrays that do not match the chains.
     """
-    from scipy import stats
-
     fam = np.asarray(chain_family).astype(str)
     fams = list(dict.fromkeys(fam.tolist()))
     chains = {f: np.flatnonzero(fam == f) for f in fams}
@@ -536,12 +611,13 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
         if np.ndim(values[k]) != 2 or np.shape(values[k])[0] != len(fam):
             raise ValueError(f"observable {k!r} must be (chain, draw) with {len(fam)} chains, got "
                              f"{np.shape(values[k])}")
+    kinds = {k: getattr(info.get(k) if info is not None else None, "kind", "network") for k in names}
+    fractions = [k for k in names if kinds[k] == "fraction"]
     pairs = [(fams[i], fams[j]) for i in range(len(fams)) for j in range(i + 1, len(fams))]
-    M = max(len(names) * len(pairs), 1)
+    M = max(2 * len(names) * len(pairs) + len(fractions) * len(fams), 1)
     q = alpha / (2 * M)
-    k_normal = float(stats.norm.isf(q))
     ess = _chain_ess(values, names) if names else np.zeros((0, len(fam)))
-    observables, tests, lines = {}, {}, []
+    observables, scatter, tests, over, lines = {}, {}, {}, {}, []
     for o, name in enumerate(names):
         x = np.asarray(values[name], float)
         D = x.shape[1]
@@ -549,36 +625,103 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
         var_c = x.var(1, ddof=1) if D > 1 else np.zeros(len(mu))
         e = np.where(np.isfinite(ess[o]) & (ess[o] > 0), ess[o], 1.0)
         mc = np.where(var_c > 0, var_c / e, 0.0)
-        inf = info.get(name) if info is not None else None
-        kind = getattr(inf, "kind", "network")
-        n_units = max(int(getattr(inf, "n_units", 0) or 0), 1)
-        p_bar = float(np.clip(mu.mean(), 0.0, 1.0))
-        stat = {}
-        for f, idx in chains.items():
-            if kind == "fraction":
-                pop = p_bar * (1.0 - p_bar) / n_units
-            elif kind == "unit_mean" and getattr(inf, "unit_var", None) is not None:
-                pop = float(np.mean(np.asarray(inf.unit_var)[idx])) / n_units
-            else:
-                pop = 0.0
-            s2 = float(mu[idx].var(ddof=1))
-            se = math.sqrt(max(s2, pop + float(mc[idx].mean())) / len(idx))
-            stat[f] = (float(mu[idx].mean()), se, len(idx) - 1 if kind == "network" else math.inf)
+        stat = {f: chain_mean_stats(x[idx], mc[idx]) for f, idx in chains.items()}
         observables[name] = {f: [m, se] for f, (m, se, _) in stat.items()}
+        scatter[name] = {f: float(mu[idx].std(ddof=1)) for f, idx in chains.items()}
         tests[name] = {}
         for fi, fj in pairs:
-            (mi, si, ni), (mj, sj, nj) = stat[fi], stat[fj]
-            v = si ** 2 + sj ** 2
-            d = abs(mi - mj)
-            z = 0.0 if d == 0 else (d / math.sqrt(v) if v > 0 else math.inf)
-            if math.isinf(ni) and math.isinf(nj) or v == 0:
-                k = k_normal
-            else:
-                dof = v ** 2 / ((si ** 4 / ni if si > 0 else 0.0) + (sj ** 4 / nj if sj > 0 else 0.0))
-                k = float(stats.t.isf(q, dof))
-            tests[name][f"{fi}|{fj}"] = [z, k]
-            if z > k:
-                lines.append(f"{name}: {fi} {_fmt_pair(mi, si)} vs {fj} {_fmt_pair(mj, sj)}")
+            r = welch(stat[fi], stat[fj], q)
+            r["scatter_p"] = _scatter_p(mu[chains[fi]], mu[chains[fj]])
+            tests[name][f"{fi}|{fj}"] = r
+            if abs(r["t"]) > r["threshold"]:
+                lines.append(f"{name}: {fi} {_fmt_pair(*stat[fi][:2])} vs {fj} {_fmt_pair(*stat[fj][:2])}")
+            if r["scatter_p"] < 2 * q:
+                lines.append(f"{name}: scatter between chains {fi} {scatter[name][fi]:.3g} vs {fj} "
+                             f"{scatter[name][fj]:.3g} (Brown–Forsythe p {r['scatter_p']:.1e})")
+        if name in fractions:
+            n_units = max(int(getattr(info[name], "n_units", 0) or 0), 1)
+            p_bar = float(np.clip(mu.mean(), 0.0, 1.0))
+            over[name] = {}
+            for f, idx in chains.items():
+                ref = p_bar * (1.0 - p_bar) / n_units + float(mc[idx].mean())
+                s2 = float(mu[idx].var(ddof=1))
+                chi2 = (len(idx) - 1) * s2 / ref if ref > 0 else (math.inf if s2 > 0 else 0.0)
+                p = float(stats.chi2.sf(chi2, len(idx) - 1))
+                over[name][f] = p
+                if p < 2 * q:
+                    lines.append(f"{name}: {f} over-dispersed (chain means scatter by {math.sqrt(s2):.3g}, "
+                                 f"{math.sqrt(s2 / ref):.1f}× the {n_units} independent units' "
+                                 f"{math.sqrt(ref):.3g}; χ² p {p:.1e})")
     return {"families": fams, "agree": not lines, "disagreements": lines, "observables": observables,
-            "tests": tests, "error_model": ERROR_MODEL, "alpha": alpha, "n_comparisons": M, "k": k_normal,
-            "chains": {f: [int(i) for i in idx] for f, idx in chains.items()}}
+            "scatter": scatter, "tests": tests, "overdispersion": over, "error_model": ERROR_MODEL,
+            "alpha": alpha, "n_comparisons": M, "chains": {f: [int(i) for i in idx] for f, idx in chains.items()}}
+
+
+# --------------------------------------------------------------------------------------------------- criterion
+def ensemble_criterion(idata, values: dict, info: dict | None = None) -> dict:
+    """Which law judges a certified run's invariant observables, with the ensemble criterion's numbers.
+
+    When the population observables (kinds "fraction" and "unit_mean") mix within the chains (R̂ over all chains
+    ≤ ``MAX_RHAT``), the ordinary R̂ gate of :mod:`bnnzoo.inference.health` applies: criterion "rhat".  Otherwise
+    each chain holds a frozen population, which fixes its q_a and training error (docs/theory.md §10): criterion
+    "ensemble".  Each scalar invariant observable's chain means are then regressed on the chains' populations (the
+    first principal components of the standardised chain means of the population observables, one per
+    two chains beyond two, at least one), and each chain's draws shifted by its offset as predicted from the
+    *other* chains (leave-one-chain-out, so an offset that no population explains is not fitted away); the residual
+    must mix (R̂ ≤ ``MAX_RHAT``, judged by the health gate).
+
+    Parameters
+    ----------
+    idata : the run (all families' chains).
+    values : {name: (chain, draw)} population observables of the run.
+    info : {name: ObservableInfo} or None (None: every observable a "network" one, so the criterion is "rhat").
+
+    Returns
+    -------
+    dict
+        "criterion" ("rhat" or "ensemble"), "why" (one line), "populations_rhat" ({name: R̂}); for "ensemble"
+        also "components" (regressors used) and "observables" ({name: {"rhat", "residual_rhat", "residual_ess",
+        "explained" (the fraction of the chain means' variance the populations explain, leave-one-chain-out)}}).
+    """
+    pops = [k for k in values if getattr((info or {}).get(k), "kind", "network") in ("fraction", "unit_mean")
+            and np.ptp(np.asarray(values[k], float)) > 0]
+    C = int(np.shape(values[pops[0]])[0]) if pops else 0
+    pop_rhat = {}
+    for k in pops:
+        x = np.asarray(values[k], float)
+        pop_rhat[k] = float(np.asarray(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), x)}))["x"].values))
+    worst = max(pop_rhat, key=lambda k: np.nan_to_num(pop_rhat[k], nan=np.inf), default=None)
+    if worst is None or pop_rhat[worst] <= MAX_RHAT:
+        why = ("no population observable varies" if worst is None else
+               f"populations mix within chains (largest R̂ {pop_rhat[worst]:.2f}, {worst})")
+        return {"criterion": "rhat", "why": why, "populations_rhat": pop_rhat}
+    means = np.stack([np.asarray(values[k], float).mean(1) for k in pops], -1)        # (C, K)
+    sd = means.std(0)
+    z = (means[:, sd > 0] - means[:, sd > 0].mean(0)) / sd[sd > 0]
+    u, s, _ = np.linalg.svd(z, full_matrices=False)
+    rank = int((s > 1e-9 * s[0]).sum()) if s.size else 0
+    n_comp = max(1, min(rank, (C - 2) // 2))
+    design = np.column_stack([np.ones(C), u[:, :n_comp]])
+    hat = np.einsum("ck,ck->c", design, np.linalg.pinv(design).T)                      # leverages h_cc
+    post = azcompat.get_group(idata, "posterior")
+    names = azcompat.group_names(idata)
+    y = np.asarray(azcompat.get_group(idata, "observed_data")["y"].values) if "observed_data" in names else None
+    out = {}
+    for name, x in invariant_observables(post, y).items():
+        if x.ndim != 2 or not np.isfinite(x).all() or np.ptp(x) == 0:
+            continue
+        mu = x.mean(1)
+        fit = design @ np.linalg.lstsq(design, mu, rcond=None)[0]
+        # leave-one-chain-out: each chain's offset predicted from the other chains' populations, so the fit cannot
+        # absorb an offset that no population explains
+        loo = mu - (mu - fit) / np.maximum(1.0 - hat, 1e-12)
+        resid = x - (loo - mu.mean())[:, None]
+        ess, rh = _ess_rhat(x[..., None])
+        ess_r, rh_r = _ess_rhat(resid[..., None])
+        var_mu = float(mu.var())
+        out[name] = {"rhat": float(rh[0]), "residual_rhat": float(rh_r[0]), "residual_ess": float(ess_r[0]),
+                     "explained": 1.0 - float((mu - loo).var()) / var_mu if var_mu > 0 else 1.0}
+    return {"criterion": "ensemble", "populations_rhat": pop_rhat, "components": n_comp, "observables": out,
+            "why": f"populations frozen per chain ({worst} R̂ {pop_rhat[worst]:.2f} > {MAX_RHAT}): q_a, the "
+                   f"training error and the other invariant observables are judged with each chain's population "
+                   f"regressed out ({n_comp} component{'s' if n_comp > 1 else ''})"}

@@ -182,7 +182,10 @@ class SamplerHealth(Record):
         ``MAX_RHAT`` or NaN, "ess_below": entries with bulk ESS below ``MIN_ESS``, "constant": entries left out}}.
     populations : "not certified", "certified by <families>" or "metastable" (the certification's verdict).
     certification : the run's certification record (JSON object of ``bnnzoo.sample(..., certify=True)``: families,
-        agree, disagreements, observables, error_model), or None when the run was not certified.
+        agree, disagreements, observables, error_model, ensemble), or None when the run was not certified.
+    criterion : by which law the invariant observables were judged, and why: "R̂: ..." (the ordinary gate) or
+        "ensemble: ..." (populations frozen per chain, judged with each chain's population regressed out); ""
+        for a run that was not certified (the ordinary gate).
     """
 
     status: str
@@ -206,6 +209,7 @@ class SamplerHealth(Record):
     entries: dict = field(default_factory=dict)
     populations: str = "not certified"
     certification: dict | None = None
+    criterion: str = ""
 
     @property
     def conclusive(self) -> bool:
@@ -249,6 +253,8 @@ class SamplerHealth(Record):
         pops = self.populations or "not certified"
         lines.append(f"populations {pops}" if pops != "metastable" else
                      "populations metastable: " + "; ".join(self.disagreements))
+        if self.criterion:
+            lines.append("criterion " + self.criterion)
         return lines
 
 
@@ -466,8 +472,10 @@ class _Judged:
                             f"R̂ of {what} could not be computed")
 
 
-def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None) -> None:
-    """R̂, drift and ESS of one (chain, draw) observable, with the population tolerance for a unit average."""
+def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None, ensemble: dict | None = None) -> None:
+    """R̂, drift and ESS of one (chain, draw) observable, with the population tolerance for a unit average, or
+    with the ensemble criterion's residual (``ensemble``: its record for this observable) when the run's
+    populations are frozen per chain."""
     D = x.shape[1]
     e, r = _ess_rhat(x[..., None])
     rh, es = float(r[0]), float(e[0])
@@ -491,7 +499,15 @@ def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None) ->
     what = "chain means" if not J.one_chain else "half means"
     disagree = rh > MAX_RHAT and spread > tol
     rest = ""
-    if rh > MAX_RHAT and not disagree:
+    rr = ensemble.get("residual_rhat", math.nan) if ensemble and rh > MAX_RHAT else None
+    if rr is not None:                                     # the ensemble criterion: the residual must mix
+        disagree = not rr <= MAX_RHAT
+        ens_note = f"R̂ {rr:.2f} with each chain's population regressed out"
+        if disagree:
+            rest = f"; {ens_note}, above {MAX_RHAT}: the ensemble criterion fails"
+        es = float(ensemble.get("residual_ess", es))
+        J.ess[name] = es
+    elif rh > MAX_RHAT and not disagree:
         # the tolerance excuses only an offset between chain means: R̂ of the chains with their offsets removed
         # (a trend within a chain, chains of different spread) still counts
         centred = parts - means[:, None] + means.mean()
@@ -505,6 +521,8 @@ def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None) ->
         J.relaxing.append((f"chains disagree on {name} (R̂ {rh:.2f} > {MAX_RHAT}" if not J.one_chain else
                            f"{name} differs between the halves of the chain (split R̂ {rh:.2f} > {MAX_RHAT}")
                           + (rest + ")" if rest else f"; {what} {in_sd}, {why})" if why else ")"))
+    elif rr is not None:
+        J.excused.append(f"{name} R̂ {rh:.2f} ({what} {in_sd}; {ens_note}: ensemble criterion)")
     elif rh > MAX_RHAT:
         J.excused.append(f"{name} R̂ {rh:.2f} ({what} {in_sd}, {why})")
     drifting = bool(np.any((zc > MAX_DRIFT_Z) & (dc > tol)))
@@ -585,6 +603,9 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     st = _stats(ss, cfg)
     J = _Judged(one_chain=C == 1)
     reasons = J.reasons
+    ens = (cert or {}).get("ensemble") if observables is None else None
+    ens = ens if isinstance(ens, dict) else {}
+    ens_obs = ens.get("observables", {}) if ens.get("criterion") == "ensemble" else {}
     if C < MIN_CHAINS:
         reasons.append(f"{C} chain(s) (need ≥ {MIN_CHAINS})")
     if D < MIN_DRAWS:
@@ -620,7 +641,7 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                 if x.ndim == 3:
                     _judge_entries(J, name, x3, "outputs" if name == "f" else "entries")
                 else:
-                    _judge_scalar(J, name, x, pop_se.get(name))
+                    _judge_scalar(J, name, x, pop_se.get(name), ens_obs.get(name))
     if not obs:
         reasons.append("no observable to judge: the posterior holds no numeric variable")
     if J.low_ess and not reasons:
@@ -635,13 +656,14 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
         status = "relaxing" if relaxing else "equilibrated"
     families = ", ".join(str(f) for f in cert["families"]) if cert is not None else ""
     populations = ("not certified" if cert is None else f"certified by {families}" if certified else "metastable")
+    criterion = "" if not ens else (("ensemble: " if ens_obs else "R̂: ") + str(ens.get("why", "")))
     evidence = _evidence(status, J, st, C, relaxing, populations, cert)
     if own_model:                         # no declared symmetry: what was judged are the posterior's variables
         evidence = evidence.replace("the invariant observables", "the posterior's variables")
     return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence,
                          sampler=sampler, n_chains=C, n_draws=D, rhat=J.rhat, ess=J.ess, drift_z=J.drift,
                          mixed=J.mixed, tolerance=J.tolerance, entries=J.entries, populations=populations,
-                         certification=cert, **st)
+                         certification=cert, criterion=criterion, **st)
 
 
 OWN_MODEL_MAX_ENTRIES = 1000
@@ -687,6 +709,10 @@ def _evidence(status: str, J: _Judged, st: dict, C: int, relaxing: list, populat
     if populations.startswith("certified"):
         em = cert.get("error_model")
         out += f"; populations {populations}" + (f" (error model: {em})" if em else "")
+        ens = cert.get("ensemble") if isinstance(cert.get("ensemble"), dict) else {}
+        if ens:
+            out += f"; judged by the {'ensemble criterion' if ens.get('criterion') == 'ensemble' else 'R̂ gate'}: " \
+                   + str(ens.get("why", ""))
     else:
         out += "; populations not certified"
     return out

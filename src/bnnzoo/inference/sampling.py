@@ -33,7 +33,7 @@ from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_d
                       observed_data_group, posterior_group, predictions_constant_data_group, predictions_group,
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
-from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
+from .plan import (CERTIFY_CHAINS, CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
                    default_num_chains, engine_chunk_size, init_strategy, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
@@ -609,6 +609,8 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     chains_default = None
     if num_chains is None:
         num_chains, chains_default = default_num_chains()
+        if certify is not False:          # every chain is one population sample: power needs 8 per family
+            num_chains = max(num_chains, CERTIFY_CHAINS)
     call = dict(locals())                    # the arguments, for certify (model_kwargs passed on separately)
     call.pop("chains_default")
     call.pop("model_kwargs")

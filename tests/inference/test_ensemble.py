@@ -1,0 +1,160 @@
+"""Certificates by the right law: the measured-scatter comparison of start families, over-dispersion, and the
+ensemble criterion for runs whose populations are frozen per chain (docs/theory.md §10)."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bnnzoo import azcompat
+from bnnzoo.diagnostics.populations import ObservableInfo
+from bnnzoo.inference.certify import CERTIFY_CHAINS, certify_run, compare_families, ensemble_criterion
+from bnnzoo.inference.health import CERTIFICATION_ATTR, MAX_RHAT, sampler_health
+
+from .test_certify import _bits, _run
+
+
+# ------------------------------------------------------------------------ a planted quenched double-well mixture
+def _double_well(rng, laws, n_chains=8, N=200, D=60):
+    """Each chain freezes N independent units in the well at +1 with probability p (no chain crosses the barrier):
+    the fraction of units up, (chain, draw), per family; ``laws`` {family: p, or (p, sd) for chains whose own p
+    scatters by sd around p}."""
+    values, fam = [], []
+    for f, law in laws.items():
+        p, sd = law if isinstance(law, tuple) else (law, 0.0)
+        for _ in range(n_chains):
+            pc = float(np.clip(p + sd * rng.standard_normal(), 0, 1))
+            up = rng.random(N) < pc
+            values.append(np.full(D, up.mean()))
+            fam.append(f)
+    return {"up": np.stack(values)}, fam, {"up": ObservableInfo("fraction", N)}
+
+
+def test_double_well_true_law_passes_biased_law_fails_overdispersion_fires():
+    """100 seeds each, family-wise rate 1 %: chains from the true law (p = ½) agree with the planted chains in at
+    least 95; chains from a biased law (p = 0.6, 8 binomial s.e. of a 200-unit chain away) are told apart in at
+    least 95; chains whose own p scatters by 0.12 (3.4× a 200-unit binomial) are flagged as over-dispersed in at
+    least 95."""
+    outcomes = {"true": 0, "biased": 0, "over": 0}
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        v, fam, info = _double_well(rng, {"planted": 0.5, "true": 0.5})
+        outcomes["true"] += compare_families(v, fam, info=info)["agree"]
+        v, fam, info = _double_well(rng, {"planted": 0.5, "biased": 0.6})
+        rec = compare_families(v, fam, info=info)
+        outcomes["biased"] += any(d.startswith("up: planted") for d in rec["disagreements"])
+        v, fam, info = _double_well(rng, {"planted": 0.5, "wide": (0.5, 0.12)})
+        rec = compare_families(v, fam, info=info)
+        outcomes["over"] += any("wide over-dispersed" in d for d in rec["disagreements"])
+        assert rec["overdispersion"]["up"]["planted"] > 0 and not any("planted over-dispersed" in d
+                                                                      for d in rec["disagreements"])
+    assert min(outcomes.values()) >= 95, outcomes
+
+
+def test_the_recorded_3_8_sigma_case_is_caught_with_8_chains_per_family():
+    """``certified_gpu_relu200_pt`` (4 chains per family) recorded "agree" with the prior and annealed families 3.8
+    standard errors apart on outliers[0] (16.6 ± 1.2 vs 9.8 ± 1.3), 3.8 on outliers[1] and 4.7 on the training
+    error.  Chain means with exactly those family means and scatters: with 4 chains per family every difference
+    stays below its threshold; with 8 (the certification's default) these three are flagged, and only they."""
+    recorded = {"outliers[0]": ((16.599, 1.215), (9.808, 1.298)), "outliers[1]": ((7.011, 0.712), (3.491, 0.611)),
+                "outliers[2]": ((6.904, 0.455), (4.403, 0.622)), "mse": ((1.3086e-4, 2.1e-7), (1.2845e-4, 4.6e-7))}
+    fractions = {f"code_fraction[z1][{k:03b}]": 0.125 for k in range(8)}
+    fractions.update({f"branch_mass[{k:03b}]": 0.125 for k in range(8)})
+
+    def run(n):
+        rng = np.random.default_rng(0)
+        unit = rng.standard_normal(n)
+        unit = (unit - unit.mean()) / unit.std(ddof=1)          # exact mean 0, sd 1
+        values, info, fam = {}, {}, ["prior"] * n + ["annealed"] * n
+        for name, ((m1, s1), (m2, s2)) in recorded.items():
+            mu = np.concatenate([m1 + 2 * s1 * unit, m2 + 2 * s2 * unit])   # sd of 4 chain means = 2 se
+            values[name] = mu[:, None] + 1e-9 * rng.standard_normal((2 * n, 40))
+            info[name] = ObservableInfo("network")
+        for name, p in fractions.items():
+            sd = math.sqrt(p * (1 - p) / 200)
+            values[name] = (p + sd * rng.permutation(np.concatenate([unit, unit])))[:, None] + np.zeros((1, 40))
+            info[name] = ObservableInfo("fraction", 200)
+        return compare_families(values, fam, info=info)
+
+    four, eight = run(4), run(CERTIFY_CHAINS)
+    assert CERTIFY_CHAINS == 8
+    t4 = four["tests"]["outliers[0]"]["prior|annealed"]
+    assert four["agree"] and 3.7 < abs(t4["t"]) < t4["threshold"], t4
+    assert [d.split(":")[0] for d in eight["disagreements"]] == ["outliers[0]", "outliers[1]", "mse"], eight
+
+
+# ------------------------------------------------------------------------------------------ the ensemble criterion
+def _frozen_run(rng, masses_per_family, *, offsets=0.0, n_chains=8, N=100, D=120):
+    """FCN-like run whose chains keep their units' codes (class means ±1.2): code 100 units carry a readout 2.5×
+    larger, so a chain's q_a and training error are set by its fraction of code 100; ``offsets`` scales a
+    per-chain readout factor that no population explains."""
+    labels = np.repeat([0, 1, 2], [4, 2, 2])
+    codes = np.array([3, 5, 6, 1])                                            # 110, 101, 011, 100
+    zs, as_, fam, mse = [], [], [], []
+    for f, masses in zip(("prior", "annealed", "meanfield"), masses_per_family):
+        for _ in range(n_chains):
+            unit_codes = codes[rng.choice(4, size=N, p=masses)]
+            sign = np.stack([2 * _bits(k, 3) - 1 for k in unit_codes])        # (N, class)
+            scale = np.where(unit_codes == 1, 2.5, 1.0)[:, None] * (1 + offsets * rng.standard_normal())
+            zs.append(1.2 * sign[None, :, labels] + 0.3 * rng.standard_normal((D, N, len(labels))))
+            as_.append(scale * sign + 0.3 * rng.standard_normal((D, N, 3)))
+            frac = float(np.mean(unit_codes == 1))
+            mse.append(0.01 + 0.05 * frac + 0.0005 * rng.standard_normal(D))
+            fam.append(f)
+    return _run(np.stack(zs), np.stack(as_), labels, family=fam, mse=np.stack(mse))
+
+
+def _certified(run):
+    rec = certify_run(run)
+    attrs = dict(azcompat.get_attrs(run), **{CERTIFICATION_ATTR: json.dumps(rec)})
+    groups = {g: azcompat.get_group(run, g) for g in azcompat.group_names(run)}
+    return rec, sampler_health(azcompat.make_idata(groups, attrs))
+
+
+MASSES = [0.3, 0.3, 0.3, 0.1]
+
+
+def test_chains_apart_by_their_frozen_populations_are_certified_by_the_ensemble_criterion():
+    """The certified_paper_sig1_n100 case: families agree, the chains' q_a and training error sit apart by their own
+    populations (R̂ ≫ 1.1).  The ordinary gate calls the run relaxing; the ensemble criterion, with each chain's
+    population regressed out, certifies it and says so; the same run with populations that differ between the
+    families (code 100 on 10 % vs 25 % of the units, above the comparison's stated detectable difference) is
+    metastable."""
+    rng = np.random.default_rng(11)
+    run = _frozen_run(rng, [MASSES, MASSES])
+    plain = sampler_health(run)
+    assert plain.status == "relaxing" and plain.rhat["q_a[0]"] > 1.5, plain
+    rec, h = _certified(run)
+    ens = rec["ensemble"]
+    assert rec["agree"] and ens["criterion"] == "ensemble", rec["disagreements"]
+    for name in ("q_a[0]", "mse"):
+        o = ens["observables"][name]
+        assert o["rhat"] > 1.5 and o["residual_rhat"] <= MAX_RHAT and o["explained"] > 0.9, (name, o)
+    assert h.status == "equilibrated" and h.populations == "certified by prior, annealed", h.summary()
+    assert h.criterion.startswith("ensemble: populations frozen per chain"), h.criterion
+    assert "regressed out" in h.evidence and "ensemble criterion" in h.evidence, h.evidence
+    rec, h = _certified(_frozen_run(rng, [MASSES, [0.25, 0.25, 0.25, 0.25]]))
+    assert rec["tests"]["code_fraction[z1][100]"]["prior|annealed"]["detectable"] < 0.15
+    assert h.status == "metastable" and any(d.startswith("code_fraction[z1][100]") for d in rec["disagreements"])
+
+
+def test_offsets_the_populations_do_not_explain_fail_the_ensemble_criterion():
+    """Chains whose readout scale differs by 15 % for no population reason: the residual of q_a does not mix, so
+    the run is relaxing, with the regressed R̂ in the evidence."""
+    rec, h = _certified(_frozen_run(np.random.default_rng(5), [MASSES, MASSES], offsets=0.15))
+    assert rec["ensemble"]["criterion"] == "ensemble"
+    assert rec["ensemble"]["observables"]["q_a[0]"]["residual_rhat"] > MAX_RHAT
+    assert h.status == "relaxing" and any("regressed out" in r and r.startswith("chains disagree on q_a")
+                                          for r in h.relaxing), h.relaxing
+
+
+def test_populations_that_mix_within_chains_keep_the_ordinary_gate():
+    """Units that redraw their codes every draw (a sampler that moves populations): the criterion is R̂."""
+    rng = np.random.default_rng(2)
+    C, D, N = 8, 40, 50
+    v = {"code_fraction[z1][1]": rng.binomial(N, 0.3, (C, D)) / N}
+    out = ensemble_criterion(None, v, {"code_fraction[z1][1]": ObservableInfo("fraction", N)})
+    assert out["criterion"] == "rhat" and out["why"].startswith("populations mix within chains"), out
+    with pytest.raises(ValueError, match="two or more families"):
+        compare_families(v, ["prior"] * C)
