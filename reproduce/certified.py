@@ -33,6 +33,8 @@ import math
 import sys
 import time
 
+from bnnzoo.inference.plan import CERTIFY_CHAINS
+
 from . import _common as C
 
 NAME = "certified"
@@ -105,9 +107,12 @@ def analyse(run, row: str, task, P: int) -> dict:
     cert = json.loads(azcompat.get_attrs(run)["bnnzoo_certification"])
     out = dict(health=dict(status=h.status, reason=h.reason, evidence=h.evidence, rhat=dict(h.rhat),
                            ess=dict(h.ess), divergences=h.divergences, n_chains=h.n_chains, n_draws=h.n_draws,
-                           max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")])),
-               certification={k: cert[k] for k in ("families", "agree", "disagreements", "observables", "error_model")
-                              if k in cert})
+                           max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")]),
+                           populations=h.populations, criterion=h.criterion),
+               certification={k: cert[k] for k in ("families", "agree", "disagreements", "observables", "scatter",
+                                                   "overdispersion", "ensemble", "error_model") if k in cert})
+    out["certification"]["detectable"] = {name: {pair: t["detectable"] for pair, t in tests.items()}
+                                          for name, tests in cert.get("tests", {}).items()}
     if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
         out["meanfield_codes"] = meanfield_codes(task, P)
     out.update(observable_table(out["certification"], out.get("meanfield_codes")))
@@ -166,7 +171,8 @@ def run(argv=None) -> int:
     p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--rows", default="ym01,sig2,relu", help=f"comma-separated rows among {', '.join(ROWS)}")
     p.add_argument("--sampler", default="auto", help="the sampler of every family (default: auto)")
-    p.add_argument("--chains", type=int, default=C.CHAINS, help="chains per start family (>= 2; default 4)")
+    p.add_argument("--chains", type=int, default=CERTIFY_CHAINS,
+                   help=f"chains per start family (>= 2; default {CERTIFY_CHAINS})")
     p.add_argument("--width", type=int, default=None, help="N = P of every row instead of the size's (>= 2)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up steps per family instead of the size's")
     p.add_argument("--samples", type=int, default=None, help="kept draws per chain instead of the size's")

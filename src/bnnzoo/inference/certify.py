@@ -47,7 +47,7 @@ at least by that).  There is no binomial floor: units coupled through the readou
 independent ones (docs/theory.md §10), so a floor p(1 − p)/N would cost power.  Three tests per observable, at a
 family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (Bonferroni):
 
-* mean: families i and j agree when Welch's |t| = |m_i − m_j| / sqrt(se_i² + se_j²) is at most the Student-t
+* mean: families i and j agree when Welch's ``|t| = |m_i − m_j| / sqrt(se_i² + se_j²)`` is at most the Student-t
   quantile at 1 − α/(2M) with Satterthwaite's degrees of freedom (n_f − 1 per family); the record states the
   smallest difference each comparison detects with probability ``POWER`` = 0.8;
 * scatter: the families' chain means scatter alike (Brown–Forsythe test, p ≥ α/M): the population law is a mean
@@ -526,8 +526,8 @@ def chain_mean_stats(x: np.ndarray, mc: np.ndarray | None = None) -> tuple[float
 def welch(a: tuple, b: tuple, q: float) -> dict:
     """Welch's comparison of two groups' (mean, se, dof) at one-sided level ``q`` per tail.
 
-    Returns {"t" (b − a over its error), "dof" (Satterthwaite), "threshold" (|t| above which the groups differ),
-    "detectable" (the smallest difference detected with probability :data:`POWER`)}."""
+    Returns {"t" (b − a over its error), "dof" (Satterthwaite), "threshold" (the ``|t|`` above which the groups
+    differ), "detectable" (the smallest difference detected with probability :data:`POWER`)}."""
     (ma, sa, na), (mb, sb, nb) = a, b
     v = sa ** 2 + sb ** 2
     d = mb - ma
@@ -553,7 +553,7 @@ def compare_chain_means(a: np.ndarray, b: np.ndarray, q: float) -> dict:
     -------
     dict
         "a", "b" ([mean, se], :func:`chain_mean_stats`), "t" (the difference over its error, b − a), "dof",
-        "threshold" (|t| above which the groups differ), "detectable" (the smallest difference detected with
+        "threshold" (the ``|t|`` above which the groups differ), "detectable" (the smallest difference detected with
         probability :data:`POWER`).
     """
     sa, sb = chain_mean_stats(a), chain_mean_stats(b)

@@ -66,6 +66,14 @@ Rules:
   start ``families``, whether they ``agree`` and the ``disagreements``) makes a run whose families disagree
   "metastable" (unless it failed; before "relaxing", whose evidence is kept in the record), and a run whose
   families agree and that passes every check above "equilibrated" with "populations certified by <families>".
+* Criterion of a certified run (the certification's ``ensemble`` record, :func:`bnnzoo.inference.certify.
+  ensemble_criterion`): when the population observables mix within the chains the checks above apply as stated
+  ("R̂: ..."); when they are frozen per chain, each chain's q_a and training error are set by its own population, so
+  their R̂ stays above ``MAX_RHAT`` at equilibrium (docs/theory.md §10).  The **ensemble criterion** then judges a
+  scalar invariant observable whose R̂ exceeds ``MAX_RHAT`` by the R̂ of its residual with each chain's population
+  regressed out (leave one chain out), in place of the population tolerance: the chains disagree on it when that
+  residual R̂ exceeds ``MAX_RHAT``, and its ESS is the residual's.  Drift within each chain is judged as above.
+  :attr:`SamplerHealth.criterion` says which criterion was used, and why.
 
 Thresholds (each with the reason for its value):
 

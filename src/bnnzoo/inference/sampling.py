@@ -33,8 +33,8 @@ from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_d
                       observed_data_group, posterior_group, predictions_constant_data_group, predictions_group,
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
-from .plan import (CERTIFY_CHAINS, CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
-                   default_num_chains, engine_chunk_size, init_strategy, make_spec)
+from .plan import (CERTIFY_CHAINS, CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec,
+                   check_int, default_num_chains, engine_chunk_size, init_strategy, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
@@ -472,7 +472,8 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         The data (:class:`~bnnzoo.tasks.Task`): X (point, input), Y (point, class), optional test set.
     num_chains : int or None
         Chains; None: the device's default (:data:`~bnnzoo.inference.plan.DEFAULT_CHAINS`: 4 on a CPU, 64 on a
-        GPU), logged when the run starts and recorded in the provenance (``num_chains_default``).
+        GPU), at least :data:`~bnnzoo.inference.plan.CERTIFY_CHAINS` (8) per start family with ``certify``,
+        logged when the run starts and recorded in the provenance (``num_chains_default``).
     num_warmup, num_samples, thinning : int
         MCMC sizes (>= 1, >= 0, >= 1, >= 1); each chain keeps num_samples // thinning draws.
     sampler : str
