@@ -32,6 +32,9 @@ def _model_and_kwargs(model, X, model_kwargs: dict) -> tuple[Callable, dict]:
         if getattr(model, "resolve", None) is not None:
             kw = model.resolve(X, kw)
         return model.model, kw
+    if isinstance(model, str):            # the tasks sit below the zoo: an entry is passed in, not looked up here
+        raise ValueError(f"model must be a zoo entry or a NumPyro model function, got the name {model!r}: pass "
+                         f"bnnzoo.get_entry({model!r})")
     if not callable(model):
         raise ValueError(f"model must be a NumPyro model function or a zoo entry, got {type(model).__name__}")
     return model, dict(model_kwargs)
