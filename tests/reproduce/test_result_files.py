@@ -61,3 +61,29 @@ def test_result_files_write_json_only_and_refuse_to_overwrite(tmp_path, certifie
         C.ResultFiles(tmp_path, "r", overwrite=False)
     C.ResultFiles(tmp_path, "r", overwrite=True).write({"rows": {}})
     assert json.loads(files.json.read_text())["rows"] == {}
+
+
+REJUDGE = load_script("rejudge")
+
+
+def test_rejudge_relabels_by_the_stored_rhat_and_ess_only():
+    """A stored "equilibrated" record with an invariant observable at R̂ > 1.1 and bulk ESS < 20 is relaxing by the
+    present gate; R̂ > 1.1 with ESS ≥ 20 (needs the draws) and records already relaxing are left alone; the summary
+    flag above a relabelled record follows."""
+    rec = {"all_equilibrated": True, "samples": [
+        {"health": {"status": "equilibrated", "rhat": {"mse": 1.0, "q_a[1]": 1.61}, "ess": {"mse": 300, "q_a[1]": 7}}},
+        {"health": {"status": "equilibrated", "rhat": {"q_a[1]": 1.12}, "ess": {"q_a[1]": 24}}},
+        {"health": {"status": "relaxing", "rhat": {"q_a[1]": 2.0}, "ess": {"q_a[1]": 3}}}]}
+    changes = REJUDGE.relabel(rec)
+    assert [p for p, _ in changes] == [".samples[0].health"]
+    h = rec["samples"][0]["health"]
+    assert h["status"] == "relaxing" and h["status_recorded"] == "equilibrated" and "q_a[1] R̂ 1.61" in h["rejudged"]
+    assert rec["samples"][1]["health"]["status"] == "equilibrated" and rec["all_equilibrated"] is False
+
+
+@pytest.mark.parametrize("stem", sorted(FILES))
+def test_no_stored_record_is_equilibrated_by_an_older_gate(stem):
+    """Every committed result file has been re-judged: no "equilibrated" record the present gate calls relaxing
+    from its stored R̂ and ESS alone (``python -m reproduce.rejudge --write``)."""
+    for _, p in FILES[stem]:
+        assert REJUDGE.relabel(json.loads(p.read_text())) == [], stem
