@@ -658,6 +658,11 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
 
 
 # --------------------------------------------------------------------------------------------------- criterion
+def _fmt_rhat(r: float) -> str:
+    """R̂ to two decimals; "> 100" for chains that each hold a (nearly) fixed, different value."""
+    return f"{r:.2f}" if r < 100 else "> 100"
+
+
 def ensemble_criterion(idata, values: dict, info: dict | None = None) -> dict:
     """Which law judges a certified run's invariant observables, with the ensemble criterion's numbers.
 
@@ -693,7 +698,7 @@ def ensemble_criterion(idata, values: dict, info: dict | None = None) -> dict:
     worst = max(pop_rhat, key=lambda k: np.nan_to_num(pop_rhat[k], nan=np.inf), default=None)
     if worst is None or pop_rhat[worst] <= MAX_RHAT:
         why = ("no population observable varies" if worst is None else
-               f"populations mix within chains (largest R̂ {pop_rhat[worst]:.2f}, {worst})")
+               f"populations mix within chains (largest R̂ {_fmt_rhat(pop_rhat[worst])}, {worst})")
         return {"criterion": "rhat", "why": why, "populations_rhat": pop_rhat}
     means = np.stack([np.asarray(values[k], float).mean(1) for k in pops], -1)        # (C, K)
     sd = means.std(0)
@@ -722,6 +727,6 @@ def ensemble_criterion(idata, values: dict, info: dict | None = None) -> dict:
         out[name] = {"rhat": float(rh[0]), "residual_rhat": float(rh_r[0]), "residual_ess": float(ess_r[0]),
                      "explained": 1.0 - float((mu - loo).var()) / var_mu if var_mu > 0 else 1.0}
     return {"criterion": "ensemble", "populations_rhat": pop_rhat, "components": n_comp, "observables": out,
-            "why": f"populations frozen per chain ({worst} R̂ {pop_rhat[worst]:.2f} > {MAX_RHAT}): q_a, the "
+            "why": f"populations frozen per chain ({worst} R̂ {_fmt_rhat(pop_rhat[worst])} > {MAX_RHAT}): q_a, the "
                    f"training error and the other invariant observables are judged with each chain's population "
                    f"regressed out ({n_comp} component{'s' if n_comp > 1 else ''})"}
