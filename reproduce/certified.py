@@ -4,7 +4,7 @@ Every row here samples with ``bnnzoo.sample(..., certify=True)``: the same model
 (prior draws; an annealed start from 100 T; where the entry has a mean field, a start seeded with the mean field's
 populations), each family ``--chains`` chains, and compares the entry's population observables per draw (code
 fractions per layer, readout sign-orthant masses, outliers per class, training error;
-:mod:`bnnzoo.diagnostics.populations`) across the families (:mod:`bnnzoo.inference.certify`: the error model and
+:mod:`bnnzoo.diagnostics.populations`) across the families (:mod:`bnnzoo.workflows.certify`: the error model and
 the Bonferroni threshold are in its docstring).  The verdict of a row is the run's sampler health
 (:func:`bnnzoo.inference.health.sampler_health`): "equilibrated" only when the chains mix and every family agrees,
 "metastable: ..." when the families disagree on a population, "relaxing" / "failed" otherwise.
@@ -33,7 +33,7 @@ import math
 import sys
 import time
 
-from bnnzoo.inference.plan import CERTIFY_CHAINS
+from bnnzoo.workflows.certify import CERTIFY_CHAINS
 
 from . import _common as C
 

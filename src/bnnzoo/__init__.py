@@ -9,15 +9,16 @@ except PackageNotFoundError:          # run from a source tree that was never in
     __version__ = "unknown"
 del PackageNotFoundError, version
 
-from . import azcompat, diagnostics, models, plots, tasks, theory  # noqa: E402
+from . import azcompat, diagnostics, models, plots, tasks, theory, workflows  # noqa: E402
 from .diagnostics import diagnose  # noqa: E402
-from .inference import predict, run_config, sample  # noqa: E402
+from .inference import predict, run_config  # noqa: E402
 from .inference.compilation import _from_environment, enable_compilation_cache  # noqa: E402
 from .models import get_entry, list_entries  # noqa: E402
 from .tasks import Task, toy_task  # noqa: E402
+from .workflows import sample  # noqa: E402
 
 _from_environment()
 del _from_environment
 
 __all__ = ["sample", "enable_compilation_cache", "predict", "run_config", "diagnose", "diagnostics", "plots", "theory", "Task", "toy_task",
-           "get_entry", "list_entries", "models", "tasks", "azcompat", "__version__"]
+           "get_entry", "list_entries", "models", "tasks", "workflows", "azcompat", "__version__"]

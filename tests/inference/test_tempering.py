@@ -307,7 +307,7 @@ def test_certify_flags_frozen_unit_populations_and_pt_recovers_them():
     metastable (here by the scatter: every all-down chain holds 0, the prior chains scatter); parallel tempering from the same all-down start reaches the true fraction 0.7 within 4 standard
     errors (from the ESS of the per-draw fraction) and its two families agree."""
     from bnnzoo.diagnostics.populations import ObservableInfo
-    from bnnzoo.inference.certify import compare_families
+    from bnnzoo.workflows.certify import compare_families
 
     down = {"x": np.full((4, UNITS), -U_MU, np.float32)}
     info = {"up": ObservableInfo("fraction", UNITS)}

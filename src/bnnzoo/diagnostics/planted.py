@@ -15,14 +15,22 @@ it would detect with probability 0.8 at that rate.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
 
 from .._record import Record
 from .. import azcompat
-from ..inference.certify import POWER, compare_chain_means
 from .populations import population_observables
 
-__all__ = ["PlantedCheck", "planted_check", "compare_chain_means", "POWER"]
+__all__ = ["PlantedCheck", "planted_check", "compare_chain_means", "chain_mean_stats", "welch", "POWER"]
+
+POWER = 0.8
+"""The detection probability at which a comparison states its smallest detectable difference."""
+
+
 
 @dataclass(frozen=True, repr=False)
 class PlantedCheck(Record):
@@ -63,6 +71,58 @@ class PlantedCheck(Record):
                          f"{o['other'][0]:.4g} ± {o['other'][1]:.2g} (|t| {abs(o['t']):.2f} against "
                          f"{o['threshold']:.2f}; detectable difference {o['detectable']:.2g})")
         return lines
+
+
+def chain_mean_stats(x: np.ndarray, mc: np.ndarray | None = None) -> tuple[float, float, int]:
+    """(mean of the chain means, its standard error, chains − 1) of one group's (chain, draw) values.
+
+    The error is the measured scatter of the chain means, each chain one sample of the population law, floored by
+    the chains' mean Monte-Carlo variance ``mc`` (chain,) (a chain mean scatters at least by its own sampling error;
+    None: the within-chain variance over the draws, as if independent)."""
+    x = np.asarray(x, float)
+    mu = x.mean(1)
+    n = len(mu)
+    s2 = float(mu.var(ddof=1)) if n > 1 else 0.0
+    if mc is None:
+        mc = x.var(1, ddof=1) / x.shape[1] if x.shape[1] > 1 else np.zeros(n)
+    return float(mu.mean()), math.sqrt(max(s2, float(np.mean(mc))) / n), n - 1
+
+
+def welch(a: tuple, b: tuple, q: float) -> dict:
+    """Welch's comparison of two groups' (mean, se, dof) at one-sided level ``q`` per tail.
+
+    Returns {"t" (b − a over its error), "dof" (Satterthwaite), "threshold" (the ``|t|`` above which the groups
+    differ), "detectable" (the smallest difference detected with probability :data:`POWER`)}."""
+    (ma, sa, na), (mb, sb, nb) = a, b
+    v = sa ** 2 + sb ** 2
+    d = mb - ma
+    t = 0.0 if d == 0 else (d / math.sqrt(v) if v > 0 else math.copysign(math.inf, d))
+    if v > 0:
+        dof = v ** 2 / ((sa ** 4 / na if na else 0.0) + (sb ** 4 / nb if nb else 0.0))
+    else:
+        dof = float(na + nb)
+    dof = max(dof, 1.0)
+    k = float(stats.t.isf(q, dof))
+    return {"t": t, "dof": dof, "threshold": k, "detectable": (k + float(stats.t.isf(1 - POWER, dof))) * math.sqrt(v)}
+
+
+def compare_chain_means(a: np.ndarray, b: np.ndarray, q: float) -> dict:
+    """Welch's comparison of the chain means of two groups of chains at one-sided level ``q`` per tail.
+
+    Parameters
+    ----------
+    a, b : (chain, draw) values of one observable in each group (two or more chains each).
+    q : the tail probability of the threshold (two-sided rate / 2).
+
+    Returns
+    -------
+    dict
+        "a", "b" ([mean, se], :func:`chain_mean_stats`), "t" (the difference over its error, b − a), "dof",
+        "threshold" (the ``|t|`` above which the groups differ), "detectable" (the smallest difference detected with
+        probability :data:`POWER`).
+    """
+    sa, sb = chain_mean_stats(a), chain_mean_stats(b)
+    return {"a": list(sa[:2]), "b": list(sb[:2]), **welch(sa, sb, q)}
 
 
 def planted_check(planted, other, entry=None, *, alpha: float = 0.01) -> PlantedCheck:

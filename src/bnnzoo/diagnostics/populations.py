@@ -4,7 +4,7 @@ Every headline verdict of bnnzoo is about the equilibrium *populations* of units
 how the readout splits into branches, how many outliers each class has.  A zoo entry declares which of these it has
 (:attr:`bnnzoo.models.ZooEntry.populations`, the ``observables`` of its
 :class:`~bnnzoo.models.zoo.PopulationSpec`); :func:`population_observables` computes them **per draw**, as
-(chain, draw) arrays, so that chains started differently (:mod:`bnnzoo.inference.certify`) can be compared.
+(chain, draw) arrays, so that chains started differently (:mod:`bnnzoo.workflows.certify`) can be compared.
 
 Kinds (the names an entry declares) and the observables they give:
 
@@ -48,7 +48,7 @@ Kinds (the names an entry declares) and the observables they give:
   pathway's effective dataset Σʸˣ(p) (at least the largest one).
 
 Each observable also has an *error kind* (:attr:`PopulationValues.info`), which
-:mod:`bnnzoo.inference.certify` uses for its finite-N error: ``"fraction"`` (a fraction of n_units exchangeable
+:mod:`bnnzoo.workflows.certify` uses for its finite-N error: ``"fraction"`` (a fraction of n_units exchangeable
 units: binomial population error), ``"unit_mean"`` (a mean over n_units units: population error from the spread of
 the units' time-averaged contributions, given per chain in ``unit_var``) or ``"network"`` (a property of the whole
 network with no population error of its own).
@@ -74,7 +74,7 @@ SECOND_LAYER_MAX_TEST = 500       # test inputs for the second-layer overlaps (a
 
 @dataclass(frozen=True)
 class ObservableInfo:
-    """How one population observable's finite-N error is modelled (:mod:`bnnzoo.inference.certify`).
+    """How one population observable's finite-N error is modelled (:mod:`bnnzoo.workflows.certify`).
 
     Attributes
     ----------

@@ -66,7 +66,7 @@ Rules:
   start ``families``, whether they ``agree`` and the ``disagreements``) makes a run whose families disagree
   "metastable" (unless it failed; before "relaxing", whose evidence is kept in the record), and a run whose
   families agree and that passes every check above "equilibrated" with "populations certified by <families>".
-* Criterion of a certified run (the certification's ``ensemble`` record, :func:`bnnzoo.inference.certify.
+* Criterion of a certified run (the certification's ``ensemble`` record, :func:`bnnzoo.workflows.certify.
   ensemble_criterion`): when the population observables mix within the chains the checks above apply as stated
   ("R̂: ..."); when they are frozen per chain, each chain's q_a and training error are set by its own population, so
   their R̂ stays above ``MAX_RHAT`` at equilibrium (docs/theory.md §10).  The **ensemble criterion** then judges a

@@ -442,11 +442,6 @@ about their summed time, so 4 (enough to compare chains); an accelerator runs ma
 one (the docs' benchmark page measures how much), so 64."""
 
 
-CERTIFY_CHAINS = 8
-"""Chains per start family when ``certify`` is asked for without ``num_chains``: with 8 chains Welch's threshold
-at a certification's Bonferroni level is about 4.5 standard errors, with 4 about 7."""
-
-
 def default_num_chains() -> tuple[int, str]:
     """(chains, backend): the number of chains for JAX's default backend (:data:`DEFAULT_CHAINS`; 4 for a backend
     it does not name)."""

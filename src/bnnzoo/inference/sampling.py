@@ -33,8 +33,8 @@ from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_d
                       observed_data_group, posterior_group, predictions_constant_data_group, predictions_group,
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
-from .plan import (CERTIFY_CHAINS, CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec,
-                   check_int, default_num_chains, engine_chunk_size, init_strategy, make_spec)
+from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
+                   default_num_chains, engine_chunk_size, init_strategy, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
@@ -50,7 +50,7 @@ _logger = logging.getLogger(__name__)
 
 
 HEALTH_WARNINGS = contextvars.ContextVar("bnnzoo_health_warnings", default=True)
-"""False while :mod:`bnnzoo.inference.certify` runs the start families: their health is judged on the whole run."""
+"""False while :mod:`bnnzoo.workflows.certify` runs the start families: their health is judged on the whole run."""
 
 
 @dataclass
@@ -460,8 +460,11 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
            dims: dict | None = None, chunk_size: int | None = None, store=None, resume: bool = False,
            exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] | None = (),
            warm_start: int = 0, matmul_precision: str | None = "highest",
-           certify: bool | Sequence[str] = False, tempering: dict | None = None, **model_kwargs):
+           tempering: dict | None = None, **model_kwargs):
     """Sample the posterior of ``model`` on ``task`` and return it as ArviZ data.
+
+    :func:`bnnzoo.sample` is this function with ``certify`` (runs from several start families compared on their
+    populations, :mod:`bnnzoo.workflows.certify`) added.
 
     Parameters
     ----------
@@ -472,8 +475,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         The data (:class:`~bnnzoo.tasks.Task`): X (point, input), Y (point, class), optional test set.
     num_chains : int or None
         Chains; None: the device's default (:data:`~bnnzoo.inference.plan.DEFAULT_CHAINS`: 4 on a CPU, 64 on a
-        GPU), at least :data:`~bnnzoo.inference.plan.CERTIFY_CHAINS` (8) per start family with ``certify``,
-        logged when the run starts and recorded in the provenance (``num_chains_default``).
+        GPU), logged when the run starts and recorded in the provenance (``num_chains_default``).
     num_warmup, num_samples, thinning : int
         MCMC sizes (>= 1, >= 0, >= 1, >= 1); each chain keeps num_samples // thinning draws.
     sampler : str
@@ -572,15 +574,6 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         float32 matrix-product precision while sampling (``jax.default_matmul_precision``): "highest" (default:
         true float32) keeps the posterior exact on GPUs, whose JAX default rounds float32 products to
         TensorFloat32; None leaves JAX's setting alone.  No effect on CPU.
-    certify : bool or sequence of str
-        True: run the model from every start family the entry declares (``ZooEntry.populations.families``:
-        "prior", "annealed", "meanfield"), each with ``num_chains`` chains and the same settings, and compare
-        their population observables (:mod:`bnnzoo.inference.certify`, which states the error model); a
-        sequence names the families (two or more).  The run then holds all families' chains along ``chain`` (a
-        ``family`` coordinate names each chain's family) and the comparison in the attribute
-        ``bnnzoo_certification`` and in ``run_config(idata)["certification"]``.  Needs a zoo entry, two or more
-        chains per family, ``init="prior"``, no ``warm_start``, ``reparam``, ``store`` or sampler "gibbs" /
-        "smc".  False (default): one run, unchanged.
     tempering : dict or None
         Options of sampler="pt": ``num_replicas`` (12), ``beta_min`` (None: 1 / sd of the log-likelihood over prior
         draws, at most 0.1), ``adapt_ladder`` (True), ``num_prior_draws`` (1000, for β_min and the evidence's β → 0
@@ -610,23 +603,15 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     chains_default = None
     if num_chains is None:
         num_chains, chains_default = default_num_chains()
-        if certify is not False:          # every chain is one population sample: power needs 8 per family
-            num_chains = max(num_chains, CERTIFY_CHAINS)
-    call = dict(locals())                    # the arguments, for certify (model_kwargs passed on separately)
+    call = dict(locals())                    # the arguments (model_kwargs passed on separately)
     call.pop("chains_default")
     call.pop("model_kwargs")
     t_start = time.time()
-    spec = make_spec(model, task, model_kwargs=model_kwargs, certify=certify is not False,
-                     **{k: v for k, v in call.items() if k not in ("model", "task", "certify")})
+    spec = make_spec(model, task, model_kwargs=model_kwargs,
+                     **{k: v for k, v in call.items() if k not in ("model", "task")})
     if chains_default is not None:        # stated once the arguments checked out
         spec = dataclasses.replace(spec, chains_default=chains_default)
         _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
-    if certify is not False:
-        from .certify import certified_sample
-
-        if spec.sampler != sampler:         # "auto" resolved once, for every family alike
-            _logger.info("certify: sampler='auto' runs %r for every start family", spec.sampler)
-        return certified_sample(spec.entry, task, certify, dict(call, sampler=spec.sampler), model_kwargs)
     precision = (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
                  else contextlib.nullcontext())
     key_run, key_pred = jax.random.split(jax.random.PRNGKey(seed))

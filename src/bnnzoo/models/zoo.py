@@ -19,7 +19,7 @@ __all__ = ["Observable", "UnitLayer", "PopulationSpec", "ZooEntry", "ZOO", "regi
            "START_FAMILIES"]
 
 START_FAMILIES = ("prior", "annealed", "meanfield", "planted")
-"""The start families :func:`bnnzoo.sample` can certify a run from (:mod:`bnnzoo.inference.certify`); "planted"
+"""The start families :func:`bnnzoo.sample` can certify a run from (:mod:`bnnzoo.workflows.certify`); "planted"
 (chains started at the teacher) on a planted task only (:func:`bnnzoo.tasks.planted_task`), for every entry."""
 
 
@@ -64,7 +64,7 @@ class UnitLayer:
 @dataclass(frozen=True)
 class PopulationSpec:
     """The population observables of an entry and the start families that ``bnnzoo.sample(..., certify=True)``
-    compares them across (:mod:`bnnzoo.diagnostics.populations`, :mod:`bnnzoo.inference.certify`).
+    compares them across (:mod:`bnnzoo.diagnostics.populations`, :mod:`bnnzoo.workflows.certify`).
 
     Attributes
     ----------

@@ -1,7 +1,7 @@
 """Certified runs: the same model from several start families, compared on its population observables.
 
 Chains started alike and run alike can lock into the same wrong populations of units (codes, readout branches,
-outliers), where a between-chain R̂ cannot see it.  ``bnnzoo.sample(..., certify=True)`` therefore runs the model
+outliers), where a between-chain R̂ cannot see it.  ``bnnzoo.sample(..., certify=True)`` (:func:`sample`) therefore runs the model
 from two or more **start families**, each with ``num_chains`` chains and the same sampler settings, and compares
 the entry's population observables (:mod:`bnnzoo.diagnostics.populations`) across the families.  A run is
 certified when every family agrees on every observable within its finite-N error.
@@ -50,8 +50,8 @@ family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (Bonferroni):
 * mean: families i and j agree when Welch's ``|t| = |m_i − m_j| / sqrt(se_i² + se_j²)`` is at most the Student-t
   quantile at 1 − α/(2M) with Satterthwaite's degrees of freedom (n_f − 1 per family); the record states the
   smallest difference each comparison detects with probability ``POWER`` = 0.8;
-* scatter: the families' chain means scatter alike (Brown–Forsythe test, p ≥ α/M): the population law is a mean
-  and a scatter;
+* scatter: the families' chain means scatter alike (Brown–Forsythe test, p ≥ α/M; families of three or more
+  chains): the population law is a mean and a scatter;
 * over-dispersion (fractions of N units): a family's chain means scatter no more than N independent units would
   (χ² of s_f² against p̄(1 − p̄)/N + mc_f, p ≥ α/M): chains of one family that sit in different collective states.
 
@@ -69,6 +69,7 @@ other invariant observables compared across chains after regressing out each cha
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -81,15 +82,21 @@ import xarray as xr
 from scipy import stats
 
 from .. import azcompat
+from ..diagnostics._data import np_activation
+from ..diagnostics.planted import POWER, chain_mean_stats, compare_chain_means, welch
+from ..diagnostics.populations import population_observables
+from ..inference import sampling
+from ..inference.convert import sealed
+from ..inference.health import MAX_RHAT, _ess_rhat, invariant_observables, warn_if_unhealthy
+from ..inference.plan import default_num_chains, make_spec, resolve_kwargs
+from ..models.fcn import fcn
 from ..models.zoo import START_FAMILIES
 from ..tasks.planted import planted_init
-from .health import MAX_RHAT, _ess_rhat, invariant_observables
-from .plan import CERTIFY_CHAINS
+from ..theory.meanfield import single_neuron_meanfield
 
-__all__ = ["certified_sample", "certify_run", "compare_families", "compare_chain_means", "chain_mean_stats",
+__all__ = ["sample", "certified_sample", "certify_run", "compare_families", "compare_chain_means", "chain_mean_stats",
            "ensemble_criterion", "annealed_start", "meanfield_start", "check_certify", "FamilyUnavailable", "ALPHA",
-           "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP", "ERROR_MODEL", "START_FAMILIES", "CERTIFY_CHAINS",
-           "POWER"]
+           "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP", "ERROR_MODEL", "START_FAMILIES", "CERTIFY_CHAINS"]
 
 _logger = logging.getLogger(__name__)
 
@@ -107,9 +114,63 @@ ERROR_MODEL = (
     "on the mean when Welch's |t| <= the Student-t quantile (Satterthwaite dof) at 1 - alpha/(2 M), on the scatter "
     "when Brown-Forsythe p >= alpha/M, and a family's fractions are not over-dispersed against N independent units "
     "(chi2 p >= alpha/M); alpha = 0.01 over the M tests (Bonferroni)")
-POWER = 0.8
-"""The detection probability at which a comparison states its smallest detectable difference."""
 
+
+
+CERTIFY_CHAINS = 8
+"""Chains per start family when ``certify`` is asked for without ``num_chains``: with 8 chains Welch's threshold
+at a certification's Bonferroni level is about 4.5 standard errors, with 4 about 7."""
+
+
+def sample(model, task, *, certify: bool | Sequence[str] = False, **kwargs):
+    """Sample the posterior of ``model`` on ``task`` (:func:`bnnzoo.inference.sample`, every argument of which this
+    takes), optionally certified across start families.
+
+    Parameters
+    ----------
+    model, task, **kwargs
+        As :func:`bnnzoo.inference.sample` (sampler settings and model keywords).
+    certify : bool or sequence of str
+        True: run the model from every start family the entry offers (``ZooEntry.populations.families``:
+        "prior", "annealed", "meanfield"; "planted" on a planted task), each with ``num_chains`` chains
+        (``CERTIFY_CHAINS`` = 8 when not given) and the same settings, and compare their population observables
+        (this module's docstring states the error model and the criterion); a sequence names the families (two or
+        more).  The run then holds all families' chains along ``chain`` (a ``family`` coordinate names each chain's
+        family) and the comparison in the attribute ``bnnzoo_certification`` and in
+        ``run_config(idata)["certification"]``.  Needs a zoo entry, two or more chains per family,
+        ``init="prior"``, no ``warm_start``, ``reparam``, ``store`` or sampler "gibbs" / "smc".  False (default):
+        :func:`bnnzoo.inference.sample` unchanged.
+
+    Returns
+    -------
+    InferenceData (ArviZ 0.x) or DataTree (ArviZ 1.x)
+        As :func:`bnnzoo.inference.sample`; with ``certify``, every family's chains.
+
+    Raises
+    ------
+    ValueError
+        On any bad argument, before anything compiles.
+    """
+    if certify is False:
+        return sampling.sample(model, task, **kwargs)
+    bound = _INFERENCE_SIGNATURE.bind(model, task, **kwargs)
+    bound.apply_defaults()
+    call = dict(bound.arguments)
+    model_kwargs = call.pop("model_kwargs", {})
+    if call["num_chains"] is None:          # every chain is one population sample: power needs 8 per family
+        call["num_chains"] = max(default_num_chains()[0], CERTIFY_CHAINS)
+    spec = make_spec(model, task, model_kwargs=model_kwargs, certify=True,
+                     **{k: v for k, v in call.items() if k not in ("model", "task")})
+    if spec.sampler != call["sampler"]:      # "auto" resolved once, for every family alike
+        _logger.info("certify: sampler='auto' runs %r for every start family", spec.sampler)
+    return certified_sample(spec.entry, task, certify, dict(call, sampler=spec.sampler), model_kwargs)
+
+
+_INFERENCE_SIGNATURE = inspect.signature(sampling.sample)
+_params = list(_INFERENCE_SIGNATURE.parameters.values())
+sample.__signature__ = _INFERENCE_SIGNATURE.replace(parameters=_params[:-1] + [
+    inspect.Parameter("certify", inspect.Parameter.KEYWORD_ONLY, default=False)] + _params[-1:])
+del _params
 
 
 class FamilyUnavailable(ValueError):
@@ -182,7 +243,6 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------------------------------- the families
 def _resolved(entry, task, model_kwargs: dict) -> dict:
-    from .plan import resolve_kwargs
 
     return resolve_kwargs(entry.name, entry.model, entry, task, dict(model_kwargs), ())
 
@@ -220,20 +280,19 @@ def annealed_start(entry, task, base: dict, model_kwargs: dict, seed: int) -> tu
     (dict, dict) : {latent site: array (chain, ...)} to start the run at T from, and the schedule
     {"temperatures": [...], "stage_warmup": n, "seeds": [...]} for the record.
     """
-    from .sampling import sample, trace_latent_sites
 
     kw = _resolved(entry, task, model_kwargs)
     key, T = entry.populations.temperature, _temperature(entry, kw)
     temps = [T * ANNEAL_FACTOR ** ((ANNEAL_STAGES - j) / ANNEAL_STAGES) for j in range(ANNEAL_STAGES)]
     n_warm = max(int(base["num_warmup"]) // 2, MIN_STAGE_WARMUP)
-    sites = list(trace_latent_sites(entry.model, task.X, task.Y, kw))
+    sites = list(sampling.trace_latent_sites(entry.model, task.X, task.Y, kw))
     stage = dict(base, num_warmup=n_warm, num_samples=1, thinning=1, record=(), log_likelihood=False,
                  posterior_predictive=False, prior_predictive=False, chunk_size=None, exclude=(),
                  site_thinning=None)
     init, seeds = "prior", []
     for j, Tj in enumerate(temps):
         _logger.info("certify: annealed start, stage %d/%d at %s = %.3g", j + 1, len(temps), key, Tj)
-        run = sample(entry, task, **dict(stage, seed=seed + j, init=init), **dict(model_kwargs, **{key: Tj}))
+        run = sampling.sample(entry, task, **dict(stage, seed=seed + j, init=init), **dict(model_kwargs, **{key: Tj}))
         init = _final_positions(run, sites)
         seeds.append(seed + j)
     return init, {"temperatures": temps + [T], "stage_warmup": n_warm, "seeds": seeds}
@@ -261,8 +320,6 @@ def meanfield_start(entry, task, model_kwargs: dict, num_chains: int, seed: int)
         when the entry, its settings or the task have no single-neuron mean field, or it has no normalisable
         solution (the message says which).
     """
-    from ..models.fcn import fcn
-    from ..theory.meanfield import single_neuron_meanfield
 
     if entry.model is not fcn:
         raise FamilyUnavailable(f"{entry.name!r} is not a fully-connected net: no single-neuron mean field")
@@ -316,7 +373,6 @@ def _tilted_draws(s: np.ndarray, n: int, act: str, var: float, rng, chunk: int =
     sd = math.sqrt(var)
     if act == "linear":
         return s[:, None] * var + sd * rng.standard_normal((len(s), n))
-    from ..diagnostics._data import np_activation
 
     phi = np_activation(act)
     out = np.empty((len(s), n))
@@ -360,8 +416,6 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
     ValueError
         bad arguments (before anything compiles), or fewer than two families left to run.
     """
-    from .health import warn_if_unhealthy
-    from .sampling import HEALTH_WARNINGS, sample
 
     families = list(check_certify(certify, entry, call))
     seed, n = int(call["seed"]), int(call["num_chains"])
@@ -381,7 +435,7 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
     if len(families) < 2:
         raise ValueError(f"certify: fewer than two start families can run for {entry.name!r} ({skipped})")
     runs, seeds = {}, {"prior": seed, "annealed": seed + 1, "meanfield": seed + 2, "planted": seed + 3}
-    token = HEALTH_WARNINGS.set(False)
+    token = sampling.HEALTH_WARNINGS.set(False)
     try:
         for fam in families:
             _logger.info("certify: start family %r (%d chains)", fam, n)
@@ -392,9 +446,9 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
                 init = starts["meanfield"]
             elif fam == "planted":
                 init = planted_init(task, n)
-            runs[fam] = sample(entry, task, **dict(base, seed=seeds[fam], init=init), **model_kwargs)
+            runs[fam] = sampling.sample(entry, task, **dict(base, seed=seeds[fam], init=init), **model_kwargs)
     finally:
-        HEALTH_WARNINGS.reset(token)
+        sampling.HEALTH_WARNINGS.reset(token)
     combined = concat_families(runs)
     record = certify_run(combined, entry)
     record.update(skipped_families=skipped, starts=details, seeds={f: seeds[f] for f in runs},
@@ -446,7 +500,6 @@ def _with_record(idata, record: dict, runs: dict):
     groups = {g: azcompat.get_group(idata, g) for g in azcompat.group_names(idata)}
     for ds in groups.values():
         ds.attrs.clear()
-    from .convert import sealed
 
     return azcompat.make_idata(groups, sealed(attrs, groups.get("posterior")))
 
@@ -474,7 +527,6 @@ def certify_run(idata, entry=None, family: str = "family") -> dict:
     ValueError
         if the run has no family coordinate, or fewer than two families of two or more chains.
     """
-    from ..diagnostics.populations import population_observables
 
     post = azcompat.get_group(idata, "posterior")
     if family not in post.coords:
@@ -508,63 +560,13 @@ def _fmt_pair(m: float, se: float) -> str:
     return f"{m:.{d}f} ± {se:.{d}f}"
 
 
-def chain_mean_stats(x: np.ndarray, mc: np.ndarray | None = None) -> tuple[float, float, int]:
-    """(mean of the chain means, its standard error, chains − 1) of one group's (chain, draw) values.
-
-    The error is the measured scatter of the chain means, each chain one sample of the population law, floored by
-    the chains' mean Monte-Carlo variance ``mc`` (chain,) (a chain mean scatters at least by its own sampling error;
-    None: the within-chain variance over the draws, as if independent)."""
-    x = np.asarray(x, float)
-    mu = x.mean(1)
-    n = len(mu)
-    s2 = float(mu.var(ddof=1)) if n > 1 else 0.0
-    if mc is None:
-        mc = x.var(1, ddof=1) / x.shape[1] if x.shape[1] > 1 else np.zeros(n)
-    return float(mu.mean()), math.sqrt(max(s2, float(np.mean(mc))) / n), n - 1
-
-
-def welch(a: tuple, b: tuple, q: float) -> dict:
-    """Welch's comparison of two groups' (mean, se, dof) at one-sided level ``q`` per tail.
-
-    Returns {"t" (b − a over its error), "dof" (Satterthwaite), "threshold" (the ``|t|`` above which the groups
-    differ), "detectable" (the smallest difference detected with probability :data:`POWER`)}."""
-    (ma, sa, na), (mb, sb, nb) = a, b
-    v = sa ** 2 + sb ** 2
-    d = mb - ma
-    t = 0.0 if d == 0 else (d / math.sqrt(v) if v > 0 else math.copysign(math.inf, d))
-    if v > 0:
-        dof = v ** 2 / ((sa ** 4 / na if na else 0.0) + (sb ** 4 / nb if nb else 0.0))
-    else:
-        dof = float(na + nb)
-    dof = max(dof, 1.0)
-    k = float(stats.t.isf(q, dof))
-    return {"t": t, "dof": dof, "threshold": k, "detectable": (k + float(stats.t.isf(1 - POWER, dof))) * math.sqrt(v)}
-
-
-def compare_chain_means(a: np.ndarray, b: np.ndarray, q: float) -> dict:
-    """Welch's comparison of the chain means of two groups of chains at one-sided level ``q`` per tail.
-
-    Parameters
-    ----------
-    a, b : (chain, draw) values of one observable in each group (two or more chains each).
-    q : the tail probability of the threshold (two-sided rate / 2).
-
-    Returns
-    -------
-    dict
-        "a", "b" ([mean, se], :func:`chain_mean_stats`), "t" (the difference over its error, b − a), "dof",
-        "threshold" (the ``|t|`` above which the groups differ), "detectable" (the smallest difference detected with
-        probability :data:`POWER`).
-    """
-    sa, sb = chain_mean_stats(a), chain_mean_stats(b)
-    return {"a": list(sa[:2]), "b": list(sb[:2]), **welch(sa, sb, q)}
-
-
 def _scatter_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Brown–Forsythe p-value that two groups' chain means scatter alike (1 when neither scatters)."""
-    if np.ptp(a) == 0 and np.ptp(b) == 0:
+    """Brown–Forsythe p-value that two groups' chain means scatter alike; 1 when neither scatters or a group has
+    fewer than 3 chains (with 2 the deviations from the median are equal by construction: no test)."""
+    if min(len(a), len(b)) < 3 or (np.ptp(a) == 0 and np.ptp(b) == 0):
         return 1.0
-    p = float(stats.levene(a, b, center="median").pvalue)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = float(stats.levene(a, b, center="median").pvalue)
     return p if math.isfinite(p) else 1.0
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from bnnzoo import azcompat
 from bnnzoo.diagnostics.populations import ObservableInfo
-from bnnzoo.inference.certify import CERTIFY_CHAINS, certify_run, compare_families, ensemble_criterion
+from bnnzoo.workflows.certify import CERTIFY_CHAINS, certify_run, compare_families, ensemble_criterion
 from bnnzoo.inference.health import CERTIFICATION_ATTR, MAX_RHAT, sampler_health
 
 from .test_certify import _bits, _run
@@ -165,7 +165,7 @@ def test_the_planted_family_on_the_linear_net_matches_the_exact_gibbs_sampler():
     the ordinary R̂ criterion (the linear net's populations mix), and the planted chains' training error and readout
     norms agree with 8 chains of the exact Gibbs sampler on the same task (Welch, family-wise 1 %), to within 2 %."""
     import bnnzoo
-    from bnnzoo.inference.certify import compare_chain_means
+    from bnnzoo.diagnostics.planted import compare_chain_means
     from bnnzoo.inference.health import invariant_observables
 
     kw = dict(width=8, temperature=0.05)

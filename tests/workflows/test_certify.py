@@ -10,7 +10,7 @@ import xarray as xr
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.diagnostics.populations import KINDS, ObservableInfo, population_observables
-from bnnzoo.inference.certify import (ALPHA, FamilyUnavailable, certify_run, check_certify, compare_families,
+from bnnzoo.workflows.certify import (ALPHA, FamilyUnavailable, certify_run, check_certify, compare_families,
                                       meanfield_start)
 from bnnzoo.models.zoo import START_FAMILIES
 from bnnzoo.tasks import toy_task
@@ -282,7 +282,7 @@ def test_tilted_draws_have_the_tilted_mean_activation():
     """The preactivations drawn given a readout: their mean activation is m1(s) of the tilted law, which
     bnnzoo.theory.activation_moments computes by Gauss-Hermite quadrature (4 standard errors of 20000 draws)."""
     from bnnzoo.diagnostics._data import np_activation
-    from bnnzoo.inference.certify import _tilted_draws
+    from bnnzoo.workflows.certify import _tilted_draws
     from bnnzoo.theory.meanfield import activation_moments
 
     s = np.array([-20.0, -3.0, 0.0, 2.0, 15.0])
@@ -392,7 +392,7 @@ def test_population_observables_of_the_other_entries_are_the_reports_per_draw(na
 def test_a_planted_task_adds_the_planted_family():
     """certify=True on a planted task adds the family started at the teacher (an exact posterior draw); naming it on
     a task without a teacher is refused with one line."""
-    from bnnzoo.inference.certify import check_certify
+    from bnnzoo.workflows.certify import check_certify
     from bnnzoo.tasks import planted_task
 
     entry = bnnzoo.get_entry("relu")
