@@ -241,6 +241,19 @@ def _json_at(d, path: str | list):
     return d
 
 
+CERTIFICATES = ("certified by", "metastable:", "not certified")
+"""How a population row's ``certificate`` starts: certified (by which criterion, on which run), metastable (the
+families' disagreement) or not certified (why)."""
+
+
+def _certified_equilibrated(d: dict) -> bool:
+    """A certified result file with at least one row whose health is "equilibrated"."""
+    if not d.get("populations_certified"):
+        return False
+    return any(isinstance(r, dict) and r.get("result", {}).get("health", {}).get("status") == "equilibrated"
+               for r in (d.get("rows") or {}).values())
+
+
 def claims_errors(claims: dict, results: Path = RESULTS) -> list[str]:
     """Every way ``claims`` (parsed ``claims.toml``) disagrees with the vocabulary or the result files; [] if none."""
     errs = []
@@ -275,6 +288,16 @@ def claims_errors(claims: dict, results: Path = RESULTS) -> list[str]:
                 and "populations not certified" not in c.get("note", "")):
             errs.append(f"{cid}: a population claim called {v!r} on uncertified runs must say "
                         "'populations not certified'")
+        if c.get("populations"):
+            cert = str(c.get("certificate", ""))
+            if not cert.startswith(CERTIFICATES):
+                errs.append(f"{cid}: a population row's certificate must start with one of "
+                            f"{', '.join(repr(k) for k in CERTIFICATES)}, got {cert[:40]!r}")
+            elif cert.startswith("certified by") and not any(
+                    _certified_equilibrated(json.loads(p.read_text())) for r in runs if r in files
+                    for _, p in files[r]):
+                errs.append(f"{cid}: certificate says {cert[:40]!r} but none of its runs is a certified run whose "
+                            "health is 'equilibrated'")
         for chk in c.get("check", []):
             run = chk.get("run")
             if run not in files:
@@ -359,7 +382,9 @@ def reproduction_page(claims: dict) -> str:
             runs = [f"[{r}](repro_results/{r}.md)" for r in c.get("runs", [])] + list(c.get("links", []))
             body.append([c["id"], _text(c["claim"]), _text(c["paper_setting"]), _text(c["setting"]),
                          _text(c["value"]), _text(c["theory"]),
-                         f"**{c['verdict']}**" + (f": {_text(c['note'])}" if c.get("note") else ""),
+                         f"**{c['verdict']}**" + (f" — *populations {_text(c['certificate'])}*"
+                                                   if c.get("certificate") else "")
+                         + (f": {_text(c['note'])}" if c.get("note") else ""),
                          ", ".join(runs) or "—"])
         lines += _table(header, body)
     return "\n".join(lines).rstrip() + "\n"

@@ -63,7 +63,8 @@ def test_a_quoted_number_must_match_its_result_file(tmp_path):
 def test_a_population_claim_on_uncertified_runs_must_say_so(tmp_path):
     (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False}))
     row = dict(id="X1", section="s", paper=R.PAPERS[0], claim="c", paper_setting="p", setting="s", value="v",
-               theory="t", verdict="reproduced at reduced size", note="fine", runs=["r_cpu"], populations=True)
+               theory="t", verdict="reproduced at reduced size", note="fine", runs=["r_cpu"], populations=True,
+               certificate="not certified: one start family")
     claims = dict(section=[dict(id="s", title="S")], claim=[row])
     assert any("populations not certified" in e for e in R.claims_errors(claims, tmp_path))
     row["note"] = "fine; populations not certified"
@@ -93,3 +94,25 @@ def test_the_audit_finds_a_number_its_result_file_does_not_give(tmp_path):
     row = dict(id="X1", runs=["r_cpu"], value="0.271, −1.50, 12.3 %, and 0.99")
     n, missing = R.untraced_numbers(row, tmp_path)
     assert n == 4 and missing == ["0.99"]   # 0.271 rounds 0.2714, −1.50 is −1.5, 12.3 % is 0.123
+
+
+def test_every_population_row_states_its_certificate(tmp_path):
+    """A population row's certificate starts with "certified by", "metastable:" or "not certified"; "certified by"
+    needs a certified result file with an equilibrated row among its runs."""
+    assert all(str(c.get("certificate", "")).startswith(R.CERTIFICATES) for c in CLAIMS["claim"] if c.get("populations"))
+    for stem, status, certified in (("certified_ok", "equilibrated", True), ("certified_relax", "relaxing", True),
+                                    ("plain", "equilibrated", False)):
+        (tmp_path / f"{stem}.json").write_text(json.dumps({"populations_certified": certified, "rows": {
+            "r": {"result": {"health": {"status": status}}}}}))
+    base = dict(id="X1", section="s", paper=R.PAPERS[0], claim="c", paper_setting="p", setting="s", value="v",
+                theory="t", verdict="partly", note="n", populations=True)
+    claims = dict(section=[dict(id="s", title="S")])
+    cases = [({"runs": ["certified_ok"], "certificate": "certified by the ensemble criterion"}, None),
+             ({"runs": ["certified_relax"], "certificate": "certified by the ensemble criterion"}, "none of its runs"),
+             ({"runs": ["plain"], "certificate": "certified by the R̂ gate"}, "none of its runs"),
+             ({"runs": ["plain"], "certificate": "equilibrated"}, "must start with one of"),
+             ({"runs": ["plain"]}, "must start with one of"),
+             ({"runs": ["certified_relax"], "certificate": "not certified: relaxing"}, None)]
+    for change, message in cases:
+        errs = R.claims_errors(dict(claims, claim=[dict(base, **change)]), tmp_path)
+        assert (errs == []) if message is None else any(message in e for e in errs), (change, errs)
