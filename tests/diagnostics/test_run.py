@@ -112,3 +112,20 @@ def test_run_data_of_a_models_own_run_takes_its_hyperparameters_from_the_posteri
     assert (rd.width, rd.depth) == (WIDTH, 1)
     with pytest.raises(ValueError, match="pass activation=, or diagnose it as a zoo entry"):
         run_data(own_run)
+
+
+def test_a_stored_health_whose_values_changed_is_judged_again(own_run):
+    """The stored health carries a checksum of the values it judged: read back unchanged it is used as stored; a
+    copy of the run whose readout draws were scaled after sampling (its stored group kept) is judged again."""
+    stored = read_run(own_run, entry="sigmoidal").health
+    assert stored.values_checksum and stored.values_checksum == bnnzoo.inference.health.values_checksum(
+        bnnzoo.inference.health.judged_values(azcompat.get_group(own_run, "posterior"),
+                                              azcompat.get_group(own_run, "observed_data")["y"].values))
+    groups = {g: azcompat.get_group(own_run, g) for g in azcompat.group_names(own_run)}
+    groups["posterior"] = groups["posterior"].assign(a=groups["posterior"]["a"] * 1.5)
+    edited = azcompat.make_idata(groups, azcompat.get_attrs(own_run))
+    assert "diagnostics_health" in azcompat.group_names(edited)
+    again = read_run(edited, entry="sigmoidal").health            # judged again: the edited values' checksum
+    assert again.values_checksum == bnnzoo.inference.health.values_checksum(
+        bnnzoo.inference.health.judged_values(groups["posterior"], groups["observed_data"]["y"].values))
+    assert again.values_checksum != stored.values_checksum

@@ -27,7 +27,7 @@ from .. import azcompat
 
 __all__ = ["Run", "read_run"]
 
-from ..inference.health import HEALTH_GROUP
+from ..inference.health import HEALTH_GROUP, judged_values, values_checksum
 
 
 @dataclass
@@ -269,8 +269,10 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
             h = record_from_dataset(stored)
         except (KeyError, ValueError, TypeError):
             h = None
-        if h is not None and (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws):
-            run._health = h
+        if (h is not None and (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws)
+                and (not getattr(h, "values_checksum", "")         # stored by an older bnnzoo: kept
+                     or h.values_checksum == values_checksum(judged_values(post, np.asarray(Y, float))))):
+            run._health = h                 # else the draws changed after they were judged: judged again
     return run
 
 

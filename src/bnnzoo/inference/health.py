@@ -116,6 +116,7 @@ Thresholds (each with the reason for its value):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -131,7 +132,7 @@ from .._record import Record
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
            "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
-           "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR"]
+           "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum"]
 
 HEALTH_GROUP = "diagnostics_health"
 """The group a run stores its :class:`SamplerHealth` in (:func:`bnnzoo.sample`, :func:`bnnzoo.diagnose`)."""
@@ -194,6 +195,8 @@ class SamplerHealth(Record):
     criterion : by which law the invariant observables were judged, and why: "R̂: ..." (the ordinary gate) or
         "ensemble: ..." (populations frozen per chain, judged with each chain's population regressed out); ""
         for a run that was not certified (the ordinary gate).
+    values_checksum : :func:`values_checksum` of the values judged ("" when ``observables`` were given): a
+        stored health whose checksum no longer matches the run's values is stale and judged again.
     """
 
     status: str
@@ -218,6 +221,7 @@ class SamplerHealth(Record):
     populations: str = "not certified"
     certification: dict | None = None
     criterion: str = ""
+    values_checksum: str = ""
 
     @property
     def conclusive(self) -> bool:
@@ -303,6 +307,26 @@ def invariant_observables(posterior: xr.Dataset, y: np.ndarray | None = None) ->
         fv = _lead(posterior["f"].values)
         out["f"] = fv.reshape(fv.shape[:2] + (-1,))
     return out
+
+
+def judged_values(posterior: xr.Dataset, y: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """What :func:`sampler_health` judges in a run: its :func:`invariant_observables`, or, for a model of its own
+    with none of the zoo's sites, every numeric variable of its posterior (module docstring)."""
+    obs = invariant_observables(posterior, y)
+    if obs:
+        return obs
+    return _own_model_observables(posterior, int(posterior.sizes["chain"]), int(posterior.sizes["draw"]))
+
+
+def values_checksum(values: dict) -> str:
+    """SHA-256 of the judged values ({name: array}: names, shapes and float64 bytes, in name order): stored with
+    a run's health, so that a run whose draws changed after it was judged is judged again."""
+    h = hashlib.sha256()
+    for name in sorted(values):
+        v = np.ascontiguousarray(np.asarray(values[name], np.float64))
+        h.update(f"{name}:{v.shape}\n".encode())
+        h.update(v.tobytes())
+    return h.hexdigest()
 
 
 def population_se(posterior: xr.Dataset) -> dict[str, float]:
@@ -600,11 +624,13 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     if "chain" not in post.dims or "draw" not in post.dims:
         raise ValueError("idata: the posterior has no (chain, draw) dims; pass a run made by bnnzoo.sample")
     C, D = int(post.sizes["chain"]), int(post.sizes["draw"])
-    obs = invariant_observables(post, y) if observables is None else {k: np.asarray(v, float)
-                                                                       for k, v in observables.items()}
-    own_model = observables is None and not obs
-    if own_model:                         # a model of its own (no zoo sites): every entry of every variable
-        obs = _own_model_observables(post, C, int(post.sizes["draw"]))
+    if observables is None:
+        obs = invariant_observables(post, y)
+        own_model = not obs               # a model of its own (no zoo sites): every entry of every variable
+        if own_model:
+            obs = _own_model_observables(post, C, D)
+    else:
+        obs, own_model = {k: np.asarray(v, float) for k, v in observables.items()}, False
     pop_se = population_se(post) if observables is None else {}
     samp = cfg.get("sampler", {})
     sampler = str(samp.get("sampler", "")) if isinstance(samp, dict) else str(samp or "")
@@ -671,7 +697,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence,
                          sampler=sampler, n_chains=C, n_draws=D, rhat=J.rhat, ess=J.ess, drift_z=J.drift,
                          mixed=J.mixed, tolerance=J.tolerance, entries=J.entries, populations=populations,
-                         certification=cert, criterion=criterion, **st)
+                         certification=cert, criterion=criterion,
+                         values_checksum=values_checksum(obs) if observables is None else "", **st)
 
 
 OWN_MODEL_MAX_ENTRIES = 1000
