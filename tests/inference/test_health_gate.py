@@ -299,3 +299,21 @@ def test_a_model_of_its_own_is_judged_on_its_variables():
                               sampler="hmc", num_steps=1, step_size=1e-4)
     h = sampler_health(stuck)
     assert h.status != "equilibrated" and any("w" in r for r in h.relaxing + h.reasons)
+
+
+def test_identical_chains_and_a_frozen_chain_with_jitter_fail():
+    """Two chains equal draw for draw prove nothing; a chain that moves by a few float32 ulps did not move: both
+    "failed", although R̂ and ESS (rank-based) would pass them."""
+    a = _iid(C=2)
+    a[1] = a[0]
+    rng = np.random.default_rng(0)
+    f = np.repeat(rng.normal(scale=0.1, size=(1, 300, 8, 2)), 2, axis=0)
+    h = sampler_health(_run(a, f=f, mse=np.repeat(rng.normal(1.0, 0.1, (1, 300)), 2, axis=0)))
+    assert h.status == "failed" and any("chains 0, 1 are identical" in r for r in h.reasons), h.reasons
+    frozen = np.ones((2, 300, 20, 2)) * rng.normal(size=(1, 1, 20, 2))
+    jitter = frozen * (1 + 3e-7 * rng.standard_normal(frozen.shape))
+    f = 0.3 * (1 + 3e-7 * rng.standard_normal((2, 300, 8, 2)))
+    h = sampler_health(_run(jitter, f=f, mse=1 + 3e-7 * rng.standard_normal((2, 300))))
+    assert h.status == "failed" and any("changes by less than 1e-06" in r for r in h.reasons), h.reasons
+    healthy = sampler_health(_run(_iid(C=2)))
+    assert not any("identical" in r or "less than" in r for r in healthy.reasons), healthy.reasons

@@ -112,6 +112,11 @@ Thresholds (each with the reason for its value):
   the same tail probability: the first tenth of a slowly mixing observable is shorter than its autocorrelation, so
   its own variance is biased low and would raise false alarms.  4 keeps the false-alarm rate below ≈ 1e-4 per test,
   and a run makes a few dozen tests.
+* ``FROZEN_RELATIVE = 1e-6``: an observable whose sd within every chain is below 1e-6 of its largest magnitude did
+  not move ("failed"): a few float32 ulps (1.2e-7 each) of jitter on a stuck chain would otherwise pass R̂ and ESS,
+  which are rank-based and blind to scale.
+* Identical chains: two or more chains whose judged values are equal draw for draw (the same seed and start) make
+  the run "failed": their agreement proves nothing.
 """
 
 from __future__ import annotations
@@ -131,7 +136,7 @@ from .._record import Record
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
-           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
+           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
            "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum"]
 
 HEALTH_GROUP = "diagnostics_health"
@@ -146,6 +151,7 @@ MIN_MOVEMENT = 0.1
 MIN_ESS = 20.0
 MAX_RHAT = 1.1
 MAX_DRIFT_Z = 4.0
+FROZEN_RELATIVE = 1e-6
 POPULATION_SE_FACTOR = 3.0
 POPULATION_SD_CAP = 1.0
 
@@ -159,7 +165,8 @@ CERTIFICATION_ATTR = "bnnzoo_certification"
 _THRESHOLDS = dict(min_draws=MIN_DRAWS, min_chains=MIN_CHAINS, max_divergence_rate=MAX_DIVERGENCE_RATE,
                    min_ebfmi=MIN_EBFMI, max_tree_saturation=MAX_TREE_SATURATION, min_movement=MIN_MOVEMENT,
                    min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z,
-                   population_se_factor=POPULATION_SE_FACTOR, population_sd_cap=POPULATION_SD_CAP)
+                   population_se_factor=POPULATION_SE_FACTOR, population_sd_cap=POPULATION_SD_CAP,
+                   frozen_relative=FROZEN_RELATIVE)
 
 
 @dataclass(frozen=True, repr=False)
@@ -657,11 +664,18 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                        f"< {MIN_MOVEMENT} in a chain")
     if D < 4 and C == 1:
         reasons.append("one chain, no split R̂ (fewer than 4 draws)")
+    if C >= 2 and obs:
+        reasons += _identical_chains(obs, C)
     if D >= 4:
         for name, x in obs.items():
             x3 = x if x.ndim == 3 else x[..., None]
             if not np.isfinite(x3).all():
                 reasons.append(f"non-finite values of {name}")
+                continue
+            scale = np.abs(x3).max(axis=(0, 1))
+            if np.all(x3.std(axis=1) <= FROZEN_RELATIVE * scale) and name != "n_outliers" and scale.max() > 0:
+                reasons.append(f"{name} changes by less than {FROZEN_RELATIVE:g} of its size within every chain "
+                               f"(the chains did not move)")
                 continue
             if x3.std(axis=(0, 1)).max() == 0:
                 if name == "n_outliers":           # a frozen outlier count is an equilibrium value, not a stuck chain
@@ -702,6 +716,20 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
 
 
 OWN_MODEL_MAX_ENTRIES = 1000
+
+
+def _identical_chains(obs: dict, C: int) -> list[str]:
+    """One reason per group of chains whose judged values are equal draw for draw (chains started alike with the
+    same seed: their agreement proves nothing)."""
+    seen: dict[str, int] = {}
+    groups: dict[int, list[int]] = {}
+    for c in range(C):
+        key = values_checksum({k: np.asarray(v)[c] for k, v in obs.items()})
+        first = seen.setdefault(key, c)
+        if first != c:
+            groups.setdefault(first, [first]).append(c)
+    return [f"chains {', '.join(map(str, g))} are identical draw for draw (the same seed and start?): their "
+            f"agreement proves nothing" for g in groups.values()]
 
 
 def _own_model_observables(post, C: int, D: int) -> dict:
