@@ -51,3 +51,16 @@ def test_smc_log_evidence_matches_the_lazy_linear_net_value():
 def test_smc_log_evidence_matches_at_the_toy_task_size():
     smc_vs_theory(P=12, N0=12, width=8, temperature=0.05, num_chains=4, num_samples=1000, num_mcmc_steps=10,
                   floor=0.15)
+
+
+def test_diagnose_reads_smc_particles_as_a_sample_not_a_time_series():
+    """Per-unit verdicts that read the draws as a time series (ergodicity, symmetry, code switches) are "not tested"
+    on an SMC run; the readout's branches are still counted from the particles."""
+    from bnnzoo.diagnostics.report import NOT_A_TIME_SERIES
+
+    idata = bnnzoo.sample("sigmoidal", bnnzoo.toy_task(P=8, y_neg=0.5), width=6, sampler="smc", num_chains=2,
+                          num_warmup=0, num_samples=64, seed=0, progress=False, tempering={"num_mcmc_steps": 2})
+    rep = bnnzoo.diagnose(idata, store=False)
+    series = {k: v for k, v in rep.verdicts.items() if k.startswith(("ergodicity[", "symmetry[", "codes["))}
+    assert series and all(v == NOT_A_TIME_SERIES for v in series.values()), rep.verdicts
+    assert "branches" in rep.verdicts

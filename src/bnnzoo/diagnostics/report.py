@@ -263,6 +263,21 @@ def theory_verdict(comp: TheoryComparison) -> str:
     return word if not rest else f"{word} ({len(tested)} tested, {rest} reported only)"
 
 
+PARTICLE_SAMPLERS = ("smc",)
+"""Samplers whose draws are a population of particles, not a time series (tempered SMC)."""
+TIME_SERIES_VERDICTS = ("ergodicity[", "symmetry[", "codes[")
+"""Verdicts read from the draws as a time series: a unit's exploration, its identity between halves of a chain, its
+code switches."""
+NOT_A_TIME_SERIES = ("not tested: the sampler's draws are SMC particles, independent of each other, not a time "
+                     "series (branches, outliers and theory use them as a sample)")
+
+
+def _sampler_of(config: dict) -> str:
+    """The sampler's name in a run's provenance ("" when unknown)."""
+    samp = config.get("sampler", {})
+    return str(samp.get("sampler", "")) if isinstance(samp, dict) else str(samp or "")
+
+
 def _verdicts(erg: dict, sym: dict, codes: dict, comp, branches: BranchResult | None = None) -> dict:
     """The report's verdicts, assembled in one place: per unit layer ergodicity, symmetry and codes, the readout's
     branches and outliers (fully-connected nets), then the theory."""
@@ -397,6 +412,9 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
     verdicts = gate_verdicts(_verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"],
                                        parts["branches"]), health)
     verdicts.update(analysis_of(run).not_tested(run))
+    if _sampler_of(run.config) in PARTICLE_SAMPLERS:   # particles, not a time series: no per-unit dynamics
+        verdicts.update({k: NOT_A_TIME_SERIES for k, v in verdicts.items()
+                         if k.startswith(TIME_SERIES_VERDICTS) and not str(v).startswith("not tested")})
     parts["numbers"]["health"] = health.status
     cfg_small = {k: run.config.get(k) for k in ("model", "model_kwargs", "task", "sampler", "seed", "wall_time_s")
                  if k in run.config}
