@@ -129,3 +129,21 @@ def test_a_stored_health_whose_values_changed_is_judged_again(own_run):
     assert again.values_checksum == bnnzoo.inference.health.values_checksum(
         bnnzoo.inference.health.judged_values(groups["posterior"], groups["observed_data"]["y"].values))
     assert again.values_checksum != stored.values_checksum
+
+
+def test_entry_never_relabels_a_zoo_run_as_another_entry(tmp_path, capsys):
+    """A run sampled as one zoo entry is not diagnosed as another (its numbers would carry the other's name): the
+    library raises, the CLI prints one line; the run's own entry is accepted."""
+    from bnnzoo.cli import main
+
+    idata = bnnzoo.sample("sigmoidal", bnnzoo.toy_task(P=8), width=4, num_chains=2, num_warmup=5, num_samples=5,
+                          progress=False)
+    with pytest.raises(ValueError, match="sampled as the zoo entry 'sigmoidal'"):
+        read_run(idata, entry="relu")
+    assert read_run(idata, entry="sigmoidal").entry.name == "sigmoidal"
+    path = tmp_path / "run.nc"
+    azcompat.to_netcdf(idata, path)
+    capsys.readouterr()
+    assert main(["diagnose", str(path), "--entry", "relu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sampled as the zoo entry 'sigmoidal'" in err[0], err

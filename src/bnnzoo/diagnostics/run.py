@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import azcompat
+from ..inference.health import HEALTH_GROUP, judged_values, values_checksum
+from ..models.zoo import ZOO
 
 __all__ = ["Run", "read_run"]
-
-from ..inference.health import HEALTH_GROUP, judged_values, values_checksum
 
 
 @dataclass
@@ -249,6 +249,12 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
     except (TypeError, ValueError):
         config = {}
     ent = _entry(entry, config)
+    sampled_as = config.get("model")
+    if (ent is not None and entry is not None and isinstance(sampled_as, str) and sampled_as in ZOO
+            and sampled_as != ent.name):
+        raise ValueError(f"entry: this run was sampled as the zoo entry {sampled_as!r}; diagnosing it as "
+                         f"{ent.name!r} would label its numbers with another model: drop entry= or pass "
+                         f"{sampled_as!r}")
     kw, medians = _model_kwargs(ent, config, post, X, dict(model_kwargs or {}))
     labels = _values(const, "labels")
     labels = np.zeros(len(X), int) if labels is None else np.asarray(labels).astype(int)
