@@ -36,8 +36,12 @@ from typing import Any, Callable, Mapping, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
 from jax import lax
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .._log import Progress
 from .compilation import compile_cached
 from .distributed import agree_to_start
 from .store import (RunStore, StoreError, describe_differences, load_state, manifest_digest, save_state,
@@ -221,7 +225,6 @@ def _shardings(chain_method, state_axes=None):
     chains share a tuning state (ChEES/SNAPER); None when every leaf has the chain axis."""
     if chain_method != "sharded":
         return None, None
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     # coupled chains (state_axes given) use every process's devices, in process order: one program for all
     devices = (jax.local_devices() if state_axes is None
@@ -239,8 +242,6 @@ def _agreed_checkpoint(store: RunStore | None) -> Path | None:
     so each keeps its previous checkpoint too, and all resume from the latest block every process has (a checkpoint
     counts when it and its chunk files check out), which becomes each one's current checkpoint; None: some process
     has none, all start afresh.  A collective: every process must call it."""
-    from jax.experimental import multihost_utils
-
     have = {}
     if store is not None and store.exists():
         for p in (store.previous_state_path, store.state_path):
@@ -276,7 +277,6 @@ def _compile_block(run, chain_method, state_axes=None):
     on every device and gathers the chains for its tuning (``ChEES.chain_axis``)."""
     if chain_method != "sharded":
         return jax.jit(run)
-    from jax.sharding import PartitionSpec
 
     _, chain_sh = _shardings(chain_method, state_axes)
     spec, rep = chain_sh.spec, PartitionSpec()
@@ -451,8 +451,6 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
     wcap = max([b.steps for b in blocks if b.kind == "warmup"], default=1)
     pbar = None
     if progress:                           # a line from the first second: init and compile take a while
-        from .._log import Progress
-
         pbar = Progress(sum(b.steps for b in blocks), unit="step", desc="sample", logger=_logger)
         pbar.stage(f"initialising {num_chains} chain{'s' if num_chains > 1 else ''}")
     t0 = time.perf_counter()
@@ -582,8 +580,6 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
                                                              "chunks": chunk_sums, "manifest": manifest_sha},
                        previous=store.previous_state_path)
             if spmd:    # no process starts the next block before every one has its checkpoint: after a kill, the
-                from jax.experimental import multihost_utils   # processes' checkpoints are at most one block apart
-
                 multihost_utils.sync_global_devices(f"bnnzoo checkpoint {block.index}")
         if pbar is not None:
             pbar.update(block.steps)
@@ -611,8 +607,6 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
 
 
 def _block_datasets(block, sites, stats, bufs, main_sites, small_sites, site_thinning, num_chains, wtime):
-    import xarray as xr
-
     def ds(arrays, draw_coord, prefix=""):
         data, coords = {}, {"chain": np.arange(num_chains), "draw": draw_coord}
         for k, v in arrays.items():

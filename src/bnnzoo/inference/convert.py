@@ -7,17 +7,23 @@ sampler field becomes which ``sample_stats`` variable.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import platform
+from datetime import datetime, timezone
 from typing import Sequence
 
 import jax
 import numpy as np
 import numpyro
 import xarray as xr
+from numpyro import handlers
 
 from .. import azcompat
+from ..models.fcn import fcn_dims
+from ..models.zoo import list_entries
+from .chunked import STAT_FIELDS
 
 __all__ = ["SAMPLE_STATS", "EXTRA_FIELDS", "sample_stats", "dataset", "thinned_dataset", "warmup_datasets",
            "gibbs_warmup_datasets", "infer_dims", "jsonable", "versions", "bnnzoo_version", "run_config",
@@ -77,9 +83,6 @@ def versions() -> dict:
 def known_dims() -> dict[str, list[str]]:
     """The dims the zoo gives its sites ({site: dims}): the fully-connected nets' (up to ten layers, every
     preactivation recorded) first, then every other entry's sites of other names."""
-    from ..models.fcn import fcn_dims
-    from ..models.zoo import list_entries
-
     known = fcn_dims(10, ("z",), with_test=True)
     for entry in list_entries():
         try:
@@ -94,8 +97,6 @@ def infer_dims(fn, X, Y, kw) -> dict[str, list[str]]:
     """Dims of the sample and deterministic sites of an arbitrary model: from its plates, and for the axes no
     plate names, the zoo's dims of a site of the same name and rank (:func:`known_dims`: ``f`` (point, class),
     ``q_a`` (class), ``a`` (neuron, class), ...); ``<site>_dim_<i>`` otherwise."""
-    from numpyro import handlers
-
     tr = handlers.trace(handlers.seed(fn, 0)).get_trace(X, Y, **kw)
     known = known_dims()
     dims = {}
@@ -150,8 +151,6 @@ def thinned_dataset(res, site_dims, site_means=None) -> xr.Dataset:
 
 def warmup_datasets(res, site_dims) -> dict:
     """``warmup_posterior`` (the small sites) and ``warmup_sample_stats`` (with ``time``) of a chunked run."""
-    from .chunked import STAT_FIELDS
-
     w = res.warmup
     n_chain, n_step = w["num_steps"].shape
     lead, coords = ("chain", "draw"), {"chain": np.arange(n_chain), "draw": np.arange(n_step)}
@@ -248,8 +247,6 @@ def provenance_checksum(attrs: dict, posterior) -> str:
     """SHA-256 of a run's provenance: its ``bnnzoo_*`` attributes (the checksum's own excepted), the flat ones
     ArviZ shows (model, sampler, sizes, the scalar model arguments ``model_*``) and the name, dims and dtype of
     every posterior variable.  Stored as the attribute ``bnnzoo_checksum``; :func:`check_provenance` recomputes it."""
-    import hashlib
-
     keys = sorted(k for k in attrs if (k.startswith(("bnnzoo_", "model_")) or k in _CHECKED_ATTRS)
                   and k not in ("bnnzoo_checksum", "bnnzoo_version"))
     h = hashlib.sha256()
@@ -286,8 +283,6 @@ _LIBRARY = {"gibbs": "bnnzoo.inference.gibbs_linear", "units": "bnnzoo.inference
 def provenance(spec, draws, wall_time_s: float) -> dict:
     """The run's attributes: ``bnnzoo_config`` (the full provenance as JSON, read by :func:`run_config`) and the
     flat attributes ArviZ shows (model, sampler, sizes, libraries, the scalar model arguments)."""
-    from datetime import datetime, timezone
-
     n_div = int(np.asarray(draws.stats["diverging"]).sum())
     config = dict(model=spec.name, model_kwargs=jsonable(dict(spec.model_kwargs)), task=jsonable(spec.task.meta),
                   task_name=spec.task.name, sampler=jsonable(spec.sampler_config()), seed=spec.seed,
@@ -298,10 +293,8 @@ def provenance(spec, draws, wall_time_s: float) -> dict:
         config["engine"] = jsonable(draws.engine)
     if spec.sampler in ("gibbs", "units", "pt", "chees", "snaper"):
         lib_version = config["versions"]["bnnzoo"]
-    elif spec.sampler == "smc":
-        import blackjax
-
-        lib_version = blackjax.__version__
+    elif spec.sampler == "smc":           # blackjax's version without importing it here (0.4 s)
+        lib_version = importlib.metadata.version("blackjax")
     else:
         lib_version = numpyro.__version__
     attrs = {"bnnzoo_config": json.dumps(config), "model": spec.name, "sampler": spec.sampler, "seed": spec.seed,

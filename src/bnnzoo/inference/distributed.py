@@ -25,6 +25,7 @@ from typing import Mapping
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
 __all__ = ["initialize", "local_chains", "check_sampler", "agree_to_start", "gather_chains"]
 
@@ -58,8 +59,6 @@ def agree_to_start(refusal: Exception | None) -> None:
     store that holds another run, a missing ``resume``), so none runs on to a collective and waits there for a
     process that has stopped.  A collective when several processes run: every process must call it."""
     if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
         flags = np.asarray(multihost_utils.process_allgather(np.array([refusal is not None], np.int32))).ravel()
         if refusal is None and flags.any():
             refusal = ValueError(f"process(es) {np.flatnonzero(flags).tolist()} of {flags.size} refused to start "
@@ -81,7 +80,6 @@ def gather_chains(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     names = sorted(arrays)
     if jax.process_count() == 1 or not names:
         return dict(arrays)
-    from jax.experimental import multihost_utils
 
     local = [np.asarray(arrays[k]) for k in names]
     got = multihost_utils.process_allgather(local, tiled=True)   # concatenated along the leading (chain) axis

@@ -37,11 +37,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+import jax
 import numpy as np
+import xarray as xr
 from scipy.linalg import cho_factor, cho_solve, cholesky, solve_triangular
 from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
-from ..models.fcn import default_sigma_a2
+from ..models.fcn import default_sigma_a2, recorded_layers
+from ..models.summaries import layer_summaries
 
 __all__ = ["GibbsLinearResult", "gibbs_linear", "gibbs_chains"]
 
@@ -102,8 +105,6 @@ class GibbsLinearResult:
     def to_dataset(self):
         """The draws as an ``xarray.Dataset`` (dims draw, layer, neuron, class, point, point2, class2, input,
         neuron_in)."""
-        import xarray as xr
-
         data = {
             "a": (("draw", "neuron", "class"), self.a),
             "f": (("draw", "point", "class"), self.f),
@@ -362,10 +363,6 @@ def _summaries(zs, f, Y, width: int) -> dict:
 def _summaries_of_draws():
     """:func:`bnnzoo.models.summaries.layer_summaries` over the draws, jitted once (each chain and run reuses the
     compiled program of its shapes)."""
-    import jax
-
-    from ..models.summaries import layer_summaries
-
     def of_draws(z, f, Y, layer, width):
         return jax.vmap(lambda zd, fd: layer_summaries(zd, zd, fd, Y, layer, width))(z, f)
 
@@ -391,8 +388,6 @@ def gibbs_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     = z_lᵀz_l/N) as means of every e consecutive kept draws, as the chunked engine streams them.
     num_samples // thinning draws are kept per chain, as for NUTS.
     """
-    from ..models.fcn import recorded_layers
-
     if activation != "linear":
         raise ValueError(f"sampler='gibbs' is exact for linear networks only, got activation={activation!r}")
     L = int(depth)

@@ -21,6 +21,7 @@ import jax
 import numpy as np
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
+from numpyro.infer.hmc import hmc
 from numpyro.infer.util import find_valid_initial_params, get_potential_fn
 
 from .compilation import compile_cached
@@ -126,8 +127,6 @@ class _FastInit:
             if rng_key.ndim != 2:
                 init_params = jax.tree.map(lambda v: v[0], init_params)
         if self._init_fn is None:
-            from numpyro.infer.hmc import hmc
-
             self._init_fn, self._sample_fn = hmc(potential_fn_gen=fns.potential_gen, kinetic_fn=self._kinetic_fn,
                                                  algo=self._algo)
         self._potential_fn_gen, self._postprocess_fn = fns.potential_gen, fns.postprocess_gen

@@ -23,13 +23,27 @@ chains after some tens of steps.  tests/system/test_reproducible.py pins both fa
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import math
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import jax
 import numpy as np
+from numpyro import handlers
+from numpyro.infer import initialization
+from numpyro.infer.initialization import init_to_sample, init_to_uniform
 
+from ..models._checks import check_int
+from ..models.summaries import kernel_names
+from ..models.zoo import ZooEntry, get_entry
+from ..tasks import Task
+from .convert import infer_dims
+from .distributed import check_sampler
+from .tempering import check_options
 from .units import check_units
 
 __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "units_serve", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
@@ -45,12 +59,6 @@ SEED_MAX = 2**63 - 1                        # the largest seed jax.random.PRNGKe
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
 
 
-def check_int(name: str, value, minimum: int) -> None:
-    """Raise ValueError unless ``value`` is an integer (not a bool, not a string) >= ``minimum``."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
 def _check_bool(name: str, value) -> None:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
@@ -59,10 +67,6 @@ def _check_bool(name: str, value) -> None:
 def strategy_name(init) -> str | None:
     """The name of a NumPyro ``init_to_*`` strategy (a function of :mod:`numpyro.infer.initialization`, possibly
     with its arguments bound by ``functools.partial``), or None for anything else."""
-    import functools
-
-    from numpyro.infer import initialization
-
     fn = init.func if isinstance(init, functools.partial) else init
     name = getattr(fn, "__name__", "")
     return name if name.startswith("init_to_") and getattr(initialization, name, None) is fn else None
@@ -72,8 +76,6 @@ def init_strategy(init):
     """The NumPyro init strategy for ``init`` of :func:`bnnzoo.sample`: "prior" → ``init_to_sample``, "uniform" →
     ``init_to_uniform``, an ``init_to_*`` strategy itself; a dict of starting values → ``init_to_sample`` (the
     given values replace what it draws)."""
-    from numpyro.infer.initialization import init_to_sample, init_to_uniform
-
     if callable(init):
         return init
     return init_to_uniform if init == "uniform" else init_to_sample
@@ -228,8 +230,6 @@ def _check_replica_memory(fn, task, kw: dict, num_chains: int, num_replicas: int
     total = _physical_memory()
     if total is None:
         return
-    from numpyro import handlers
-
     tr = handlers.trace(handlers.seed(fn, 0)).get_trace(task.X, task.Y, **kw)
     n = sum(int(np.size(site["value"])) for site in tr.values()
             if site["type"] == "sample" and not site.get("is_observed", False))
@@ -410,8 +410,6 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
 
     local = num_chains
     if n_processes > 1:
-        from .distributed import check_sampler
-
         check_sampler(sampler, num_chains, n_processes)
         local = num_chains // n_processes
     engine_options = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
@@ -445,8 +443,6 @@ one (the docs' benchmark page measures how much), so 64."""
 def default_num_chains() -> tuple[int, str]:
     """(chains, backend): the number of chains for JAX's default backend (:data:`DEFAULT_CHAINS`; 4 for a backend
     it does not name)."""
-    import jax
-
     backend = jax.default_backend()
     return DEFAULT_CHAINS.get(backend, 4), backend
 
@@ -468,8 +464,6 @@ def streamed_kernels(entry, kw: dict, plan, sampler, record: tuple, n_keep: int,
             or "kernels" in record or not (plan.use_engine or sampler == "gibbs") or sampler in TEMPERING
             or n_keep < 1):
         return record, {}
-    from ..models.summaries import kernel_names
-
     chunk = engine_chunk_size(chunk_size, n_keep, store, site_thinning)
     per_chain, total = KERNEL_BATCHES
     chains = max(int(plan.local_chains) * max(int(plan.n_processes), 1), 1)
@@ -495,8 +489,6 @@ def engine_chunk_size(chunk_size, n_keep: int, store, site_thinning) -> int:
 
 def resolve_model(model) -> tuple[str, Callable, Any]:
     """(name, model function, zoo entry or None) of ``model``: a zoo entry name, a ZooEntry or a NumPyro model."""
-    from ..models.zoo import ZooEntry, get_entry
-
     if isinstance(model, str):
         entry = get_entry(model)
         return entry.name, entry.model, entry
@@ -510,8 +502,6 @@ def resolve_model(model) -> tuple[str, Callable, Any]:
 def resolve_kwargs(name, fn, entry, task, model_kwargs, record) -> dict:
     """The model's keyword arguments: the entry's defaults overridden by ``model_kwargs``, ``record`` added, the
     entry's resolution applied and the whole checked (a plain model: the names against its signature)."""
-    import inspect
-
     kw = entry.kwargs(**model_kwargs) if entry is not None else dict(model_kwargs)
     if record:
         kw["record"] = tuple(record)
@@ -620,10 +610,6 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     ValueError
         On any bad argument, before anything compiles, with a one-line message naming it.
     """
-    import jax
-
-    from ..tasks import Task
-
     name, fn, entry = resolve_model(model)
     if not isinstance(task, Task):
         raise ValueError(f"task must be a bnnzoo.tasks.Task, got {type(task).__name__}")
@@ -660,8 +646,6 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     if record != plan.record:
         kw = dict(kw, record=record)
     if sampler in TEMPERING:
-        from .tempering import check_options
-
         tempering = check_options(sampler, tempering, num_chains=num_chains, thinning=thinning, init=init)
         if sampler == "pt":
             _check_replica_memory(fn, task, kw, int(num_chains), int(tempering["num_replicas"]))
@@ -672,10 +656,6 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     elif entry is not None:
         site_dims = entry.dims(**kw)
     else:                                 # traced: under the run's precision, as everything of the run
-        import contextlib
-
-        from .convert import infer_dims
-
         with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
               else contextlib.nullcontext()):
             site_dims = infer_dims(fn, task.X, task.Y, kw)

@@ -25,10 +25,15 @@ from typing import Sequence
 import jax
 import numpy as np
 import xarray as xr
+from numpyro import handlers
+from numpyro.distributions.transforms import biject_to
 from numpyro.infer import HMC, MCMC, NUTS, Predictive
 
 from .. import azcompat
+from ..models.fcn_fast import INTERNAL_SITES, fcn_fast
 from ..tasks import Task
+from .chees import ChEES, trajectory_growth
+from .chunked import STAT_FIELDS, run_chunked
 from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_datasets, jsonable, lead_coords,
                       observed_data_group, posterior_group, predictions_constant_data_group, predictions_group,
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
@@ -42,6 +47,11 @@ from .predictive import prior_groups
 from .units import units_chains
 from .gibbs_linear import gibbs_chains
 from .initialize import fast_kernel
+from .distributed import gather_chains, local_chains
+from .health import warn_if_unhealthy
+from .store import RunStore, fingerprint
+from .tempering import run_tempering
+from .warmstart import warm_start_params
 
 __all__ = ["sample", "run_config", "build_kernel", "init_params_from_values", "SAMPLERS", "REPARAMS",
            "MATMUL_PRECISIONS"]
@@ -78,8 +88,6 @@ class Draws:
 def trace_latent_sites(fn, X, Y, kw: dict) -> dict:
     """{name: trace site} of the latent sites of ``fn(X, Y, **kw)`` with the data observed (their supports and shapes;
     :func:`bnnzoo.inference.predictive.latent_sites` gives the names alone)."""
-    from numpyro import handlers
-
     tr = handlers.trace(handlers.seed(fn, jax.random.PRNGKey(0))).get_trace(X, Y, **kw)
     return {n: site for n, site in tr.items() if site["type"] == "sample" and not site.get("is_observed", False)}
 
@@ -103,8 +111,6 @@ def init_params_from_values(fn, X, Y, kw: dict, values: dict, num_chains: int) -
     ValueError
         a latent site without a value, a name that is no latent site, or a value of the wrong shape.
     """
-    from numpyro.distributions.transforms import biject_to
-
     latent = trace_latent_sites(fn, X, Y, kw)
     missing, unknown = sorted(set(latent) - set(values)), sorted(set(values) - set(latent))
     if missing or unknown:
@@ -164,8 +170,6 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
         raise ValueError(f"init must be 'prior' (a draw from the prior), 'uniform' (NumPyro's default) or a NumPyro "
                          f"init_to_* strategy, got {init!r}")
     if sampler in CHEES_LIKE:
-        from .chees import ChEES
-
         if num_steps is not None or dense_mass:
             raise ValueError(f"sampler={sampler!r} tunes its own trajectory length and a diagonal mass: drop "
                              + ("num_steps" if num_steps is not None else "dense_mass"))
@@ -193,8 +197,6 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
 def _store_manifest(spec: RunSpec, sampler_cfg: dict, chunk_size: int, **extra) -> dict:
     """The identity of a run with a store (``run.json``): its settings, the task's provenance, ``extra``, and a
     fingerprint of those and of the data and starting values; a resume must match it."""
-    from .store import fingerprint
-
     task = spec.task
     ident = dict(model=spec.name, model_kwargs=jsonable(spec.model_kwargs), sampler=jsonable(sampler_cfg),
                  seed=spec.seed, num_chains=spec.num_chains, num_warmup=spec.num_warmup,
@@ -212,11 +214,6 @@ def _store_manifest(spec: RunSpec, sampler_cfg: dict, chunk_size: int, **extra) 
 def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draws:
     """The chunked driver (:mod:`bnnzoo.inference.chunked`): every sampler with a NumPyro kernel when the plan says
     so (ChEES / SNAPER, sharded chains, the long-run options)."""
-    from numpyro import handlers
-
-    from .chunked import run_chunked
-    from .store import RunStore
-
     task, kw, num_chains, thinning = spec.task, spec.model_kwargs, spec.num_chains, spec.thinning
     store, exclude, site_thinning, init = spec.store, spec.exclude, spec.site_thinning, spec.init
     X, Y = task.X, task.Y
@@ -229,8 +226,6 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
     chain_method, reparam = spec.chain_method, spec.reparam
     chain0, n_local = 0, num_chains
     if n_proc > 1:                         # this process's share of the chains (bnnzoo.inference.distributed)
-        from .distributed import local_chains
-
         chain0, n_local = local_chains(num_chains)
         if sampler_cfg["sampler"] not in CHEES_LIKE:  # coupled chains: every process initialises all of them, one
             init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]  # program runs
@@ -241,8 +236,6 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
 
     if reparam:
-        from ..models.fcn_fast import INTERNAL_SITES, fcn_fast
-
         cond_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam,
                           conditional=True)
 
@@ -267,8 +260,6 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
     if init_params is not None and np.ndim(init_keys) == 1:      # one chain: the kernel takes unbatched values
         init_params = jax.tree.map(lambda v: v[0], init_params)
     if spec.warm_start:
-        from .warmstart import warm_start_params
-
         n_init = len(init_keys) if init_keys.ndim == 2 else 1      # every chain's keys for coupled multi-process
         init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_init,
                                         init_strategy(init), spec.warm_start,
@@ -290,8 +281,6 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
                           progress=spec.progress)
     timing = dict(res.timing, **ws_timing)
     if n_proc > 1:                         # every process gets all chains, in chain order
-        from .distributed import gather_chains
-
         warm_t = res.warmup.get("time")
         res = dataclasses.replace(
             res, samples=gather_chains(res.samples), stats=gather_chains(res.stats),
@@ -306,7 +295,6 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
                timing={k: round(v, 4) for k, v in timing.items()})
     if res.store_versions is not None:      # a resume under other library versions: both are on record
         cfg["store_versions"] = res.store_versions
-    from .chunked import STAT_FIELDS
 
     samples = dict(res.samples)
     f_test = samples.pop("f_test", None)
@@ -326,8 +314,6 @@ def _draw_in_memory(spec: RunSpec, chains) -> Draws:
     :func:`bnnzoo.inference.gibbs_linear.gibbs_chains` (the exact blocked Gibbs sampler of the linear nets) or
     :func:`bnnzoo.inference.units.units_chains` (unit-wise moves with the readout integrated out); both return
     (samples, stats, info) with the kernels' block means in ``info``."""
-    from .store import RunStore
-
     task = spec.task
     extra = {}
     if chains is units_chains:            # its own blocks: a store, resume, and starting values
@@ -354,8 +340,6 @@ def _draw_in_memory(spec: RunSpec, chains) -> Draws:
 
 def _draw_tempering(spec: RunSpec, key_run, init_params) -> Draws:
     """Parallel tempering or tempered SMC (:mod:`bnnzoo.inference.tempering`, :mod:`bnnzoo.inference.smc`)."""
-    from .tempering import run_tempering
-
     samples, fields, extra_stats, cfg = run_tempering(
         spec.sampler, spec.model, spec.task, spec.model_kwargs, key=key_run, num_chains=spec.num_chains,
         num_warmup=spec.num_warmup, num_samples=spec.num_samples, thinning=spec.thinning, init=spec.init,
@@ -440,8 +424,6 @@ def _check_trajectory_settled(sampler, warmup, engine_cfg):
     and the slow sites mix poorly) or the length drifts without settling, so a warning asks for a check of the slow
     sites' ESS.
     """
-    from .chees import trajectory_growth
-
     g = trajectory_growth(warmup["num_steps"], warmup["step_size"])
     engine_cfg["trajectory_growth"] = g
     if g > TRAJECTORY_GROWTH_WARN:
@@ -618,8 +600,6 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     with precision:                      # tracing happens inside: every jitted function gets this precision
         model_fn = spec.model
         if spec.reparam:
-            from ..models.fcn_fast import fcn_fast
-
             model_fn = partial(fcn_fast, integrate_readout="readout" in spec.reparam,
                                data_space="data_space" in spec.reparam)
         init_params = (init_params_from_values(model_fn, task.X, task.Y, spec.model_kwargs, init, num_chains)
@@ -643,8 +623,8 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
                       f"may be poorly explored; lower step_size or raise target_accept", RuntimeWarning, stacklevel=2)
     idata = azcompat.make_idata(groups, sealed(provenance(spec, draws, wall_time_s=time.time() - t_start),
                                                groups["posterior"]))
-    from .health import warn_if_unhealthy    # chains that did not mix or move: warn, never silent
 
+    # chains that did not mix or move: warn, never silent
     if HEALTH_WARNINGS.get():                # off for the parts of a certified run (judged together)
         warn_if_unhealthy(idata, stacklevel=3, store=True)
     return idata

@@ -80,14 +80,13 @@ def tempered_smc(key, logprior: Callable, loglik: Callable, x0, *, target_ess: f
     RuntimeError
         if some population has not reached β = 1 after ``max_steps`` steps.
     """
-    import blackjax
-    from blackjax.smc import resampling
+    import blackjax  # 0.4 s to import: kept off `import bnnzoo` (docs/contract.md, Imports)
 
     x0 = jnp.asarray(x0)
     C, n, D = x0.shape
     hmc = blackjax.mcmc.hmc.build_kernel()
     kernel = blackjax.adaptive_tempered_smc.build_kernel(logprior, loglik, hmc, blackjax.mcmc.hmc.init,
-                                                         resampling.systematic, target_ess)
+                                                         blackjax.smc.resampling.systematic, target_ess)
     L_max = int(num_steps)
     L_min = max(1, math.ceil(L_max / 2))
 

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -30,6 +31,12 @@ from typing import Any, Mapping, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
+
+try:
+    import fcntl                 # POSIX only
+except ImportError:              # no flock on this platform: RunStore.lock cannot guard against a second process
+    fcntl = None
 
 __all__ = ["RunStore", "StoreError", "load_store", "save_state", "load_state", "read_checkpoint", "fingerprint",
            "file_sha256", "describe_differences", "manifest_digest", "version_changes"]
@@ -110,8 +117,6 @@ def save_state(path: Path, state, meta: dict, previous: Path | None = None) -> N
         try:
             os.link(path, keep)
         except OSError:
-            import shutil
-
             shutil.copyfile(path, keep)
         _fsync_replace(keep, previous)
     _fsync_replace(tmp, path)
@@ -293,9 +298,7 @@ class RunStore:
         created = not self.path.exists()
         self.path.mkdir(parents=True, exist_ok=True)
         self._created = created
-        try:
-            import fcntl
-        except ImportError:      # no flock on this platform: no protection against a second process
+        if fcntl is None:        # no flock on this platform: no protection against a second process
             return created
         fh = open(self.lock_path, "a+")
         dir_fd = os.open(self.path, os.O_RDONLY)
@@ -354,7 +357,6 @@ class RunStore:
             ds.to_netcdf(tmp, group=g, mode=mode, engine="h5netcdf")
             mode = "a"
         if mode == "w":  # nothing to write: still mark the block as done
-            import xarray as xr
 
             xr.Dataset().to_netcdf(tmp, engine="h5netcdf")
         digest = file_sha256(tmp)
@@ -444,8 +446,6 @@ class RunStore:
         StoreError
             A listed file cannot be read (named in the message).
         """
-        import xarray as xr
-
         paths = (sorted(self.chunks.glob(f"{kind}_*.nc")) if names is None
                  else sorted(self.chunks / n for n in names if n.startswith(kind + "_")))
         out: dict[str, list] = {g: [] for g in groups}
@@ -529,8 +529,6 @@ def load_store(path):
 def _concat_blocks(group: str, blocks: list):
     """One group's block datasets joined in draw order: along ``draw``, or for ``posterior_thinned`` each site along
     its own kept-draw dim ``draw_<site>`` (its blocks hold different numbers of kept draws)."""
-    import xarray as xr
-
     if group != "posterior_thinned":
         return xr.concat(blocks, dim="draw", join="exact")
     return xr.Dataset({k: xr.concat([b[k] for b in blocks], dim=f"draw_{k}", join="exact")

@@ -59,8 +59,19 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
 from jax.flatten_util import ravel_pytree
+from numpyro import handlers
+from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import constrain_fn, potential_energy
 from numpyro.primitives import Messenger
+from scipy.interpolate import PchipInterpolator
+
+from .. import azcompat
+from .._log import Progress
+from ..models._checks import check_int
+from .convert import run_config
+from .smc import run_smc_chains
 
 __all__ = ["SplitDensity", "split_density", "PTResult", "parallel_tempering", "geometric_ladder", "respace_ladder",
            "thermodynamic_integration", "log_evidence", "check_options", "run_tempering", "PT_OPTIONS",
@@ -140,10 +151,6 @@ def split_density(model, model_args: tuple, model_kwargs: dict) -> SplitDensity:
         if the model has no observed site (nothing to temper), no latent site, or a discrete latent site (HMC
         needs gradients).
     """
-    from numpyro import handlers
-    from numpyro.distributions.transforms import biject_to
-    from numpyro.infer.util import constrain_fn, potential_energy
-
     found = {}
 
     def prior_draw(key):
@@ -227,8 +234,6 @@ def respace_ladder(beta, rejection) -> tuple[np.ndarray, float]:
     -------
     (new ladder (K,), Λ = Σ r_k, the estimated global communication barrier)
     """
-    from scipy.interpolate import PchipInterpolator
-
     beta = np.asarray(beta, float)
     r = np.clip(np.nan_to_num(np.asarray(rejection, float), nan=1.0), _REJECTION_FLOOR, 1.0)
     lam = np.concatenate([[0.0], np.cumsum(r)])
@@ -339,10 +344,7 @@ def parallel_tempering(key, logprior: Callable, loglik: Callable, x0, *, num_war
     ValueError
         fewer than 2 replicas, or a ladder that is not increasing in (0, 1] with last entry 1.
     """
-    import blackjax
-    from blackjax.adaptation.step_size import dual_averaging_adaptation
-
-    from .._log import Progress
+    import blackjax  # 0.4 s to import: kept off `import bnnzoo` (docs/contract.md, Imports)
 
     x0 = jnp.asarray(x0)
     K, C, D = x0.shape
@@ -354,7 +356,7 @@ def parallel_tempering(key, logprior: Callable, loglik: Callable, x0, *, num_war
     n_keep = num_samples // thinning
     chunk = int(chunk_size) if chunk_size else max(1, math.ceil(max(num_warmup, n_keep) / 10))
     post = post if post is not None else (lambda x: {"x": x})
-    da_init, da_update, da_final = dual_averaging_adaptation(target_accept)
+    da_init, da_update, da_final = blackjax.adaptation.step_size.dual_averaging_adaptation(target_accept)
     hmc = blackjax.mcmc.hmc.build_kernel()
     L_max = int(num_steps)
     L_min = max(1, math.ceil(L_max / 2))
@@ -541,10 +543,6 @@ def parallel_tempering(key, logprior: Callable, loglik: Callable, x0, *, num_war
 
 def _mcse_mean(trace) -> tuple[float, float]:
     """(mean, Monte Carlo standard error) of a (chain, draw) trace, the error from ArviZ's ESS of the mean."""
-    import xarray as xr
-
-    from .. import azcompat
-
     t = np.asarray(trace, float)
     sd = float(t.std(ddof=1)) if t.size > 1 else float("nan")
     ess = float("nan")
@@ -634,8 +632,6 @@ def log_evidence(idata) -> tuple[float, float, str]:
     ValueError
         if the run holds no evidence (a sampler other than "pt" or "smc", or not made by :func:`bnnzoo.sample`).
     """
-    from .convert import run_config
-
     ev = run_config(idata).get("engine", {}).get("log_evidence")
     if not isinstance(ev, dict):
         raise ValueError("this run holds no log evidence: only sampler='pt' and sampler='smc' compute it")
@@ -664,8 +660,6 @@ def check_options(sampler: str, options, *, num_chains: int, thinning: int, init
     ValueError
         on an unknown option or a bad value.
     """
-    from .plan import check_int
-
     if options is not None and not isinstance(options, dict):
         raise ValueError(f"tempering must be a dict of options, got {options!r}")
     defaults = PT_OPTIONS if sampler == "pt" else SMC_OPTIONS
@@ -739,8 +733,6 @@ def run_tempering(sampler: str, fn, task, kw: dict, *, key, num_chains: int, num
     target = (0.8 if sampler == "smc" else 0.651) if target_accept is None else float(target_accept)
     k_prior, k_init, k_run = jax.random.split(key, 3)
     if sampler == "smc":
-        from .smc import run_smc_chains
-
         return run_smc_chains(dens, post, key=k_run, k_init=k_init, num_chains=num_chains,
                               num_particles=num_samples, target_ess=float(options["target_ess"]),
                               num_mcmc_steps=int(options["num_mcmc_steps"]), max_steps=int(options["max_steps"]),

@@ -8,9 +8,12 @@ not the posterior; its cost is reported as ``timing["warm_start_s"]`` and counte
 
 from __future__ import annotations
 
+import time
+
 import jax
 import jax.numpy as jnp
 from jax import lax, random
+from numpyro.infer.util import initialize_model
 
 __all__ = ["adam_minimise", "warm_start_params"]
 
@@ -39,9 +42,6 @@ def warm_start_params(model, model_args, model_kwargs, init_keys, num_chains: in
     """Each chain's starting point (exactly the one ``HMC.init`` would pick with ``init_keys``) after ``steps``
     Adam steps on the potential energy; batched over chains like ``init_keys`` (unbatched for one chain).
     ``timing``, if given, receives ``warm_start_compile_s`` and ``warm_start_s`` (the optimisation itself)."""
-    import time
-    from numpyro.infer.util import initialize_model
-
     if num_chains == 1:
         _, k_init = random.split(init_keys)
     else:
