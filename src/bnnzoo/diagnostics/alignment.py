@@ -22,6 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import azcompat
+from ..inference import run_config
+from ..models.activations import np_activation
+from ..models.gated import edge_scales, pathway_map
+from ..tasks.gated_tasks import effective_dataset, get_spec
+from ..tasks.hermite import he3
 
 __all__ = ["AlignmentResult", "alignment", "alignment_from_arrays", "FirstLayerOverlaps", "first_layer_overlaps",
            "SecondLayerOverlaps", "second_layer_overlaps", "pathway_maps", "PathwaySpectrum", "pathway_spectra",
@@ -33,8 +38,6 @@ SPECIALIST_PRIOR_FRACTION = math.erfc(3.0 / math.sqrt(2.0))
 
 def _config(idata) -> dict:
     try:
-        from ..inference import run_config
-
         return run_config(idata)
     except (ValueError, KeyError):
         return {}
@@ -171,9 +174,6 @@ def second_layer_overlaps(idata, w_star, X_test=None, activation: str | None = N
                           chunk: int = 64) -> SecondLayerOverlaps:
     """Correlations of h²_k(x) = W²_k φ(W¹x/√d)/√N1 with He₃(w*·x) and w*·x over the test inputs (default: the
     run's stored X_test, at most ``max_test`` of them); ``activation`` defaults to the run's."""
-    from ..models.activations import np_activation
-    from ..tasks.hermite import he3
-
     post = azcompat.get_group(idata, "posterior")
     W1, W2 = _draws(post, "W1"), _draws(post, "W2")
     if X_test is None:
@@ -206,8 +206,6 @@ def second_layer_overlaps(idata, w_star, X_test=None, activation: str | None = N
 
 # ------------------------------------------------------------------------------------------------ gated networks
 def _spec_of(idata, spec):
-    from ..tasks.gated_tasks import get_spec
-
     if spec is not None:
         return get_spec(spec)
     s = _model_kwargs(idata).get("spec")
@@ -222,8 +220,6 @@ def pathway_maps(idata, spec=None, pathways=None, readout: str | None = None, ed
     """End-to-end maps W_p = c_{q_D} W_{q_D} ⋯ c_{q_1} W_{q_1} per draw: {pathway name: (chain, draw, n_out, n_in)}.
 
     ``spec``, ``readout`` and ``edge_scale`` default to the run's (its provenance)."""
-    from ..models.gated import edge_scales, pathway_map
-
     spec = _spec_of(idata, spec)
     kw = _model_kwargs(idata)
     readout = readout or kw.get("readout", "standard")
@@ -259,8 +255,6 @@ class PathwaySpectrum:
 def pathway_spectra(idata, X=None, Y=None, spec=None, pathways=None) -> list[PathwaySpectrum]:
     """Singular values of every pathway's posterior map next to those of its effective dataset Σʸˣ(p) computed on
     the training data (X, Y; default the run's stored constant/observed data)."""
-    from ..tasks.gated_tasks import effective_dataset
-
     spec = _spec_of(idata, spec)
     if X is None:
         X = np.asarray(azcompat.get_group(idata, "constant_data")["X"].values)

@@ -25,9 +25,11 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
-from ._data import run_data
 from .._record import Record, array_field
+from ._data import run_data
+from .codes import unit_modal_codes
 
 __all__ = ["BranchResult", "OutlierResult", "readout_branches", "find_outliers", "cluster_bic"]
 
@@ -138,7 +140,6 @@ def cluster_bic(points: np.ndarray, k_max: int = 8, seed: int = 0, n_init: int =
     # each full-covariance component needs more points than parameters to be estimable
     per_comp = d + d * (d + 1) / 2 + 1
     ks = list(range(1, max(1, min(k_max, int(n // max(per_comp, 2)))) + 1))
-    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
     bics, models = [], []
     # tiny problems: BLAS/OpenMP threads only add overhead (20× slower on a loaded 2-core machine)
@@ -228,8 +229,6 @@ def readout_branches(idata, k_max: int = 8, seed: int = 0, codes: np.ndarray | N
     labels = np.full(C * N, -1)
     labels[units] = lab
     if codes is None and rd is not None:
-        from .codes import unit_modal_codes
-
         codes = unit_modal_codes(rd, rd.depth)
     dev = a - a.mean(1, keepdims=True)
     jit_u = np.sqrt(np.mean(np.sum(dev**2, -1), axis=1)).reshape(-1)

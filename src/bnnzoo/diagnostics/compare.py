@@ -33,8 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import RunData, mean_se, run_data
 from .._record import Record, array_field
+from ..theory import deep_linear as dl
+from ..theory import gp as gpt
+from ..theory import linear as lt
+from ..theory import meanfield as mf
+from ._data import RunData, mean_se, run_data
+from .branches import find_outliers
+from .codes import code_string, neural_codes
 
 __all__ = ["Agreement", "TheoryComparison", "compare_with_theory", "MASS_TOLERANCE"]
 
@@ -189,8 +195,6 @@ def _per_draw_K(rd: RunData, layer: int, max_draws: int = 150) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------------------ theories
 def _linear(rd: RunData, out: list, used: list, skipped: dict, solved: dict):
-    from ..theory import linear as lt
-
     tol = _finite_n_tolerance(rd)
     if rd.depth == 1:
         th = lt.linear_saddle_point(rd.X, rd.Y, temperature=rd.temperature, sigma_a2=rd.sigma_a2,
@@ -228,8 +232,6 @@ def _linear(rd: RunData, out: list, used: list, skipped: dict, solved: dict):
 def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
     """The derived finite-P theory of deep linear nets (exact as N → ∞, T → 0).  Its T → 0 limit differs from the
     finite-T posterior by O(T) relatively, so it is compared only at T <= 0.02, with tolerance 5/N + 2T."""
-    from ..theory import deep_linear as dl
-
     name = "theory.deep_linear.deep_linear_zero_temperature"
     if not rd.temperature <= 0.02:
         skipped[name] = f"a T → 0 theory; the run's T = {rd.temperature} > 0.02"
@@ -248,8 +250,6 @@ def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
 
 
 def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, codes=None):
-    from ..theory import meanfield as mf
-
     name = "theory.meanfield.single_neuron_meanfield"
     th = mf.single_neuron_meanfield(rd.X, rd.Y, labels=rd.labels, nonlinearity=rd.activation,
                                     temperature=rd.temperature, sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2)
@@ -259,7 +259,6 @@ def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, 
     used.append(name)
     solved.update(marginal_label="mean-field theory", marginal_grid=np.asarray(th.grid),
                   marginal_density=np.asarray(th.marginals))
-    from .codes import code_string, neural_codes
 
     cr = codes if codes is not None else neural_codes(rd, 1)
     m = rd.m
@@ -310,8 +309,6 @@ def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, 
 
 
 def _outliers(rd: RunData, out: list, used: list, branches=None):
-    from .branches import find_outliers
-
     o = branches.outliers if branches is not None and branches.outliers is not None else \
         find_outliers(rd.a, unit_msq=rd.unit_msq(rd.depth))
     name = "docs/theory.md §3 (sparse code: m outliers, one per class)"
@@ -336,7 +333,6 @@ def _gp(rd: RunData, out: list, used: list, skipped: dict):
     if rd.Y_test is None:
         skipped["theory.gp.gp_posterior"] = "the run's test inputs have no targets (e.g. added by bnnzoo.predict)"
         return
-    from ..theory import gp as gpt
 
     if rd.activation not in gpt.NONLINEARITIES:
         skipped["theory.gp.gp_posterior"] = f"no NNGP kernel for {rd.activation!r}"

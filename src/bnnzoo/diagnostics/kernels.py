@@ -29,8 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import RunData, mean_se, np_activation, run_data
 from .._record import Record, array_field
+from ..theory import gp as _gp
+from ._data import RunData, mean_se, np_activation, run_data
+from ._rundata import richness_from_projections
 
 __all__ = ["KernelResult", "kernels_and_richness", "cka", "d_lr", "nc1", "prior_kernels", "hsic",
            "richness_from_projections"]
@@ -91,70 +93,19 @@ def nc1(features: np.ndarray, labels: np.ndarray, tol: float = 1e-10) -> float:
     return float(tr / C)
 
 
-def richness_from_projections(f, Y, kc_ff, kc_yy, kc_mm, kc_mw, kc_norm, rank: int, eps: float = 1.2e-7):
-    """D_LR, NC1 and the CKA with YYᵀ of every draw from the projections of the centred kernel the model records
-    (:mod:`bnnzoo.models.summaries`): the same numbers as :func:`d_lr` (with ``rank``), :func:`nc1` and
-    :func:`cka` on the draw's activations.
-
-    Parameters
-    ----------
-    f : (..., P, m) outputs.   Y : (P, m) targets.
-    kc_ff, kc_yy, kc_mm, kc_mw : (..., m, m) Fcᵀ Kc Fc, Ycᵀ Kc Yc, N Acᵀ Kc Ac, N²/P Acᵀ Kc Bw Bwᵀ Kc Ac.
-    kc_norm : (...) ‖Kc‖_F.   rank : the rank of the centred targets.
-    eps : the relative precision the projections were computed in (float32's): the cut below which an eigenvalue
-        of the m × m matrices counts as zero scales with it.
-
-    Returns
-    -------
-    (d_lr, nc1, cka), each of shape (...).
-    """
-    f, Y = np.asarray(f, float), np.asarray(Y, float)
-    kc_ff, kc_mm, kc_mw = (np.asarray(x, float) for x in (kc_ff, kc_mm, kc_mw))
-    kc_yy, kc_norm = np.asarray(kc_yy, float), np.asarray(kc_norm, float)
-    m = Y.shape[1]
-    # D_LR: the leading directions of the centred outputs from the eigenpairs of Fcᵀ Fc (u_k = Fc v_k / s_k)
-    Fc = f - f.mean(-2, keepdims=True)
-    lam, V = np.linalg.eigh(np.swapaxes(Fc, -1, -2) @ Fc)
-    lam, V = lam[..., ::-1], V[..., ::-1]
-    s = np.sqrt(np.maximum(lam, 0.0))
-    tol = max(1e-8, max(f.shape[-2:]) * eps) * np.max(s, -1, keepdims=True)
-    keep = (s > tol) & (np.arange(m) < rank)
-    quad = np.einsum("...ik,...ij,...jk->...k", V, kc_ff, V)
-    num = np.sum(np.where(keep, quad / np.where(keep, lam, 1.0), 0.0), -1)
-    r = keep.sum(-1)
-    den = kc_norm * np.sqrt(r)
-    dlr = np.where((den > 0) & (r > 0), 1.0 - num / np.where(den > 0, den, 1.0), np.nan)
-    # NC1: Σ_k v_kᵀ S v_k / λ_k² over the non-zero eigenpairs of G = Mcᵀ Mc (kernels.nc1's sum)
-    lam, V = np.linalg.eigh(kc_mm)
-    keep = lam > 10 * m * eps * np.max(lam, -1, keepdims=True)
-    proj = np.einsum("...ik,...ij,...jk->...k", V, kc_mw, V)
-    nc = np.where(keep.any(-1), np.sum(np.where(keep, proj / np.where(keep, lam, 1.0) ** 2, 0.0), -1), np.nan)
-    # CKA with YYᵀ: tr(Ycᵀ Kc Yc) / (‖Kc‖_F ‖Yc Ycᵀ‖_F)
-    Yc = Y - Y.mean(0)
-    ny = np.linalg.norm(Yc @ Yc.T)
-    den = kc_norm * ny
-    ck = np.where(den > 0, np.trace(kc_yy, axis1=-2, axis2=-1) / np.where(den > 0, den, 1.0), np.nan)
-    return dlr, nc, ck
-
-
 def prior_kernels(X: np.ndarray, activation: str, depth: int, sigma_w2: float = 1.0, width: int = 4000,
                   seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Prior (infinite-width NNGP) feature and preactivation kernels of every layer on the inputs X (n, N0):
     returns (K_feature, K_pre), each (L, n, n).  Closed forms from :func:`bnnzoo.theory.gp.nngp_kernel` for the
     activations it knows; otherwise estimated with one random network of ``width`` neurons per layer."""
-    try:
-        from ..theory import gp as _gp
-
-        if activation in _gp.NONLINEARITIES:
-            Kf, Kz = [], []
-            for l in range(1, depth + 1):
-                kf, layers = _gp.nngp_kernel(X, nonlinearity=activation, depth=l, sigma_w2=sigma_w2,
-                                             sigma_a2=1.0, return_layers=True)
-                Kf.append(kf)
-                Kz.append(layers[-1])
-            return np.array(Kf), np.array(Kz)
-    except ImportError:  # pragma: no cover - theory.gp is part of the package
-        pass
+    if activation in _gp.NONLINEARITIES:
+        Kf, Kz = [], []
+        for l in range(1, depth + 1):
+            kf, layers = _gp.nngp_kernel(X, nonlinearity=activation, depth=l, sigma_w2=sigma_w2,
+                                         sigma_a2=1.0, return_layers=True)
+            Kf.append(kf)
+            Kz.append(layers[-1])
+        return np.array(Kf), np.array(Kz)
     rng = np.random.default_rng(seed)
     phi = np_activation(activation)
     sw = math.sqrt(sigma_w2)

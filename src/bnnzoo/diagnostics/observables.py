@@ -26,22 +26,24 @@ import math
 
 import numpy as np
 
+from ..models.gated import edge_prior_variances, edge_scales
+from ..theory import gp as gpt
+from ..theory.linear import linear_exact_m1
 from ._data import mean_se
+from .alignment import (_spec_of, alignment_from_arrays, first_layer_overlaps, pathway_generalization,
+                        pathway_spectra, second_layer_overlaps)
 from .compare import Agreement, TheoryComparison, _matrix_agreement, _scalar_agreement
+from .run import Run, read_run
 
 __all__ = ["three_layer_observables", "attention_observables", "gated_observables"]
 
 
 def _run(idata):
-    from .run import Run, read_run
-
     return idata if isinstance(idata, Run) else read_run(idata)
 
 
 def _alignment_numbers(run, numbers: dict):
     """Alignment on the test set (None when the run has no test outputs or no test targets)."""
-    from .alignment import alignment_from_arrays
-
     if run.f_test is None or run.Y_test is None:
         return None
     al = alignment_from_arrays(run.f_test, run.Y_test)
@@ -58,8 +60,6 @@ def _comparison(out: list, used: list, skipped: dict) -> TheoryComparison:
 # ------------------------------------------------------------------------------------------------------ three-layer
 def three_layer_observables(idata, max_test: int = 500) -> dict:
     """Observables and NNGP comparison of a three-layer run (module docstring)."""
-    from .alignment import first_layer_overlaps, second_layer_overlaps
-
     run = _run(idata)
     mk = run.model_kwargs
     w_star = run.config.get("task", {}).get("w_star")
@@ -75,7 +75,6 @@ def three_layer_observables(idata, max_test: int = 500) -> dict:
     out, used, skipped = [], [], {}
     name = "theory.gp.gp_posterior"
     act = mk.get("activation", "erf")
-    from ..theory import gp as gpt
 
     if al is None:
         skipped[name] = "the run has no test set with targets"
@@ -139,10 +138,6 @@ def _isolated(spec, X, p) -> str:
 
 def gated_observables(idata) -> dict:
     """Pathway spectra, generalization and per-pathway linear theory of a gated-network run (module docstring)."""
-    from ..models.gated import edge_prior_variances, edge_scales
-    from ..theory.linear import linear_exact_m1
-    from .alignment import _spec_of, pathway_generalization, pathway_spectra
-
     run = _run(idata)
     mk = run.model_kwargs
     spec = _spec_of(run.idata, None)

@@ -61,7 +61,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import azcompat
+from ..inference import run_config
+from ..models import get_entry
+from ..models.summaries import summary_labels
+from ..tasks.gated_tasks import effective_dataset
 from ._data import class_means
+from .alignment import _spec_of, alignment, first_layer_overlaps, pathway_maps, second_layer_overlaps
 from .codes import code_ids, code_string
 
 __all__ = ["population_observables", "PopulationValues", "ObservableInfo", "KINDS", "ERROR_KINDS"]
@@ -113,8 +118,6 @@ class PopulationValues(dict):
 
 
 def _config(idata) -> dict:
-    from ..inference import run_config
-
     try:
         return run_config(idata)
     except ValueError:
@@ -151,8 +154,6 @@ def population_observables(idata, entry=None) -> PopulationValues:
     ValueError
         if the entry declares no population observables, or the run has no provenance and no entry is given.
     """
-    from ..models import get_entry
-
     cfg = _config(idata)
     if entry is None:
         if not cfg.get("model"):
@@ -191,8 +192,6 @@ def _labels(idata) -> np.ndarray:
 
 def _argmax_labels(idata, labels: np.ndarray) -> bool:
     """Whether the run's labels are the classes the model's summaries used."""
-    from ..models.summaries import summary_labels
-
     y = np.asarray(azcompat.get_group(idata, "observed_data")["y"].values)
     return bool(np.array_equal(summary_labels(y), labels))
 
@@ -259,8 +258,6 @@ def _mse(idata, post, out: PopulationValues) -> None:
 
 # ------------------------------------------------------------------------------------------------ other entries
 def _alignment(idata, out: PopulationValues) -> None:
-    from .alignment import alignment
-
     if "predictions" not in azcompat.group_names(idata):
         out.skipped["alignment"] = "the run has no test set (predictions group)"
         return
@@ -268,8 +265,6 @@ def _alignment(idata, out: PopulationValues) -> None:
 
 
 def _three_layer(idata, cfg, kinds, out: PopulationValues) -> None:
-    from .alignment import first_layer_overlaps, second_layer_overlaps
-
     w_star = cfg.get("task", {}).get("w_star")
     if w_star is None:
         for k in kinds & {"specialist_fraction", "second_layer_q3"}:
@@ -303,9 +298,6 @@ def _heads(post, cfg, out: PopulationValues) -> None:
 
 
 def _pathways(idata, out: PopulationValues) -> None:
-    from ..tasks.gated_tasks import effective_dataset
-    from .alignment import _spec_of, pathway_maps
-
     try:
         spec = _spec_of(idata, None)
     except ValueError as e:

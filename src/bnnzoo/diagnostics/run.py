@@ -18,14 +18,20 @@ own keywords in place of the entry's defaults.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
+import xarray as xr
 
 from .. import azcompat
-from ..inference.health import HEALTH_GROUP, judged_values, values_checksum
-from ..models.zoo import ZOO
+from .._record import record_from_dataset
+from ..inference.convert import provenance_doubt
+from ..inference.health import HEALTH_GROUP, judged_values, sampler_health, values_checksum
+from ..models.summaries import summary_labels, summary_names
+from ..models.zoo import ZOO, ZooEntry, get_entry
+from ._rundata import RunData
 
 __all__ = ["Run", "read_run"]
 
@@ -102,8 +108,6 @@ class Run:
         """The :class:`~bnnzoo.inference.health.SamplerHealth` of the run: the stored one when it matches the
         posterior's size, else judged once here."""
         if self._health is None:
-            from ..inference.health import sampler_health
-
             self._health = sampler_health(self.idata if self.idata is not None else self.fcn())
         return self._health
 
@@ -111,8 +115,6 @@ class Run:
         """The run as a :class:`~bnnzoo.diagnostics._data.RunData` (fully-connected nets: readout ``a`` (neuron,
         class), hidden weights or recorded preactivations), built once."""
         if self._fcn is None:
-            from ._data import RunData
-
             post, mk = self.posterior, self.model_kwargs
             if "a" not in post or tuple(post["a"].dims[2:]) != ("neuron", "class"):
                 raise ValueError(f"the posterior has no readout 'a' with dims (neuron, class), which the "
@@ -135,8 +137,6 @@ class Run:
     def _summaries(self, depth: int) -> dict:
         """The recorded per-draw summaries (:mod:`bnnzoo.models.summaries`) as float arrays (chain, draw, ...);
         empty when the classes the model computed them for (argmax of the targets) are not the run's labels."""
-        from ..models.summaries import summary_labels, summary_names
-
         names = [k for k in summary_names(depth) if k in self.posterior]
         if not names or not np.array_equal(summary_labels(self.Y), self.labels):
             return {}
@@ -170,8 +170,6 @@ def _values(ds, name):
 
 
 def _entry(entry, config: dict):
-    from ..models.zoo import ZOO, ZooEntry, get_entry
-
     if entry is None:
         return ZOO.get(config.get("model")) if isinstance(config.get("model"), str) else None
     if isinstance(entry, ZooEntry):
@@ -225,8 +223,6 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
     ValueError
         When ``entry`` is unknown, or the run lacks constant_data X or observed_data y.
     """
-    from ._data import RunData
-
     if isinstance(idata, RunData):
         return _from_rundata(idata, entry)
     if isinstance(idata, (str, os.PathLike)):
@@ -239,9 +235,6 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
     X, Y = _values(const, "X"), _values(obs, "y")
     if X is None or Y is None:
         raise ValueError("the run needs constant_data X and observed_data y (as bnnzoo.sample writes them)")
-    import json
-
-    from ..inference.convert import provenance_doubt
 
     attrs = azcompat.get_attrs(idata)
     try:
@@ -269,8 +262,6 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
               from_posterior=medians, doubt=provenance_doubt(attrs, post), **test)
     stored = get(HEALTH_GROUP)
     if stored is not None:                  # judged again when unreadable or of another size than the posterior
-        from .._record import record_from_dataset
-
         try:
             h = record_from_dataset(stored)
         except (KeyError, ValueError, TypeError):
@@ -284,10 +275,6 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
 
 def _from_rundata(rd, entry) -> Run:
     """A :class:`Run` around a RunData (a fully-connected run in numpy arrays; no sampler statistics)."""
-    import xarray as xr
-
-    from ..models.zoo import ZooEntry
-
     ent = _entry(entry, rd.config)
     if ent is None or getattr(ent, "analysis", "") != "fcn":
         ent = ZooEntry(name=str(rd.config.get("model", "fcn")), model=None, defaults={}, task_defaults={},

@@ -29,8 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import azcompat
-from ._data import class_means, mean_se
 from .._record import Record, array_field
+from ._data import class_means, mean_se
+from ._rundata import batches as _batches
+from .branches import cluster_bic
+from .codes import codes_from_preactivations
+from .kernels import KernelResult, cka, d_lr, nc1
 
 __all__ = ["UnitTrajectories", "unit_trajectories", "ClusterResult", "unit_clusters", "representation_kernels",
            "MAX_POINTS"]
@@ -134,8 +138,6 @@ class ClusterResult(Record):
 
 def unit_clusters(x: np.ndarray, variable: str = "x", max_components: int = 2, seed: int = 0) -> ClusterResult:
     """Gaussian-mixture clusters (k by BIC) of the units' time averages of ``x`` (chain, draw, unit, feature)."""
-    from .branches import cluster_bic
-
     x = np.asarray(x, float)
     if x.ndim == 3:
         x = x[..., None]
@@ -171,9 +173,6 @@ def representation_kernels(layers: list[UnitTrajectories], X: np.ndarray, Y: np.
     outputs ``f`` (chain, draw, point, class), when given) and NC1 per draw as in
     :func:`~bnnzoo.diagnostics.kernels.kernels_and_richness`.  Returns None when no layer has a ``point`` dim.
     """
-    from ._data import batches as _batches
-    from .kernels import KernelResult, cka, d_lr, nc1
-
     reps = [t for t in layers if t.representation is not None]
     if not reps:
         return None
@@ -228,8 +227,6 @@ def posterior_of(idata):
 
 def codes_of(t: UnitTrajectories, labels: np.ndarray, m: int, index: int, activation: str = ""):
     """Codes of a unit layer with values on the training points (None otherwise)."""
-    from .codes import codes_from_preactivations
-
     if t.values is None:
         return None
     return codes_from_preactivations(t.values, labels, m, layer=index, activation=activation,
