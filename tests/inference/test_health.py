@@ -111,3 +111,19 @@ def test_synthetic_relaxing_run_says_relaxing():
     assert h0.status == "equilibrated", h0
     assert gate_verdicts({"theory": "disagrees", "codes[z1]": "frozen"}, h0) == {
         "theory": "disagrees", "codes[z1]": "frozen (populations not certified)"}
+
+
+def test_a_creeping_sampler_is_failed_not_relaxing():
+    """HMC with a fixed step of 0.01 and no warm-up moves the log density by thousandths of the kinetic energy's sd
+    per draw: "failed" (step size), where it used to read "relaxing" (run longer); NUTS on the same net passes the
+    check."""
+    task = bnnzoo.toy_task(P=20, y_neg=0.5)
+    kw = dict(width=10, num_chains=2, num_samples=150, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        creep = bnnzoo.sample("sigmoidal", task, sampler="hmc", step_size=1e-2, num_steps=5, num_warmup=0, **kw)
+        nuts = bnnzoo.sample("sigmoidal", task, sampler="nuts", num_warmup=200, **kw)
+    h = sampler_health(creep)
+    assert h.status == "failed" and any("creeps" in r for r in h.reasons), h.reasons
+    assert h.step_movement_min < 0.05
+    assert sampler_health(nuts).step_movement_min > 0.2

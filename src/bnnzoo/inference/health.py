@@ -112,6 +112,10 @@ Thresholds (each with the reason for its value):
   the same tail probability: the first tenth of a slowly mixing observable is shorter than its autocorrelation, so
   its own variance is biased low and would raise false alarms.  4 keeps the false-alarm rate below ≈ 1e-4 per test,
   and a run makes a few dozen tests.
+* ``MIN_STEP_MOVEMENT = 0.05``: a chain creeps when the median change of its log density from one kept draw to the
+  next is below 0.05 of the sd of its kinetic energy ("failed": a step size far too small).  A transition that
+  explores moves the log density by a sizeable fraction of one such sd (equipartition), while a tiny fixed step
+  moves it by thousandths and makes a drift that would otherwise read as a run that needs to be longer.
 * ``FROZEN_RELATIVE = 1e-6``: an observable whose sd within every chain is below 1e-6 of its largest magnitude did
   not move ("failed"): a few float32 ulps (1.2e-7 each) of jitter on a stuck chain would otherwise pass R̂ and ESS,
   which are rank-based and blind to scale.
@@ -136,7 +140,7 @@ from .._record import Record
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
-           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
+           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "MIN_STEP_MOVEMENT", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
            "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum"]
 
 HEALTH_GROUP = "diagnostics_health"
@@ -152,6 +156,7 @@ MIN_ESS = 20.0
 MAX_RHAT = 1.1
 MAX_DRIFT_Z = 4.0
 FROZEN_RELATIVE = 1e-6
+MIN_STEP_MOVEMENT = 0.05
 POPULATION_SE_FACTOR = 3.0
 POPULATION_SD_CAP = 1.0
 
@@ -166,7 +171,7 @@ _THRESHOLDS = dict(min_draws=MIN_DRAWS, min_chains=MIN_CHAINS, max_divergence_ra
                    min_ebfmi=MIN_EBFMI, max_tree_saturation=MAX_TREE_SATURATION, min_movement=MIN_MOVEMENT,
                    min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z,
                    population_se_factor=POPULATION_SE_FACTOR, population_sd_cap=POPULATION_SD_CAP,
-                   frozen_relative=FROZEN_RELATIVE)
+                   frozen_relative=FROZEN_RELATIVE, min_step_movement=MIN_STEP_MOVEMENT)
 
 
 @dataclass(frozen=True, repr=False)
@@ -187,6 +192,8 @@ class SamplerHealth(Record):
     ebfmi_min : smallest E-BFMI over chains (NaN without energies).
     tree_saturation : fraction of NUTS transitions at the maximum tree depth (NaN for other samplers).
     movement_min : smallest over chains of sd(log density) / sd(kinetic energy) (NaN without energies).
+    step_movement_min : smallest over chains of the median |change of the log density| per draw / sd(kinetic
+        energy) (NaN without energies).
     rhat : {observable: R̂} (between-chain when n_chains ≥ 2, else split R̂ between the halves; the largest over
         entries for an observable with many entries; NaN when it could not be computed).
     ess : {observable: bulk ESS, all chains} (the smallest over entries).
@@ -218,6 +225,7 @@ class SamplerHealth(Record):
     ebfmi_min: float = float("nan")
     tree_saturation: float = float("nan")
     movement_min: float = float("nan")
+    step_movement_min: float = float("nan")
     rhat: dict = field(default_factory=dict)
     ess: dict = field(default_factory=dict)
     drift_z: dict = field(default_factory=dict)
@@ -415,7 +423,7 @@ def _drift(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _stats(ss: xr.Dataset | None, cfg: dict) -> dict:
     """Divergences, E-BFMI, tree-depth saturation and movement from the sample_stats group."""
     out = dict(divergences=0, divergence_rate=float("nan"), ebfmi_min=float("nan"), tree_saturation=float("nan"),
-               movement_min=float("nan"))
+               movement_min=float("nan"), step_movement_min=float("nan"))
     if ss is None:
         return out
     if "diverging" in ss:
@@ -435,6 +443,11 @@ def _stats(ss: xr.Dataset | None, cfg: dict) -> dict:
                 mv = np.where(sd_k > 0, lp.std(1) / sd_k, np.nan)
             if np.isfinite(mv).any():
                 out["movement_min"] = float(np.nanmin(mv))
+            if lp.shape[1] >= 3:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    step = np.where(sd_k > 0, np.median(np.abs(np.diff(lp, axis=1)), axis=1) / sd_k, np.nan)
+                if np.isfinite(step).any():
+                    out["step_movement_min"] = float(np.nanmin(step))
     samp = cfg.get("sampler", {}) if isinstance(cfg.get("sampler"), dict) else {}
     if samp.get("sampler", "nuts") == "nuts" and "tree_depth" in ss:
         maxd = int(samp.get("max_tree_depth") or 10)
@@ -662,6 +675,10 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     if st["movement_min"] < MIN_MOVEMENT:
         reasons.append(f"stuck sampler: sd(log density)/sd(kinetic energy) = {st['movement_min']:.2g} "
                        f"< {MIN_MOVEMENT} in a chain")
+    elif st["step_movement_min"] < MIN_STEP_MOVEMENT:
+        reasons.append(f"the sampler creeps: the median change of the log density per draw is "
+                       f"{st['step_movement_min']:.2g} sd of the kinetic energy (< {MIN_STEP_MOVEMENT:g}) in a chain: "
+                       f"a step size far too small")
     if D < 4 and C == 1:
         reasons.append("one chain, no split R̂ (fewer than 4 draws)")
     if C >= 2 and obs:
