@@ -16,6 +16,8 @@ import logging
 import sys
 import time
 
+from tqdm.auto import tqdm
+
 LOGGER_NAME = "bnnzoo"
 
 logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
@@ -65,8 +67,6 @@ class Progress:
         self.t0 = time.perf_counter()
         self.bar = None
         if interactive():
-            from tqdm.auto import tqdm
-
             self.bar = tqdm(total=self.total, initial=self.n, unit=unit, desc=desc)
         else:
             self._next_tenth = self._tenth(self.n) + 1

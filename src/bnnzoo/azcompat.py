@@ -7,6 +7,7 @@ else in bnnzoo builds plain ``xarray.Dataset`` groups and goes through the funct
 
 from __future__ import annotations
 
+import io
 import warnings
 from typing import Iterable, Mapping
 
@@ -143,8 +144,6 @@ def to_netcdf_bytes(idata) -> bytes:
     """Every group (with attributes) as the bytes of one NetCDF file, built in memory: a caller writes them with
     plain file I/O, so a full disk or a file-size limit is one ``OSError`` and HDF5 never writes to the disk.  The
     file is the one :func:`to_netcdf` writes."""
-    import io
-
     bio = io.BytesIO()
     _write(idata, bio)
     return bio.getvalue()

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy.stats import norm
 
 from . import azcompat
+from .tasks import Task
 
 __all__ = ["ZTest", "mcse_mean", "z_test", "assert_mean_matches", "gaussian_task"]
 
@@ -64,8 +66,6 @@ def assert_mean_matches(draws, truth, truth_se=0.0, *, z_max: float | None = Non
     """
     res = z_test(draws, truth, truth_se)
     if z_max is None:
-        from scipy.stats import norm
-
         z_max = float(norm.isf(1e-3 / (2 * res.z.size)))
     if res.max_abs_z > z_max:
         i = np.unravel_index(np.argmax(np.abs(res.z)), res.z.shape)
@@ -78,8 +78,6 @@ def assert_mean_matches(draws, truth, truth_se=0.0, *, z_max: float | None = Non
 def gaussian_task(P: int, N0: int, m: int, seed: int):
     """A task with i.i.d. standard Gaussian inputs (P × N0) and targets (P × m), for oracle tests away from the
     orthogonal toy task."""
-    from .tasks import Task
-
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((P, N0))
     Y = rng.standard_normal((P, m))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..models.fcn import default_sigma_a2 as _rule
+
 __all__ = ["as_xy", "default_sigma_a2", "sym_fun", "json_attrs", "check_readout"]
 
 
@@ -41,8 +43,6 @@ def check_readout(readout: str) -> str:
 def default_sigma_a2(P: int, depth: int = 1, nonlinearity: str = "linear", readout: str = "nonlazy") -> float:
     """The paper's readout prior variance (docs/theory.md §1), the same rule the models use
     (:func:`bnnzoo.models.fcn.default_sigma_a2`); "erf" is the sigmoid's kernel name."""
-    from ..models.fcn import default_sigma_a2 as _rule
-
     check_readout(readout)
     return _rule("sigmoid" if nonlinearity == "erf" else nonlinearity, readout, P, depth)
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy import optimize
 
+from ..tasks.toy import toy_task
 from .meanfield import MeanFieldResult, activation_moments, single_neuron_meanfield
 from .schemes import mass_per_code
 
@@ -56,8 +58,6 @@ def toy_meanfield(P: int, T: float, *, y_neg: float = 0.5, n_grid: int | None = 
     RuntimeError
         When the solver finds no normalisable solution (not expected for the sigmoid).
     """
-    from ..tasks.toy import toy_task  # here, not at the top: bnnzoo.tasks imports bnnzoo.theory
-
     task = toy_task(P=P, N0=P + 20, y_pos=1.0, y_neg=y_neg)
     r = single_neuron_meanfield(task.X, task.Y, labels=task.labels, nonlinearity="sigmoid", temperature=T,
                                 sigma_a2=1.0 / P, lam0=lam0, check_grid=False, n_grid=n_grid)
@@ -121,8 +121,6 @@ def exact_ascent(result: MeanFieldResult, start) -> dict:
         ``code`` (str of 3 bits: bit c is 1 when λ_cᵀa > 0 at ``end``, i.e. the mean activation on class c is above
         the prior's ½ for the sigmoid).
     """
-    from scipy import optimize
-
     lam, sizes, sa2 = result.lam, result.class_sizes, result.sigma_a2
 
     def neg_logp(a):  # −log p(a) and its gradient

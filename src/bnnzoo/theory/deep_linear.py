@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import xarray as xr
 from scipy import optimize
 
 from ._common import as_xy, default_sigma_a2, json_attrs
@@ -59,8 +60,6 @@ class DeepLinearT0:
 
     def to_dataset(self):
         """``xarray.Dataset`` with dims layer, point, point2, class, class2."""
-        import xarray as xr
-
         return xr.Dataset({"U": (("class", "class2"), self.U), "K": (("layer", "point", "point2"), self.K),
                            "D": (("layer", "class", "class2"), self.D),
                            "f_train": (("point", "class"), self.f_train)},

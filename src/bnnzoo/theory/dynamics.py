@@ -27,7 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from scipy.integrate import solve_ivp
+
+from ..models.gated import gated_forward, pathway_map
+from ..tasks.gated_tasks import effective_dataset, get_spec
 
 __all__ = ["mode_strength", "deep_linear_trajectory", "DeepLinearTrajectory", "pathway_trajectories",
            "gdln_gradient_descent", "GDTrajectory", "decoupled_init"]
@@ -53,7 +59,6 @@ def mode_strength(s: float, t, *, depth: int = 2, u0: float = 1e-3, tau: float =
             return u0 / (1.0 + 2.0 * lam * u0 * t / tau)
         e = np.exp(np.clip(2.0 * s * t / tau, -700, 700))
         return (s / lam) * e / (e - 1.0 + s / (lam * u0))
-    from scipy.integrate import solve_ivp
 
     D = int(depth)
     order = np.argsort(t)
@@ -126,8 +131,6 @@ def pathway_trajectories(spec, X, Y, t=None, *, u0: float = 1e-3, tau: float = 1
                          pathways: Sequence[str] | None = None) -> dict[str, DeepLinearTrajectory]:
     """Isolated-pathway closed forms: :func:`deep_linear_trajectory` on each pathway's effective dataset
     (Σʸˣ(p), Σˣ(p, p)) with the pathway's depth.  Pathways never active on (X, Y) are skipped."""
-    from ..tasks.gated_tasks import effective_dataset, get_spec
-
     spec = get_spec(spec)
     out = {}
     for p in spec.pathways:
@@ -161,8 +164,6 @@ def decoupled_init(spec, pathway: str, Syx, u0: float = 1e-3, seed: int = 0, res
     """Effective edge maps for a balanced start aligned with the singular vectors of ``Syx`` on ``pathway``: each
     edge carries the modes with strength u0^{1/D} through random orthonormal hidden frames, so the end-to-end map
     starts at u0 · U Vᵀ.  Edges off the pathway get N(0, rest_scale²) entries (0 by default)."""
-    from ..tasks.gated_tasks import get_spec
-
     spec = get_spec(spec)
     p = spec.pathway(pathway)
     rng = np.random.default_rng(seed)
@@ -199,12 +200,6 @@ def gdln_gradient_descent(spec, X, Y, *, steps: int = 2000, lr: float = 0.05, in
     record_every : record the loss and the pathway maps every this many steps (and at step 0).
     pathways : pathway names to record (default all).
     """
-    import jax
-    import jax.numpy as jnp
-
-    from ..models.gated import gated_forward, pathway_map
-    from ..tasks.gated_tasks import get_spec
-
     spec = get_spec(spec)
     X = jnp.asarray(np.asarray(X, dtype=float))
     Y = jnp.asarray(np.asarray(Y, dtype=float))

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import xarray as xr
 from scipy import linalg
 
 from ._common import as_test, as_xy, json_attrs
@@ -141,8 +142,6 @@ class GPGeneralization:
 
     def to_dataset(self):
         """``xarray.Dataset`` with dim class."""
-        import xarray as xr
-
         return xr.Dataset({"mse_per_class": (("class",), self.mse_per_class),
                            "class_error_per_class": (("class",), self.class_error_per_class),
                            "expected_mse_per_class": (("class",), self.expected_mse_per_class),
@@ -208,8 +207,6 @@ class GPPosterior:
 
     def to_dataset(self):
         """``xarray.Dataset`` with dims test_point, class, point, point2 (+ the generalization variables)."""
-        import xarray as xr
-
         ds = xr.Dataset({"mean": (("test_point", "class"), self.mean), "var": (("test_point",), self.var),
                          "f_train": (("point", "class"), self.f_train), "K": (("point", "point2"), self.K)},
                         attrs=json_attrs(theory="gp_posterior", tag="standard", nonlinearity=self.nonlinearity,

@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import xarray as xr
 from scipy import optimize
 
 from ._common import as_test, as_xy, check_readout, default_sigma_a2, json_attrs, sym_fun
@@ -98,8 +99,6 @@ class LinearLeadingOrder:
 
     def to_dataset(self):
         """``xarray.Dataset`` with dims layer, point, point2, class, class2, test_point, test_point2."""
-        import xarray as xr
-
         data = {"U": (("class", "class2"), self.U), "K": (("layer", "point", "point2"), self.K),
                 "feature_map": (("point", "class"), self.feature_map)}
         if self.f_test is not None:
@@ -189,8 +188,6 @@ class LinearSaddlePoint:
 
     def to_dataset(self):
         """``xarray.Dataset`` with dims point, point2, class, class2, test_point, test_point2."""
-        import xarray as xr
-
         data = {"U": (("class", "class2"), self.U), "Lambda": (("point", "class"), self.Lambda),
                 "f_train": (("point", "class"), self.f_train), "K1": (("point", "point2"), self.K1)}
         if self.U_leading_order is not None:
@@ -371,8 +368,6 @@ class LinearExactM1:
 
     def to_dataset(self):
         """``xarray.Dataset`` with dims point, point2, class, class2."""
-        import xarray as xr
-
         return xr.Dataset({"U": (("class", "class2"), self.U), "f_train": (("point", "class"), self.f_train),
                            "K1": (("point", "point2"), self.K1)},
                           attrs=json_attrs(theory="linear_exact_m1", tag="derived", width=self.width,

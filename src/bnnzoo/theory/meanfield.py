@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Callable
 
 import numpy as np
+import xarray as xr
 from scipy import optimize, special
 
 from ._common import as_xy, default_sigma_a2, json_attrs
@@ -161,8 +162,6 @@ class MeanFieldResult:
 
     def to_dataset(self):
         """``xarray.Dataset``: dims class, class2, data_class, data_class2, branch, a (grid) and a0..a{m-1} for p(a)."""
-        import xarray as xr
-
         m = self.m
         adims = tuple(f"a{r}" for r in range(m))
         data = {
