@@ -170,7 +170,7 @@ def plot_trace(idata, var_names: Iterable[str] | None = None, coords: Mapping | 
 
 def save_plot(result, path, dpi: int = 90) -> str:
     """Save what :func:`plot_trace` returned (axes on 0.x, a PlotCollection on 1.x) to ``path`` and close it."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib kept off `import bnnzoo` (docs/contract.md, Imports)
 
     if hasattr(result, "savefig"):
         result.savefig(str(path), dpi=dpi, bbox_inches="tight")

@@ -23,8 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import azcompat
 from ..diagnostics._data import RunData
-from ..diagnostics.codes import code_ids, code_string
+from ..diagnostics.codes import code_ids, code_string, neural_codes
+from ..diagnostics.compare import compare_with_theory
+from ..diagnostics.kernels import kernels_and_richness
+from ..diagnostics.report import GROUP_PREFIX, diagnose, order_parameters
+from ..diagnostics.run import read_run
+from .units import plot_representations, plot_theory, plot_units
 
 __all__ = ["plot_codes", "plot_layers", "plot_readout", "plot_code_switching", "plot_order_parameters",
            "save_figures"]
@@ -43,7 +49,9 @@ def _activations(rd, layer: int, chain: int, draw: int):
 
 
 def _plt():
-    import matplotlib.pyplot as plt  # headless machines fall back to the Agg backend by themselves
+    # matplotlib kept off `import bnnzoo` (docs/contract.md, Imports); headless machines fall back to the Agg
+    # backend by themselves
+    import matplotlib.pyplot as plt
 
     return plt
 
@@ -52,21 +60,18 @@ def _rd(idata, entry=None) -> RunData:
     """The fully-connected view of a run (a RunData passes through; ``entry``: as for :func:`bnnzoo.diagnose`)."""
     if isinstance(idata, RunData):
         return idata
-    from ..diagnostics.run import read_run
 
     return read_run(idata, entry=entry).fcn()
 
 
 def _code_cmap(m: int):
-    from matplotlib.colors import ListedColormap
+    import matplotlib.colors  # matplotlib kept off `import bnnzoo` (docs/contract.md, Imports)
 
     n = 1 << m
     base = ["#f0f0f0", "#1f77b4", "#d62728", "#9467bd", "#2ca02c", "#17becf", "#ff7f0e", "#3d3d3d"]
     if n > len(base):
-        import matplotlib
-
         base = [matplotlib.colormaps["tab20"](i % 20) for i in range(n)]
-    return ListedColormap(base[:n])
+    return matplotlib.colors.ListedColormap(base[:n])
 
 
 def _class_edges(labels: np.ndarray) -> list[float]:
@@ -76,8 +81,6 @@ def _class_edges(labels: np.ndarray) -> list[float]:
 def _selective(rd: RunData, report, layer: int, chain: int) -> np.ndarray:
     cr = getattr(report, "codes", {}).get(f"z{layer}") if report is not None else None
     if cr is None:
-        from ..diagnostics.codes import neural_codes
-
         cr = neural_codes(rd, layer)
     return np.asarray(cr.selective).astype(bool)[chain]
 
@@ -167,8 +170,6 @@ def plot_layers(idata, report=None, chain: int = 0, draw: int = -1):
     draw = draw % rd.n_draws
     kr = getattr(report, "kernels", None)
     if kr is None:
-        from ..diagnostics.kernels import kernels_and_richness
-
         kr = kernels_and_richness(rd)
     fig, axes = plt.subplots(3, L, figsize=(max(3.6 * L + 1, 5.0), 9.5), squeeze=False, constrained_layout=True)
     edges = _class_edges(rd.labels)
@@ -215,8 +216,6 @@ def _theory_marginals(rd: RunData, report=None):
     report's, or a comparison made here when no report is given), or None."""
     comp = getattr(report, "theory", None)
     if comp is None:
-        from ..diagnostics.compare import compare_with_theory
-
         comp = compare_with_theory(rd)
     if comp.marginal_grid is None or comp.marginal_density is None:
         return None
@@ -338,9 +337,6 @@ def plot_code_switching(idata, report=None, chain: int = 0, layers=None):
 def plot_order_parameters(idata, report=None, var_names=None):
     """ArviZ trace plot of the scalar order parameters of :func:`bnnzoo.diagnostics.order_parameters`; returns what
     :func:`bnnzoo.azcompat.plot_trace` returns."""
-    from .. import azcompat
-    from ..diagnostics.report import GROUP_PREFIX, order_parameters
-
     ds = None
     if not isinstance(idata, (str, os.PathLike, RunData)) and \
             f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
@@ -364,20 +360,15 @@ def save_figures(idata, outdir, report=None, dpi: int = 110, entry=None) -> list
     has a theory comparison) and order_parameters.png.  ``report`` (the run's DiagnosticReport) is computed when
     not given."""
     plt = _plt()
-    from .. import azcompat
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     if isinstance(idata, (str, os.PathLike)):
         idata = azcompat.from_netcdf(idata)
     if report is None:
-        from ..diagnostics.report import diagnose
-
         report = diagnose(idata, store=False, entry=entry)
     paths = []
     if getattr(report, "family", "fcn") == "units":
-        from .units import plot_representations, plot_theory, plot_units
-
         todo = [("units.png", lambda: plot_units(idata, report))] if report.ergodicity else []
         if report.kernels is not None:
             todo.append(("kernels.png", lambda: plot_representations(report)))
@@ -389,7 +380,6 @@ def save_figures(idata, outdir, report=None, dpi: int = 110, entry=None) -> list
             fig.savefig(p, dpi=dpi)
             plt.close(fig)
             paths.append(str(p))
-        from ..diagnostics.report import GROUP_PREFIX, order_parameters
 
         if f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
             ds = azcompat.get_group(idata, f"{GROUP_PREFIX}_order_parameters")

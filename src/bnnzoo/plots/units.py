@@ -14,28 +14,28 @@ matplotlib Figure.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from .. import azcompat
+from ..diagnostics.units import unit_trajectories
+from ..models.zoo import ZOO
 
 __all__ = ["plot_units", "plot_representations", "plot_theory"]
 
 
 def _plt():
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib kept off `import bnnzoo` (docs/contract.md, Imports)
 
     return plt
 
 
 def _wrap(text: str, width: int) -> str:
-    import textwrap
-
     return textwrap.fill(text, width)
 
 
 def _layer_sites(report) -> dict:
-    from ..models.zoo import ZOO
-
     entry = ZOO.get(report.config.get("entry", report.config.get("model")))
     return {u.name: u for u in entry.units} if entry is not None else {}
 
@@ -44,9 +44,7 @@ def plot_units(idata, report, chain: int = 0, n_traces: int = 5):
     """Per unit layer (rows): time-averaged features of every unit of ``chain`` (units sorted by cluster), the share
     of the pooled variance each unit covers over time, and trajectories of a few units (the feature with the largest
     variance)."""
-    from matplotlib.ticker import MaxNLocator
-
-    from ..diagnostics.units import unit_trajectories
+    from matplotlib.ticker import MaxNLocator  # matplotlib kept off `import bnnzoo` (as _plt)
 
     plt = _plt()
     post = azcompat.get_group(idata, "posterior")
