@@ -130,6 +130,7 @@ def cluster_bic(points: np.ndarray, k_max: int = 8, seed: int = 0, n_init: int =
     k runs from 1 up to ``k_max`` and stops once BIC has risen for ``patience`` consecutive k past its minimum.
     Returns (k, labels (n,), bic per k tried, ks tried, silhouette).  Components are ordered by decreasing size.
     """
+    # scikit-learn kept off `import bnnzoo` (docs/contract.md, Imports)
     from sklearn.metrics import silhouette_score
     from sklearn.mixture import GaussianMixture
 

