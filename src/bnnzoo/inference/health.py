@@ -192,7 +192,7 @@ class SamplerHealth(Record):
     ebfmi_min : smallest E-BFMI over chains (NaN without energies).
     tree_saturation : fraction of NUTS transitions at the maximum tree depth (NaN for other samplers).
     movement_min : smallest over chains of sd(log density) / sd(kinetic energy) (NaN without energies).
-    step_movement_min : smallest over chains of the median |change of the log density| per draw / sd(kinetic
+    step_movement_min : smallest over chains of the median absolute change of the log density per draw / sd(kinetic
         energy) (NaN without energies).
     rhat : {observable: R̂} (between-chain when n_chains ≥ 2, else split R̂ between the halves; the largest over
         entries for an observable with many entries; NaN when it could not be computed).

@@ -2,7 +2,7 @@
 ``MCMC`` or the chunked driver) and the sharding decided once, before anything compiles.
 
 Why one place decides: the same seed must give the same draws whether a run is chunked or not.  The plain path and
-the chunked driver (:mod:`bnnzoo.inference.engine`) give identical draws for the same chain method, so both must
+the chunked driver (:mod:`bnnzoo.inference.chunked`) give identical draws for the same chain method, so both must
 pick the same one; this module is the only place that picks.
 
 Chain methods (the draws each gives for one seed):
@@ -139,7 +139,7 @@ class RunPlan:
     Attributes
     ----------
     chain_method : the resolved method: "vectorized", "sharded" or "sequential" (never "auto" or "parallel").
-    use_engine : True when the chunked driver (:mod:`bnnzoo.inference.engine`) runs the chains (or, for
+    use_engine : True when the chunked driver (:mod:`bnnzoo.inference.chunked`) runs the chains (or, for
         ``sampler="gibbs"``, "pt" and "smc", when the draws come with their test-set outputs as from the engine);
         False for NumPyro's ``MCMC``.
     n_devices : local devices seen by JAX.

@@ -49,7 +49,7 @@ family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (Bonferroni):
 
 * mean: families i and j agree when Welch's ``|t| = |m_i − m_j| / sqrt(se_i² + se_j²)`` is at most the Student-t
   quantile at 1 − α/(2M) with Satterthwaite's degrees of freedom (n_f − 1 per family); the record states the
-  smallest difference each comparison detects with probability ``POWER`` = 0.8;
+  smallest difference each comparison detects with probability ``POWER`` = 0.8 (:data:`bnnzoo.diagnostics.planted.POWER`);
 * scatter: the families' chain means scatter alike (Brown–Forsythe test, p ≥ α/M; families of three or more
   chains): the population law is a mean and a scatter;
 * over-dispersion (fractions of N units): a family's chain means scatter no more than N independent units would
@@ -83,7 +83,7 @@ from scipy import stats
 
 from .. import azcompat
 from ..diagnostics._data import np_activation
-from ..diagnostics.planted import POWER, chain_mean_stats, compare_chain_means, welch
+from ..diagnostics.planted import chain_mean_stats, welch
 from ..diagnostics.populations import population_observables
 from ..inference import sampling
 from ..inference.convert import sealed
@@ -94,8 +94,7 @@ from ..models.zoo import START_FAMILIES
 from ..tasks.planted import planted_init
 from ..theory.meanfield import single_neuron_meanfield
 
-__all__ = ["sample", "certified_sample", "certify_run", "compare_families", "compare_chain_means", "chain_mean_stats",
-           "ensemble_criterion", "annealed_start", "meanfield_start", "check_certify", "FamilyUnavailable", "ALPHA",
+__all__ = ["sample", "certified_sample", "certify_run", "compare_families", "ensemble_criterion", "annealed_start", "meanfield_start", "check_certify", "FamilyUnavailable", "ALPHA",
            "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP", "ERROR_MODEL", "START_FAMILIES", "CERTIFY_CHAINS"]
 
 _logger = logging.getLogger(__name__)
