@@ -1,4 +1,4 @@
-"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo demo``, ``bnnzoo diagnose``.
+"""Command line: ``bnnzoo list``, ``bnnzoo sample``, ``bnnzoo predict``, ``bnnzoo demo``, ``bnnzoo diagnose``.
 
 Everything entry-specific comes from the zoo entry (:class:`bnnzoo.models.ZooEntry`): its defaults, its recorded
 sites (``--record`` left out), and the keywords its model and task builder take, which ``--param NAME=VALUE`` sets
@@ -26,6 +26,8 @@ import sys
 import time
 import warnings
 from pathlib import Path
+
+import numpy as np
 
 from . import _log
 
@@ -403,13 +405,15 @@ def _write_bytes(data: bytes, path: Path) -> None:
         raise
 
 
-def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None, source: Path | None = None) -> None:
+def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None, source: Path | None = None,
+               lost: str | None = None) -> None:
     """Write ``idata`` to ``out``, never half written: the NetCDF file is built in memory
     (:func:`bnnzoo.azcompat.to_netcdf_bytes`), then written through a temporary file beside ``out`` and renamed into
     place.  When that fails (the folder vanished, the disk is full, a file-size limit), the run goes to a rescue
     file in the system's temporary folder and the error names it; when that fails too, the error says so and names
     the store that holds the draws (``store``), or the run file the diagnostics were read from (``source``, for
-    ``diagnose --save``).  No temporary or partial file is left either way."""
+    ``diagnose --save``), or says ``lost`` (what was not saved, for ``predict``).  No temporary or partial file is
+    left either way."""
     import tempfile
 
     from . import azcompat
@@ -433,7 +437,9 @@ def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None,
             Path(rescue).unlink(missing_ok=True)
             raise
     except OSError as e2:
-        if source is not None:           # diagnose --save: the run itself is in its own file
+        if lost is not None:
+            kept = f"; {lost}"
+        elif source is not None:           # diagnose --save: the run itself is in its own file
             kept = f"; the diagnostics were not saved (the run file {source} is unchanged)"
         elif store is not None and Path(store).exists():
             kept = (f"; the draws are kept in the store {store} (read them with bnnzoo.inference.load_store, or "
@@ -542,7 +548,7 @@ def _cmd_sample(args) -> int:
 def _sample_into(args, out: Path) -> int:
     """``bnnzoo sample`` once its output path is checked and held."""
     from . import azcompat
-    from .inference import sample
+    from .workflows import sample
     from .inference.plan import TEMPERING
     from .models import get_entry
 
@@ -574,6 +580,8 @@ def _sample_into(args, out: Path) -> int:
     t0 = time.time()
     idata = sample(entry, task, num_chains=args.chains, num_warmup=args.warmup, num_samples=args.samples,
                    seed=args.seed, thinning=args.thin, record=record, progress=_progress(args),
+                   log_likelihood=args.log_likelihood, posterior_predictive=args.posterior_predictive,
+                   prior_predictive=args.prior_predictive,
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
                    step_size=args.step_size, certify=_certify_option(args), **long_run,
                    **({"tempering": {"num_replicas": args.replicas}} if args.replicas is not None else {}),
@@ -679,7 +687,7 @@ def _demo_sampler(name: str, sampler: str) -> str:
 def _demo_sample(name: str, out: Path, settings: dict) -> dict:
     """Sample one of the demo's nets and write ``<out>/<name>.nc``; returns its entry of ``demo_summary.json``."""
     from . import azcompat
-    from .inference import sample
+    from .workflows import sample
     from .models import get_entry
 
     s = settings
@@ -841,6 +849,80 @@ def _cmd_diagnose(args) -> int:
     return 0
 
 
+def load_inputs(path) -> np.ndarray:
+    """Read the new inputs of ``bnnzoo predict --x``: one array saved with :func:`numpy.save`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy`` file.
+
+    Returns
+    -------
+    numpy.ndarray
+        The array as stored (its shape and values are checked by :func:`bnnzoo.predict`).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--x``: the file does not exist, is a folder, is not a ``.npy`` file or is truncated, holds
+        Python objects (never unpickled), or is an ``.npz`` archive.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"--x: there is no file {p} (give the new inputs as a .npy file of shape (n, N0), written "
+                         f"with numpy.save)")
+    if p.is_dir():
+        raise ValueError(f"--x: {p} is a folder; give a .npy file of shape (n, N0), written with numpy.save")
+    with open(p, "rb") as fh:
+        head = fh.read(6)
+    if head != b"\x93NUMPY" and not head.startswith(b"PK"):     # numpy.load would try to unpickle it
+        raise ValueError(f"--x: {p} is not a .npy file (no NumPy header); write the new inputs with numpy.save")
+    try:
+        X = np.load(p, allow_pickle=False)
+    except ValueError as e:
+        if "pickle" not in str(e):
+            raise ValueError(f"--x: {p} is not a readable .npy file (truncated? {_one_line(e)})") from None
+        raise ValueError(f"--x: {p} holds Python objects, not numbers; save an array of numbers, shape (n, N0)") \
+            from None
+    except (OSError, EOFError) as e:
+        raise ValueError(f"--x: {p} is not a readable .npy file (truncated? {type(e).__name__}: {_one_line(e)})") \
+            from None
+    if not isinstance(X, np.ndarray):          # an .npz archive
+        names = list(X.files)
+        X.close()
+        raise ValueError(f"--x: {p} is an .npz archive (arrays {', '.join(names)}); give one array saved with "
+                         f"numpy.save (.npy)")
+    return X
+
+
+def _cmd_predict(args) -> int:
+    from . import azcompat
+    from .inference import predict
+
+    out = _check_path(args.out, "--out", overwrite=args.overwrite)
+    run = Path(args.run)
+    if run.exists() and out.resolve() == run.resolve():
+        raise ValueError(f"--out: {out} is the run file RUN itself; write the predictions to another file")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    X = load_inputs(args.x)
+    with _reserved(out, overwrite=args.overwrite):
+        idata = _read_run(args.run)
+        t0 = time.time()
+        try:
+            pred = predict(idata, X, seed=args.seed)
+        except ValueError as e:
+            # the library names its arguments: X_new is --x here, everything else is about the run
+            where = f"--x {args.x}" if str(e).startswith("X_new") else f"run file {args.run}"
+            raise ValueError(f"{where}: {e}") from None
+        _write_run(pred, out, lost=f"the predictions were not saved (the run file {args.run} is unchanged)")
+    sizes = azcompat.get_group(pred, "predictions").sizes
+    _logger.info("wrote %s (predictions f, y on %d points, %d chains x %d draws; %.1f s)", out, sizes["test_point"],
+                 sizes["chain"], sizes["draw"], time.time() - t0)
+    return 0
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -922,6 +1004,15 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--record", help="comma-separated extra sites to record ('' for none; default: the entry's, "
                     "'summaries' for the fully-connected nets (per-unit class means, per-draw richness, kernels as "
                     "block means); 'z' adds every preactivation; see `bnnzoo list -v`)")
+    ps.add_argument("--log-likelihood", dest="log_likelihood", action="store_true",
+                    help="add the group log_likelihood: the pointwise log-likelihood of the training targets at every "
+                    "draw, y (chain, draw, point, class), for ArviZ's LOO and (with --posterior-predictive) LOO-PIT")
+    ps.add_argument("--posterior-predictive", dest="posterior_predictive", action="store_true",
+                    help="add the group posterior_predictive: y drawn from the likelihood at every posterior draw, "
+                    "(chain, draw, point, class), for ArviZ's posterior predictive checks")
+    ps.add_argument("--prior-predictive", dest="prior_predictive", action="store_true",
+                    help="add the groups prior (independent prior draws of every recorded site, as many as the "
+                    "posterior's) and prior_predictive (y drawn from them), for prior predictive checks")
     ps.add_argument("--quiet", action="store_true", help="no progress bar")
     ps.add_argument("--out", required=True, help="output NetCDF file (written beside it under a temporary name, "
                     "then renamed; an existing file is refused unless --overwrite)")
@@ -941,7 +1032,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run the entry from two or more start families (prior draws, an annealed start, the mean "
                     "field's populations where the entry has one; FAMILIES: a comma-separated choice, default all "
                     "the entry offers), each with --chains chains (default 8), and store the comparison of their "
-                    "population observables in the run (bnnzoo.inference.certify)")
+                    "population observables in the run (bnnzoo.workflows.certify)")
     ps.add_argument("--matmul-precision", dest="matmul_precision", default="highest",
                     choices=["highest", "high", "tensorfloat32", "bfloat16", "default", "jax"],
                     help="float32 matrix-product precision on GPUs ('highest': exact float32; 'jax': JAX's "
@@ -954,6 +1045,24 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--num-processes", dest="num_processes", type=int, help="with --coordinator: number of processes")
     ps.add_argument("--process-id", dest="process_id", type=int, help="with --coordinator: this process's index")
     ps.set_defaults(func=_cmd_sample)
+
+    pp = sub.add_parser("predict", help="predict a sampled run's network outputs on new inputs and write NetCDF",
+                        **fmt, description="At every posterior draw of RUN, compute the network's output f on the "
+                        "inputs of --x and draw y from the likelihood around it (bnnzoo.predict), and write the run "
+                        "with these predictions (group predictions: f, y (chain, draw, test_point, class); group "
+                        "predictions_constant_data: X_test) to --out. The run needs the draws of every latent site: "
+                        "`bnnzoo sample` leaves the hidden weights of the fully-connected nets out unless given "
+                        "--exclude ''.")
+    pp.add_argument("run", metavar="RUN", help="NetCDF file written by `bnnzoo sample` / bnnzoo.sample")
+    pp.add_argument("--x", required=True, metavar="FILE.npy",
+                    help="the new inputs: one array of shape (n, N0) saved with numpy.save, N0 the run's input "
+                    "columns, finite float32 numbers")
+    pp.add_argument("--out", required=True, metavar="OUT.nc",
+                    help="output NetCDF file (written beside it under a temporary name, then renamed; an existing "
+                    "file is refused unless --overwrite)")
+    pp.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    pp.add_argument("--seed", type=int, default=0, help="seed of the likelihood noise in y")
+    pp.set_defaults(func=_cmd_predict)
 
     pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report", **fmt)
     pd.add_argument("--out", default="bnnzoo_demo", help="output folder")

@@ -9,7 +9,10 @@ posterior draw, which needs the draws of every latent site.
 
 from __future__ import annotations
 
+import inspect
 import math
+import os
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -22,8 +25,6 @@ __all__ = ["latent_sites", "log_likelihood", "posterior_predictive", "prior_grou
 
 
 def _takes_num_outputs(fn) -> bool:
-    import inspect
-
     params = inspect.signature(fn).parameters
     return "num_outputs" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
@@ -145,6 +146,141 @@ def _stored_kwargs(entry, stored: dict) -> dict:
     return kw
 
 
+def _run_of(idata):
+    """The run ``idata`` as given (InferenceData / DataTree), or read from the NetCDF file it names.
+
+    Parameters
+    ----------
+    idata : InferenceData, DataTree, str or os.PathLike
+        A run of :func:`bnnzoo.sample`, or the path of the NetCDF file ``bnnzoo sample --out`` or
+        :func:`bnnzoo.azcompat.to_netcdf` wrote.
+
+    Returns
+    -------
+    InferenceData or DataTree
+        The run (read from the file for a path).
+
+    Raises
+    ------
+    ValueError
+        A path that does not exist, is a folder, or is not a readable NetCDF file; anything else that is not an
+        InferenceData / DataTree.
+    """
+    if isinstance(idata, (str, os.PathLike)):
+        path = Path(idata)
+        if not path.exists():
+            raise ValueError(f"idata: there is no file {path} (give a run of bnnzoo.sample or the path of the NetCDF "
+                             f"file `bnnzoo sample --out` wrote)")
+        if path.is_dir():
+            raise ValueError(f"idata: {path} is a folder, not a run's NetCDF file")
+        try:
+            return azcompat.from_netcdf(path)
+        except Exception as e:  # noqa: BLE001  h5py / xarray raise OSError, ValueError, KeyError ... for a bad file
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise ValueError(f"idata: {path} is not a readable NetCDF run (empty, truncated, or not written by "
+                             f"bnnzoo.sample? {type(e).__name__}: {first})") from None
+    if not azcompat.is_idata(idata):
+        raise ValueError(f"idata must be a run of bnnzoo.sample (ArviZ InferenceData or DataTree) or the path of its "
+                         f"NetCDF file, got {type(idata).__name__}")
+    return idata
+
+
+def _check_model_keywords(fn, given) -> None:
+    """Refuse, with one line listing the valid names, keywords that the model ``fn`` does not take.
+
+    Parameters
+    ----------
+    fn : callable
+        The run's NumPyro model ``fn(X, Y, **kwargs)``; one that takes ``**kwargs`` accepts every name.
+    given : iterable of str
+        The keyword names passed to :func:`predict` besides ``seed`` and ``model``.
+
+    Raises
+    ------
+    ValueError
+        A name ``fn`` does not take (its data arguments ``X``, ``Y`` and ``X_test`` are not settable either).
+    """
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):          # a callable without a signature: the model itself will say
+        return
+    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params):
+        return
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    valid = [q.name for q in params[2:] if q.kind in kinds and q.name != "X_test"]   # the first two: X, Y
+    bad = sorted(set(given) - set(valid))
+    if bad:
+        name = getattr(fn, "__name__", "model")
+        takes = f"the model arguments of {name}: {', '.join(valid)}" if valid else f"no arguments of {name}"
+        raise ValueError(f"predict got unknown keyword(s) {', '.join(map(repr, bad))}; besides seed= and model= it "
+                         f"takes {takes}")
+
+
+def _input_dim(idata) -> int | None:
+    """The number of input columns of the run's model: the columns of its training inputs (``constant_data``
+    ``X``), or None when the run does not store them."""
+    if "constant_data" not in azcompat.group_names(idata):
+        return None
+    const = azcompat.get_group(idata, "constant_data")
+    return int(const["X"].shape[-1]) if "X" in const and const["X"].ndim == 2 else None
+
+
+def check_new_inputs(X_new, n_inputs: int | None) -> np.ndarray:
+    """Check new inputs for :func:`predict` before anything compiles.
+
+    Parameters
+    ----------
+    X_new : array_like, shape (test_point, input)
+        The new inputs.
+    n_inputs : int or None
+        The number of input columns the run's model takes (the training inputs' columns); None: not checked.
+
+    Returns
+    -------
+    numpy.ndarray, shape (test_point, input)
+        ``X_new`` as an array.
+
+    Raises
+    ------
+    ValueError
+        One line naming ``X_new`` and what it must be: not a 2-d array of real numbers, no rows, a number of
+        columns other than ``n_inputs``, a NaN or ±inf, or a value beyond the largest number of the float type the
+        model computes in (float32 unless JAX's 64-bit mode is on), which would become inf there.
+    """
+    cols = f" with {n_inputs} columns" if n_inputs is not None else ""
+    if isinstance(X_new, (str, bytes)):
+        raise ValueError(f"X_new must be a finite 2-d numeric array (test_point, input){cols}, got a string")
+    try:
+        X = np.asarray(X_new)
+    except Exception:  # noqa: BLE001  ragged lists and the like
+        raise ValueError(f"X_new must be a finite 2-d numeric array (test_point, input){cols}, got "
+                         f"{type(X_new).__name__}") from None
+    if X.ndim != 2:
+        raise ValueError(f"X_new must be a finite 2-d numeric array (test_point, input){cols}, got shape {X.shape}")
+    if X.dtype.kind not in "iuf":
+        raise ValueError(f"X_new must hold real numbers (integers or floats), got dtype {X.dtype}")
+    if X.shape[0] == 0:
+        raise ValueError(f"X_new has no rows: give at least one test point, shape (n >= 1, "
+                         f"{n_inputs if n_inputs is not None else X.shape[1]})")
+    if n_inputs is not None and X.shape[1] != n_inputs:
+        raise ValueError(f"X_new has {X.shape[1]} columns; the run's model takes {n_inputs} (its training inputs' "
+                         f"columns): give shape (n, {n_inputs})")
+    if X.dtype.kind == "f":
+        bad = ~np.isfinite(X)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ValueError(f"X_new must be finite: X_new[{i}, {j}] is {X[i, j]}")
+        dtype = jax.dtypes.canonicalize_dtype(np.float64)        # float32 unless JAX's 64-bit mode is on
+        top = np.finfo(dtype).max
+        if np.finfo(X.dtype).max > top:
+            big = np.abs(X) > top
+            if big.any():
+                i, j = np.argwhere(big)[0]
+                raise ValueError(f"X_new must be finite in {np.dtype(dtype).name}, the model's float type: "
+                                 f"X_new[{i}, {j}] = {X[i, j]:g} is beyond its largest number {top:.3g}")
+    return X
+
+
 def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
     """A copy of a run made by :func:`bnnzoo.sample` with the ``predictions`` group (``f`` and ``y`` on new inputs);
     the run itself is left as it was.
@@ -153,27 +289,39 @@ def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
     likelihood around it, with the run's model and model arguments (from its provenance, see
     :func:`bnnzoo.run_config`).  In the copy, an existing ``predictions`` / ``predictions_constant_data`` group (the
     task's test set) is replaced: the new inputs have no targets, so test-set comparisons that need them are not
-    made on the copy.
+    made on the copy.  Every argument is checked before anything compiles.
 
     Parameters
     ----------
-    idata : a run of :func:`bnnzoo.sample` (InferenceData on ArviZ 0.x, DataTree on 1.x) whose posterior holds
-        every latent site.
-    X_new : array (test_point, input), the new inputs, shaped like the run's training inputs.
-    seed : int >= 0, seed of the likelihood noise in ``y``.
-    model : the NumPyro model of the run when it is not a zoo entry (a function ``model(X, Y, **kwargs)``).
-    **model_kwargs : override model arguments of the run (needed for arguments stored only as their repr).
+    idata : InferenceData, DataTree, str or os.PathLike
+        A run of :func:`bnnzoo.sample` (InferenceData on ArviZ 0.x, DataTree on 1.x) whose posterior holds every
+        latent site, or the path of its NetCDF file.
+    X_new : array_like, shape (test_point, input)
+        The new inputs: real numbers, finite in the model's float type (float32 unless JAX's 64-bit mode is on),
+        at least one row, as many columns as the run's training inputs.
+    seed : int
+        Seed (>= 0) of the likelihood noise in ``y``.
+    model : callable or ZooEntry, optional
+        The NumPyro model of the run when it is not a zoo entry (a function ``model(X, Y, **kwargs)``).
+    **model_kwargs
+        Override model arguments of the run (needed for arguments stored only as their repr); only names the
+        model takes.
 
     Returns
     -------
-    A new InferenceData / DataTree sharing the run's other groups, with ``predictions`` {f, y: (chain, draw,
-    test_point, class)} and ``predictions_constant_data`` {X_test: (test_point, input)}.
+    InferenceData or DataTree
+        A new object sharing the run's other groups, with ``predictions`` {f, y: (chain, draw, test_point, class)}
+        and ``predictions_constant_data`` {X_test: (test_point, input)}.
 
     Raises
     ------
     ValueError
-        if ``idata`` is not a bnnzoo run, the model cannot be found, ``seed`` is not an integer >= 0, ``X_new`` does
-        not fit the model, or a latent site is missing from the posterior.
+        One line naming the argument: ``idata`` neither a run nor the path of a readable run file (a missing file,
+        a folder, a file that is not NetCDF, a NetCDF file not written by :func:`bnnzoo.sample`), the model not
+        found, ``model`` not callable, ``seed`` not an integer >= 0, a keyword the model does not take, ``X_new``
+        not 2-d, not numeric, without rows, with the wrong number of columns, or with a NaN, ±inf or a value
+        beyond the model's float type, other model arguments that do not fit, or a latent site missing from the
+        posterior.
     """
     from numpyro.infer import Predictive
 
@@ -181,20 +329,27 @@ def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
     from .plan import check_int
 
     check_int("seed", seed, 0)
-    cfg = run_config(idata)
+    idata = _run_of(idata)
+    try:
+        cfg = run_config(idata)
+    except ValueError:
+        raise ValueError("idata was not made by bnnzoo.sample (its attributes hold no 'bnnzoo_config'): give a run "
+                         "of bnnzoo.sample or the path of its NetCDF file") from None
     entry = ZOO.get(cfg["model"])
     if model is None:
         if entry is None:
             raise ValueError(f"the run's model {cfg['model']!r} is not a zoo entry: pass model= (its NumPyro function)")
         fn = entry.model
     else:
+        if not callable(getattr(model, "model", model)):
+            raise ValueError(f"model must be the run's NumPyro model function or its zoo entry, got "
+                             f"{type(model).__name__}")
         fn = model.model if hasattr(model, "model") else model
         entry = model if hasattr(model, "model") else None
+    _check_model_keywords(fn, model_kwargs)
+    X_new = check_new_inputs(X_new, _input_dim(idata))
     kw = _stored_kwargs(entry, {k: v for k, v in cfg["model_kwargs"].items() if k not in model_kwargs})
     kw.update(model_kwargs)
-    X_new = np.asarray(X_new)
-    if X_new.ndim != 2 or not np.issubdtype(X_new.dtype, np.number) or not np.isfinite(X_new).all():
-        raise ValueError(f"X_new must be a finite 2-d numeric array (test_point, input), got shape {X_new.shape}")
     post = azcompat.get_group(idata, "posterior")
     samples = {k: post[k].values for k in post.data_vars}
     if "f" in samples:
