@@ -77,6 +77,20 @@ def relabel(node, path: str = "") -> list[tuple[str, str]]:
     return changes
 
 
+def relabelled_records(node, path: str = "") -> list[tuple[str, str]]:
+    """[(path, reason)] of every record under ``node`` relabelled by :func:`relabel`, now or in an earlier run."""
+    out: list[tuple[str, str]] = []
+    if isinstance(node, dict):
+        if "rejudged" in node and "status_recorded" in node:
+            out.append((path or ".", node["rejudged"]))
+        for k, v in node.items():
+            out += relabelled_records(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += relabelled_records(v, f"{path}[{i}]")
+    return out
+
+
 def _row_verdict(row: dict) -> dict:
     h, c = row["result"]["health"], row["result"]["certification"]
     out = {"status": h["status"], "reason": h.get("reason", ""), "agree": c.get("agree")}
@@ -114,8 +128,10 @@ def run(argv=None) -> int:
     for f in sorted(RESULTS.glob("*.json")):
         data = json.loads(f.read_text())
         changes = relabel(data)
+        done = relabelled_records(data)
+        if done:
+            relabelled[f.stem] = [{"record": p, "reason": r} for p, r in done]
         if changes:
-            relabelled[f.stem] = [{"record": p, "reason": r} for p, r in changes]
             print(f"{f.stem}: " + "; ".join(p for p, _ in changes))
             if args.write:
                 tmp = f.with_suffix(".json.tmp")
