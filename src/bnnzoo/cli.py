@@ -17,19 +17,40 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import hashlib
 import inspect
 import json
 import logging
 import math
+import multiprocessing
 import os
 import sys
+import tempfile
 import time
 import warnings
+from concurrent.futures import Future, ProcessPoolExecutor
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import jax
 import numpy as np
+import numpyro
 
-from . import _log
+from . import _log, azcompat
+from .diagnostics import diagnose
+from .inference import predict
+from .inference.compilation import CACHE_WARNING
+from .inference.distributed import initialize
+from .inference.plan import DEFAULT_CHAINS, TEMPERING
+from .models import get_entry, list_entries
+from .plots import save_figures
+from .plots.report import summary_entry, write_report, write_summary
+from .workflows import sample
+
+try:
+    import fcntl                     # POSIX only
+except ImportError:                  # pragma: no cover
+    fcntl = None
 
 
 _logger = logging.getLogger("bnnzoo.cli")   # not __name__: "__main__" under `python -m bnnzoo.cli`
@@ -85,7 +106,6 @@ def _kwargs_text(kw: dict) -> str:
 
 
 def _cmd_list(args) -> int:
-    from .models import list_entries
 
     entries = list_entries()
     if not args.verbose:
@@ -353,12 +373,8 @@ def _use_cpu_cores(args) -> None:
     user_set = "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
     if not getattr(args, "own_process", False) or user_set:
         return
-    from .inference.plan import DEFAULT_CHAINS
-
     n = min(int(args.chains or DEFAULT_CHAINS["cpu"]), os.cpu_count() or 1)   # before JAX starts: the CPU's default
     if n > 1:
-        import numpyro
-
         numpyro.set_host_device_count(n)
 
 
@@ -414,9 +430,6 @@ def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None,
     the store that holds the draws (``store``), or the run file the diagnostics were read from (``source``, for
     ``diagnose --save``), or says ``lost`` (what was not saved, for ``predict``).  No temporary or partial file is
     left either way."""
-    import tempfile
-
-    from . import azcompat
 
     def why(e):
         return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -497,8 +510,6 @@ def _check_sample_flags(args) -> None:
 def out_lock_path(out: Path) -> Path:
     """The lock file that holds an output name while a run writes it: in the system's temporary folder, named by
     the output's absolute path (a killed run leaves no file beside its output)."""
-    import hashlib
-    import tempfile
 
     key = hashlib.sha256(str(Path(out).resolve()).encode()).hexdigest()[:32]
     return Path(tempfile.gettempdir()) / "bnnzoo-out-locks" / f"{key}.lock"
@@ -513,9 +524,7 @@ def _reserved(out: Path, flag: str = "--out", *, overwrite: bool = False, active
     if not active:
         yield
         return
-    try:
-        import fcntl
-    except ImportError:              # no flock on this platform: the existence check is all there is
+    if fcntl is None:                # no flock on this platform: the existence check is all there is
         yield
         return
     lock = out_lock_path(out)
@@ -547,10 +556,6 @@ def _cmd_sample(args) -> int:
 
 def _sample_into(args, out: Path) -> int:
     """``bnnzoo sample`` once its output path is checked and held."""
-    from . import azcompat
-    from .workflows import sample
-    from .inference.plan import TEMPERING
-    from .models import get_entry
 
     store = _long_run_options(args).get("store")
     if store is not None:
@@ -566,7 +571,6 @@ def _sample_into(args, out: Path) -> int:
     task = build_task(entry, task_kw)
     overrides = {**task_model_keywords(entry, task, overrides), **overrides}
     if args.distributed:                   # before JAX starts its backends; one device per process on a CPU
-        from .inference.distributed import initialize
 
         initialize(args.coordinator, args.num_processes, args.process_id)
     else:
@@ -587,7 +591,6 @@ def _sample_into(args, out: Path) -> int:
                    **({"tempering": {"num_replicas": args.replicas}} if args.replicas is not None else {}),
                    **overrides)
     if args.distributed:
-        import jax
 
         if jax.process_index() != 0:       # every process holds the whole run; one writes it
             _logger.info("process %d done (%.1f s); process 0 writes %s", jax.process_index(), time.time() - t0,
@@ -669,7 +672,6 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
         for name, fut in reported.items():
             summary[name] = dict(sampled[name].result(), **fut.result())
     summary = {name: summary[name] for name in entries}
-    from .plots.report import write_summary
 
     write_summary(out / "report", {name: summary[name].pop("report_summary") for name in entries})
     for name in entries:
@@ -686,9 +688,6 @@ def _demo_sampler(name: str, sampler: str) -> str:
 
 def _demo_sample(name: str, out: Path, settings: dict) -> dict:
     """Sample one of the demo's nets and write ``<out>/<name>.nc``; returns its entry of ``demo_summary.json``."""
-    from . import azcompat
-    from .workflows import sample
-    from .models import get_entry
 
     s = settings
     entry = get_entry(name)
@@ -724,7 +723,6 @@ def _demo_sample(name: str, out: Path, settings: dict) -> dict:
 def _demo_report(name: str, out: Path) -> dict:
     """Diagnose the demo's run ``<out>/<name>.nc`` and write ``<out>/report/<name>/`` (report, figures, trace
     plots); returns its coding scheme, verdicts, report folder and ``report/summary.json`` entry (plain data)."""
-    from .plots.report import summary_entry, write_report
 
     t0 = time.time()
     res = write_report({name: out / f"{name}.nc"}, out / "report", traces=DEMO_TRACES, summary=False)[name]
@@ -746,7 +744,6 @@ class _InlinePool:
 
     @staticmethod
     def submit(fn, *args):
-        from concurrent.futures import Future
 
         done = Future()
         done.set_result(fn(*args))
@@ -757,8 +754,6 @@ def _demo_pool(background: bool):
     """One spawned worker process (its log lines on this process's stderr) or :class:`_InlinePool`."""
     if not background:
         return _InlinePool()
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     class Worker(ProcessPoolExecutor):
         def __exit__(self, exc_type, exc, tb):
@@ -778,7 +773,6 @@ def _demo_pool(background: bool):
 
 def _demo_worker_init(level) -> None:
     """The worker's log lines go to stderr like the command's own; JAX's warnings there as here."""
-    from .inference.compilation import CACHE_WARNING
 
     warnings.filterwarnings("ignore", message=CACHE_WARNING, category=UserWarning)
     if level is not None:
@@ -806,7 +800,6 @@ def _cmd_demo(args) -> int:
 
 def _read_run(path: str):
     """Read a run file for ``diagnose``, with a one-line error for anything that is not a readable NetCDF run."""
-    from . import azcompat
 
     p = Path(path)
     if not p.exists():
@@ -824,8 +817,6 @@ def _read_run(path: str):
 
 
 def _cmd_diagnose(args) -> int:
-    from .diagnostics import diagnose
-    from .models import get_entry
 
     figures = _check_path(args.figures, "--figures", folder=True) if args.figures else None
     save = _check_path(args.save, "--save", overwrite=args.overwrite) if args.save else None
@@ -837,7 +828,6 @@ def _cmd_diagnose(args) -> int:
     idata = _read_run(args.run)
     rep = diagnose(idata, store=save is not None, kernels=not args.no_kernels, entry=args.entry)
     if figures is not None:
-        from .plots import save_figures
 
         save_figures(idata, figures, report=rep, entry=args.entry)
     if save is not None:
@@ -897,8 +887,6 @@ def load_inputs(path) -> np.ndarray:
 
 
 def _cmd_predict(args) -> int:
-    from . import azcompat
-    from .inference import predict
 
     out = _check_path(args.out, "--out", overwrite=args.overwrite)
     run = Path(args.run)
@@ -924,7 +912,6 @@ def _cmd_predict(args) -> int:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("bnnzoo")
@@ -1109,7 +1096,6 @@ def main(argv=None) -> int:
     failure (one line too; the environment variable BNNZOO_TRACEBACK=1 shows its traceback)."""
     args = build_parser().parse_args(argv)
     args.own_process = argv is None
-    from .inference.compilation import CACHE_WARNING
 
     # JAX's compilation cache (JAX_COMPILATION_CACHE_DIR, BNNZOO_COMPILATION_CACHE) on a full disk: the programs
     # compile as without it; its warnings would break the command's one-line messages

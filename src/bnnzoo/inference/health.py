@@ -134,6 +134,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
+from scipy import stats
 
 from .. import azcompat
 from .._record import Record
@@ -398,8 +399,6 @@ def _drift(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mixing observable is shorter than its autocorrelation, so its own variance is biased low and would raise false
     alarms.  The difference over its standard error is read with Student's t at the last half's ESS − 1 degrees of
     freedom and returned as the normal quantile of the same tail probability."""
-    from scipy import stats
-
     C, D = x.shape
     h, t = D // 2, max(D // 10, 4)
     zs, ds = [], []

@@ -16,10 +16,15 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from numpyro import handlers
+from numpyro.infer import Predictive
+from numpyro.infer import log_likelihood as _loglik
 from numpyro.primitives import Messenger
 
 from .. import azcompat
+from ..models.zoo import ZOO
 from .convert import dataset, run_config
+from .plan import check_int
 
 __all__ = ["latent_sites", "log_likelihood", "posterior_predictive", "prior_groups", "predict"]
 
@@ -57,7 +62,6 @@ def generative(fn, kw: dict, Y):
 def latent_sites(fn, X, kw, Y=None) -> list[str]:
     """Names of the latent sample sites of ``fn(X, None, **kw)`` (its likelihood site ``y`` left out); with ``Y``
     given, of ``fn(X, Y, **kw)``."""
-    from numpyro import handlers
 
     tr = handlers.trace(handlers.seed(fn, 0)).get_trace(X, Y, **kw)
     return [n for n, s in tr.items() if s["type"] == "sample" and not s.get("is_observed", False) and n != "y"]
@@ -92,7 +96,6 @@ def log_likelihood(fn, entry, samples: dict, X, Y, kw: dict) -> np.ndarray:
     if sd is not None:
         r = (np.asarray(Y) - samples["f"]) / sd
         return -0.5 * r**2 - math.log(sd) - 0.5 * math.log(2 * math.pi)
-    from numpyro.infer import log_likelihood as _loglik
 
     names = _need_latents(fn, X, kw, samples, "log_likelihood=True", Y=Y)
     ll = np.asarray(_loglik(fn, _flat(samples, names), X, Y, **kw)["y"])
@@ -107,7 +110,6 @@ def posterior_predictive(fn, entry, samples: dict, X, Y, kw: dict, key) -> np.nd
     if sd is not None:
         f = np.asarray(samples["f"])
         return f + sd * np.asarray(jax.random.normal(key, f.shape, dtype=f.dtype))
-    from numpyro.infer import Predictive
 
     model, Y_arg, kw = generative(fn, kw, Y)
     names = _need_latents(model, X, kw, samples, "posterior_predictive=True", Y=Y_arg)
@@ -120,7 +122,6 @@ def prior_groups(fn, X, Y, kw: dict, key, num_chains: int, num_draws: int, site_
     """The ``prior`` (every site but ``y`` and the ``exclude``-d ones) and ``prior_predictive`` (``y``) groups:
     ``num_chains × num_draws`` independent prior draws of the model with ``y`` drawn (:func:`generative`; ``Y``
     the training targets)."""
-    from numpyro.infer import Predictive
 
     model, Y_arg, kw = generative(fn, kw, Y)
     out = Predictive(model, num_samples=num_chains * num_draws)(key, X, Y_arg, **kw)
@@ -323,10 +324,7 @@ def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
         beyond the model's float type, other model arguments that do not fit, or a latent site missing from the
         posterior.
     """
-    from numpyro.infer import Predictive
 
-    from ..models.zoo import ZOO
-    from .plan import check_int
 
     check_int("seed", seed, 0)
     idata = _run_of(idata)
