@@ -121,7 +121,7 @@ def _without_W1(idata, path):
 
 
 @pytest.mark.parametrize("case, words", [
-    ("no_run", ["run file", "not found"]),
+    ("no_run", ["run file: there is no file"]),
     ("run_not_netcdf", ["run file", "not a readable NetCDF run"]),
     ("run_without_W1", ["run file", "missing ['W1']", "--exclude ''"]),
     ("no_x", ["--x: there is no file", "numpy.save"]),

@@ -8,7 +8,9 @@ else in bnnzoo builds plain ``xarray.Dataset`` groups and goes through the funct
 from __future__ import annotations
 
 import io
+import os
 import warnings
+from pathlib import Path
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -19,7 +21,7 @@ with warnings.catch_warnings():
     import arviz as az
 
 __all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "shallow_copy", "get_attrs",
-           "to_netcdf", "to_netcdf_bytes", "group_datasets", "COMPRESSION", "from_netcdf", "plot_trace", "save_plot",
+           "to_netcdf", "to_netcdf_bytes", "group_datasets", "COMPRESSION", "from_netcdf", "read_run", "plot_trace", "save_plot",
            "ess", "rhat", "is_idata", "plot_ppc", "loo_pit", "plot_loo_pit"]
 
 AZ_VERSION: str = az.__version__
@@ -155,6 +157,44 @@ def from_netcdf(path):
         return az.from_netcdf(str(path), engine="h5netcdf").load() if hasattr(az.InferenceData, "load") \
             else az.from_netcdf(str(path), engine="h5netcdf")
     return xr.open_datatree(str(path), engine="h5netcdf").load()
+
+
+def read_run(path: str | os.PathLike, label: str = "idata"):
+    """Read a run's NetCDF file (written by :func:`to_netcdf`, ``bnnzoo sample --out`` or ``bnnzoo.save_run``),
+    with a one-line error for anything that is not one.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    label : str
+        The argument or option the path came from, named at the start of every error (``"idata"``, ``"run file"``).
+
+    Returns
+    -------
+    InferenceData or DataTree
+        The run, loaded into memory.
+
+    Raises
+    ------
+    ValueError
+        One line starting with ``label``: the file does not exist, is a folder, is empty, or is not a readable NetCDF
+        run (truncated, or another kind of file).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{label}: there is no file {p} (write a run with `bnnzoo sample ... --out FILE` or "
+                         f"bnnzoo.azcompat.to_netcdf)")
+    if p.is_dir():
+        raise ValueError(f"{label}: {p} is a folder, not a NetCDF file")
+    if p.stat().st_size == 0:
+        raise ValueError(f"{label}: {p} is empty")
+    try:
+        return from_netcdf(p)
+    except Exception as e:  # noqa: BLE001  h5py / xarray raise OSError, ValueError, KeyError ... for a bad file
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ValueError(f"{label}: {p} is not a readable NetCDF run (truncated, or not written by bnnzoo.sample? "
+                         f"{type(e).__name__}: {first})") from None
 
 
 def plot_trace(idata, var_names: Iterable[str] | None = None, coords: Mapping | None = None, **kwargs):

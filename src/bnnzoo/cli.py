@@ -798,24 +798,6 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-def _read_run(path: str):
-    """Read a run file for ``diagnose``, with a one-line error for anything that is not a readable NetCDF run."""
-
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"run file {p} not found (write one with `bnnzoo sample ... --out FILE`)")
-    if p.is_dir():
-        raise ValueError(f"run file {p} is a folder, not a NetCDF file")
-    if p.stat().st_size == 0:
-        raise ValueError(f"run file {p} is empty")
-    try:
-        return azcompat.from_netcdf(p)
-    except Exception as e:  # noqa: BLE001  h5py / xarray raise OSError, ValueError, KeyError ... for a bad file
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise ValueError(f"run file {p} is not a readable NetCDF run (truncated, or not written by `bnnzoo sample`?"
-                         f" {type(e).__name__}: {first})") from None
-
-
 def _cmd_diagnose(args) -> int:
 
     figures = _check_path(args.figures, "--figures", folder=True) if args.figures else None
@@ -825,7 +807,7 @@ def _cmd_diagnose(args) -> int:
             get_entry(args.entry)
         except ValueError as e:
             raise ValueError(f"--entry: {e}") from None
-    idata = _read_run(args.run)
+    idata = azcompat.read_run(args.run, "run file")
     rep = diagnose(idata, store=save is not None, kernels=not args.no_kernels, entry=args.entry)
     if figures is not None:
 
@@ -896,7 +878,7 @@ def _cmd_predict(args) -> int:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     X = load_inputs(args.x)
     with _reserved(out, overwrite=args.overwrite):
-        idata = _read_run(args.run)
+        idata = azcompat.read_run(args.run, "run file")
         t0 = time.time()
         try:
             pred = predict(idata, X, seed=args.seed)

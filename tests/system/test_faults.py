@@ -388,7 +388,7 @@ def test_diagnose_bad_files_get_one_line(capsys, tmp_path, reference):
     _one_line_error(capsys, ["diagnose", str(empty)], "empty.nc is empty")
     _one_line_error(capsys, ["diagnose", str(text)], "text.nc is not a readable NetCDF run")
     _one_line_error(capsys, ["diagnose", str(trunc)], "trunc.nc is not a readable NetCDF run")
-    _one_line_error(capsys, ["diagnose", str(tmp_path / "missing.nc")], "missing.nc not found")
+    _one_line_error(capsys, ["diagnose", str(tmp_path / "missing.nc")], "run file: there is no file", "missing.nc")
     _one_line_error(capsys, ["diagnose", str(tmp_path), "--json"], "is a folder, not a NetCDF file")
     _one_line_error(capsys, ["diagnose", str(trunc), "--figures", str(text / "figs")], "--figures:",
                     "which is a file, not a folder")

@@ -209,7 +209,7 @@ def _short(v) -> str:
 def load_report(idata) -> DiagnosticReport:
     """Rebuild the :class:`DiagnosticReport` that :func:`diagnose` stored in ``idata`` (or a NetCDF path)."""
     if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.from_netcdf(idata)
+        idata = azcompat.read_run(idata, "idata")
     names = azcompat.group_names(idata)
     if GROUP_PREFIX not in names:
         raise ValueError("no diagnostics stored in this run: call bnnzoo.diagnose(idata) first")
@@ -394,7 +394,7 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
         unknown.
     """
     is_path = isinstance(idata, (str, os.PathLike))
-    source = azcompat.from_netcdf(idata) if is_path else idata
+    source = azcompat.read_run(idata, "idata") if is_path else idata
     timings: dict[str, float] = {}
 
     def timed(name, fn, *a, **kw):

@@ -480,7 +480,7 @@ def _load(idata):
     RunData (read through its attributes, so the sampler layer does not import the diagnostics; a RunData carries
     no certification)."""
     if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.from_netcdf(idata)
+        idata = azcompat.read_run(idata, "idata")
     if all(hasattr(idata, k) for k in ("a", "f", "recorded_z", "Y", "config")):
         data = {"a": (("chain", "draw", "neuron", "class"), idata.a)}
         if idata.f is not None:

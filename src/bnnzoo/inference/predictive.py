@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -164,22 +163,11 @@ def _run_of(idata):
     Raises
     ------
     ValueError
-        A path that does not exist, is a folder, or is not a readable NetCDF file; anything else that is not an
+        A path that does not exist, is a folder, is empty, or is not a readable NetCDF file; anything else that is not an
         InferenceData / DataTree.
     """
     if isinstance(idata, (str, os.PathLike)):
-        path = Path(idata)
-        if not path.exists():
-            raise ValueError(f"idata: there is no file {path} (give a run of bnnzoo.sample or the path of the NetCDF "
-                             f"file `bnnzoo sample --out` wrote)")
-        if path.is_dir():
-            raise ValueError(f"idata: {path} is a folder, not a run's NetCDF file")
-        try:
-            return azcompat.from_netcdf(path)
-        except Exception as e:  # noqa: BLE001  h5py / xarray raise OSError, ValueError, KeyError ... for a bad file
-            first = str(e).splitlines()[0] if str(e) else ""
-            raise ValueError(f"idata: {path} is not a readable NetCDF run (empty, truncated, or not written by "
-                             f"bnnzoo.sample? {type(e).__name__}: {first})") from None
+        return azcompat.read_run(idata, "idata")
     if not azcompat.is_idata(idata):
         raise ValueError(f"idata must be a run of bnnzoo.sample (ArviZ InferenceData or DataTree) or the path of its "
                          f"NetCDF file, got {type(idata).__name__}")
