@@ -13,6 +13,7 @@ line at every tenth of the work (at least once per update), so that log files ca
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 
@@ -21,6 +22,23 @@ from tqdm.auto import tqdm
 LOGGER_NAME = "bnnzoo"
 
 logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a :func:`warnings.warn` issued by the calling function point at the first frame
+    outside the bnnzoo package: the user's own line, however many bnnzoo layers (workflows, inference) lie between.
+
+    Returns
+    -------
+    int
+        1 when the caller is itself outside the package.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def interactive(stream=None) -> bool:

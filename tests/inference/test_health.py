@@ -59,10 +59,13 @@ def test_one_chain_of_five_draws_is_inconclusive():
 
 
 def test_chains_that_do_not_mix_make_sample_warn():
-    """T = 1e-8: the readout norms q_a stay where each chain started (R̂ > 1.1); sample() says so."""
-    with pytest.warns(RuntimeWarning, match="the chains did not mix"):
+    """T = 1e-8: the readout norms q_a stay where each chain started (R̂ > 1.1); sample() says so, at the user's
+    line (not inside bnnzoo's workflow or sampler layers)."""
+    with pytest.warns(RuntimeWarning, match="the chains did not mix") as caught:
         idata = bnnzoo.sample("deep_linear", bnnzoo.toy_task(**TASK), progress=False, width=10, temperature=1e-8,
                               num_chains=2, num_warmup=100, num_samples=120, max_tree_depth=6, sampler="nuts")
+    mixed = [w for w in caught if "the chains did not mix" in str(w.message)]
+    assert mixed and all(w.filename == __file__ for w in mixed), [(w.filename, w.lineno) for w in mixed]
     h = sampler_health(idata)
     assert h.status == "failed"
     assert max(h.rhat[f"q_a[{c}]"] for c in range(3)) > MAX_RHAT, h

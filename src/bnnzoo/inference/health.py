@@ -137,6 +137,7 @@ import xarray as xr
 from scipy import stats
 
 from .. import azcompat
+from .._log import user_stacklevel
 from .._record import Record
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
@@ -838,13 +839,14 @@ def gate_verdicts(verdicts: dict, health: SamplerHealth) -> dict:
             and not str(v).endswith(NOT_CERTIFIED) else v for k, v in verdicts.items()}
 
 
-def warn_if_unhealthy(idata, stacklevel: int = 3, store: bool = False) -> SamplerHealth | None:
+def warn_if_unhealthy(idata, stacklevel: int | None = None, store: bool = False) -> SamplerHealth | None:
     """Warn (RuntimeWarning) when the chains of a finished run did not mix, relax or move (status "relaxing" or
     "metastable", or "failed" for a stuck sampler, low E-BFMI, saturated trees, too few effective draws or a missing
     R̂); divergences are left to the sampler's own warning, and a run shorter than ``MIN_DRAWS`` is not warned about
     (a deliberate short run).  With ``store`` the health is also stored in the run (group ``HEALTH_GROUP``), where
     :func:`bnnzoo.diagnose` reads it instead of judging again.  Returns the :class:`SamplerHealth`, or None when it
-    could not be judged (a run without a posterior, or with a malformed certification)."""
+    could not be judged (a run without a posterior, or with a malformed certification).  The warning points at
+    ``stacklevel`` (default: the first frame outside bnnzoo, the user's call)."""
     try:
         h = sampler_health(idata)
     except (KeyError, ValueError):
@@ -858,5 +860,5 @@ def warn_if_unhealthy(idata, stacklevel: int = 3, store: bool = False) -> Sample
         what = "; ".join(other + list(h.relaxing) + list(h.disagreements))
         warnings.warn(f"the chains did not mix ({what}): verdicts drawn from this run are inconclusive; sample "
                       f"longer, with more warm-up, or check the sampler settings", RuntimeWarning,
-                      stacklevel=stacklevel)
+                      stacklevel=user_stacklevel() if stacklevel is None else stacklevel)
     return h

@@ -626,5 +626,5 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
 
     # chains that did not mix or move: warn, never silent
     if HEALTH_WARNINGS.get():                # off for the parts of a certified run (judged together)
-        warn_if_unhealthy(idata, stacklevel=3, store=True)
+        warn_if_unhealthy(idata, store=True)
     return idata

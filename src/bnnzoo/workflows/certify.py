@@ -454,7 +454,7 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
                   num_chains_per_family=n, wall_time_s=round(time.time() - t0, 3))
     combined = _with_record(combined, record, runs)
     _logger.info("certify: %s", "families agree" if record["agree"] else "; ".join(record["disagreements"]))
-    warn_if_unhealthy(combined, stacklevel=4, store=True)
+    warn_if_unhealthy(combined, store=True)
     return combined
 
 
