@@ -8,8 +8,10 @@
 * The **reproduction page** (``docs/reproduction.md``, committed) is made from ``reproduce/claims.toml``: one row per
   claim of the papers with the paper's setting, ours, the sampled value, the theory, the verdict (one word of
   :data:`VERDICTS`) and the result files behind it.  Rendering refuses a claims file whose verdict is not in the
-  vocabulary, whose runs have no result file, whose quoted numbers (``[[claim.check]]``) differ from the JSON, or
-  which calls a population claim reproduced on runs nobody certified without saying so.
+  vocabulary, whose runs have no result file, whose quoted numbers (``[[claim.check]]``) differ from the JSON, which
+  calls a population claim reproduced on runs the present criterion did not certify, which is "contradicted" without
+  saying where (or says where and is not "contradicted"), or which quotes a slope without its fit less its most
+  influential point.
 
 ``python -m reproduce render`` writes both; ``--check`` writes nothing and exits 1 when the committed reproduction
 page differs from what the claims and the JSON give (or the claims fail a check above).
@@ -36,9 +38,14 @@ CLAIMS = ROOT / "reproduce" / "claims.toml"
 PAGE = ROOT / "docs" / "reproduction.md"
 PAGES = ROOT / "docs" / "repro_results"
 
-VERDICTS = ("reproduced at paper size", "reproduced at reduced size", "partly", "contradicted", "unresolved",
-            "metastable", "not run", "out of scope")
-"""The verdict vocabulary of the reproduction page, strongest first."""
+VERDICTS = ("reproduced at paper size", "reproduced at reduced size", "agrees, not certified", "partly",
+            "contradicted", "unresolved", "metastable", "not run", "out of scope")
+"""The verdict vocabulary of the reproduction page, strongest first.  "agrees, not certified" is the verdict of a
+population row whose sampled value agrees with the theory on runs whose populations no certification vouches for:
+a population claim is "reproduced" only on a certified run (:func:`claims_errors`)."""
+SLOPE = re.compile(r"\b(slope|exponent)s?\b", re.IGNORECASE)
+"""A row whose sampled value quotes a fitted slope or exponent: it must state the fit without its most influential
+point (field ``influence``, made by ``python -m reproduce.influence``)."""
 PAPERS = ("van Meegen & Sompolinsky", "Nam et al.", "Rubin, Davidovich & Ringel", "Saxe, Sodhani & Lewallen",
           "Saxe, McClelland & Ganguli")
 MAX_LIST = 12
@@ -247,10 +254,12 @@ families' disagreement) or not certified (why)."""
 
 
 def _certified_equilibrated(d: dict) -> bool:
-    """A certified result file with at least one row whose health is "equilibrated"."""
+    """A certified result file with at least one row whose health is "equilibrated" by the present criterion (its
+    health record names the criterion that judged it; records of the earlier criterion name none)."""
     if not d.get("populations_certified"):
         return False
     return any(isinstance(r, dict) and r.get("result", {}).get("health", {}).get("status") == "equilibrated"
+               and r.get("result", {}).get("health", {}).get("criterion")
                for r in (d.get("rows") or {}).values())
 
 
@@ -282,12 +291,18 @@ def claims_errors(claims: dict, results: Path = RESULTS) -> list[str]:
             errs.append(f"{cid}: no result file for run(s) {', '.join(missing)}")
         if v not in ("not run", "out of scope") and not runs and not c.get("links"):
             errs.append(f"{cid}: verdict {v!r} names no run or link behind it")
-        if (c.get("populations") and str(v).startswith("reproduced")
-                and not any(json.loads(p.read_text()).get("populations_certified")
-                            for r in runs if r in files for _, p in files[r])
-                and "populations not certified" not in c.get("note", "")):
-            errs.append(f"{cid}: a population claim called {v!r} on uncertified runs must say "
-                        "'populations not certified'")
+        if c.get("populations") and str(v).startswith("reproduced") \
+                and not str(c.get("certificate", "")).startswith("certified by"):
+            errs.append(f"{cid}: a population claim is 'reproduced' only on a certified run; on uncertified "
+                        f"populations say 'agrees, not certified' (got {v!r})")
+        if (v == "contradicted") != bool(str(c.get("contradiction", "")).strip()):
+            errs.append(f"{cid}: a row is 'contradicted' exactly when its field 'contradiction' states where the "
+                        f"run disagrees with the paper beyond its error (verdict {v!r})")
+        if SLOPE.search(str(c.get("value", ""))) and not re.search(r"\bwithout\b|\btwo points\b",
+                                                                    str(c.get("influence", ""))):
+            errs.append(f"{cid}: its value quotes a slope or exponent: state the fit with and without its most "
+                        f"influential point in the field 'influence' (python -m reproduce.influence), or that it "
+                        f"rests on two points")
         if c.get("populations"):
             cert = str(c.get("certificate", ""))
             if not cert.startswith(CERTIFICATES):
@@ -384,6 +399,8 @@ def reproduction_page(claims: dict) -> str:
                          _text(c["value"]), _text(c["theory"]),
                          f"**{c['verdict']}**" + (f" — *populations {_text(c['certificate'])}*"
                                                    if c.get("certificate") else "")
+                         + (f" — *contradicted: {_text(c['contradiction'])}*" if c.get("contradiction") else "")
+                         + (f" — *{_text(c['influence'])}*" if c.get("influence") else "")
                          + (f": {_text(c['note'])}" if c.get("note") else ""),
                          ", ".join(runs) or "—"])
         lines += _table(header, body)

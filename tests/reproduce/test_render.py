@@ -3,6 +3,7 @@ every verdict is a word of the vocabulary, and the checks that keep a row from s
 
 import copy
 import json
+from collections import Counter
 
 import pytest
 
@@ -60,18 +61,68 @@ def test_a_quoted_number_must_match_its_result_file(tmp_path):
     assert any("not found" in e for e in R.claims_errors(claims, tmp_path))
 
 
-def test_a_population_claim_on_uncertified_runs_must_say_so(tmp_path):
+def _row(**kw):
+    return dict(dict(id="X1", section="s", paper=R.PAPERS[0], claim="c", paper_setting="p", setting="s", value="v",
+                     theory="t", verdict="partly", note="n", runs=["r_cpu"]), **kw)
+
+
+def _errs(row, tmp_path):
+    return R.claims_errors(dict(section=[dict(id="s", title="S")], claim=[row]), tmp_path)
+
+
+def test_a_population_claim_is_reproduced_only_on_a_certified_run(tmp_path):
+    """Uncertified populations: 'agrees, not certified', whatever the note says; a certificate of the earlier
+    criterion (a health record naming no criterion) does not count."""
     (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False}))
-    row = dict(id="X1", section="s", paper=R.PAPERS[0], claim="c", paper_setting="p", setting="s", value="v",
-               theory="t", verdict="reproduced at reduced size", note="fine", runs=["r_cpu"], populations=True,
+    row = _row(verdict="reproduced at reduced size", note="fine; populations not certified", populations=True,
                certificate="not certified: one start family")
-    claims = dict(section=[dict(id="s", title="S")], claim=[row])
-    assert any("populations not certified" in e for e in R.claims_errors(claims, tmp_path))
-    row["note"] = "fine; populations not certified"
-    assert R.claims_errors(claims, tmp_path) == []
-    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": True}))
-    row["note"] = "fine"
-    assert R.claims_errors(claims, tmp_path) == []
+    assert any("'reproduced' only on a certified run" in e for e in _errs(row, tmp_path))
+    assert _errs(dict(row, verdict="agrees, not certified"), tmp_path) == []
+    for health, ok in (({"status": "equilibrated", "criterion": "ensemble: ..."}, True),
+                       ({"status": "equilibrated"}, False)):
+        (tmp_path / "c_cpu.json").write_text(json.dumps({"populations_certified": True,
+                                                         "rows": {"r": {"result": {"health": health}}}}))
+        errs = _errs(dict(row, runs=["c_cpu"], certificate="certified by the ensemble criterion"), tmp_path)
+        assert (errs == []) if ok else any("none of its runs" in e for e in errs), (health, errs)
+
+
+def test_contradicted_exactly_when_the_row_says_where(tmp_path):
+    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False}))
+    assert any("'contradicted' exactly when" in e for e in _errs(_row(verdict="contradicted"), tmp_path))
+    assert any("'contradicted' exactly when" in e
+               for e in _errs(_row(contradiction="2.1 outliers per class against 1"), tmp_path))
+    assert _errs(_row(verdict="contradicted", contradiction="2.1 outliers per class against 1"), tmp_path) == []
+
+
+def test_a_quoted_slope_states_its_fit_without_its_most_influential_point(tmp_path):
+    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False}))
+    row = _row(value="log–log slope 1.14 ± 0.08")
+    assert any("slope or exponent" in e for e in _errs(row, tmp_path))
+    assert _errs(dict(row, influence="slope 1.14; without d = 16: 0.53"), tmp_path) == []
+    assert _errs(dict(row, value="exponents 0.51 over two widths", influence="two points: nothing to leave out"),
+                 tmp_path) == []
+    assert _errs(_row(value="the loss falls exponentially"), tmp_path) == []
+
+
+def test_the_counts_table_follows_from_the_rows():
+    """The committed page's table of verdicts per paper: each cell the number of rows of that paper with that
+    verdict, the last row the totals."""
+    page = (ROOT / "docs" / "reproduction.md").read_text().splitlines()
+    head = next(i for i, line in enumerate(page) if line.startswith("| paper |"))
+    cols = [c.strip() for c in page[head].strip("|").split("|")]
+    assert cols[1:-1] == list(R.VERDICTS)
+    table = {}
+    for line in page[head + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        table[cells[0]] = [int(x) for x in cells[1:]]
+    rows = CLAIMS["claim"]
+    for paper, counts in table.items():
+        mine = rows if paper == "all" else [c for c in rows if c["paper"] == paper]
+        n = Counter(c["verdict"] for c in mine)
+        assert counts == [n[v] for v in R.VERDICTS] + [len(mine)], paper
+    assert set(table) == {c["paper"] for c in rows} | {"all"}
 
 
 def test_render_check_fails_when_the_page_is_stale(tmp_path, monkeypatch, capsys):
@@ -103,7 +154,7 @@ def test_every_population_row_states_its_certificate(tmp_path):
     for stem, status, certified in (("certified_ok", "equilibrated", True), ("certified_relax", "relaxing", True),
                                     ("plain", "equilibrated", False)):
         (tmp_path / f"{stem}.json").write_text(json.dumps({"populations_certified": certified, "rows": {
-            "r": {"result": {"health": {"status": status}}}}}))
+            "r": {"result": {"health": {"status": status, "criterion": "rhat: ..."}}}}}))
     base = dict(id="X1", section="s", paper=R.PAPERS[0], claim="c", paper_setting="p", setting="s", value="v",
                 theory="t", verdict="partly", note="n", populations=True)
     claims = dict(section=[dict(id="s", title="S")])

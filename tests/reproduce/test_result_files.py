@@ -87,3 +87,19 @@ def test_no_stored_record_is_equilibrated_by_an_older_gate(stem):
     from its stored R̂ and ESS alone (``python -m reproduce.rejudge --write``)."""
     for _, p in FILES[stem]:
         assert REJUDGE.relabel(json.loads(p.read_text())) == [], stem
+
+
+def test_every_certified_file_is_re_judged():
+    """Every certified result file is either a re-run by the present criterion (its health names the criterion),
+    an earlier file with a re-run in the before → after table, or an earlier file the table lists as not re-run;
+    the committed table is what ``python -m reproduce.rejudge --write`` makes from the files."""
+    table = REJUDGE.certified_table()
+    covered = {t["file"] for t in table} | {t["rerun"] for t in table}
+    for f in sorted(REJUDGE.RESULTS.glob("*.json")):
+        stem, d = f.name[:-len(".json")], json.loads(f.read_text())
+        if not d.get("populations_certified") or not isinstance(d.get("rows"), dict):
+            continue
+        present = all(r["result"]["health"].get("criterion") for r in d["rows"].values())
+        assert present or stem in covered, stem
+    stored = json.loads((REJUDGE.RESULTS / "certified_rejudged.json").read_text())["certified"]
+    assert stored == json.loads(json.dumps(table))
