@@ -2,13 +2,14 @@
 
     python benchmarks/bench_chains.py                       # toy nets at N = P = 100, 2 chains, ~5 min on 2 cores
     python benchmarks/bench_chains.py --nets relu --warmup 300 --samples 300
-    python benchmarks/bench_chains.py --sampler snaper --chains 4 --out benchmarks/results_chains_snaper.md
+    python benchmarks/bench_chains.py --sampler snaper --chains 4 --out benchmarks/results/results_chains_snaper.md
 
 JAX sees a CPU as one device, so ``bnnzoo.sample`` vectorises the chains there: one core works and every step waits for
 the chain with the longest trajectory.  ``numpyro.set_host_device_count(k)`` (called by the ``bnnzoo`` CLI) exposes k
 host devices and ``chain_method="auto"`` then runs one chain per device.  Both methods run here with the same seed,
 so they draw the same chains up to floating-point differences (the table reports the largest), and the table gives
-wall seconds (compilation included, as a user waits for it) and their ratio.  Writes ``benchmarks/results_chains.md``.
+wall seconds (compilation included, as a user waits for it) and their ratio.  Writes
+``benchmarks/results/results_chains.md`` (or ``--out``).
 
 With ``--sampler chees`` or ``snaper`` (whose tuning couples the chains) the chains are sharded over the host devices
 (``chain_method="sharded"``: each device runs its share, the tuning gathers all chains) against vectorised on one;
@@ -37,7 +38,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--sampler", default="nuts", choices=("nuts", "chees", "snaper"))
-    ap.add_argument("--out", default=str(HERE / "results_chains.md"))
+    ap.add_argument("--out", default=str(HERE / "results" / "results_chains.md"))
     args = ap.parse_args()
     coupled = args.sampler != "nuts"
     n_dev = min(args.chains, os.cpu_count() or 1)

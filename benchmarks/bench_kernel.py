@@ -8,7 +8,7 @@ layer in data space, ``bnnzoo.models.fcn_fast``), one chain: NumPyro's NUTS warm
 matrix); then both kernels start from the same adapted state with the same step size and inverse mass matrix and take
 ``--draws`` transitions inside one jitted ``lax.scan`` (compilation excluded).  Trajectories differ (different random
 momenta), so the figure of merit is the time per leapfrog step, and the overhead = time per step / one bare jitted
-gradient of the same potential.  Writes ``benchmarks/results_kernel.md``.
+gradient of the same potential.  Writes ``benchmarks/results/results_kernel.md`` (or ``--out``).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def main(argv=None):
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--activations", default="linear,sigmoid,relu")
-    p.add_argument("--out", default=str(HERE / "results_kernel.md"))
+    p.add_argument("--out", default=str(HERE / "results" / "results_kernel.md"))
     args = p.parse_args(argv)
     try:
         import blackjax

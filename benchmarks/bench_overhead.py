@@ -22,7 +22,7 @@ This script measures each term for 4 vectorised chains of the toy nets (T = 0.01
 * **L for 1.3**: the trajectory length in leapfrog steps at which overhead(L) would reach 1.3 (— where the step alone
   costs more than 1.3 gradients).
 
-Writes ``benchmarks/results_overhead.md`` and ``.json``.
+Writes ``benchmarks/results/results_overhead.md`` and ``.json`` (or ``--out`` stem).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def main(argv=None):
     p.add_argument("--loops", type=int, default=30, help="ChEES iterations per timed loop")
     p.add_argument("--timeout", type=int, default=1200, help="seconds per configuration")
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
-    p.add_argument("--out", default=str(HERE / "results_overhead"), help="output stem (.md and .json)")
+    p.add_argument("--out", default=str(HERE / "results" / "results_overhead"), help="output stem (.md and .json)")
     args = p.parse_args(argv)
     if args.one:
         c = json.loads(args.one)

@@ -16,7 +16,7 @@ model (``fcn``) and the readout-integrated, data-space model (``fcn_fast``), at 
 
 The weight-space state is a prior draw of W1 with the readout drawn from its exact Gaussian conditional given W1
 (float64 numpy), so the residuals y − f have their equilibrium size; the data-space state is a prior draw.
-Writes ``benchmarks/results_precision.md`` and ``.json`` (or ``--out``).  ``bnnzoo.sample`` samples with
+Writes ``benchmarks/results/results_precision.md`` and ``.json`` (or ``--out``).  ``bnnzoo.sample`` samples with
 ``matmul_precision="highest"`` by default because of what this table shows.
 """
 
@@ -133,7 +133,7 @@ def main(argv=None):
     p.add_argument("--sizes", default="100,500")
     p.add_argument("--chains", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(HERE / "results_precision"))
+    p.add_argument("--out", default=str(HERE / "results" / "results_precision"))
     args = p.parse_args(argv)
     import numpy as np
 

@@ -40,7 +40,7 @@ summed over the chains) and the fraction of entries with R̂ > 1.1 (chains on di
 ESS is about the number of chains under any sampler: ``benchmarks/branch_ess.py``), and peak resident memory.  A memory section shows that a long run with
 the big sites left out / thinned does not grow with the number of draws.
 
-Writes ``benchmarks/results.md`` and ``benchmarks/results.json``.
+Writes ``benchmarks/results/sampling.md`` and ``.json`` (or ``--out`` stem).
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def main(argv=None):
     p.add_argument("--no-memory", action="store_true", help="skip the memory section")
     p.add_argument("--memory-size", type=int, default=100, help="N = P of the memory section's sigmoidal net")
     p.add_argument("--quick", action="store_true", help="tiny smoke run")
-    p.add_argument("--out", default=str(HERE / "results"), help="output stem (.md and .json)")
+    p.add_argument("--out", default=str(HERE / "results" / "sampling"), help="output stem (.md and .json)")
     args = p.parse_args(argv)
     if args.one:
         print(json.dumps(run_one(json.loads(args.one))))
