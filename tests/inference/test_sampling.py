@@ -187,7 +187,7 @@ def test_cli_list_and_sample(tmp_path, capsys):
     assert main(["sample", "gdln_xor", "--width", "8", "--out", str(refused)]) == 2
     assert "--width does not apply" in capsys.readouterr().err
     assert main(["diagnose", str(tmp_path / "missing.nc")]) == 2
-    assert "not found" in capsys.readouterr().err
+    assert "there is no file" in capsys.readouterr().err
     assert main(["sample", "relu", "--coordinator", "localhost:1234", "--out", str(refused)]) == 2   # before any JAX
     assert "go together, with --distributed" in capsys.readouterr().err
     # the exact Gibbs sampler for linear nets, and its clear refusal elsewhere
