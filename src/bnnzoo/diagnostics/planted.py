@@ -148,6 +148,15 @@ def planted_check(planted, other, entry=None, *, alpha: float = 0.01) -> Planted
     ------
     ValueError
         ``alpha`` outside (0, 1), a run with fewer than two chains, or runs with no population observable in common.
+
+    Notes
+    -----
+    The error of each family mean is the scatter of its chain means.  With a sampler that keeps each unit's code
+    (HMC on the sigmoidal net), every planted chain keeps the teacher's own population, a single posterior draw of
+    it, so the planted family's chain means scatter far less than the populations of independent draws do, and a
+    family at the law's mean can read as "not reached" (``benchmarks/planted_population_draws.py``).  The check is
+    sound when the planted chains change codes (``sampler="units"``) or when the population observables' draw-to-draw
+    scatter is small next to the detectable differences it reports.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
