@@ -408,22 +408,23 @@ def _t90(init: str, take_log: bool) -> dict:
     return {s: (D, [f(v) for v in y]) for s, y in enumerate(per_seed)}
 
 
+def _t90_series(start: str, label: str, digits: int, take_log: bool) -> dict:
+    """Per-seed slopes of T90 (or ln T90) in D for one start of ``deep_linear_dynamics_cpu``."""
+    return _series("seeds", start, label, "D", digits, seeds=_t90(start, take_log), log=False)
+
+
 def g6() -> list:
     """Row G6: per-seed slopes of ln T90 in D (log-slope per layer), small and scaled Gaussian starts
     (``deep_linear_dynamics_cpu``)."""
-    return [_series("seeds", "gaussian_small", "small Gaussian start, log-slope of T90 in D", "D", 3,
-                    seeds=_t90("gaussian_small", True), log=False),
-            _series("seeds", "gaussian_scaled", "scaled Gaussian log-slope", "D", 2,
-                    seeds=_t90("gaussian_scaled", True), log=False)]
+    return [_t90_series("gaussian_small", "small Gaussian start, log-slope of T90 in D", 3, True),
+            _t90_series("gaussian_scaled", "scaled Gaussian log-slope", 2, True)]
 
 
 def g8() -> list:
     """Row G8: per-seed slopes of T90 in D for the orthogonal start and of ln T90 for the scaled Gaussian one
     (``deep_linear_dynamics_cpu``)."""
-    return [_series("seeds", "orthogonal", "orthogonal start, slope of T90 in D", "D", 3,
-                    seeds=_t90("orthogonal", False), log=False),
-            _series("seeds", "gaussian_scaled", "scaled Gaussian log-slope", "D", 2,
-                    seeds=_t90("gaussian_scaled", True), log=False)]
+    return [_t90_series("orthogonal", "orthogonal start, slope of T90 in D", 3, False),
+            _t90_series("gaussian_scaled", "scaled Gaussian log-slope", 2, True)]
 
 
 ROWS = {"A1": a1, "Q1": q1, "B1": b1, "B2": b2, "C1": c1, "C2": c2, "C4": c4, "C6": c6, "C7": c7, "C8": c8,

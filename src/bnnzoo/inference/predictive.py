@@ -163,8 +163,8 @@ def _run_of(idata):
     Raises
     ------
     ValueError
-        A path that does not exist, is a folder, is empty, or is not a readable NetCDF file; anything else that is not an
-        InferenceData / DataTree.
+        A path that does not exist, is a folder, is empty, or is not a readable NetCDF file; anything else that is
+        not an InferenceData / DataTree.
     """
     if isinstance(idata, (str, os.PathLike)):
         return azcompat.read_run(idata, "idata")
