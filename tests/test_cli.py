@@ -202,3 +202,45 @@ def test_demo_refuses_a_non_positive_sigmoidal_temperature(tmp_path, capsys):
     assert main(["demo", "--sigmoidal-temperature", "0", "--quiet", "--out", str(out)]) == 2
     assert "--sigmoidal-temperature must be > 0" in _one_line_error(capsys)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_warning_during_a_command_is_one_line_without_python_source(capsys, monkeypatch):
+    """A warning raised while a command runs reaches the shell as one line ``warning: ...`` (it printed the Python
+    file, line number and source line of the warning)."""
+    import warnings
+
+    import bnnzoo.cli as cli
+
+    def warns(args):
+        warnings.warn("the chains did not\nmix", RuntimeWarning)
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_list", warns)
+    assert main(["list"]) == 0
+    assert capsys.readouterr().err.splitlines() == ["warning: the chains did not mix"]
+
+
+def test_a_bad_cache_variable_is_one_line_in_the_shell(tmp_path):
+    """BNNZOO_COMPILATION_CACHE naming a file: ``bnnzoo list`` runs, with one line on stderr and no Python source
+    (the warning is given when bnnzoo is imported, before the command can format it)."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    r = subprocess.run([sys.executable, "-m", "bnnzoo.cli", "list"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=SRC, BNNZOO_COMPILATION_CACHE=str(afile)))
+    assert r.returncode == 0 and "sigmoidal" in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "BNNZOO_COMPILATION_CACHE=" in lines[0] and "running without it" in lines[0], r.stderr
+    assert "_from_environment" not in r.stderr
+
+
+def test_a_read_only_file_system_is_named_as_such(tmp_path, capsys, monkeypatch):
+    """--out in a folder that cannot be written because its file system is mounted read-only says so (it said
+    'permission denied'); a real read-only mount needs root, so the OS's answers are stood in for."""
+    class ReadOnly:
+        f_flag = os.ST_RDONLY
+
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    monkeypatch.setattr(os, "statvfs", lambda path: ReadOnly())
+    assert main(["sample", "deep_linear", "--out", str(tmp_path / "r.nc")]) == 2
+    err = _one_line_error(capsys)
+    assert f"--out: cannot write in {tmp_path} (a read-only file system)" in err

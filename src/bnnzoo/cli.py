@@ -399,7 +399,8 @@ def _check_path(path, flag: str, *, folder: bool = False, overwrite: bool = Fals
         raise ValueError(f"{flag}: the folder {path.parent} does not exist; create it first (mkdir -p "
                          f"{path.parent})")
     if not os.access(where, os.W_OK | os.X_OK):
-        raise ValueError(f"{flag}: cannot write in {where} (permission denied)")
+        why = "a read-only file system" if os.statvfs(where).f_flag & os.ST_RDONLY else "permission denied"
+        raise ValueError(f"{flag}: cannot write in {where} ({why})")
     return path
 
 
@@ -775,6 +776,7 @@ def _demo_worker_init(level) -> None:
     """The worker's log lines go to stderr like the command's own; JAX's warnings there as here."""
 
     warnings.filterwarnings("ignore", message=CACHE_WARNING, category=UserWarning)
+    warnings.showwarning = _show_warning
     if level is not None:
         _log.cli_handler(level)
 
@@ -1085,7 +1087,9 @@ def main(argv=None) -> int:
     level = logging.DEBUG if args.log_verbose else logging.WARNING if args.log_quiet else logging.INFO
     handler = _log.cli_handler(level)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args)
     except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError,
             FileExistsError) as e:
         # bad input: one line, exit 2 (argparse's own convention)
@@ -1102,6 +1106,12 @@ def main(argv=None) -> int:
         return 1
     finally:
         _log.remove_cli_handler(handler)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning during a command: one line ``warning: ...`` through the ``bnnzoo`` logger, without the Python
+    file, line number and source line that :func:`warnings.showwarning` prints."""
+    logging.getLogger(_log.LOGGER_NAME).warning("%s", " ".join(str(message).split()))
 
 
 def _progress(args) -> bool:

@@ -147,3 +147,30 @@ def test_entry_never_relabels_a_zoo_run_as_another_entry(tmp_path, capsys):
     assert main(["diagnose", str(path), "--entry", "relu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sampled as the zoo entry 'sigmoidal'" in err[0], err
+
+
+def test_a_run_without_labels_takes_them_from_its_one_hot_targets(own_run):
+    """A run converted by ``az.from_numpyro`` has no ``labels`` in its constant data: the classes come from the
+    one-hot targets, as a Task makes them (they were all 0: one class, every code 'n/a')."""
+    groups = {g: azcompat.get_group(own_run, g) for g in azcompat.group_names(own_run)}
+    assert "labels" in groups["constant_data"]
+    groups["constant_data"] = groups["constant_data"].drop_vars("labels")
+    converted = azcompat.make_idata(groups, azcompat.get_attrs(own_run))
+    labels = read_run(converted, entry="sigmoidal").labels
+    np.testing.assert_array_equal(labels, read_run(own_run, entry="sigmoidal").labels)
+    assert len(set(labels.tolist())) == 3
+
+
+def test_a_draw_that_is_not_finite_is_refused_in_one_line(own_run):
+    """One NaN draw: diagnose says which variable and how many draws, before any diagnostic (it was scikit-learn's
+    GaussianMixture message from the branch clustering)."""
+    post = azcompat.get_group(own_run, "posterior")
+    a = post["a"].values.copy()
+    a[1, 7, 2, 0] = np.nan
+    groups = {g: azcompat.get_group(own_run, g) for g in azcompat.group_names(own_run)}
+    groups["posterior"] = post.assign(a=(post["a"].dims, a))
+    broken = azcompat.make_idata(groups, azcompat.get_attrs(own_run))
+    with pytest.raises(ValueError, match=r"^idata: the posterior variable 'a' is not finite \(NaN or inf\) on 1 of "
+                                         r"80 draws") as e:
+        bnnzoo.diagnose(broken, entry="sigmoidal", store=False)
+    assert "\n" not in str(e.value)

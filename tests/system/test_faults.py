@@ -608,6 +608,19 @@ def test_a_full_disk_at_the_final_write_leaves_no_partial_file(tmp_path, with_st
         assert "the run is lost" in lines[0]
 
 
+def test_a_full_disk_inside_the_store_is_one_line(tmp_path):
+    """A chunk file of the store under a file-size limit (the full-disk case): one line naming the file and the way
+    out, exit 2, no half-written file left (it ended in HDF5's error text, exit 1)."""
+    out = tmp_path / "r.nc"
+    res = subprocess.run([sys.executable, "-c", FSIZE_LIMITED, str(10_000)] + CLI_ARGS + ["--out", str(out)],
+                         env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert lines[0].startswith(f"bnnzoo: error: could not write the store file {out}.store/chunks/warmup_00000.nc")
+    assert "resume" in lines[0] and not out.exists()
+    assert not list((tmp_path / "r.nc.store").rglob("*.tmp"))
+
+
 def test_a_full_disk_at_diagnose_save_leaves_the_run_and_no_partial_file(tmp_path):
     """``bnnzoo diagnose RUN --save FILE`` under a file-size limit: one line, exit 2, no partial or hidden file, the
     run file unchanged (it used to crash inside HDF5)."""

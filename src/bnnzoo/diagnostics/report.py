@@ -353,6 +353,19 @@ def _walk(run, timed, theory: bool, kernels: bool) -> dict:
                 family="fcn" if run.analysis == "fcn" else "units", order=lambda: an.order_parameters(run, layers))
 
 
+def _check_finite(posterior) -> None:
+    """Refuse, in one line naming the variable, a posterior with draws that are not finite (NaN or ±inf): the
+    diagnostics would fail deep inside (a clustering that does not accept NaN) or give numbers of nothing."""
+    for name, var in posterior.data_vars.items():
+        if var.dtype.kind not in "fc" or var.ndim < 2:
+            continue
+        bad = ~np.isfinite(np.asarray(var.values)).reshape(var.shape[0], var.shape[1], -1).all(axis=2)
+        if bad.any():
+            raise ValueError(f"idata: the posterior variable {name!r} is not finite (NaN or inf) on {int(bad.sum())} "
+                             f"of {bad.size} draws (chain, draw): the sampler failed there; diagnose the finite "
+                             f"draws only (select them with .sel / .isel) or sample again")
+
+
 def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool = True, theory: bool = True,
              kernels: bool = True, verbose: bool = False) -> DiagnosticReport:
     """Run every diagnostic that applies to a run and return a :class:`DiagnosticReport`.
@@ -390,8 +403,8 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
     Raises
     ------
     ValueError
-        When the run lacks what the diagnostics read (constant/observed data, the entry's sites), or ``entry`` is
-        unknown.
+        When the run lacks what the diagnostics read (constant/observed data, the entry's sites), ``entry`` is
+        unknown, or a posterior variable is not finite (NaN or ±inf) on some draw.
     """
     is_path = isinstance(idata, (str, os.PathLike))
     source = azcompat.read_run(idata, "idata") if is_path else idata
@@ -405,6 +418,7 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
         return out
 
     run = read_run(source, entry=entry, model_kwargs=model_kwargs)
+    _check_finite(run.posterior)
     if run.doubt is not None:
         warnings.warn(run.doubt, RuntimeWarning, stacklevel=2)
     health = timed("health", lambda: run.health)

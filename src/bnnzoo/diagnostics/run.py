@@ -31,6 +31,7 @@ from ..inference.convert import provenance_doubt
 from ..inference.health import HEALTH_GROUP, judged_values, sampler_health, values_checksum
 from ..models.summaries import summary_labels, summary_names
 from ..models.zoo import ZOO, ZooEntry, get_entry
+from ..tasks.base import _one_hot_labels
 from ._rundata import RunData
 
 __all__ = ["Run", "read_run"]
@@ -250,6 +251,8 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
                          f"{sampled_as!r}")
     kw, medians = _model_kwargs(ent, config, post, X, dict(model_kwargs or {}))
     labels = _values(const, "labels")
+    if labels is None:                      # a run not written by bnnzoo.sample (az.from_numpyro): as a Task does
+        labels = _one_hot_labels(np.asarray(Y, float))
     labels = np.zeros(len(X), int) if labels is None else np.asarray(labels).astype(int)
     test = {}
     pc = get("predictions_constant_data")

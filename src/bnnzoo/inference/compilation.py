@@ -152,5 +152,7 @@ def _from_environment() -> None:
         enable_compilation_cache(value)
     except (ValueError, OSError) as e:
         why = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e.strerror or e}"
-        warnings.warn(f"{ENV_VAR}={value!r} cannot hold the compilation cache ({why}); running without it",
-                      RuntimeWarning, stacklevel=2)
+        # attributed to the variable, not to a line of Python: one line on stderr, also in the command line,
+        # which reads the environment when it imports bnnzoo, before it can format warnings itself
+        warnings.warn_explicit(f"{ENV_VAR}={value!r} cannot hold the compilation cache ({why}); running without it",
+                               RuntimeWarning, filename=ENV_VAR, lineno=0, module=__name__)

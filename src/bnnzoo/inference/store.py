@@ -20,6 +20,7 @@ replaces its chunk file with the same draws.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -64,6 +65,14 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _write_failed(tmp: Path, final: Path, e: OSError) -> StoreError:
+    """The one-line error of a store file that could not be written (a full disk); its half-written ``tmp`` is
+    removed, what the store held before is kept."""
+    tmp.unlink(missing_ok=True)
+    return StoreError(f"could not write the store file {final} ({e.strerror or e}); the blocks finished before "
+                      f"are kept: free space and resume the run (resume=True, CLI: --resume)")
+
+
 def _fsync_replace(tmp: Path, final: Path) -> None:
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
@@ -106,9 +115,12 @@ def save_state(path: Path, state, meta: dict, previous: Path | None = None) -> N
         typed.append(is_key)
     meta_json = json.dumps(dict(meta, n_leaves=len(leaves), typed_keys=typed))
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, __meta__=np.array(meta_json), __digest__=np.array(_digest(meta_json, list(arrays.values()))),
-                 **arrays)
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, __meta__=np.array(meta_json), __digest__=np.array(_digest(meta_json, list(arrays.values()))),
+                     **arrays)
+    except OSError as e:
+        raise _write_failed(tmp, path, e) from e
     if previous is not None and path.exists():
         # the current checkpoint becomes the previous one by a second name (a hard link, else a copy) first, so
         # that at every moment `path` holds a complete checkpoint: a kill here costs nothing
@@ -350,15 +362,19 @@ class RunStore:
         """Write one block's datasets as groups of one NetCDF file, atomically; returns the file's SHA-256."""
         final = self.block_path(block)
         tmp = final.with_name(final.name + ".tmp")
-        mode = "w"
+        bio, mode = io.BytesIO(), "w"    # built in memory: HDF5 never writes to a disk that may be full
         for g, ds in groups.items():
             if ds is None or not len(ds.data_vars):
                 continue
-            ds.to_netcdf(tmp, group=g, mode=mode, engine="h5netcdf")
+            ds.to_netcdf(bio, group=g, mode=mode, engine="h5netcdf")
             mode = "a"
         if mode == "w":  # nothing to write: still mark the block as done
-
-            xr.Dataset().to_netcdf(tmp, engine="h5netcdf")
+            xr.Dataset().to_netcdf(bio, engine="h5netcdf")
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(bio.getvalue())
+        except OSError as e:
+            raise _write_failed(tmp, final, e) from e
         digest = file_sha256(tmp)
         _fsync_replace(tmp, final)
         return digest
