@@ -1,6 +1,7 @@
 """Predictive groups: posterior / prior predictive from ``bnnzoo.sample``, ``bnnzoo.predict`` on new inputs, and the
 ArviZ checks that read them (``plot_ppc`` / ``plot_ppc_dist``, LOO-PIT) on the installed ArviZ line (0.x or 1.x)."""
 
+import json
 import warnings
 
 import numpy as np
@@ -132,6 +133,22 @@ def test_predictive_groups_survive_netcdf(linear_run, tmp_path):
         assert g in azcompat.group_names(back)
     out = bnnzoo.predict(back, np.zeros((2, 10)))
     assert azcompat.get_group(out, "predictions")["y"].shape == (2, 200, 2, 3)
+
+
+def test_predict_names_an_edited_provenance_rather_than_missing_weights(linear_run, tmp_path):
+    """A run file whose stored depth was edited: predict blamed the latent sites the edited model expects and the run
+    never had; it now names the edited provenance (its checksum no longer matches) as the cause."""
+    _, idata = linear_run
+    back = azcompat.from_netcdf(azcompat.to_netcdf(idata, tmp_path / "r.nc"))
+    cfg = json.loads(azcompat.get_attrs(back)["bnnzoo_config"])
+    cfg["model_kwargs"]["depth"] = 2
+    holders = [back] if azcompat.AZ_MAJOR >= 1 else []      # where each ArviZ line keeps the run's attributes
+    for holder in holders + [azcompat.get_group(back, g) for g in azcompat.group_names(back)]:
+        if "bnnzoo_config" in holder.attrs:
+            holder.attrs["bnnzoo_config"] = json.dumps(cfg)
+    assert json.loads(azcompat.get_attrs(back)["bnnzoo_config"])["model_kwargs"]["depth"] == 2
+    with pytest.raises(ValueError, match=r"^idata: the run's provenance does not match its checksum .*W2"):
+        bnnzoo.predict(back, np.zeros((2, 10)))
 
 
 def test_predict_bad_input():

@@ -22,7 +22,7 @@ from numpyro.primitives import Messenger
 
 from .. import azcompat
 from ..models.zoo import ZOO
-from .convert import dataset, run_config
+from .convert import check_provenance, dataset, run_config
 from .plan import check_int
 
 __all__ = ["latent_sites", "log_likelihood", "posterior_predictive", "prior_groups", "predict"]
@@ -340,9 +340,15 @@ def predict(idata, X_new, *, seed: int = 0, model=None, **model_kwargs):
     samples = {k: post[k].values for k in post.data_vars}
     if "f" in samples:
         kw = without_y(fn, kw, samples["f"].shape[-1])
-    if entry is not None:
-        entry.validate(X_new, None, **kw)
-    names = _need_latents(fn, X_new, kw, samples, "predict")
+    try:
+        if entry is not None:
+            entry.validate(X_new, None, **kw)
+        names = _need_latents(fn, X_new, kw, samples, "predict")
+    except ValueError as err:
+        doubt = check_provenance(idata)      # an edited provenance is the likelier cause: say it first
+        if doubt is None:
+            raise
+        raise ValueError(f"idata: {doubt}, so the model it names does not fit its draws ({err})") from None
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     out = Predictive(fn, posterior_samples=_flat(samples, names), return_sites=["f", "y"])(
         jax.random.PRNGKey(seed), X_new, None, **kw)
