@@ -33,6 +33,18 @@ The returned run holds all families' chains concatenated along ``chain`` in fami
 coordinate on ``chain`` in every group that has chains, the comparison in the attribute ``bnnzoo_certification``
 (JSON) and in ``run_config(idata)["certification"]`` (:func:`certify_run` computes it for any such run).
 
+Store
+-----
+With ``store=DIR`` (and ``chunk_size``) every family runs into a store of its own, ``DIR/family_<name>``
+(:mod:`bnnzoo.inference.store`: chunks, checkpoints, a lock), and ``DIR`` is a store whose ``run.json`` holds the
+certification's identity (families, chains per family, seeds, model and sizes, with a fingerprint of those and the
+data) and whose lock is held while the certification runs; the annealed family's starting values are kept in
+``DIR/annealed_start.npz`` (a checkpoint file).  ``resume=True`` refuses a ``DIR`` of another certification (naming
+what differs), reads every finished family back without running a block, takes the annealed start from its file,
+and continues the family in flight from its last checkpoint, so a kill or a failed family costs only the family in
+flight, and the draws are those of the uninterrupted run.  A family that fails after others finished raises its own
+error with a message naming them (and, without a store, saying that ``store=`` keeps them).
+
 Error model
 -----------
 Each chain is one independent sample of the population: its N units are frozen into one draw of the population law
@@ -140,8 +152,9 @@ def sample(model, task, *, certify: bool | Sequence[str] = False, **kwargs):
         more).  The run then holds all families' chains along ``chain`` (a ``family`` coordinate names each chain's
         family) and the comparison in the attribute ``bnnzoo_certification`` and in
         ``run_config(idata)["certification"]``.  Needs a zoo entry, two or more chains per family,
-        ``init="prior"``, no ``warm_start``, ``reparam``, ``store`` or sampler "gibbs" / "smc".  False (default):
-        :func:`bnnzoo.inference.sample` unchanged.
+        ``init="prior"``, no ``warm_start``, ``reparam`` or sampler "gibbs" / "smc".  With ``store``, each family
+        runs into its own store and ``resume=True`` runs only what is left (module docstring, "Store").  False
+        (default): :func:`bnnzoo.inference.sample` unchanged.
 
     Returns
     -------
