@@ -1003,7 +1003,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run the entry from two or more start families (prior draws, an annealed start, the mean "
                     "field's populations where the entry has one; FAMILIES: a comma-separated choice, default all "
                     "the entry offers), each with --chains chains (default 8), and store the comparison of their "
-                    "population observables in the run (bnnzoo.workflows.certify)")
+                    "population observables in the run (bnnzoo.workflows.certify); with --chunk / --store each "
+                    "family is kept in its own store as it finishes and --resume runs only what is left")
     ps.add_argument("--matmul-precision", dest="matmul_precision", default="highest",
                     choices=["highest", "high", "tensorfloat32", "bfloat16", "default", "jax"],
                     help="float32 matrix-product precision on GPUs ('highest': exact float32; 'jax': JAX's "

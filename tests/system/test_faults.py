@@ -235,6 +235,46 @@ def test_killed_cli_run_resumes_to_the_same_draws(tmp_path, reference):
     _same(_draws(got), reference[1])
 
 
+@pytest.mark.slow
+def test_killed_certified_cli_run_resumes_only_the_family_in_flight(tmp_path):
+    """A certified CLI run (prior and annealed families) is killed (SIGKILL) while the annealed family samples;
+    `--resume` reads the finished prior family from its store, keeps the annealed start (its hot stages do not run
+    again: the file is untouched), continues the annealed family after its last checkpoint, and writes the draws of
+    the uninterrupted certified run (made in this process with the same command)."""
+    args = CLI_ARGS + ["--certify", "prior,annealed"]
+    ref = tmp_path / "ref.nc"
+    assert main(args + ["--out", str(ref)]) == 0
+    out, store = tmp_path / "run.nc", tmp_path / "run.nc.store"
+    victim = subprocess.Popen(_cli(args + ["--out", str(out)]), env=_env(tmp_path, pause=1.0),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and victim.poll() is None and \
+                len(list(store.glob("family_annealed/chunks/draws_*.nc"))) < 2:
+            time.sleep(0.05)
+        assert victim.poll() is None, "the run ended before it could be killed:\n" + victim.stdout.read().decode()
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+    assert not out.exists()
+    start = store / "annealed_start.npz"
+    kept = {p: p.stat().st_mtime_ns for p in [start, *sorted((store / "family_prior").rglob("*.nc"))]}
+    res = subprocess.run(_cli(args + ["--out", str(out), "--resume"]), env=_env(tmp_path), capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept         # nothing finished was written again
+    got = azcompat.from_netcdf(out)
+    runs = bnnzoo.run_config(got)["certification"]["runs"]
+    assert runs["prior"]["resumed_from_block"] == 5 and 2 <= runs["annealed"]["resumed_from_block"] < 5
+    want = azcompat.from_netcdf(ref)
+    for group in ("posterior", "sample_stats"):
+        a, b = azcompat.get_group(got, group), azcompat.get_group(want, group)
+        for k in b.data_vars:
+            np.testing.assert_array_equal(a[k].values, b[k].values, err_msg=f"{group}.{k}")
+
+
 LOCK_HOLDER = """
 import fcntl, sys, time
 fh = open(sys.argv[1], "a+")

@@ -226,10 +226,11 @@ def test_certify_arguments_are_checked_before_anything_runs():
     ok = dict(num_chains=2, sampler="auto", init="prior", warm_start=0, reparam=(), store=None, resume=False)
     assert check_certify(True, sig, ok) == ("prior", "annealed", "meanfield")
     assert check_certify(["meanfield", "prior"], sig, ok) == ("prior", "meanfield")
+    assert check_certify(True, sig, dict(ok, store="x", resume=True)) == ("prior", "annealed", "meanfield")
     bad = [(True, None, ok, "declares"), (["prior"], sig, ok, "two or more"), ("yes", sig, ok, "must be True"),
            (["prior", "tempered"], sig, ok, "two or more"), (True, sig, dict(ok, num_chains=1), "num_chains"),
            (["prior", "meanfield"], bnnzoo.get_entry("relu"), ok, "offers the start families"),
-           (True, sig, dict(ok, store="x"), "store"), (True, sig, dict(ok, warm_start=5), "warm_start"),
+           (True, sig, dict(ok, warm_start=5), "warm_start"),
            (True, sig, dict(ok, init={"a": np.zeros(2)}), "init"), (True, sig, dict(ok, reparam="readout"), "reparam")]
     for certify, entry, call, msg in bad:
         with pytest.raises(ValueError, match=msg):
@@ -405,3 +406,127 @@ def test_a_planted_task_adds_the_planted_family():
     with pytest.raises(ValueError, match="has none") as err:
         check_certify(["prior", "planted"], entry, dict(call, task=base))
     assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------------------------------------ store and resume
+# the linear net on a planted task, from the prior and from the teacher, 2 chains each, 4 warm-up steps + 4 draws in
+# chunks of 2: every family's store holds 2 warm-up blocks and 2 blocks of draws (blocks 0..3)
+CERT_KW = dict(width=3, num_chains=2, num_warmup=4, num_samples=4, sampler="hmc", num_steps=2, chunk_size=2, seed=0,
+               certify=["prior", "planted"], progress=False, record=())
+
+
+def _planted():
+    from bnnzoo.tasks import planted_task
+
+    return planted_task(bnnzoo.get_entry("deep_linear"), toy_task(P=8), seed=0, width=3)
+
+
+def _cert_draws(run):
+    post, ss = azcompat.get_group(run, "posterior"), azcompat.get_group(run, "sample_stats")
+    return {"a": post["a"].values, "W1": post["W1"].values, "step_size": ss["step_size"].values,
+            "family": post.coords["family"].values}
+
+
+def test_a_failed_family_resumes_from_its_checkpoint_and_finished_families_are_not_rerun(tmp_path, monkeypatch):
+    """The planted family fails after its second checkpoint (an injected disk error): the error names the prior
+    family as finished and kept; resume=True reads the prior family from its store (no block runs: one family
+    compiles, not two), continues the planted family after its last checkpoint (block 1), and gives the draws of
+    the uninterrupted certified run bit for bit."""
+    from bnnzoo.inference import chunked
+
+    task = _planted()
+    ref = _cert_draws(bnnzoo.sample("deep_linear", task, store=tmp_path / "ref", **CERT_KW))
+    real_save, saved = chunked.save_state, []
+
+    def failing_save(path, *a, **kw):
+        if "family_planted" in str(path):
+            saved.append(path)
+            if len(saved) == 3:
+                raise OSError("injected: no space left on device")
+        return real_save(path, *a, **kw)
+
+    monkeypatch.setattr(chunked, "save_state", failing_save)
+    store = tmp_path / "cert"
+    with pytest.raises(OSError, match=r"^certify: start family 'planted' failed \(OSError: injected.*\); the "
+                                      r"finished families \['prior'\] are kept in .*cert: resume=True"):
+        bnnzoo.sample("deep_linear", task, store=store, **CERT_KW)
+    monkeypatch.setattr(chunked, "save_state", real_save)
+    assert sorted(p.name for p in store.iterdir()) == ["chunks", "family_planted", "family_prior", "lock", "run.json"]
+    real_compile, compiled = chunked._compile_block, []
+    monkeypatch.setattr(chunked, "_compile_block", lambda *a, **kw: compiled.append(1) or real_compile(*a, **kw))
+    run = bnnzoo.sample("deep_linear", task, store=store, resume=True, **CERT_KW)
+    assert len(compiled) == 1                                   # the planted family only
+    runs = bnnzoo.run_config(run)["certification"]["runs"]
+    assert runs["prior"]["resumed_from_block"] == 3 and runs["planted"]["resumed_from_block"] == 1
+    got = _cert_draws(run)
+    for k, v in ref.items():
+        np.testing.assert_array_equal(got[k], v, err_msg=k)
+
+
+def test_a_resume_with_other_certification_settings_is_refused(tmp_path, monkeypatch):
+    """The certification's identity (families, chains per family, seeds, model, settings) is its store's run.json: a
+    resume that differs is refused naming what differs, a new certification onto it is refused, before anything
+    samples (here the first family fails at once, so the store holds the identity and no draws)."""
+    from bnnzoo.inference import sampling
+    from bnnzoo.inference.store import RunStore, StoreError
+
+    task, store = _planted(), tmp_path / "cert"
+
+    def fails(*a, **kw):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(sampling, "sample", fails)
+    with pytest.raises(RuntimeError, match="^injected$"):        # no family finished: the error as it was
+        bnnzoo.sample("deep_linear", task, store=store, **CERT_KW)
+    for change, says in ((dict(certify=["prior", "annealed"]), "certify.families=['prior', 'planted']"),
+                         (dict(num_chains=3), "certify.num_chains=2, this call has certify.num_chains=3"),
+                         (dict(seed=1), "certify.seeds.prior=0"),
+                         (dict(width=4), "model_kwargs.width=3")):
+        with pytest.raises(StoreError, match="cannot resume .*cert: the store holds a run with ") as err:
+            bnnzoo.sample("deep_linear", task, store=store, resume=True, **dict(CERT_KW, **change))
+        assert says in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(StoreError, match="already holds a run; pass resume=True"):
+        bnnzoo.sample("deep_linear", task, store=store, **CERT_KW)
+    with pytest.raises(StoreError, match="in use by another process"):      # a second certification while one runs
+        holder = RunStore(store)
+        holder.lock()
+        try:
+            bnnzoo.sample("deep_linear", task, store=store, resume=True, **CERT_KW)
+        finally:
+            holder.unlock()
+
+
+def test_without_a_store_a_failed_family_names_the_finished_ones_and_store(monkeypatch):
+    """No store: the finished families cannot be kept, and the error (of the failed family's type) says which
+    finished and that store= keeps them."""
+    from bnnzoo.inference import sampling
+
+    calls = []
+
+    def second_fails(*a, **kw):
+        calls.append(kw["seed"])
+        if len(calls) == 2:
+            raise ValueError("injected")
+        return object()
+
+    monkeypatch.setattr(sampling, "sample", second_fails)
+    with pytest.raises(ValueError, match=r"^certify: start family 'planted' failed \(ValueError: injected\); the "
+                                         r"finished families \['prior'\] were discarded: give store=DIR") as err:
+        bnnzoo.sample("deep_linear", _planted(), **CERT_KW)
+    assert calls == [0, 3] and "\n" not in str(err.value)
+
+
+def test_a_store_does_not_change_the_sampler_auto_picks_for_a_certified_run(tmp_path):
+    """sampler="auto" picks the unit-wise sampler for a certified sigmoidal net on orthogonal inputs with and
+    without chunks and a store (it keeps them itself)."""
+    import inspect
+
+    from bnnzoo.inference.plan import make_spec
+    from bnnzoo.inference.sampling import sample
+
+    defaults = {k: p.default for k, p in inspect.signature(sample).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    for extra in ({}, dict(store=tmp_path / "s", chunk_size=2)):
+        args = dict(defaults, num_chains=4, **extra)
+        spec = make_spec("sigmoidal", toy_task(P=8), model_kwargs=dict(width=4), certify=True, **args)
+        assert spec.sampler == "units", extra

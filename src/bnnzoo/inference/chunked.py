@@ -44,7 +44,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .._log import Progress
 from .compilation import compile_cached
 from .distributed import agree_to_start
-from .store import (RunStore, StoreError, describe_differences, load_state, manifest_digest, save_state,
+from .store import (RunStore, StoreError, check_store as _check_store, load_state, manifest_digest, save_state,
                     version_changes)
 
 __all__ = ["Block", "plan_blocks", "ChunkedResult", "run_chunked", "STAT_FIELDS"]
@@ -364,27 +364,6 @@ def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Cal
     finally:
         if store is not None:
             store.unlock(remove_if_new=True)
-
-
-def _check_store(store: RunStore, resume: bool, manifest: dict | None) -> None:
-    """Refuse (:class:`StoreError`, one line) a store this call may not use: one that holds a run (without
-    ``resume``), holds none or another run (with ``resume``; the message names the settings that differ)."""
-    if not resume:
-        if store.exists():
-            raise StoreError(f"{store.path} already holds a run; pass resume=True (CLI: --resume) to continue it, or "
-                             f"choose a new folder")
-        foreign = store.foreign_files()
-        if foreign:
-            raise StoreError(f"{store.path} holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''} but "
-                             f"no run.json: it is not a bnnzoo store this run may write into; use another folder")
-        return
-    if not store.exists():
-        raise StoreError(f"cannot resume {store.path}: it holds no run (no run.json); drop resume (CLI: --resume) to "
-                         f"start a new run there")
-    stored = store.manifest()
-    if manifest is not None and stored.get("fingerprint") != manifest.get("fingerprint"):
-        raise StoreError(f"cannot resume {store.path}: {describe_differences(stored, manifest)}; resume with the "
-                         f"same arguments, or use a new folder")
 
 
 def _check_manifest(store: RunStore, ckpt, manifest: dict | None) -> dict | None:

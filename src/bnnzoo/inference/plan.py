@@ -243,7 +243,8 @@ def _check_replica_memory(fn, task, kw: dict, num_chains: int, num_replicas: int
 def units_serve(entry, kw: dict, X, *, init, num_chains, hmc_options: dict) -> bool:
     """Whether ``sampler="auto"`` may run the unit-wise sampler: the one-hidden-layer sigmoidal net with the
     non-lazy readout on orthogonal inputs (:func:`bnnzoo.inference.units.check_units`), starting from the prior or
-    from given hidden weights, with none of the HMC or long-run settings in ``hmc_options`` ({name: value}) given."""
+    from given hidden weights, with none of the settings it does not take in ``hmc_options`` ({name: value}) given
+    (HMC settings, site_thinning, reparam, warm_start; ``chunk_size`` / ``store`` / ``resume`` it keeps itself)."""
     if kw.get("activation") != "sigmoid" or any(hmc_options.values()):
         return False
     if not (init == "prior" or isinstance(init, dict) and "W1" in init):
@@ -623,10 +624,9 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     if isinstance(sampler, str) and isinstance(num_chains, (int, np.integer)):
         serve = sampler == "auto" and certify and units_serve(
             entry, kw, task.X, init=init, num_chains=int(num_chains),
-            hmc_options=dict(chunk_size=chunk_size, store=store, resume=resume, site_thinning=site_thinning,
-                             reparam=reparam, warm_start=warm_start, step_size=step_size, dense_mass=dense_mass,
-                             target_accept=target_accept, max_tree_depth=max_tree_depth != 10, num_steps=num_steps,
-                             tempering=tempering))
+            hmc_options=dict(site_thinning=site_thinning, reparam=reparam, warm_start=warm_start, step_size=step_size,
+                             dense_mass=dense_mass, target_accept=target_accept, max_tree_depth=max_tree_depth != 10,
+                             num_steps=num_steps, tempering=tempering))   # chunks and a store the units sampler keeps
         sampler = choose_sampler(sampler, entry, num_chains=int(num_chains), chain_method=chain_method,
                                  dense_mass=dense_mass is True, num_steps=num_steps, max_tree_depth=max_tree_depth,
                                  certify=bool(certify), units_serve=serve)

@@ -40,7 +40,7 @@ except ImportError:              # no flock on this platform: RunStore.lock cann
     fcntl = None
 
 __all__ = ["RunStore", "StoreError", "load_store", "save_state", "load_state", "read_checkpoint", "fingerprint",
-           "file_sha256", "describe_differences", "manifest_digest", "version_changes"]
+           "file_sha256", "describe_differences", "manifest_digest", "version_changes", "check_store"]
 
 _STATE_FILE = "state.npz"
 _MANIFEST = "run.json"
@@ -549,3 +549,24 @@ def _concat_blocks(group: str, blocks: list):
         return xr.concat(blocks, dim="draw", join="exact")
     return xr.Dataset({k: xr.concat([b[k] for b in blocks], dim=f"draw_{k}", join="exact")
                        for k in blocks[0].data_vars})
+
+
+def check_store(store: RunStore, resume: bool, manifest: dict | None) -> None:
+    """Refuse (:class:`StoreError`, one line) a store this call may not use: one that holds a run (without
+    ``resume``), holds none or another run (with ``resume``; the message names the settings that differ)."""
+    if not resume:
+        if store.exists():
+            raise StoreError(f"{store.path} already holds a run; pass resume=True (CLI: --resume) to continue it, or "
+                             f"choose a new folder")
+        foreign = store.foreign_files()
+        if foreign:
+            raise StoreError(f"{store.path} holds {', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''} but "
+                             f"no run.json: it is not a bnnzoo store this run may write into; use another folder")
+        return
+    if not store.exists():
+        raise StoreError(f"cannot resume {store.path}: it holds no run (no run.json); drop resume (CLI: --resume) to "
+                         f"start a new run there")
+    stored = store.manifest()
+    if manifest is not None and stored.get("fingerprint") != manifest.get("fingerprint"):
+        raise StoreError(f"cannot resume {store.path}: {describe_differences(stored, manifest)}; resume with the "
+                         f"same arguments, or use a new folder")

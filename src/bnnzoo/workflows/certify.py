@@ -33,6 +33,18 @@ The returned run holds all families' chains concatenated along ``chain`` in fami
 coordinate on ``chain`` in every group that has chains, the comparison in the attribute ``bnnzoo_certification``
 (JSON) and in ``run_config(idata)["certification"]`` (:func:`certify_run` computes it for any such run).
 
+Store
+-----
+With ``store=DIR`` (and ``chunk_size``) every family runs into a store of its own, ``DIR/family_<name>``
+(:mod:`bnnzoo.inference.store`: chunks, checkpoints, a lock), and ``DIR`` is a store whose ``run.json`` holds the
+certification's identity (families, chains per family, seeds, model and sizes, with a fingerprint of those and the
+data) and whose lock is held while the certification runs; the annealed family's starting values are kept in
+``DIR/annealed_start.npz`` (a checkpoint file).  ``resume=True`` refuses a ``DIR`` of another certification (naming
+what differs), reads every finished family back without running a block, takes the annealed start from its file,
+and continues the family in flight from its last checkpoint, so a kill or a failed family costs only the family in
+flight, and the draws are those of the uninterrupted run.  A family that fails after others finished raises its own
+error with a message naming them (and, without a store, saying that ``store=`` keeps them).
+
 Error model
 -----------
 Each chain is one independent sample of the population: its N units are frozen into one draw of the population law
@@ -74,8 +86,10 @@ import json
 import logging
 import math
 import time
+from pathlib import Path
 from typing import Sequence
 
+import jax
 import numpy as np
 import xarray as xr
 
@@ -86,9 +100,10 @@ from ..diagnostics._data import np_activation
 from ..diagnostics.planted import chain_mean_stats, welch
 from ..diagnostics.populations import population_observables
 from ..inference import sampling
-from ..inference.convert import sealed
+from ..inference.convert import jsonable, sealed, versions
 from ..inference.health import MAX_RHAT, _ess_rhat, invariant_observables, warn_if_unhealthy
 from ..inference.plan import default_num_chains, make_spec, resolve_kwargs
+from ..inference.store import RunStore, check_store, fingerprint, read_checkpoint, save_state
 from ..models.fcn import fcn
 from ..models.zoo import START_FAMILIES
 from ..tasks.planted import planted_init
@@ -137,8 +152,9 @@ def sample(model, task, *, certify: bool | Sequence[str] = False, **kwargs):
         more).  The run then holds all families' chains along ``chain`` (a ``family`` coordinate names each chain's
         family) and the comparison in the attribute ``bnnzoo_certification`` and in
         ``run_config(idata)["certification"]``.  Needs a zoo entry, two or more chains per family,
-        ``init="prior"``, no ``warm_start``, ``reparam``, ``store`` or sampler "gibbs" / "smc".  False (default):
-        :func:`bnnzoo.inference.sample` unchanged.
+        ``init="prior"``, no ``warm_start``, ``reparam`` or sampler "gibbs" / "smc".  With ``store``, each family
+        runs into its own store and ``resume=True`` runs only what is left (module docstring, "Store").  False
+        (default): :func:`bnnzoo.inference.sample` unchanged.
 
     Returns
     -------
@@ -194,8 +210,8 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
     ------
     ValueError
         a bad ``certify``, an entry without population observables, a family the entry does not offer, fewer than
-        two chains per family, or an option certification cannot take (store, resume, warm_start, reparam, a
-        given ``init``, sampler="gibbs" or "smc", which cannot start from given values).
+        two chains per family, or an option certification cannot take (warm_start, reparam, a given ``init``,
+        sampler="gibbs" or "smc", which cannot start from given values).
     """
     if entry is None or getattr(entry, "populations", None) is None:
         name = getattr(entry, "name", "a plain NumPyro model")
@@ -229,14 +245,13 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
                          f"family (4 or more advised), got {n!r}")
     reparam, init = call.get("reparam"), call.get("init", "prior")
     given = [name for name, set_ in (
-        ("store", call.get("store") is not None), ("resume", call.get("resume") is True),
         ("warm_start", call.get("warm_start", 0) != 0),
         ("reparam", reparam is not None and (isinstance(reparam, str) or len(reparam) > 0)),
         ("init", not (isinstance(init, str) and init == "prior")),
         ("sampler='gibbs'", call.get("sampler") == "gibbs"),
         ("sampler='smc'", call.get("sampler") == "smc")) if set_]
     if given:
-        raise ValueError(f"certify starts every family's chains itself and runs them in memory: drop {given}")
+        raise ValueError(f"certify starts every family's chains itself: drop {given}")
     return families
 
 
@@ -403,7 +418,8 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
     entry : the zoo entry.
     task : the task.
     certify : True or a sequence of family names (:func:`check_certify`).
-    call : the arguments :func:`bnnzoo.sample` was called with.
+    call : the arguments :func:`bnnzoo.sample` was called with (with ``store``, every family runs into its own
+        store, ``store/family_<name>``, and ``resume`` continues them: see the module docstring).
     model_kwargs : its model keywords.
 
     Returns
@@ -413,12 +429,18 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
     Raises
     ------
     ValueError
-        bad arguments (before anything compiles), or fewer than two families left to run.
+        bad arguments (before anything compiles), fewer than two families left to run, or a store this call may
+        not use (:class:`~bnnzoo.inference.store.StoreError`: another run's, locked, or, with ``resume``, a
+        certification with other families, chains, seeds or settings; the message names what differs).
+    Exception
+        the error of a family that failed after others finished, of the same type, its message naming the finished
+        families and where they are kept (with ``store``) or how to keep them (without).
     """
 
     families = list(check_certify(certify, entry, call))
     seed, n = int(call["seed"]), int(call["num_chains"])
-    base = {k: v for k, v in call.items() if k not in ("model", "task", "certify", "init", "seed")}
+    store, resume = call.get("store"), bool(call.get("resume"))
+    base = {k: v for k, v in call.items() if k not in ("model", "task", "certify", "init", "seed", "store", "resume")}
     t0 = time.time()
     starts, details, skipped = {}, {}, {}
     if "meanfield" in families:              # cheap, and may rule the family out: before anything samples
@@ -434,28 +456,95 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
     if len(families) < 2:
         raise ValueError(f"certify: fewer than two start families can run for {entry.name!r} ({skipped})")
     runs, seeds = {}, {"prior": seed, "annealed": seed + 1, "meanfield": seed + 2, "planted": seed + 3}
+    top = None
+    if store is not None:                    # the certification's own store: its identity, the lock, the families
+        top = RunStore(_own_folder(store))
+        top.lock()
     token = sampling.HEALTH_WARNINGS.set(False)
     try:
+        if top is not None:
+            manifest = _certify_manifest(entry, task, families, n, {f: seeds[f] for f in families}, base,
+                                         model_kwargs)
+            check_store(top, resume, manifest)
+            if not top.exists():
+                top.write_manifest(manifest)
         for fam in families:
             _logger.info("certify: start family %r (%d chains)", fam, n)
-            init = "prior"
-            if fam == "annealed":
-                init, details["annealed"] = annealed_start(entry, task, base, model_kwargs, seed + 10)
-            elif fam == "meanfield":
-                init = starts["meanfield"]
-            elif fam == "planted":
-                init = planted_init(task, n)
-            runs[fam] = sampling.sample(entry, task, **dict(base, seed=seeds[fam], init=init), **model_kwargs)
+            sub = None if store is None else Path(store) / f"family_{fam}"     # (several processes: a folder each)
+            try:
+                init = "prior"
+                if fam == "annealed":
+                    init, details["annealed"] = _annealed_start_kept(entry, task, base, model_kwargs, seed + 10,
+                                                                     top, resume)
+                elif fam == "meanfield":
+                    init = starts["meanfield"]
+                elif fam == "planted":
+                    init = planted_init(task, n)
+                again = sub is not None and resume and RunStore(_own_folder(sub)).exists()   # read, not re-run
+                runs[fam] = sampling.sample(entry, task, **dict(base, seed=seeds[fam], init=init, store=sub,
+                                                                resume=again), **model_kwargs)
+            except Exception as e:
+                if not runs:
+                    raise
+                raise _family_failed(e, fam, list(runs), top) from e
     finally:
         sampling.HEALTH_WARNINGS.reset(token)
+        if top is not None:
+            top.unlock(remove_if_new=True)
     combined = concat_families(runs)
     record = certify_run(combined, entry)
     record.update(skipped_families=skipped, starts=details, seeds={f: seeds[f] for f in runs},
-                  num_chains_per_family=n, wall_time_s=round(time.time() - t0, 3))
+                  num_chains_per_family=n, store=None if top is None else str(top.path),
+                  wall_time_s=round(time.time() - t0, 3))
     combined = _with_record(combined, record, runs)
     _logger.info("certify: %s", "families agree" if record["agree"] else "; ".join(record["disagreements"]))
     warn_if_unhealthy(combined, store=True)
     return combined
+
+
+def _own_folder(path) -> Path:
+    """This process's store folder below ``path``: ``path/process_<k>`` when several processes run the chains (as
+    :func:`bnnzoo.inference.sample` keeps them), else ``path``."""
+    return Path(path) / f"process_{jax.process_index()}" if jax.process_count() > 1 else Path(path)
+
+
+def _certify_manifest(entry, task, families: list, n: int, seeds: dict, base: dict, model_kwargs: dict) -> dict:
+    """The identity of a certification with a store (its ``run.json``): the families, chains per family and seeds,
+    the model and the sampler settings, with a fingerprint of those and the data; a resume must match it."""
+    ident = dict(certify=dict(families=list(families), num_chains=n, seeds=seeds), model=entry.name,
+                 model_kwargs=jsonable(model_kwargs), sampler=jsonable(base["sampler"]),
+                 num_warmup=base["num_warmup"], num_samples=base["num_samples"], thinning=base["thinning"],
+                 task=jsonable(task.meta))
+    return dict(ident, fingerprint=fingerprint(ident, [task.X, task.Y]), versions=versions())
+
+
+def _annealed_start_kept(entry, task, base: dict, model_kwargs: dict, seed: int, top, resume: bool):
+    """:func:`annealed_start`, its starting values kept in the certification's store (``annealed_start.npz``, a
+    checkpoint file of :mod:`bnnzoo.inference.store`) and read back on a resume instead of running the hot stages
+    again."""
+    path = None if top is None else top.path / "annealed_start.npz"
+    if path is not None and resume and path.exists():
+        meta, arrays = read_checkpoint(path)
+        return {s: arrays[f"leaf{i:04d}"] for i, s in enumerate(meta["sites"])}, meta["details"]
+    init, details = annealed_start(entry, task, base, model_kwargs, seed)
+    if path is not None:                 # the leaves of a dict are its values in key order
+        save_state(path, init, {"sites": sorted(init), "details": details})
+    return init, details
+
+
+def _family_failed(e: Exception, family: str, finished: list, top) -> Exception:
+    """The error of a start family that failed after ``finished`` ones: of the same type where it takes a message,
+    saying what finished and where it is kept (a store) or how to keep it (none)."""
+    why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    kept = (f"the finished families {finished} are kept in {top.path}: resume=True (CLI: --resume) runs only the "
+            f"rest" if top is not None else
+            f"the finished families {finished} were discarded: give store=DIR (CLI: --store DIR or --chunk N) to "
+            f"keep each family as it finishes, and resume=True (CLI: --resume) to run only the rest")
+    msg = f"certify: start family {family!r} failed ({why}); {kept}"
+    try:
+        return type(e)(msg)
+    except Exception:  # noqa: BLE001  an exception type that takes no single message
+        return RuntimeError(msg)
 
 
 def concat_families(runs: dict):
@@ -489,7 +578,8 @@ def _with_record(idata, record: dict, runs: dict):
     cfg = json.loads(attrs["bnnzoo_config"])
     configs = {f: json.loads(azcompat.get_attrs(r)["bnnzoo_config"]) for f, r in runs.items()}
     record["runs"] = {f: {"seed": c.get("seed"), "init": c.get("sampler", {}).get("init"),
-                          "divergences": c.get("divergences"), "wall_time_s": c.get("wall_time_s")}
+                          "divergences": c.get("divergences"), "wall_time_s": c.get("wall_time_s"),
+                          "resumed_from_block": c.get("engine", {}).get("resumed_from_block")}
                       for f, c in configs.items()}
     cfg["certification"] = record
     cfg["divergences"] = int(sum(c.get("divergences", 0) for c in configs.values()))
