@@ -572,6 +572,10 @@ def test_an_edited_run_json_is_refused_and_a_version_change_is_recorded(referenc
     (store / "run.json").write_text(json.dumps(dict(man, versions=dict(man["versions"], jax="0.0.1"))))
     with pytest.raises(StoreError, match="its run.json was edited after the run started"):
         _resume(store)
+    # an edited fingerprint (or any setting in it) differs from every call: named as the edit, not as other data
+    (store / "run.json").write_text(json.dumps(dict(man, fingerprint="0" * len(man["fingerprint"]))))
+    with pytest.raises(StoreError, match="its run.json was edited after the run started"):
+        _resume(store)
     (store / "run.json").write_text(json.dumps(man))
     from bnnzoo.inference import sampling
 

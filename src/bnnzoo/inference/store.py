@@ -568,5 +568,20 @@ def check_store(store: RunStore, resume: bool, manifest: dict | None) -> None:
                          f"start a new run there")
     stored = store.manifest()
     if manifest is not None and stored.get("fingerprint") != manifest.get("fingerprint"):
+        if _edited(store, stored):        # an edited run.json differs from every call: say so, not "other data"
+            raise StoreError(f"cannot resume {store.path}: its run.json was edited after the run started (its "
+                             f"checksum differs from the one in its checkpoint); restore it, or start the run again "
+                             f"in a new folder")
         raise StoreError(f"cannot resume {store.path}: {describe_differences(stored, manifest)}; resume with the "
                          f"same arguments, or use a new folder")
+
+
+def _edited(store: RunStore, stored: Mapping) -> bool:
+    """True when a readable checkpoint of ``store`` carries a digest of ``run.json`` other than ``stored``'s."""
+    for path in (store.state_path, store.previous_state_path):
+        try:
+            meta, _ = read_checkpoint(path)
+        except StoreError:
+            continue
+        return "manifest" in meta and meta["manifest"] != manifest_digest(stored)
+    return False
