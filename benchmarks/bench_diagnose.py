@@ -2,15 +2,15 @@
 by section, for two copies of bnnzoo side by side (the "before" and the "after" of a change), interleaved on the same
 input and machine.
 
-The input.  Sampling that run on 2 CPU cores takes hours, so the script builds a run file of the same shapes through
+The input. Sampling that run on 2 CPU cores takes hours, so the script builds a run file of the same shapes through
 bnnzoo's own pipeline: ``bnnzoo.sample("sigmoidal", toy_task(P=500), width=500, num_chains=64, num_warmup=0,
-num_samples=300, sampler="units")`` (the GPU run of ``gpu_check_cli.md`` kept 64 × 300 draws after 300 warm-up
-steps; ``diagnose`` does not read the warm-up) with what ``bnnzoo sample`` records (the summaries, the streamed
-kernel means, no W1), written with ``bnnzoo``'s own writer, except that the units sampler's sweep is replaced by a
-cheap move: every preactivation takes an AR(1) step around the prior, h ← ρ h + √(1 − ρ²) s ξ (ρ = ``--rho``),
-accepted always.  The readout is drawn exactly from a | H as in every units run, so every group, dimension, attribute and the stored
-sampler health are what a units run of that size writes; the draws are not posterior draws (the units move slowly
-around their prior start, so codes rarely change, as in a run whose ergodicity is broken).
+num_samples=300, sampler="units")`` (the GPU run of ``gpu_check_cli.md`` kept 64 × 300 draws after 300 warm-up steps;
+``diagnose`` does not read the warm-up) with what ``bnnzoo sample`` records (the summaries, the streamed kernel means,
+no W1), written with ``bnnzoo``'s own writer, except that the units sampler's sweep is replaced by a cheap move: every
+preactivation takes an AR(1) step around the prior, h ← ρ h + √(1 − ρ²) s ξ (ρ = ``--rho``), accepted always. The
+readout is drawn exactly from a | H as in every units run, so every group, dimension, attribute and the stored sampler
+health are what a units run of that size writes; the draws are not posterior draws (the units move slowly around their
+prior start, so codes rarely change, as in a run whose ergodicity is broken).
 
 Each copy runs ``bnnzoo diagnose RUN --quiet`` in a fresh process (``--repeats`` times, alternating), and the script
 records the wall time of the command and the report's own per-section timings, and checks that the report's numbers
