@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import numpy as np
 
 from bnnzoo.diagnostics import ergodicity, rhat_neurons
@@ -42,3 +43,27 @@ def test_ks_2samp_rows_is_scipys_statistic_ties_included():
     for x, y in ((a, b), (np.round(a, 1), np.round(b, 1))):
         want = np.array([stats.ks_2samp(x[i], y[i]).statistic for i in range(len(x))])
         np.testing.assert_allclose(ks_2samp_rows(x, y), want, rtol=0, atol=1e-12)
+
+
+def test_ergodicity_numbers_from_one_sort_per_chain_and_feature():
+    """The R̂ and KS distances come from one sort of each (chain, feature) trajectory set: exactly the numbers of
+    rhat_neurons and of the KS distance to the sorted pool, with ties, with an odd number of draws, and with
+    the two halves too short for an R̂."""
+    erg = importlib.import_module("bnnzoo.diagnostics.ergodicity")
+    g = rng()
+    for D, N, ties in [(40, 12, False), (40, 12, True), (41, 9, True), (4, 7, False), (5, 3, True)]:
+        x = g.standard_normal((3, D, N, 2)).cumsum(1) * 0.3 + g.standard_normal((3, 1, N, 2))
+        x = np.round(x, 1) if ties else x
+        r = erg.ergodicity(x, n_boot=5)
+        rh, ks = [], []
+        for c in range(3):
+            for k in range(2):
+                xs = x[c, :, :, k]
+                rh.append(rhat_neurons(xs))
+                v, pool = np.sort(xs, axis=0), np.sort(xs.ravel())
+                Fr, Fl = np.searchsorted(pool, v, "right") / pool.size, np.searchsorted(pool, v, "left") / pool.size
+                j = (np.arange(1, D + 1) / D)[:, None]
+                ks.append(np.maximum(np.max(np.abs(j - Fr), 0), np.max(np.abs(j - 1.0 / D - Fl), 0)))
+        rh = np.array(rh).reshape(3, 2)
+        assert np.array_equal(r.rhat_per_feature, np.nanmedian(rh, axis=0), equal_nan=True)
+        assert r.ks_distance == float(np.median(np.concatenate(ks)))

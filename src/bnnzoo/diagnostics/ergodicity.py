@@ -94,13 +94,45 @@ def rhat_neurons(x: np.ndarray) -> float:
     if half < 2 or N < 1:
         return float("nan")
     xs = np.concatenate([x[:half], x[D - half:]], axis=1)
-    r = stats.rankdata(xs, axis=None).reshape(xs.shape)
-    z = stats.norm.ppf((r - 0.375) / (xs.size + 0.25))
+    return _rhat_of_ranks(stats.rankdata(xs, axis=None).reshape(xs.shape), half)
+
+
+def _rhat_of_ranks(r: np.ndarray, half: int) -> float:
+    """:func:`rhat_neurons` from the average ranks ``r`` (half, 2 × neuron) of its split trajectories."""
+    z = stats.norm.ppf((r - 0.375) / (r.size + 0.25))
     W = z.var(0, ddof=1).mean()
     B = half * z.mean(0).var(ddof=1)
     if W <= 0:
         return float("nan")
     return float(np.sqrt(((half - 1) / half * W + B / half) / W))
+
+
+def _pool_ranks(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest, highest) 1-based rank of every entry of ``vals`` among all its entries (ties share a range): the
+    counts of entries below and up to each value, from one sort."""
+    flat = vals.ravel()
+    order = np.argsort(flat, kind="stable")
+    sv = flat[order]
+    new = np.empty(len(sv), bool)
+    new[:1] = True
+    new[1:] = sv[1:] != sv[:-1]
+    group = np.cumsum(new) - 1                            # tie group of each sorted entry
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(sv))                 # one past each group's last entry
+    lo, hi = np.empty(len(sv), np.int64), np.empty(len(sv), np.int64)
+    lo[order], hi[order] = starts[group] + 1, ends[group]
+    return lo.reshape(vals.shape), hi.reshape(vals.shape)
+
+
+def _ks_of_ranks(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """:func:`_ks_to_pool` of columns (n, units) whose values make up the pool, from their ranks in it
+    (:func:`_pool_ranks`): a value's ECDF in the pool is its highest rank over the pool's size, and just below it
+    its lowest rank less one."""
+    n, M = lo.shape[0], lo.size
+    Fr = np.sort(hi, axis=0) / M
+    Fl = (np.sort(lo, axis=0) - 1) / M
+    j = (np.arange(1, n + 1) / n)[:, None]
+    return np.maximum(np.max(np.abs(j - Fr), 0), np.max(np.abs(j - 1.0 / n - Fl), 0))
 
 
 def _ks_to_pool(vals: np.ndarray, pool_sorted: np.ndarray) -> np.ndarray:
@@ -161,8 +193,13 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
     def per_chain_feature(ck):
         c, k = ck
         xs = x[c, :, :, k]
-        return (rhat_neurons(xs), _ks_to_pool(xs, np.sort(xs.ravel())),
-                ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T))
+        lo, hi = _pool_ranks(xs)          # one sort serves the KS distances to the pool and, D even, the R̂
+        if D % 2 == 0 and h >= 2:         # the split halves hold every draw: their ranks are these ranks
+            split = lambda r: np.concatenate([r[:h], r[h:]], axis=1)  # noqa: E731
+            rh = _rhat_of_ranks(0.5 * (split(lo) + split(hi)), h)
+        else:
+            rh = rhat_neurons(xs)
+        return rh, _ks_of_ranks(lo, hi), ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T)
 
     # the (chain, feature) pairs are independent and spend their time sorting, which releases the GIL: threads
     # share the machine's cores (results in the same order, so the same numbers as one after the other)

@@ -1,0 +1,182 @@
+"""Time ``bnnzoo diagnose`` at the paper's size (N = P = 500, 64 chains × 300 draws, sigmoidal net, toy task), section
+by section, for two copies of bnnzoo side by side (the "before" and the "after" of a change), interleaved on the same
+input and machine.
+
+The input. Sampling that run on 2 CPU cores takes hours, so the script builds a run file of the same shapes through
+bnnzoo's own pipeline: ``bnnzoo.sample("sigmoidal", toy_task(P=500), width=500, num_chains=64, num_warmup=0,
+num_samples=300, sampler="units")`` (the GPU run of ``gpu_check_cli.md`` kept 64 × 300 draws after 300 warm-up steps;
+``diagnose`` does not read the warm-up) with what ``bnnzoo sample`` records (the summaries, the streamed kernel means,
+no W1), written with ``bnnzoo``'s own writer, except that the units sampler's sweep is replaced by a cheap move: every
+preactivation takes an AR(1) step around the prior, h ← ρ h + √(1 − ρ²) s ξ (ρ = ``--rho``), accepted always. The
+readout is drawn exactly from a | H as in every units run, so every group, dimension, attribute and the stored sampler
+health are what a units run of that size writes; the draws are not posterior draws (the units move slowly around their
+prior start, so codes rarely change, as in a run whose ergodicity is broken).
+
+Each copy runs ``bnnzoo diagnose RUN --quiet`` in a fresh process (``--repeats`` times, alternating), and the script
+records the wall time of the command and the report's own per-section timings, and checks that the report's numbers
+and verdicts are the same for both copies.
+
+Usage (from the repository root)::
+
+    python benchmarks/bench_diagnose.py --before /path/to/old/src --out benchmarks/results/diagnose_n500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_run(path: Path, *, size: int, chains: int, warmup: int, samples: int, rho: float, seed: int) -> float:
+    """Write the benchmark's input run (module docstring) to ``path``; returns the seconds it took."""
+    import jax
+    import jax.numpy as jnp
+
+    import bnnzoo
+    from bnnzoo import azcompat
+    from bnnzoo.inference import units as units_mod
+    from bnnzoo.models import get_entry
+
+    def sweep(self, H, key):          # the cheap move (module docstring): (H, acceptance, code changes, mse, ok, ok)
+        H1 = rho * H + math.sqrt(1.0 - rho**2) * self.s[None, :] * jax.random.normal(key, H.shape, H.dtype)
+        changed = jnp.mean(self.codes(H1) != self.codes(H))
+        nan = jnp.full((), jnp.nan, H.dtype)       # the warm-up's mse is not computed
+        return H1, jnp.ones((), H.dtype), changed.astype(H.dtype), nan, jnp.zeros((), bool), jnp.zeros((), bool)
+
+    units_mod._Kernel.sweep = sweep
+    entry = get_entry("sigmoidal")
+    task = bnnzoo.toy_task(P=size)
+    kw = {"width": size}
+    t0 = time.perf_counter()
+    idata = bnnzoo.sample(entry, task, num_chains=chains, num_warmup=warmup, num_samples=samples, seed=seed,
+                          sampler="units", record=entry.record, progress=False,
+                          exclude=tuple(entry.unread_sites(dict(entry.defaults, **kw))), **kw)
+    azcompat.to_netcdf(idata, str(path))
+    return time.perf_counter() - t0
+
+
+
+CLI = "import sys; from bnnzoo.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def diagnose_once(src: str, run: Path, timeout: int) -> dict:
+    """``bnnzoo diagnose RUN --json`` with bnnzoo imported from ``src``, in a fresh process: wall seconds, the
+    report's per-section seconds and the report itself."""
+    env = {**os.environ, "PYTHONPATH": src, "JAX_PLATFORMS": "cpu"}
+    t0 = time.perf_counter()
+    res = subprocess.run([sys.executable, "-c", CLI, "diagnose", str(run), "--json"], capture_output=True,
+                         text=True, timeout=timeout, env=env)
+    wall = time.perf_counter() - t0
+    if res.returncode != 0:
+        raise RuntimeError(f"diagnose with {src} failed: {res.stderr.strip()[-2000:]}")
+    rep = json.loads(res.stdout[res.stdout.index("{"):])
+    return {"wall": wall, "timings": rep.pop("timings", {}), "report": rep}
+
+
+def same_numbers(a, b, path="report") -> list[str]:
+    """Where two JSON reports differ (numbers compared exactly, NaN equal to NaN)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{path}: keys {sorted(set(a) ^ set(b))}"] if set(a) != set(b) else []
+        return out + [d for k in a if k in b for d in same_numbers(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: lengths {len(a)} != {len(b)}"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in same_numbers(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return []
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", required=True, help="the src folder of the copy of bnnzoo before the change")
+    ap.add_argument("--after", default=str(ROOT / "src"), help="the src folder of the copy after (default: this one)")
+    ap.add_argument("--run", help="an existing input run (default: build it, under /tmp)")
+    ap.add_argument("--size", type=int, default=500)
+    ap.add_argument("--chains", type=int, default=64)
+    ap.add_argument("--warmup", type=int, default=0)
+    ap.add_argument("--samples", type=int, default=300)
+    ap.add_argument("--rho", type=float, default=0.995)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--make", help="only write the input run to this path")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "diagnose_n500"),
+                    help="stem of the result files (.json, .md)")
+    a = ap.parse_args()
+    shape = dict(size=a.size, chains=a.chains, warmup=a.warmup, samples=a.samples, rho=a.rho, seed=a.seed)
+    if a.make:
+        print(f"wrote {a.make} in {make_run(Path(a.make), **shape):.0f} s")
+        return 0
+    t_start = time.time()
+    run = Path(a.run) if a.run else Path(f"/tmp/bench_diagnose_n{a.size}_c{a.chains}.nc")
+    made_s = None
+    if not run.exists():
+        made_s = make_run(run, **shape)
+    rows = []
+    for r in range(a.repeats):
+        for label, src in (("before", a.before), ("after", a.after)):
+            load = load_average()
+            out = diagnose_once(src, run, a.timeout)
+            out.update(label=label, repeat=r, load=load)
+            rows.append(out)
+            print(f"{label} #{r}: {out['wall']:.1f} s (load {load}); "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in out["timings"].items()), flush=True)
+    diffs = same_numbers(rows[0]["report"], rows[1]["report"])
+    sections = list(rows[0]["timings"])
+    med = {lab: {k: statistics.median(x["timings"].get(k, float("nan")) for x in rows if x["label"] == lab)
+                 for k in sections} | {"wall": statistics.median(x["wall"] for x in rows if x["label"] == lab)}
+           for lab in ("before", "after")}
+    versions = {"python": platform.python_version()}
+    for mod in ("jax", "numpyro", "arviz", "scipy", "numpy", "sklearn"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except ImportError:
+            pass
+    cmd = "python benchmarks/bench_diagnose.py " + " ".join(sys.argv[1:])
+    result = {"command": cmd, "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores",
+              "versions": versions, "input": dict(shape, path=str(run), made_s=made_s,
+                                                  mb=round(run.stat().st_size / 1e6, 1)),
+              "median": med, "runs": [{k: v for k, v in x.items() if k != "report"} for x in rows],
+              "report_differences": diffs, "seconds": round(time.time() - t_start, 1)}
+    out = Path(a.out)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    lines = [f"# `bnnzoo diagnose` at N = P = {a.size}, {a.chains} chains × {a.samples} draws: before and after",
+             "", f"Generated by `{cmd}` in {result['seconds']:.0f} s. Machine: {result['machine']}. "
+             + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".", "",
+             "Input: " + (__doc__.split("\n\n")[1].replace("\n", " ")) + f" File: {result['input']['mb']} MB.",
+             "", f"Each copy ran `bnnzoo diagnose RUN --json` in a fresh process, {a.repeats} times, alternating "
+             "(before, after, before, ...). Seconds, medians over the repeats; *wall* is the whole command (start, "
+             "reading the file, diagnosis, printing); the sections are the report's own timings.", "",
+             "| | " + " | ".join(sections + ["wall"]) + " |", "|---|" + "---|" * (len(sections) + 1)]
+    for lab in ("before", "after"):
+        lines.append(f"| {lab} | " + " | ".join(f"{med[lab][k]:.1f}" for k in sections + ["wall"]) + " |")
+    lines += ["", "Every run (load average: 1, 5, 15 minutes, read before the run):", "",
+              "| copy | repeat | wall s | load | " + " | ".join(sections) + " |",
+              "|---|---|---|---|" + "---|" * len(sections)]
+    for x in rows:
+        lines.append(f"| {x['label']} | {x['repeat']} | {x['wall']:.1f} | {x['load']} | "
+                     + " | ".join(f"{x['timings'].get(k, float('nan')):.1f}" for k in sections) + " |")
+    lines += ["", "The report's numbers and verdicts, before against after (compared exactly, timings left out): "
+              + ("the same." if not diffs else f"{len(diffs)} differences: " + "; ".join(diffs[:20]))]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
