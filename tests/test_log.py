@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import bnnzoo
-from bnnzoo import cli
+from bnnzoo import _log, cli
 from bnnzoo._log import Progress, interactive
+from bnnzoo.inference import chunked
 
 SRC = str(Path(bnnzoo.__file__).resolve().parents[1])
 
@@ -30,32 +32,86 @@ class _Records(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def test_progress_off_a_terminal_logs_each_tenth():
-    """Off a terminal (pytest captures stderr), Progress logs the start, every tenth reached, and nothing else."""
+def test_progress_off_a_terminal_logs_every_few_seconds(monkeypatch):
+    """Off a terminal (pytest captures stderr), Progress logs the start, then a line only when LOG_INTERVAL seconds
+    passed (with the phase and an ETA), and the end ("done"); a stage ("compiling") is not shown once work is
+    counted."""
     assert not interactive()
+    now = [0.0]
+    monkeypatch.setattr(_log, "_clock", lambda: now[0])
     log = logging.getLogger("bnnzoo.test_progress")
     rec = _Records()
     log.addHandler(rec)
     log.setLevel(logging.INFO)
     try:
-        p = Progress(20, desc="sample", logger=log)
-        for _ in range(20):
+        p = Progress(100, desc="sample", logger=log)
+        p.stage("compiling")
+        now[0] = 10.0
+        p.phase("warm-up")
+        for _ in range(100):          # one unit every 0.5 s: a line every LOG_INTERVAL seconds, not every unit
+            now[0] += 0.5
             p.update(1)
         p.close()
-        done = [int(m.split(": ")[1].split("/")[0]) for m in rec.messages]
-        assert done == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20]
-        assert "(100 %," in rec.messages[-1]
+        counted = [m for m in rec.messages if "%" in m]
+        assert rec.messages[:2] == ["sample: 0/100 steps", "sample: compiling (0.0 s)"]
+        done = [int(m.split(": ")[1].split("/")[0]) for m in counted]
+        assert np.all(np.diff(done[:-1]) == 2 * _log.LOG_INTERVAL), rec.messages    # LOG_INTERVAL s apart
+        assert counted[1] == f"sample: {done[1]}/100 steps ({done[1]} %, warm-up, {10 + done[1] / 2:.1f} s, " \
+                             f"ETA {(100 - done[1]) / 2:.1f} s)"
+        assert not any("compiling" in m for m in counted)
+        assert counted[-1] == "sample: 100/100 steps (100 %, done, 1 min 00 s)"
         rec.messages.clear()
-        # chunks larger than a tenth: one line per chunk; resumed at 10; an early stop logs where it stopped
+        # resumed at 10; an early stop logs where it stopped, without "done"
         p = Progress(40, desc="sample", logger=log, initial=10)
         p.update(15)
-        p.update(3)                 # 28/40: still in the 7th tenth reached at 25 -> no line
         p.close()
-        assert [int(m.split(": ")[1].split("/")[0]) for m in rec.messages] == [10, 25, 28]
+        assert rec.messages == ["sample: 10/40 steps", "sample: 25/40 steps (62 %, 0.0 s)"]
         assert all("\r" not in m for m in rec.messages)
     finally:
         log.removeHandler(rec)
         log.setLevel(logging.NOTSET)
+
+
+def test_bar_moves_and_ends_done_not_compiling(monkeypatch, capsys):
+    """On a terminal (the bar forced on), a chunked run moves the bar during each block (several updates per block)
+    and the bar's last state is 100 % with "done", never the "compiling" stage."""
+    monkeypatch.setattr(_log, "interactive", lambda stream=None: True)
+    monkeypatch.setattr(chunked, "PIECE_SECONDS", 0.0)      # a piece per step: the bar moves at every step
+    updates = []
+    real_update = Progress.update
+    monkeypatch.setattr(Progress, "update", lambda self, n: (updates.append(n), real_update(self, n))[1])
+    task = bnnzoo.toy_task(P=6, N0=8)
+    bnnzoo.sample("deep_linear", task, width=4, num_chains=1, num_warmup=10, num_samples=10, sampler="nuts",
+                  chunk_size=10, progress=True, seed=0)
+    err = capsys.readouterr().err
+    last = err.replace("\n", "\r").split("\r")
+    last = [s for s in last if s.strip()][-1]
+    assert "100%" in last and "done" in last and "compiling" not in last, last
+    assert len(updates) > 2 and sum(updates) == 20, updates        # 2 blocks of 10 steps, more than 2 updates
+
+
+def test_plain_script_shows_progress_lines(tmp_path):
+    """A plain script that configures no logging sees the progress lines on stderr while the run goes (bnnzoo
+    attaches its stderr handler for the run), and none with progress=False; afterwards the bnnzoo logger is as it
+    was (a NullHandler, no level)."""
+    code = ("import logging, bnnzoo, bnnzoo._log, bnnzoo.inference.chunked as ch\n"
+            "bnnzoo._log.LOG_INTERVAL = 0.02\n"         # lines (and pieces) often, for a run of a few seconds
+            "ch.PIECE_SECONDS = 0.01\n"
+            "task = bnnzoo.toy_task(P=6, N0=8)\n"
+            "kw = dict(width=4, num_chains=1, num_warmup=60, num_samples=60, sampler='nuts', chunk_size=60)\n"
+            "bnnzoo.sample('deep_linear', task, progress=False, **kw)\n"
+            "print('quiet run done', flush=True)\n"
+            "bnnzoo.sample('deep_linear', task, **kw)\n"
+            "pkg = logging.getLogger('bnnzoo')\n"
+            "assert [type(h).__name__ for h in pkg.handlers] == ['NullHandler'] and pkg.level == 0\n")
+    r = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.startswith("sample: ")]
+    during = [line for line in lines if "%" in line and "/120 steps" in line and "done" not in line]
+    assert len(during) >= 2, r.stderr
+    assert lines[0] == "sample: 0/120 steps" and "(100 %, done, " in lines[-1], r.stderr
+    assert "\r" not in r.stderr
 
 
 def test_library_unconfigured_emits_nothing(tmp_path):

@@ -1,13 +1,17 @@
 """Logging and progress reporting of bnnzoo.
 
 Every message the library writes goes through the ``bnnzoo`` logger (one child logger per module,
-``logging.getLogger(__name__)``).  The library never configures handlers: the package logger carries a
-:class:`logging.NullHandler`, so an application that configures nothing sees nothing, and one that configures the
-root logger (``logging.basicConfig``) sees bnnzoo's messages there.  The command line installs one stderr handler
-(:func:`cli_handler`).
+``logging.getLogger(__name__)``).  The package logger carries a :class:`logging.NullHandler`, so an application that
+configures nothing sees none of bnnzoo's messages, and one that configures the root logger (``logging.basicConfig``)
+sees them there.  The command line installs one stderr handler (:func:`cli_handler`).
 
 Progress over a long loop is a tqdm bar when stderr is a terminal (or a Jupyter kernel), and otherwise an INFO log
-line at every tenth of the work (at least once per update), so that log files carry no carriage-return bars.
+line every :data:`LOG_INTERVAL` seconds (and at the start and the end), so that log files carry no carriage-return
+bars.  A plain script that configured no logging would see none of these lines: while a :class:`Progress` runs in
+such a process, bnnzoo attaches one stderr handler to its own logger (and sets that logger to INFO when its level
+is unset), and removes both when the progress ends.  ``progress=False`` silences it, and so does a level set on the
+``bnnzoo`` logger (``logging.getLogger("bnnzoo").setLevel(logging.WARNING)``); any handler configured by the
+application (on the root logger or on ``bnnzoo``) takes over from it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ import time
 from tqdm.auto import tqdm
 
 LOGGER_NAME = "bnnzoo"
+
+LOG_INTERVAL = 3.0
+"""Seconds between two progress lines off a terminal: a line every few seconds shows that a run advances without
+filling a log file (a tenth of the work per line gave one line in a minute, or ten in a second)."""
+
+_clock = time.perf_counter        # the progress clock (a test replaces it)
 
 logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
 
@@ -63,8 +73,75 @@ def interactive(stream=None) -> bool:
     return "ipykernel" in sys.modules
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A stream handler that writes to the current ``sys.stderr`` (as Python's last-resort handler does), so that a
+    redirected stderr (pytest's capture, ``contextlib.redirect_stderr``) receives the lines."""
+
+    def __init__(self):
+        logging.Handler.__init__(self)
+        self.setFormatter(_Formatter("%(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+
+_SCRIPT = {"users": 0, "handler": None, "level_set": False}
+
+
+def _unconfigured(logger: logging.Logger) -> bool:
+    """Whether no handler but a :class:`logging.NullHandler` would receive ``logger``'s records."""
+    node = logger
+    while node is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in node.handlers):
+            return False
+        if not node.propagate:
+            return True
+        node = node.parent
+    return True
+
+
+def _script_handler_acquire(logger: logging.Logger) -> bool:
+    """Attach the stderr handler of a plain script to the ``bnnzoo`` logger when logging is unconfigured (see the
+    module docstring); True when this progress holds it (release it with :func:`_script_handler_release`)."""
+    pkg = logging.getLogger(LOGGER_NAME)
+    if _SCRIPT["users"] == 0:
+        if not _unconfigured(logger):
+            return False
+        _SCRIPT["handler"] = _StderrHandler()
+        pkg.addHandler(_SCRIPT["handler"])
+        _SCRIPT["level_set"] = pkg.level == logging.NOTSET
+        if _SCRIPT["level_set"]:
+            pkg.setLevel(logging.INFO)
+    _SCRIPT["users"] += 1
+    return True
+
+
+def _script_handler_release() -> None:
+    _SCRIPT["users"] -= 1
+    if _SCRIPT["users"] == 0:
+        pkg = logging.getLogger(LOGGER_NAME)
+        pkg.removeHandler(_SCRIPT["handler"])
+        if _SCRIPT["level_set"]:
+            pkg.setLevel(logging.NOTSET)
+        _SCRIPT.update(handler=None, level_set=False)
+
+
+def _seconds(t: float) -> str:
+    """``t`` seconds as ``12.3 s``, ``4 min 05 s`` or ``2 h 03 min``."""
+    if t < 60:
+        return f"{t:.1f} s"
+    if t < 3600:
+        return f"{int(t // 60)} min {int(t % 60):02d} s"
+    return f"{int(t // 3600)} h {int(t % 3600 // 60):02d} min"
+
+
 class Progress:
     """Progress over ``total`` units of work: a tqdm bar when :func:`interactive`, else log lines.
+
+    Off a terminal it logs (INFO) a line at the start, then at most one every :data:`LOG_INTERVAL` seconds while
+    work is counted, and one at the end: ``sample: 120/1000 steps (12 %, warm-up, 4.2 s, ETA 31.0 s)``.  On a
+    terminal the bar's postfix says the stage or phase and ``done`` once the work is.
 
     Parameters
     ----------
@@ -82,22 +159,38 @@ class Progress:
 
     def __init__(self, total: int, *, desc: str, logger: logging.Logger, initial: int = 0, unit: str = "step"):
         self.total, self.n, self.desc, self.unit, self.log = int(total), int(initial), desc, unit, logger
-        self.t0 = time.perf_counter()
+        self.t0 = _clock()
+        self.what = ""                     # the stage or phase shown with the counts
+        self._staged = False               # ``what`` is a stage (cleared by the first counted work)
+        self._work = None                  # (time, units) when counted work started: the rate behind the ETA
         self.bar = None
+        self._script = False
         if interactive():
             self.bar = tqdm(total=self.total, initial=self.n, unit=unit, desc=desc)
         else:
-            self._next_tenth = self._tenth(self.n) + 1
+            self._script = _script_handler_acquire(logger)
             self._logged = self.n
+            self._last = self.t0
             self.log.info("%s: %d/%d %ss", desc, self.n, self.total, unit)
 
     def stage(self, text: str) -> None:
         """Say what is happening before the counted work starts (e.g. "compiling"): the bar's postfix, or a log line
         with the seconds since the start."""
+        self.what, self._staged = text, True
         if self.bar is not None:
             self.bar.set_postfix_str(text)
         else:
-            self.log.info("%s: %s (%.1f s)", self.desc, text, time.perf_counter() - self.t0)
+            self.log.info("%s: %s (%.1f s)", self.desc, text, _clock() - self.t0)
+
+    def phase(self, text: str) -> None:
+        """Name the counted work now under way (e.g. "warm-up", "sampling"): the bar's postfix and the phase of the
+        next log lines; the ETA counts from the first phase."""
+        if self._work is None:
+            self._work = (_clock(), self.n)
+        if text != self.what:
+            self.what, self._staged = text, False
+            if self.bar is not None:
+                self.bar.set_postfix_str(text)
 
     def resume_at(self, n: int) -> None:
         """Set the units done without counting them as new work (a resumed run found ``n`` done)."""
@@ -105,34 +198,44 @@ class Progress:
         if self.bar is not None:
             self.bar.n = self.n
             self.bar.refresh()
-        else:
-            self._next_tenth = self._tenth(self.n) + 1
-
-    def _tenth(self, n: int) -> int:
-        return 10 * n // self.total if self.total > 0 else 0
 
     def update(self, n: int) -> None:
-        """Record ``n`` more units done; logs a line when a further tenth of ``total`` is reached."""
+        """Record ``n`` more units done; logs a line when :data:`LOG_INTERVAL` seconds passed since the last."""
         self.n += int(n)
+        if self._staged:                   # the stage ("compiling") is over once work is counted
+            self.what, self._staged = "", False
+            if self.bar is not None:
+                self.bar.set_postfix_str("", refresh=False)
         if self.bar is not None:
             self.bar.update(n)
-        elif self._tenth(self.n) >= self._next_tenth:
-            self._next_tenth = self._tenth(self.n) + 1
+        elif self.n < self.total and _clock() - self._last >= LOG_INTERVAL:    # (the end: close's line)
             self._line()
 
-    def _line(self) -> None:
-        self._logged = self.n
+    def _line(self, done: bool = False) -> None:
+        now = _clock()
+        self._logged, self._last = self.n, now
         pct = 100 * self.n // self.total if self.total > 0 else 100
-        self.log.info("%s: %d/%d %ss (%d %%, %.1f s)", self.desc, self.n, self.total, self.unit, pct,
-                      time.perf_counter() - self.t0)
+        parts = [f"{pct} %"] + ([self.what] if self.what else []) + [_seconds(now - self.t0)]
+        if not done and self._work is not None and self.n > self._work[1] and self.n < self.total:
+            rate = (now - self._work[0]) / (self.n - self._work[1])
+            parts.append(f"ETA {_seconds(rate * (self.total - self.n))}")
+        self.log.info("%s: %d/%d %ss (%s)", self.desc, self.n, self.total, self.unit, ", ".join(parts))
 
     def close(self) -> None:
-        """End the bar (a terminal), or log the units done if the last log line did not show them."""
+        """End the bar (a terminal; its postfix then says ``done`` when all the work was), or log the last line."""
+        done = self.total > 0 and self.n >= self.total
+        if done:
+            self.what = "done"
         if self.bar is not None:
+            if done:
+                self.bar.set_postfix_str("done", refresh=False)
             self.bar.close()
             self.bar = None
-        elif self._logged != self.n:
-            self._line()
+        elif self._logged != self.n or done:
+            self._line(done=done)
+        if self._script:
+            self._script = False
+            _script_handler_release()
 
 
 class _Formatter(logging.Formatter):

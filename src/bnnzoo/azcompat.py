@@ -261,7 +261,9 @@ def plot_ppc(idata, var_names: Iterable[str] = ("y",), group: str = "posterior",
 def loo_pit(idata, var_name: str = "y"):
     """LOO probability integral transform of each observation of ``var_name`` (needs the ``log_likelihood``,
     ``posterior_predictive`` and ``observed_data`` groups): an ``xarray.DataArray`` with the observation's dims,
-    values in [0, 1] (uniform when the model is calibrated)."""
+    values in [0, 1] (uniform when the model is calibrated).  The zoo's likelihood is tempered (variance T/N): on data
+    not drawn from it the PIT piles up at 0 and 1 and PSIS-LOO's Pareto k is large (each point weighs N/T), which
+    says the targets lie beyond T/N of the net, not that sampling failed (the user guide's "Calibration")."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if AZ_MAJOR == 0:

@@ -6,6 +6,7 @@ import pytest
 
 import bnnzoo
 from bnnzoo import azcompat
+from bnnzoo.inference import chunked
 from bnnzoo.inference.chunked import plan_blocks
 from bnnzoo.tasks import toy_task
 
@@ -169,3 +170,28 @@ def test_an_explicit_site_thinning_of_a_kernel_wins_over_its_mean():
     th = azcompat.get_group(run, "posterior_thinned")
     assert "bnnzoo_mean_of_draws" not in th["K1"].attrs and th.sizes["draw_K1"] == 6
     assert th["Kz1"].attrs["bnnzoo_mean_of_draws"] == 3
+
+
+def test_progress_runs_blocks_in_pieces_with_the_same_draws(monkeypatch):
+    """With progress, each block runs as several calls of the same program (here a piece per step or per kept-draw
+    unit): the draws, stats, thinned and averaged sites, warm-up trace and predictions are bit for bit those of the
+    run without progress (same seed), with thinning, a first block with unrecorded steps and a short last block."""
+    pieces = []
+    real = chunked._next_piece
+    monkeypatch.setattr(chunked, "PIECE_SECONDS", 0.0)
+    monkeypatch.setattr(chunked, "_next_piece", lambda *a: pieces.append(real(*a)) or pieces[-1])
+    t = toy_task(P=5, N0=9, y_neg=0.5, P_test=3)
+    kw = dict(KW, num_warmup=20, num_samples=63, thinning=2, chunk_size=12, record=("summaries", "z1"),
+              site_thinning={"z1": 3})
+    quiet = bnnzoo.sample("sigmoidal", t, **kw)
+    assert not pieces
+    shown = bnnzoo.sample("sigmoidal", t, **dict(kw, progress=True))
+    assert len(pieces) == 20 + 4 + 4 + 2 and {p.n_keep for p in pieces if p.kind == "draws"} == {3, 4}, pieces
+    assert bnnzoo.run_config(shown)["engine"]["site_means"], "the kernels are averaged in the loop"
+    for group in ("posterior", "sample_stats", "posterior_thinned", "warmup_posterior", "warmup_sample_stats",
+                  "predictions"):
+        a, b = azcompat.get_group(quiet, group), azcompat.get_group(shown, group)
+        assert set(a.data_vars) == set(b.data_vars), group
+        for v in a.data_vars:
+            if v != "time":
+                np.testing.assert_array_equal(b[v].values, a[v].values, err_msg=f"{group}/{v}")

@@ -13,6 +13,8 @@ import numpyro.distributions as dist  # noqa: E402
 import pytest  # noqa: E402
 
 import bnnzoo  # noqa: E402
+import jax  # noqa: E402
+from bnnzoo.inference import plan  # noqa: E402
 from bnnzoo import azcompat  # noqa: E402
 from bnnzoo.tasks import toy_task  # noqa: E402
 
@@ -141,6 +143,27 @@ def test_bad_arguments_fail_before_compiling(kw, match):
     t = toy_task(P=5, N0=6)
     with pytest.raises(ValueError, match=match):
         bnnzoo.sample("relu", t, **dict(dict(num_warmup=1, num_samples=5, progress=False), **kw))
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(num_chains=10**7), r"num_chains=10000000, 500 kept draws of \d+ recorded numbers and \d+ parameters"),
+    (dict(width=10**7), r"num_chains=4, .* parameters \(width=10000000\)"),
+    (dict(num_chains=10**7, sampler="nuts", record=("z",)), r"num_chains=10000000, "),
+    (dict(sampler="pt", num_chains=2, tempering={"num_replicas": 10**7}), r"num_replicas=10000000"),
+])
+def test_absurd_sizes_are_refused_before_compiling(monkeypatch, kw, match):
+    """Chains, widths or replicas whose states and kept draws alone cannot fit the machine's memory (here 16 GiB)
+    are refused with one line naming them and the GiB needed, before anything is traced at their size or compiled;
+    a normal size passes the same check."""
+    monkeypatch.setattr(plan, "_physical_memory", lambda: 16 * 2**30)
+    compiled = []
+    monkeypatch.setattr(jax.stages.Lowered, "compile", lambda *a, **k: compiled.append(a))
+    t = toy_task(P=6, N0=8)
+    with pytest.raises(ValueError, match=match + r".* GiB, more than 80% of this machine's 16 GiB") as e:
+        bnnzoo.sample("deep_linear", t, **dict(dict(progress=False), **kw))
+    assert "\n" not in str(e.value) and not compiled
+    fn = bnnzoo.get_entry("deep_linear").model
+    plan.check_memory(fn, t, dict(width=1000, depth=1), num_chains=64, n_keep=1000)       # about 2.6 GiB
 
 
 def test_record_takes_a_string_or_a_list():

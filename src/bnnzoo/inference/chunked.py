@@ -26,6 +26,7 @@ too is independent of how the run was cut into chunks and of interruptions.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import warnings
 import time
@@ -91,6 +92,28 @@ def plan_blocks(num_warmup: int, num_samples: int, thinning: int, chunk_size: in
         blocks.append(Block(len(blocks), "draws", p + n * thinning, n_keep=n, pre=p, draw0=k))
         k += n
     return blocks
+
+
+PIECE_SECONDS = 1.0
+"""With progress, a block runs as calls of about this many seconds each (the bar moves at least this often); each
+call re-allocates the block's buffers, which a second of sampling outweighs."""
+
+
+def _next_piece(block: Block, done: int, seconds_per_step: float | None, thinning: int, keep_unit: int) -> Block:
+    """The next call of ``block`` when it runs in pieces, ``done`` of its steps behind: a :class:`Block` of the same
+    kind of about :data:`PIECE_SECONDS` (a twentieth of the block when no step was timed yet), whose kept draws are a
+    multiple of ``keep_unit`` (the thinned sites' factors divide it), the last piece taking the rest.  Kept draw j
+    of a piece is kept draw ``draw0 + j`` of the run, so the draws are those of the whole block."""
+    want = max(1, block.steps // 20) if seconds_per_step is None else max(1, int(PIECE_SECONDS / seconds_per_step))
+    if block.kind == "warmup":
+        return Block(block.index, "warmup", min(want, block.steps - done))
+    kept = 0 if done == 0 else (done - block.pre) // thinning
+    left = block.n_keep - kept
+    m = max(keep_unit, want // thinning // keep_unit * keep_unit)
+    if left - m < keep_unit:
+        m = left
+    pre = block.pre if done == 0 else 0
+    return Block(block.index, "draws", pre + m * thinning, n_keep=m, pre=pre, draw0=block.draw0 + kept)
 
 
 # ------------------------------------------------------------------------------------------------ the driver
@@ -508,62 +531,85 @@ def _run_chunked(kernel, *, model_args, model_kwargs, make_post, init_keys, num_
 
     if pbar is not None and start > 0:
         pbar.resume_at(sum(b.steps for b in blocks[:start]))
+    # with progress, each block runs as several calls of the same program (the draws do not change): the bar moves
+    # and the log lines come during a block; not when several processes run one program (each would cut its own)
+    split = pbar is not None and not spmd
+    keep_unit = math.lcm(*site_thinning.values()) if site_thinning else 1
     n_run = 0
-    for block in blocks[start:]:
-        if max_blocks is not None and n_run >= max_blocks:
-            break
-        is_warm = block.kind == "warmup"
-        n = block.steps if is_warm else block.n_keep
-        args = (jnp.bool_(is_warm), jnp.int32(block.pre), jnp.int32(block.steps), jnp.int32(block.draw0))
-        if "fn" not in compiled:
+    try:
+        for block in blocks[start:]:
+            if max_blocks is not None and n_run >= max_blocks:
+                break
+            is_warm = block.kind == "warmup"
+            n = block.steps if is_warm else block.n_keep
+            args = (jnp.bool_(is_warm), jnp.int32(block.pre), jnp.int32(block.steps), jnp.int32(block.draw0))
+            if "fn" not in compiled:
+                if pbar is not None:
+                    pbar.stage("compiling")
+                tc = time.perf_counter()
+                fn = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
+                                                   site_thinning, means), chain_method, state_axes)
+                compiled["fn"] = compile_cached(fn.lower(state, chain_ids, *args))
+                timing["compile_s"] += time.perf_counter() - tc
+            tb = time.perf_counter()
             if pbar is not None:
-                pbar.stage("compiling")
-            tc = time.perf_counter()
-            fn = _compile_block(_make_block_fn(step, post, wcap, chunk_size, thinning, main_sites, small_sites,
-                                               site_thinning, means), chain_method, state_axes)
-            compiled["fn"] = compile_cached(fn.lower(state, chain_ids, *args))
-            timing["compile_s"] += time.perf_counter() - tc
-        tb = time.perf_counter()
-        state, ((wsites, wst), (dsites, dst), bufs) = compiled["fn"](state, chain_ids, *args)
-        sites, st = (wsites, wst) if is_warm else (dsites, dst)
-        sites, st, bufs = host((sites, st, {} if is_warm else bufs))
-        sites = {k: np.asarray(v)[:, :n] for k, v in sites.items()}
-        st = {k: np.asarray(v)[:, :n] for k, v in st.items()}
-        bufs = {k: np.asarray(v)[:, : n // site_thinning[k]] for k, v in bufs.items()}
-        dt = time.perf_counter() - tb
-        n_run += 1
-        if block.kind == "warmup":
-            t_before = float(warm_time[-1][-1]) if warm_time else 0.0
-            timing["warmup_s"] += dt
-            for k in small_sites:
-                warm[k].append(np.asarray(sites[k]))
-            for k, v in st.items():
-                warm[k].append(np.asarray(v))
-            work = np.cumsum(np.max(np.asarray(st["num_steps"]), axis=0).astype(float))
-            warm_time.append(t_before + dt * work / max(work[-1], 1.0))
-        else:
-            timing["sampling_s"] += dt
-            for k in main_sites:
-                samples[k].append(np.asarray(sites[k]))
-            for k, v in st.items():
-                stats[k].append(np.asarray(v))
-            for k in site_thinning:
-                thinned[k].append(np.asarray(bufs[k]))
-        if store is not None:
-            datasets = _block_datasets(block, sites, st, bufs, main_sites, small_sites, site_thinning, num_chains,
-                                       warm_time[-1] if block.kind == "warmup" else None)
-            chunk_sums[store.block_path(block).name] = store.write_block(block, datasets)
-            if _TEST_PAUSE:  # tests/system/test_resume.py: widen the window between a chunk and its checkpoint
-                time.sleep(_TEST_PAUSE)
-            save_state(store.state_path, host_state(state), {"block_done": block.index, "timing": timing,
-                                                             "chunks": chunk_sums, "manifest": manifest_sha},
-                       previous=store.previous_state_path)
-            if spmd:    # no process starts the next block before every one has its checkpoint: after a kill, the
-                multihost_utils.sync_global_devices(f"bnnzoo checkpoint {block.index}")
+                pbar.phase("warm-up" if is_warm else "sampling")
+            outs, rate, done = [], None, 0
+            while done < block.steps:
+                piece = _next_piece(block, done, rate, thinning, keep_unit) if split else block
+                tp = time.perf_counter()
+                state, ((wsites, wst), (dsites, dst), bufs) = compiled["fn"](
+                    state, chain_ids, jnp.bool_(is_warm), jnp.int32(piece.pre), jnp.int32(piece.steps),
+                    jnp.int32(piece.draw0))
+                m = piece.steps if is_warm else piece.n_keep
+                part = ((wsites, wst) if is_warm else (dsites, dst)) + ({} if is_warm else bufs,)
+                if split:                                   # only this piece's slots leave the device
+                    part = jax.tree.map(lambda v: v[:, :m], part[:2]) + (
+                        {k: v[:, : m // site_thinning[k]] for k, v in part[2].items()},)
+                outs.append(host(part))
+                rate = (time.perf_counter() - tp) / piece.steps
+                done += piece.steps
+                if pbar is not None:
+                    pbar.update(piece.steps)
+            sites, st, bufs = outs[0] if len(outs) == 1 else (
+                {k: np.concatenate([np.asarray(o[i][k]) for o in outs], axis=1) for k in outs[0][i]}
+                for i in range(3))
+            sites = {k: np.asarray(v)[:, :n] for k, v in sites.items()}
+            st = {k: np.asarray(v)[:, :n] for k, v in st.items()}
+            bufs = {k: np.asarray(v)[:, : n // site_thinning[k]] for k, v in bufs.items()}
+            dt = time.perf_counter() - tb
+            n_run += 1
+            if block.kind == "warmup":
+                t_before = float(warm_time[-1][-1]) if warm_time else 0.0
+                timing["warmup_s"] += dt
+                for k in small_sites:
+                    warm[k].append(np.asarray(sites[k]))
+                for k, v in st.items():
+                    warm[k].append(np.asarray(v))
+                work = np.cumsum(np.max(np.asarray(st["num_steps"]), axis=0).astype(float))
+                warm_time.append(t_before + dt * work / max(work[-1], 1.0))
+            else:
+                timing["sampling_s"] += dt
+                for k in main_sites:
+                    samples[k].append(np.asarray(sites[k]))
+                for k, v in st.items():
+                    stats[k].append(np.asarray(v))
+                for k in site_thinning:
+                    thinned[k].append(np.asarray(bufs[k]))
+            if store is not None:
+                datasets = _block_datasets(block, sites, st, bufs, main_sites, small_sites, site_thinning, num_chains,
+                                           warm_time[-1] if block.kind == "warmup" else None)
+                chunk_sums[store.block_path(block).name] = store.write_block(block, datasets)
+                if _TEST_PAUSE:  # tests/system/test_resume.py: widen the window between a chunk and its checkpoint
+                    time.sleep(_TEST_PAUSE)
+                save_state(store.state_path, host_state(state), {"block_done": block.index, "timing": timing,
+                                                                 "chunks": chunk_sums, "manifest": manifest_sha},
+                           previous=store.previous_state_path)
+                if spmd:    # no process starts the next block before every one has its checkpoint: after a kill, the
+                    multihost_utils.sync_global_devices(f"bnnzoo checkpoint {block.index}")
+    finally:                               # the bar (or a script's log handler) ends with the run
         if pbar is not None:
-            pbar.update(block.steps)
-    if pbar is not None:
-        pbar.close()
+            pbar.close()
     finished = max_blocks is None or start + n_run >= len(blocks)
     if store is not None and finished:
         store.write_manifest(dict(store.manifest(), complete=True, timing=timing))

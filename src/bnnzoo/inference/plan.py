@@ -212,9 +212,13 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
     return "nuts"
 
 
-REPLICA_STATE_COPIES = 6
-"""Copies of the parameters one replica's state holds (position, momentum, gradient, mass, proposal, draw): the
-floor of parallel tempering's memory, against which absurd replica counts are refused."""
+STATE_COPIES = 6
+"""Copies of the parameters one chain's (or one replica's) state holds (position, momentum, gradient, mass, proposal,
+draw): with the kept draws, the floor of a run's memory against which absurd sizes are refused."""
+
+MEMORY_SHARE = 0.8
+"""Share of this machine's memory a run may need at least before it is refused (the rest: the program, the data,
+the ArviZ copy)."""
 
 
 def _physical_memory() -> int | None:
@@ -224,20 +228,54 @@ def _physical_memory() -> int | None:
         return None
 
 
-def _check_replica_memory(fn, task, kw: dict, num_chains: int, num_replicas: int) -> None:
-    """Refuse (one line, before anything compiles) a parallel-tempering run whose replicas' states alone would not
-    fit this machine's memory: chains × replicas × latent numbers × :data:`REPLICA_STATE_COPIES` × 4 bytes."""
+def _site_sizes(fn, task, kw: dict) -> tuple[int, dict]:
+    """(latent numbers, {recorded site: numbers per draw}) of one draw of the model, from its shapes alone
+    (:func:`jax.eval_shape`: nothing of that size is allocated, so an absurd width costs nothing here)."""
+    def sites():
+        tr = handlers.trace(handlers.seed(fn, jax.random.PRNGKey(0))).get_trace(task.X, task.Y, **kw)
+        return ({n: s["value"] for n, s in tr.items() if s["type"] == "sample" and not s.get("is_observed", False)},
+                {n: s["value"] for n, s in tr.items() if s["type"] == "deterministic"})
+
+    latent, det = jax.eval_shape(sites)
+    size = lambda v: int(np.prod(v.shape, dtype=np.float64))       # noqa: E731  (float: no overflow)
+    return sum(size(v) for v in latent.values()), {n: size(v) for n, v in {**latent, **det}.items()}
+
+
+def check_memory(fn, task, kw: dict, *, num_chains: int, n_keep: int, skip=(), num_replicas: int = 1) -> None:
+    """Refuse (one line, before anything compiles) a run whose chains' states and kept draws alone would not fit
+    :data:`MEMORY_SHARE` of this machine's memory: ``num_chains`` × (``num_replicas`` × latent numbers ×
+    :data:`STATE_COPIES` + ``n_keep`` × recorded numbers per draw) × 4 bytes, a floor of what the run holds.
+
+    Parameters
+    ----------
+    fn : callable
+        The NumPyro model; ``task`` and ``kw`` its data and keyword arguments (the net's size among them).
+    num_chains, n_keep : int
+        Chains, and draws kept per chain (``num_samples // thinning``).
+    skip : sequence of str
+        Sites not recorded at every draw (``exclude``, ``site_thinning``, ``site_means``).
+    num_replicas : int
+        Replicas per chain (parallel tempering; 1 otherwise).
+
+    Raises
+    ------
+    ValueError
+        Naming the sizes and the memory they need, when that exceeds the share.
+    """
     total = _physical_memory()
     if total is None:
         return
-    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(task.X, task.Y, **kw)
-    n = sum(int(np.size(site["value"])) for site in tr.values()
-            if site["type"] == "sample" and not site.get("is_observed", False))
-    need = num_chains * num_replicas * n * REPLICA_STATE_COPIES * 4
-    if need > 0.8 * total:
-        raise ValueError(f"tempering['num_replicas'] = {num_replicas} with {num_chains} chains needs at least "
-                         f"{need / 2**30:.3g} GiB for the replicas' states ({n} numbers each), more than this "
-                         f"machine's {total / 2**30:.3g} GiB: use fewer replicas or chains")
+    n, recorded = _site_sizes(fn, task, kw)
+    per_draw = sum(v for k, v in recorded.items() if k not in set(skip))
+    need = 4.0 * num_chains * (num_replicas * n * STATE_COPIES + n_keep * per_draw)
+    if need > MEMORY_SHARE * total:
+        sizes = f"num_chains={num_chains}" + (f", num_replicas={num_replicas}" if num_replicas > 1 else "") \
+            + f", {n_keep} kept draws of {per_draw:.0f} recorded numbers and {n} parameters" \
+            + "".join(f" ({k}={kw[k]})" for k in ("width",) if k in kw)
+        raise ValueError(f"{sizes} need at least {need / 2**30:.3g} GiB, more than {MEMORY_SHARE:.0%} of this "
+                         f"machine's {total / 2**30:.3g} GiB: use fewer chains"
+                         + (" or replicas" if num_replicas > 1 else "")
+                         + ", fewer kept draws (num_samples / thinning), a smaller net, or exclude sites")
 
 
 def units_serve(entry, kw: dict, X, *, init, num_chains, hmc_options: dict) -> bool:
@@ -647,10 +685,11 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
         kw = dict(kw, record=record)
     if sampler in TEMPERING:
         tempering = check_options(sampler, tempering, num_chains=num_chains, thinning=thinning, init=init)
-        if sampler == "pt":
-            _check_replica_memory(fn, task, kw, int(num_chains), int(tempering["num_replicas"]))
     elif tempering is not None:
         raise ValueError(f"tempering options apply to sampler='pt' or 'smc', not sampler={sampler!r}")
+    check_memory(fn, task, kw, num_chains=int(num_chains), n_keep=int(num_samples) // int(thinning),
+                 skip=tuple(exclude) + tuple(site_thinning or ()) + tuple(site_means),
+                 num_replicas=int(tempering["num_replicas"]) if sampler == "pt" else 1)
     if dims is not None:
         site_dims = dims
     elif entry is not None:

@@ -502,6 +502,8 @@ def parallel_tempering(key, logprior: Callable, loglik: Callable, x0, *, num_war
         return state, outs
 
     bar = Progress(num_warmup + n_keep * thinning, desc="sample: pt", logger=_logger) if progress else None
+    if bar is not None:
+        bar.phase("warm-up")
     t0 = time.perf_counter()
     bounds, ladder_at, mass_at, mass_start = _warmup_events(num_warmup, adapt_ladder)
     prev = 0
@@ -523,6 +525,8 @@ def parallel_tempering(key, logprior: Callable, loglik: Callable, x0, *, num_war
     state = end_warmup(state, num_warmup > 0)
     t_warm = time.perf_counter() - t0
     t1 = time.perf_counter()
+    if bar is not None:
+        bar.phase("sampling")
     state, outs = run(state, n_keep, False, False, True, thinning, bar, True)
     if bar is not None:
         bar.close()

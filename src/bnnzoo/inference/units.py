@@ -665,6 +665,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             warm_done = sum(b.steps for b in blocks[:first] if b.kind == "warmup")
             for b in blocks[first:]:
                 t0 = time.perf_counter()
+                if pbar is not None:
+                    pbar.phase("warm-up" if b.kind == "warmup" else "sampling")
                 if b.kind == "warmup":
                     mse_b, acc_b, time_b = [], [], []
                     for t in range(warm_done, warm_done + b.steps):
