@@ -40,8 +40,10 @@ from . import _log, azcompat
 from .diagnostics import diagnose
 from .inference import predict
 from .inference.compilation import CACHE_WARNING
+from .inference.convert import run_config
 from .inference.distributed import initialize
 from .inference.plan import DEFAULT_CHAINS, TEMPERING
+from .inference.tempering import log_evidence
 from .models import get_entry, list_entries
 from .plots import save_figures
 from .plots.report import summary_entry, write_report, write_summary
@@ -600,6 +602,8 @@ def _sample_into(args, out: Path) -> int:
     _write_run(idata, out, store=store)
     _logger.info("wrote %s (%.1f s; %d chains; %r)", out, time.time() - t0,
                  int(azcompat.get_group(idata, "posterior").sizes["chain"]), task)
+    if "log_evidence" in run_config(idata).get("engine", {}):          # pt / smc: checked before it is reported
+        _logger.info("%s", log_evidence(idata))
     return 0
 
 

@@ -27,8 +27,8 @@ from scipy.stats import norm
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.inference.health import sampler_health
-from bnnzoo.inference.tempering import (geometric_ladder, log_evidence, respace_ladder, split_density,
-                                        thermodynamic_integration)
+from bnnzoo.inference.tempering import (geometric_ladder, log_evidence, pt_evidence_trust, respace_ladder,
+                                        split_density, thermodynamic_integration)
 from bnnzoo.tasks import Task, toy_task
 
 # ---- the planted mixture -----------------------------------------------------------------------------------------
@@ -117,6 +117,29 @@ def test_pt_evidence_by_thermodynamic_integration(pt_mix):
     assert lo - 4 * se < MIX_LOG_Z < hi + 4 * se, (lo, hi, MIX_LOG_Z)
     ss = ev["stepping_stone"]
     assert abs(ss["value"] - MIX_LOG_Z) < 4 * ss["se"] + 0.15, (ss, MIX_LOG_Z)
+    assert log_evidence(pt_mix).trustworthy, log_evidence(pt_mix).reason       # no false alarm
+
+
+def with_engine(idata, **changes):
+    """A copy of a run whose engine provenance has ``changes`` (the draws unchanged)."""
+    attrs = azcompat.get_attrs(idata)
+    cfg = json.loads(attrs["bnnzoo_config"])
+    cfg["engine"].update(changes)
+    groups = {k.strip('/'): v.copy() for k, v in azcompat.group_datasets(idata).items()}   # attrs not shared
+    return azcompat.make_idata(groups, dict(attrs, bnnzoo_config=json.dumps(cfg)))
+
+
+def test_health_judges_pt_by_its_round_trips(pt_mix):
+    """The planted mixture's PT run is equilibrated with round trips in every chain; the same draws with no round
+    trip in one chain are "relaxing" (issue 49: 0 round trips read "equilibrated"), and "failed" when a pair of the
+    ladder also rejected every swap."""
+    h = sampler_health(pt_mix)
+    assert h.status == "equilibrated" and "round trips of the replicas" in h.evidence, h.summary()
+    h = sampler_health(with_engine(pt_mix, round_trips=[3, 0, 2, 4]))
+    assert h.status == "relaxing" and "1 of 4 chains made no round trip" in h.reason, h.summary()
+    rej = bnnzoo.run_config(pt_mix)["engine"]["swap_rejection"]
+    h = sampler_health(with_engine(pt_mix, round_trips=[0, 0, 0, 0], swap_rejection=[1.0] + rej[1:]))
+    assert h.status == "failed" and "the ladder is cut" in h.reason, h.summary()
 
 
 def test_pt_provenance_and_sample_stats(pt_mix):
@@ -246,6 +269,13 @@ def test_sigmoidal_pt_has_the_sites_dims_and_stats_of_nuts():
     assert h.sampler == "pt" and np.isfinite(h.ebfmi_min) and np.isfinite(h.movement_min)
     value, se, method = log_evidence(pt)
     assert math.isfinite(value) and se > 0
+    # 4 replicas on this net: no round trip, the swaps rejected every time (issue 49: "equilibrated", and an evidence
+    # outside its own bracket without a word); now neither the health nor the evidence passes
+    eng = bnnzoo.run_config(pt)["engine"]
+    ev = log_evidence(pt)
+    assert min(eng["round_trips"]) == 0 and h.status != "equilibrated", (eng["round_trips"], h.status)
+    assert "no round trip of the replicas" in h.reason
+    assert not ev.trustworthy and "no round trip" in ev.reason and str(ev).startswith("log evidence not trustworthy")
     assert azcompat.get_attrs(pt)["inference_library"] == "bnnzoo.inference.tempering"
 
 
@@ -267,6 +297,21 @@ def test_sigmoidal_pt_has_the_sites_dims_and_stats_of_nuts():
 def test_bad_options_are_refused_before_compiling(kw, match):
     with pytest.raises(ValueError, match=match):
         bnnzoo.sample("sigmoidal", toy_task(P=12), width=6, progress=False, **dict(dict(num_chains=2), **kw))
+
+
+def test_pt_evidence_trust():
+    """Each check on its own: a value in its bracket that agrees with stepping-stone and comes from chains with round
+    trips passes; the issue's 4-replica case (11.91 ± 9.55, bracket [−98.77, 0.72], stepping-stone −35.4 ± 1.8) and
+    a chain without a round trip do not."""
+    ok = {"value": -30.0, "se": 1.0, "bracket": [-40.0, -20.0], "bracket_se": 1.0,
+          "stepping_stone": {"value": -31.0, "se": 1.0}}
+    assert pt_evidence_trust(ok, [3, 5]) == (True, "")
+    trust, why = pt_evidence_trust(ok, [3, 0])
+    assert not trust and why.startswith("1 of 2 chains made no round trip")
+    issue = {"value": 11.91, "se": 9.55, "bracket": [-98.77, 0.72], "bracket_se": 1.0,
+             "stepping_stone": {"value": -35.4, "se": 1.8}}
+    trust, why = pt_evidence_trust(issue, [2, 2])
+    assert not trust and "outside its own bracket" in why and "stepping-stone gives -35.4" in why, why
 
 
 def test_log_evidence_needs_a_tempering_run():

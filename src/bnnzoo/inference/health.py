@@ -121,6 +121,21 @@ Thresholds (each with the reason for its value):
   which are rank-based and blind to scale.
 * Identical chains: two or more chains whose judged values are equal draw for draw (the same seed and start) make
   the run "failed": their agreement proves nothing.
+
+Tempering samplers are judged by their own diagnostics as well:
+
+* Parallel tempering (``sampler="pt"``): a chain whose replicas made no round trip (hottest → coldest → hottest)
+  during sampling has a cold replica that was never refreshed from the prior end, so its agreement with the other
+  chains says nothing about the modes the ladder should connect: the run is "relaxing" ("no round trip of the
+  replicas"), or "failed" when, in addition, a neighbour pair of the ladder rejected at least
+  ``MAX_SWAP_REJECTION`` = 0.99 of its swaps (the ladder is cut there: a longer run does not help, more replicas do).
+* Tempered SMC (``sampler="smc"``): a chain is an independent SMC run and its draws are particles, not a time
+  series, so the checks that read the draws in order (Geweke drift, autocorrelation ESS, E-BFMI, movement, step
+  movement) are not run; R̂ between the chains compares the independent runs.  In their place: a stage of a run
+  whose effective sample size of the weights fell below ``MIN_SMC_STAGE_ESS`` = 0.05 of the particles (the weights
+  collapsed onto a few particles) and a final population with fewer than ``MIN_DISTINCT_PARTICLES`` = 0.5 of its
+  particles distinct (by their log density: the mutations did not separate the duplicates of resampling) make the
+  run "failed".
 """
 
 from __future__ import annotations
@@ -139,10 +154,13 @@ from scipy import stats
 from .. import azcompat
 from .._log import user_stacklevel
 from .._record import Record
+from .tempering import log_evidence_of as read_log_evidence
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
-           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "MIN_STEP_MOVEMENT", "POPULATION_SE_FACTOR", "POPULATION_SD_CAP", "population_se",
+           "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "MIN_STEP_MOVEMENT", "POPULATION_SE_FACTOR",
+           "POPULATION_SD_CAP",
+           "MAX_SWAP_REJECTION", "MIN_SMC_STAGE_ESS", "MIN_DISTINCT_PARTICLES", "population_se",
            "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum"]
 
 HEALTH_GROUP = "diagnostics_health"
@@ -161,6 +179,9 @@ FROZEN_RELATIVE = 1e-6
 MIN_STEP_MOVEMENT = 0.05
 POPULATION_SE_FACTOR = 3.0
 POPULATION_SD_CAP = 1.0
+MAX_SWAP_REJECTION = 0.99
+MIN_SMC_STAGE_ESS = 0.05
+MIN_DISTINCT_PARTICLES = 0.5
 
 #: verdict-name prefixes of the population verdicts (marked when the populations are not certified)
 POPULATION_VERDICTS = ("codes", "branches", "outliers")
@@ -173,7 +194,9 @@ _THRESHOLDS = dict(min_draws=MIN_DRAWS, min_chains=MIN_CHAINS, max_divergence_ra
                    min_ebfmi=MIN_EBFMI, max_tree_saturation=MAX_TREE_SATURATION, min_movement=MIN_MOVEMENT,
                    min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z,
                    population_se_factor=POPULATION_SE_FACTOR, population_sd_cap=POPULATION_SD_CAP,
-                   frozen_relative=FROZEN_RELATIVE, min_step_movement=MIN_STEP_MOVEMENT)
+                   frozen_relative=FROZEN_RELATIVE, min_step_movement=MIN_STEP_MOVEMENT,
+                   max_swap_rejection=MAX_SWAP_REJECTION, min_smc_stage_ess=MIN_SMC_STAGE_ESS,
+                   min_distinct_particles=MIN_DISTINCT_PARTICLES)
 
 
 @dataclass(frozen=True, repr=False)
@@ -213,6 +236,9 @@ class SamplerHealth(Record):
         for a run that was not certified (the ordinary gate).
     values_checksum : :func:`values_checksum` of the values judged ("" when ``observables`` were given): a
         stored health whose checksum no longer matches the run's values is stale and judged again.
+    log_evidence : the log evidence of a tempering run as one line (``str`` of
+        :func:`bnnzoo.inference.tempering.log_evidence`: "log evidence not trustworthy: <reason> (...)" when its
+        checks failed), "" for other samplers.
     """
 
     status: str
@@ -239,6 +265,7 @@ class SamplerHealth(Record):
     certification: dict | None = None
     criterion: str = ""
     values_checksum: str = ""
+    log_evidence: str = ""
 
     @property
     def conclusive(self) -> bool:
@@ -284,6 +311,8 @@ class SamplerHealth(Record):
                      "populations metastable: " + "; ".join(self.disagreements))
         if self.criterion:
             lines.append("criterion " + self.criterion)
+        if self.log_evidence:
+            lines.append(self.log_evidence)
         return lines
 
 
@@ -430,7 +459,8 @@ def _stats(ss: xr.Dataset | None, cfg: dict) -> dict:
         d = np.asarray(ss["diverging"].values, bool)
         out["divergences"] = int(d.sum())
         out["divergence_rate"] = float(d.mean()) if d.size else float("nan")
-    if "energy" in ss and ss["energy"].shape[1] >= 3:
+    samp = cfg.get("sampler", {}) if isinstance(cfg.get("sampler"), dict) else {}
+    if "energy" in ss and ss["energy"].shape[1] >= 3 and samp.get("sampler") != "smc":   # particles: no series
         e = np.asarray(ss["energy"].values, float)
         with np.errstate(invalid="ignore", divide="ignore"):
             bfmi = np.sum(np.diff(e, axis=1) ** 2, axis=1) / np.sum((e - e.mean(1, keepdims=True)) ** 2, axis=1)
@@ -448,7 +478,6 @@ def _stats(ss: xr.Dataset | None, cfg: dict) -> dict:
                     step = np.where(sd_k > 0, np.median(np.abs(np.diff(lp, axis=1)), axis=1) / sd_k, np.nan)
                 if np.isfinite(step).any():
                     out["step_movement_min"] = float(np.nanmin(step))
-    samp = cfg.get("sampler", {}) if isinstance(cfg.get("sampler"), dict) else {}
     if samp.get("sampler", "nuts") == "nuts" and "tree_depth" in ss:
         maxd = int(samp.get("max_tree_depth") or 10)
         td = np.asarray(ss["tree_depth"].values)
@@ -506,6 +535,7 @@ class _Judged:
     """What the observable checks of :func:`sampler_health` collect."""
 
     one_chain: bool
+    series: bool = True                   # the draws are a time series (False: SMC particles)
     rhat: dict = field(default_factory=dict)
     ess: dict = field(default_factory=dict)
     drift: dict = field(default_factory=dict)
@@ -532,7 +562,7 @@ def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None, en
     e, r = _ess_rhat(x[..., None])
     rh, es = float(r[0]), float(e[0])
     J.rhat[name], J.ess[name] = rh, es
-    zc, dc = _drift(x) if D >= 8 else (np.zeros(0), np.zeros(0))
+    zc, dc = _drift(x) if D >= 8 and J.series else (np.zeros(0), np.zeros(0))
     J.drift[name] = float(zc.max()) if zc.size else float("nan")
     parts = _rhat_chains(x)
     means = parts.mean(1)
@@ -585,7 +615,7 @@ def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None, en
         moved = float(dc[zc > MAX_DRIFT_Z].max())
         J.excused.append(f"{name} drift |z| {zc.max():.1f} (moved " + (f"{moved / sd_within:.2g} within-chain sd"
                          if sd_within > 0 else f"{moved:.3g}") + f", {why})")
-    if not es >= MIN_ESS:                                  # NaN fails
+    if not es >= MIN_ESS and J.series:                     # NaN fails; SMC particles: the stage ESS instead
         if disagree or drifting:
             pass                                           # a drifting or disagreeing observable has a low ESS
         elif rh > MAX_RHAT or (zc.size and zc.max() > MAX_DRIFT_Z):
@@ -616,7 +646,7 @@ def _judge_entries(J: _Judged, name: str, x: np.ndarray, noun: str) -> None:
         J.relaxing.append(("chains disagree on " if not J.one_chain else "halves of the chain disagree on ")
                           + f"{name}: {k} of {n} {noun} {'split ' if J.one_chain else ''}R̂ > {MAX_RHAT} "
                             f"(max {J.rhat[name]:.2f})")
-    elif bad_e.any():
+    elif bad_e.any() and J.series:
         J.low_ess.append(f"{name} {J.ess[name]:.0f} ({int(bad_e.sum())} of {n} {noun})")
 
 
@@ -655,7 +685,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     samp = cfg.get("sampler", {})
     sampler = str(samp.get("sampler", "")) if isinstance(samp, dict) else str(samp or "")
     st = _stats(ss, cfg)
-    J = _Judged(one_chain=C == 1)
+    smc = sampler == "smc"
+    J = _Judged(one_chain=C == 1, series=not smc)
     reasons = J.reasons
     ens = (cert or {}).get("ensemble") if observables is None else None
     ens = ens if isinstance(ens, dict) else {}
@@ -681,6 +712,12 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
                        f"a step size far too small")
     if D < 4 and C == 1:
         reasons.append("one chain, no split R̂ (fewer than 4 draws)")
+    engine = cfg.get("engine", {}) if isinstance(cfg.get("engine"), dict) else {}
+    tempering = ""
+    if sampler == "pt":
+        tempering = _pt_checks(engine, J)
+    elif smc:
+        tempering = _smc_checks(engine, ss, J)
     if C >= 2 and obs:
         reasons += _identical_chains(obs, C)
     if D >= 4:
@@ -723,16 +760,64 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
     populations = ("not certified" if cert is None else f"certified by {families}" if certified else "metastable")
     criterion = "" if not ens else (("ensemble: " if ens_obs else "R̂: ") + str(ens.get("why", "")))
     evidence = _evidence(status, J, st, C, relaxing, populations, cert)
+    if status == "equilibrated" and tempering:
+        evidence += "; " + tempering
     if own_model:                         # no declared symmetry: what was judged are the posterior's variables
         evidence = evidence.replace("the invariant observables", "the posterior's variables")
     return SamplerHealth(status=status, reasons=tuple(reasons), relaxing=tuple(relaxing), evidence=evidence,
                          sampler=sampler, n_chains=C, n_draws=D, rhat=J.rhat, ess=J.ess, drift_z=J.drift,
                          mixed=J.mixed, tolerance=J.tolerance, entries=J.entries, populations=populations,
                          certification=cert, criterion=criterion,
-                         values_checksum=values_checksum(obs) if observables is None else "", **st)
+                         values_checksum=values_checksum(obs) if observables is None else "",
+                         log_evidence=str(read_log_evidence(engine)) if "log_evidence" in engine else "", **st)
 
 
 OWN_MODEL_MAX_ENTRIES = 1000
+
+
+def _pt_checks(engine: dict, J: _Judged) -> str:
+    """Parallel tempering's round trips (module docstring): a reason or a relaxing entry in ``J`` when a chain made
+    none, else the evidence note."""
+    trips = np.asarray(engine.get("round_trips", []), int)
+    if trips.size == 0:
+        return ""
+    rej = np.asarray(engine.get("swap_rejection", []), float)
+    if np.any(trips == 0):
+        what = (f"parallel tempering: {int(np.sum(trips == 0))} of {trips.size} chains made no round trip of the "
+                f"replicas")
+        K, need = engine.get("num_replicas"), engine.get("suggested_num_replicas")
+        more = f" (about {need} replicas needed, {K} used)" if need and K and need > K else ""
+        if rej.size and rej.max() >= MAX_SWAP_REJECTION:
+            k = int(np.argmax(rej))
+            J.reasons.append(f"{what}, and the swaps of replicas {k}, {k + 1} were rejected {rej[k]:.1%} of the "
+                             f"time: the ladder is cut{more}")
+        else:
+            J.relaxing.append(f"{what}: a longer run or more replicas{more}")
+        return ""
+    return f"parallel tempering: {int(trips.min())} or more round trips of the replicas per chain"
+
+
+def _smc_checks(engine: dict, ss: xr.Dataset | None, J: _Judged) -> str:
+    """Tempered SMC's own diagnostics (module docstring): the stage ESS of every run and the distinct particles of
+    the final populations; reasons in ``J`` when they fail, else the evidence note."""
+    n = int(engine.get("num_particles", 0) or 0)
+    ess = np.asarray(engine.get("ess_min", []), float)
+    notes = []
+    if n and ess.size:
+        c = int(np.argmin(ess))
+        if not ess[c] >= MIN_SMC_STAGE_ESS * n:
+            J.reasons.append(f"SMC weights collapsed: a stage of run {c} kept an ESS of {ess[c]:.1f} of {n} particles "
+                             f"(< {MIN_SMC_STAGE_ESS:g}); raise target_ess or the particles")
+        notes.append(f"stage ESS ≥ {ess.min() / n:.2f} of the particles")
+    if ss is not None and "lp" in ss:
+        lp = np.asarray(ss["lp"].values, float)
+        distinct = np.array([np.unique(row).size / row.size for row in lp.reshape(lp.shape[0], -1)])
+        if not distinct.min() >= MIN_DISTINCT_PARTICLES:
+            J.reasons.append(f"SMC mutations did not separate the resampled particles: {distinct.min():.0%} distinct "
+                             f"in run {int(np.argmin(distinct))} (< {MIN_DISTINCT_PARTICLES:.0%}); raise "
+                             f"num_mcmc_steps")
+        notes.append(f"{distinct.min():.0%} or more of the particles distinct")
+    return "SMC: " + ", ".join(notes) if notes else ""
 
 
 def _identical_chains(obs: dict, C: int) -> list[str]:
@@ -781,7 +866,8 @@ def _evidence(status: str, J: _Judged, st: dict, C: int, relaxing: list, populat
     used = ", ".join(J.tested) or "none"
     rh = (f"between-chain R̂ ≤ {MAX_RHAT}" if C > 1 else f"one chain: split R̂ ≤ {MAX_RHAT} between its halves")
     out = (f"{rh}, Geweke drift |z| ≤ {MAX_DRIFT_Z:g} and bulk ESS ≥ {MIN_ESS:g} for the invariant observables "
-           f"({used})")
+           f"({used})" if J.series else
+           f"R̂ ≤ {MAX_RHAT} between the independent SMC runs for the invariant observables ({used})")
     if J.excused:
         out += (f"; except, within the population tolerance (min of {POPULATION_SE_FACTOR:g} population s.e. and "
                 f"{POPULATION_SD_CAP:g} within-chain sd): " + "; ".join(J.excused))

@@ -20,14 +20,20 @@ What bnnzoo adds is the tuning of the mutations between steps and the mapping on
   mutations separate), and chains that disagree are SMC runs that disagree: R̂ across chains compares independent
   runs.  ``num_warmup`` is not used (the path from the prior is the warm-up) and ``thinning`` must be 1.
 * Evidence: each run gives its own log Ẑ_c; the run's estimate is log mean_c Ẑ_c (the mean of unbiased estimates of
-  Z is unbiased), with the standard error sd_c(Ẑ_c) / (√C mean_c Ẑ_c) from the spread of the independent runs
-  (delta method), hence at least two chains.
+  Z is unbiased), its standard error from the spread of the independent runs, s = sd_c(log Ẑ_c):
+  se = s / √C · √((C − 1) / (C − 3)).  The factor makes the error calibrated: log Ẑ_c is asymptotically normal
+  (Bérard, Del Moral & Doucet 2014), so (estimate − log Z) / (s / √C) follows Student's t with C − 1 degrees of
+  freedom, whose variance is (C − 1) / (C − 3); without it four runs give z-scores of sd √3.  Fewer than
+  ``MIN_RUNS`` = 4 runs leave that variance infinite: the estimate is then marked not trustworthy.  log Ẑ_c is
+  biased low (Jensen: E log Ẑ_c ≈ log Z − s² / 2 under that normal law), and log mean_c Ẑ_c keeps a bias of about
+  s² / (2C); a spread s above ``MAX_LOG_Z_SD`` = 1 nat (bias no longer small against the error, and a heavy right
+  tail of Ẑ_c that a few runs miss) also marks the estimate not trustworthy (more particles or mutation steps).
 
 What a run made by ``bnnzoo.sample(..., sampler="smc")`` holds besides the usual groups: ``sample_stats`` per particle
 (chain, draw) from the last mutation step (energy, lp, acceptance_rate averaged over its transitions, step_size,
 diverging if any transition diverged, n_steps), and in ``run_config(idata)["engine"]``: ``num_particles``,
 ``num_tempering_steps``, ``beta_path`` and ``ess_min`` per run, ``step_size`` and ``acceptance`` per run,
-``log_z_per_chain``, ``options``, and ``log_evidence`` = {"value", "se", "method"}, read by
+``log_z_per_chain``, ``options``, and ``log_evidence`` = {"value", "se", "method", "trustworthy", "reason"}, read by
 :func:`bnnzoo.inference.tempering.log_evidence`.
 """
 
@@ -42,9 +48,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["tempered_smc", "combine_log_z", "run_smc_chains"]
+__all__ = ["tempered_smc", "combine_log_z", "smc_evidence_trust", "run_smc_chains", "MIN_RUNS", "MAX_LOG_Z_SD"]
 
 _logger = logging.getLogger(__name__)
+
+MIN_RUNS = 4            # independent runs needed for a finite-variance error from their spread (Student's t, C − 1 dof)
+MAX_LOG_Z_SD = 1.0      # nats: a larger spread of the runs' log Z makes the Jensen bias s²/2 comparable to the error
 
 
 def tempered_smc(key, logprior: Callable, loglik: Callable, x0, *, target_ess: float = 0.5, num_mcmc_steps: int = 10,
@@ -160,12 +169,50 @@ def tempered_smc(key, logprior: Callable, loglik: Callable, x0, *, target_ess: f
 
 
 def combine_log_z(log_z) -> tuple[float, float]:
-    """log mean_c Ẑ_c and its delta-method standard error sd(Ẑ_c) / (√C mean Ẑ_c) from independent runs' log Ẑ_c."""
+    """log mean_c Ẑ_c of independent runs and its calibrated standard error (module docstring, Evidence).
+
+    Parameters
+    ----------
+    log_z : (C,) the runs' log Ẑ_c, C >= 2.
+
+    Returns
+    -------
+    (value, se) : se = sd(log Ẑ_c) / √C · √((C − 1) / (C − 3)) for C >= ``MIN_RUNS``, sd(log Ẑ_c) / √C below (whose
+        z-scores have infinite variance: :func:`smc_evidence_trust` marks it not trustworthy); NaN for one run.
+    """
     lz = np.asarray(log_z, float)
     m = lz.max()
-    z = np.exp(lz - m)
-    se = float(z.std(ddof=1) / (math.sqrt(z.size) * z.mean())) if z.size > 1 else float("nan")
-    return float(m + math.log(z.mean())), se
+    value = float(m + math.log(np.mean(np.exp(lz - m))))
+    C = lz.size
+    if C < 2:
+        return value, float("nan")
+    se = float(lz.std(ddof=1) / math.sqrt(C))
+    return value, se * math.sqrt((C - 1) / (C - 3)) if C >= MIN_RUNS else se
+
+
+def smc_evidence_trust(log_z) -> tuple[bool, str]:
+    """Whether the evidence of independent SMC runs can be reported (module docstring, Evidence).
+
+    Parameters
+    ----------
+    log_z : (C,) the runs' log Ẑ_c.
+
+    Returns
+    -------
+    (trustworthy, reason) : reason "" when trustworthy, else one line: fewer than ``MIN_RUNS`` runs, a non-finite
+        log Ẑ_c, or a spread sd(log Ẑ_c) above ``MAX_LOG_Z_SD``.
+    """
+    lz = np.asarray(log_z, float)
+    if not np.all(np.isfinite(lz)):
+        return False, "a run's log Z is not finite"
+    if lz.size < MIN_RUNS:
+        return False, (f"{lz.size} independent SMC runs (chains): their spread gives no error bar (need >= "
+                       f"{MIN_RUNS})")
+    s = float(lz.std(ddof=1))
+    if s > MAX_LOG_Z_SD:
+        return False, (f"the runs' log Z spread by sd {s:.2f} nats > {MAX_LOG_Z_SD:g}: biased low by about "
+                       f"{s * s / 2:.2g} nats per run (Jensen); more particles or num_mcmc_steps")
+    return True, ""
 
 
 def run_smc_chains(dens, post: Callable, *, key, k_init, num_chains: int, num_particles: int, target_ess: float,
@@ -193,6 +240,7 @@ def run_smc_chains(dens, post: Callable, *, key, k_init, num_chains: int, num_pa
     fields = {"diverging": s["diverging"], "adapt_state.step_size": s["step_size"], "num_steps": s["num_steps"],
               "energy": s["energy"], "accept_prob": s["accept_prob"], "potential_energy": -s["lp"]}
     value, se = combine_log_z(res["log_z"])
+    trust, why = smc_evidence_trust(res["log_z"])
     cfg = {"chain_method": "vectorized", "num_particles": num_particles, "target_ess": target_ess,
            "num_mcmc_steps": num_mcmc_steps, "num_steps": num_steps, "target_accept": target_accept,
            "num_tempering_steps": res["num_tempering_steps"].tolist(),
@@ -202,6 +250,8 @@ def run_smc_chains(dens, post: Callable, *, key, k_init, num_chains: int, num_pa
            "log_z_per_chain": res["log_z"].tolist(),
            "log_evidence": {"value": value, "se": se,
                             "method": f"adaptive tempered SMC (BlackJAX): log mean of {num_chains} independent runs' "
-                                      f"evidence estimates ({num_particles} particles each); se from their spread"},
+                                      f"evidence estimates ({num_particles} particles each); se from their spread "
+                                      f"(Student's t, {num_chains - 1} degrees of freedom)",
+                            "trustworthy": trust, "reason": why},
            "timing": res["timing"]}
     return draws, fields, {}, cfg

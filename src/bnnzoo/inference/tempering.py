@@ -35,6 +35,13 @@ the states that the cold replica cannot leave.  The cold replica's draws are the
   independent).
   The stepping-stone estimate Σ_k log E_{β_k}[exp((β_{k+1} − β_k) ℓ)] and the bracket that the monotonicity of
   E_β[ℓ] in β gives (left and right Riemann sums) are stored beside it.
+* The evidence is checked before it is reported (:func:`pt_evidence_trust`): it is marked not trustworthy, with the
+  reason, when a chain made no round trip of the replicas (the ladder never carried a state from the prior end to
+  the posterior and back, so the replicas' E_β[ℓ] need not be those of equilibrium), when the value lies outside
+  its bracket by more than 3 Monte Carlo standard errors of the bracket (the Hermite correction Σ h²/12 ΔV is then
+  not small: a ladder too coarse for the curvature of E_β[ℓ]), or when it differs from the stepping-stone estimate
+  by more than 3 combined standard errors.  :func:`log_evidence` returns the flag and the reason, and
+  :func:`bnnzoo.sample` warns when it is not trustworthy.
 
 β_min (``tempering={"beta_min": ...}``) defaults to 1 / sd(ℓ) over prior draws (at most 0.1): the likelihood then
 changes the hottest replica's log density by about one unit across the prior, so that replica is nearly the prior.
@@ -45,7 +52,8 @@ replica per (chain, draw) (energy, lp, acceptance_rate, step_size, diverging, n_
 ``run_config(idata)["engine"]``: ``ladder`` (final β_k), ``initial_ladder``, ``swap_rejection`` (per pair, over
 sampling), ``barrier`` (Λ), ``suggested_num_replicas`` (⌈2Λ⌉ + 1), ``round_trips`` (per chain, over sampling),
 ``step_size`` (per replica), ``mean_loglik`` (E_β[ℓ] per replica), ``beta_min`` and ``beta_min_rule``, ``options``,
-and ``log_evidence`` = {"value", "se", "method", "bracket", "stepping_stone"}, read by :func:`log_evidence`.
+and ``log_evidence`` = {"value", "se", "method", "bracket", "bracket_se", "stepping_stone", "trustworthy",
+"reason"}, read by :func:`log_evidence`.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from functools import partial
 from typing import Callable, NamedTuple
 
@@ -68,13 +77,14 @@ from numpyro.primitives import Messenger
 from scipy.interpolate import PchipInterpolator
 
 from .. import azcompat
-from .._log import Progress
+from .._log import Progress, user_stacklevel
 from ..models._checks import check_int
 from .convert import run_config
-from .smc import run_smc_chains
+from .smc import MIN_RUNS, run_smc_chains
 
 __all__ = ["SplitDensity", "split_density", "PTResult", "parallel_tempering", "geometric_ladder", "respace_ladder",
-           "thermodynamic_integration", "log_evidence", "check_options", "run_tempering", "PT_OPTIONS",
+           "thermodynamic_integration", "pt_evidence_trust", "LogEvidence", "log_evidence", "log_evidence_of",
+           "check_options", "run_tempering", "PT_OPTIONS",
            "SMC_OPTIONS", "DEFAULT_NUM_STEPS"]
 
 _logger = logging.getLogger(__name__)
@@ -87,6 +97,7 @@ _LADDER_ROUNDS = (0.0375, 0.075, 0.15, 0.3, 0.6)   # warm-up fractions ending th
 _MASS_START = 0.05                                 # the first mass window starts after the initial transient
 _MASS_ENDS = (0.15, 0.3, 0.6, 0.8)                 # warm-up fractions at which the inverse mass is re-estimated
 _REJECTION_FLOOR = 1e-6         # keeps the estimated barrier strictly increasing, so it can be inverted
+EVIDENCE_TOLERANCE = 3.0        # standard errors: the bracket and stepping-stone checks of the PT evidence
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -580,7 +591,8 @@ def thermodynamic_integration(ladder, loglik, prior_loglik) -> dict:
     -------
     dict with "value" (the corrected trapezoid rule), "se" (its Monte Carlo standard error), "method",
     "trapezoid" (the plain trapezoid rule), "bracket" ([left, right] Riemann sums: log Z lies between them up to
-    Monte Carlo error, since E_β[ℓ] increases with β), "stepping_stone" ({"value", "se"}; the se treats the
+    Monte Carlo error, since E_β[ℓ] increases with β), "bracket_se" (the Monte Carlo standard error of the plain
+    trapezoid rule, that of the bracket's midpoint), "stepping_stone" ({"value", "se"}; the se treats the
     weights' autocorrelation as that of ℓ), "mean_loglik" and "var_loglik" (K,), and "end" ({"value", "se"}, the
     β = 0 → β_0 piece).
     """
@@ -601,7 +613,8 @@ def thermodynamic_integration(ladder, loglik, prior_loglik) -> dict:
     c[1:] -= db ** 2 / 12
     trapezoid = end + float(np.sum(w * means))
     value = trapezoid + float(np.sum(c * var))
-    se = math.sqrt(end_se ** 2 + float(np.sum((w * ses) ** 2)) + float(np.sum((c * var_se) ** 2)))
+    se_trapezoid = math.sqrt(end_se ** 2 + float(np.sum((w * ses) ** 2)))
+    se = math.sqrt(se_trapezoid ** 2 + float(np.sum((c * var_se) ** 2)))
     lower = end + float(np.sum(db * means[:-1]))
     upper = end + float(np.sum(db * means[1:]))
     ss, ss_var = end, end_se ** 2
@@ -614,12 +627,76 @@ def thermodynamic_integration(ladder, loglik, prior_loglik) -> dict:
     return {"value": value, "se": se,
             "method": f"thermodynamic integration: trapezoid with Hermite correction over {K} replicas, beta -> 0 "
                       f"end by importance sampling from {np.size(prior_loglik)} prior draws",
-            "trapezoid": trapezoid, "bracket": [lower, upper],
+            "trapezoid": trapezoid, "bracket": [lower, upper], "bracket_se": se_trapezoid,
             "stepping_stone": {"value": float(ss), "se": math.sqrt(ss_var)},
             "mean_loglik": means.tolist(), "var_loglik": var.tolist(), "end": {"value": end, "se": end_se}}
 
 
-def log_evidence(idata) -> tuple[float, float, str]:
+def pt_evidence_trust(ev: dict, round_trips) -> tuple[bool, str]:
+    """Whether a parallel-tempering evidence can be reported (module docstring, the checks).
+
+    Parameters
+    ----------
+    ev : :func:`thermodynamic_integration`'s result ("value", "se", "bracket", "bracket_se", "stepping_stone").
+    round_trips : (C,) round trips of the replicas per chain during sampling.
+
+    Returns
+    -------
+    (trustworthy, reason) : reason "" when trustworthy, else one line naming every check that failed.
+    """
+    why = []
+    trips = np.asarray(round_trips, int)
+    if trips.size == 0 or np.any(trips == 0):
+        why.append(f"{int(np.sum(trips == 0))} of {trips.size} chains made no round trip of the replicas (more "
+                   f"replicas or a longer run)")
+    value, se = float(ev["value"]), float(ev["se"])
+    lo, hi = ev["bracket"]
+    tol = EVIDENCE_TOLERANCE * float(ev.get("bracket_se", se))
+    if not math.isfinite(value) or not lo - tol <= value <= hi + tol:
+        why.append(f"{value:.4g} outside its own bracket [{lo:.4g}, {hi:.4g}] (a ladder too coarse)")
+    ss, ss_se = float(ev["stepping_stone"]["value"]), float(ev["stepping_stone"]["se"])
+    comb = math.hypot(se, ss_se)
+    if not abs(value - ss) <= EVIDENCE_TOLERANCE * comb:
+        why.append(f"stepping-stone gives {ss:.4g} ± {ss_se:.2g}, {abs(value - ss) / comb:.1f} combined s.e. away")
+    return not why, "; ".join(why)
+
+
+class LogEvidence(tuple):
+    """A run's log evidence, as :func:`log_evidence` reads it: unpacks as ``value, se, method``, with the checks'
+    outcome beside.
+
+    Attributes
+    ----------
+    value : log p(Y | X) (natural log, the likelihood's normalising constant included).
+    se : its Monte Carlo standard error.
+    method : how it was computed.
+    trustworthy : whether it passed the checks of its sampler (:func:`pt_evidence_trust`,
+        :func:`bnnzoo.inference.smc.smc_evidence_trust`).
+    reason : why it is not trustworthy ("" when it is).
+    """
+
+    def __new__(cls, value: float, se: float, method: str, trustworthy: bool, reason: str):
+        obj = super().__new__(cls, (float(value), float(se), str(method)))
+        obj.trustworthy, obj.reason = bool(trustworthy), str(reason)
+        return obj
+
+    def __getnewargs__(self):                       # pickling and copying
+        return (*self, self.trustworthy, self.reason)
+
+    value = property(lambda self: self[0])
+    se = property(lambda self: self[1])
+    method = property(lambda self: self[2])
+
+    def __repr__(self) -> str:
+        return (f"LogEvidence(value={self.value!r}, se={self.se!r}, method={self.method!r}, "
+                f"trustworthy={self.trustworthy!r}, reason={self.reason!r})")
+
+    def __str__(self) -> str:
+        num = f"{self.value:.4g} ± {self.se:.2g}"
+        return f"log evidence {num}" if self.trustworthy else f"log evidence not trustworthy: {self.reason} ({num})"
+
+
+def log_evidence(idata) -> LogEvidence:
     """The log marginal likelihood log p(Y | X) that a tempering run stored (``sampler="pt"`` or ``"smc"``).
 
     Parameters
@@ -628,18 +705,33 @@ def log_evidence(idata) -> tuple[float, float, str]:
 
     Returns
     -------
-    (value, se, method) : the estimate (natural log, the likelihood's normalising constant included), its Monte
-        Carlo standard error, and how it was computed.
+    LogEvidence : unpacks as (value, se, method): the estimate, its Monte Carlo standard error and how it was
+        computed; ``.trustworthy`` and ``.reason`` say whether it passed its checks, and ``str()`` of it says
+        "not trustworthy: <reason>" when they failed.  A run stored before the checks existed reads as not
+        trustworthy ("not checked").
 
     Raises
     ------
     ValueError
         if the run holds no evidence (a sampler other than "pt" or "smc", or not made by :func:`bnnzoo.sample`).
     """
-    ev = run_config(idata).get("engine", {}).get("log_evidence")
+    return log_evidence_of(run_config(idata).get("engine", {}))
+
+
+def log_evidence_of(engine: dict) -> LogEvidence:
+    """:func:`log_evidence` from a run's engine provenance (``run_config(idata)["engine"]``).
+
+    Raises
+    ------
+    ValueError
+        if ``engine`` holds no evidence.
+    """
+    ev = engine.get("log_evidence") if isinstance(engine, dict) else None
     if not isinstance(ev, dict):
         raise ValueError("this run holds no log evidence: only sampler='pt' and sampler='smc' compute it")
-    return float(ev["value"]), float(ev["se"]), str(ev["method"])
+    trust = ev.get("trustworthy")
+    reason = str(ev.get("reason", "")) if trust is not None else "not checked (a run stored before the checks)"
+    return LogEvidence(float(ev["value"]), float(ev["se"]), str(ev["method"]), bool(trust), reason)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -688,7 +780,8 @@ def check_options(sampler: str, options, *, num_chains: int, thinning: int, init
         check_int("tempering['max_steps']", opts["max_steps"], 1)
         if num_chains < 2:
             raise ValueError("sampler='smc' runs one independent SMC population per chain and takes the Monte Carlo "
-                             "error of log Z from their spread: num_chains must be >= 2")
+                             f"error of log Z from their spread: num_chains must be >= 2 ({MIN_RUNS} or more for "
+                             "an error bar that can be trusted)")
         if thinning != 1:
             raise ValueError(f"sampler='smc' draws independent particles: thinning must be 1, got {thinning}")
         if not (isinstance(init, str) and init == "prior"):
@@ -737,10 +830,12 @@ def run_tempering(sampler: str, fn, task, kw: dict, *, key, num_chains: int, num
     target = (0.8 if sampler == "smc" else 0.651) if target_accept is None else float(target_accept)
     k_prior, k_init, k_run = jax.random.split(key, 3)
     if sampler == "smc":
-        return run_smc_chains(dens, post, key=k_run, k_init=k_init, num_chains=num_chains,
-                              num_particles=num_samples, target_ess=float(options["target_ess"]),
-                              num_mcmc_steps=int(options["num_mcmc_steps"]), max_steps=int(options["max_steps"]),
-                              num_steps=L, target_accept=target, progress=progress)
+        out = run_smc_chains(dens, post, key=k_run, k_init=k_init, num_chains=num_chains,
+                             num_particles=num_samples, target_ess=float(options["target_ess"]),
+                             num_mcmc_steps=int(options["num_mcmc_steps"]), max_steps=int(options["max_steps"]),
+                             num_steps=L, target_accept=target, progress=progress)
+        _warn_untrustworthy(out[3]["log_evidence"])
+        return out
     K = int(options["num_replicas"])
     M = int(options["num_prior_draws"])
     draws = np.asarray(dens.init(k_prior, M + K * num_chains, "prior"))     # one compiled draw for both uses
@@ -766,6 +861,7 @@ def run_tempering(sampler: str, fn, task, kw: dict, *, key, num_chains: int, num
                              inv_mass=np.maximum(prior_var, 1e-8), target_accept=target, num_steps=L,
                              chunk_size=chunk_size, post=post, progress=progress)
     ev = thermodynamic_integration(res.ladder, res.loglik, prior_ell)
+    trust, why = pt_evidence_trust(ev, res.round_trips)
     s = res.stats
     fields = {"diverging": s["diverging"], "adapt_state.step_size": s["step_size"], "num_steps": s["num_steps"],
               "energy": s["energy"], "accept_prob": s["accept_prob"], "potential_energy": -s["lp"]}
@@ -776,6 +872,15 @@ def run_tempering(sampler: str, fn, task, kw: dict, *, key, num_chains: int, num
            "suggested_num_replicas": int(math.ceil(2 * res.barrier)) + 1,
            "round_trips": res.round_trips.tolist(), "step_size": res.step_size.tolist(),
            "log_evidence": {"value": ev["value"], "se": ev["se"], "method": ev["method"], "bracket": ev["bracket"],
-                            "stepping_stone": ev["stepping_stone"]},
+                            "bracket_se": ev["bracket_se"], "stepping_stone": ev["stepping_stone"],
+                            "trustworthy": trust, "reason": why},
            "mean_loglik": ev["mean_loglik"], "num_prior_draws": M, "timing": res.timing}
+    _warn_untrustworthy(cfg["log_evidence"])
     return res.draws, fields, {"swap_acceptance": s["swap_acceptance"]}, cfg
+
+
+def _warn_untrustworthy(ev: dict) -> None:
+    """RuntimeWarning at sampling time when the run's evidence failed its checks."""
+    if not ev["trustworthy"]:
+        warnings.warn(f"log evidence not trustworthy: {ev['reason']} ({ev['value']:.4g} ± {ev['se']:.2g})",
+                      RuntimeWarning, stacklevel=user_stacklevel())
