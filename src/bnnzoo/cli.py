@@ -42,7 +42,7 @@ from .inference import predict
 from .inference.compilation import CACHE_WARNING
 from .inference.convert import run_config
 from .inference.distributed import initialize
-from .inference.plan import DEFAULT_CHAINS, TEMPERING
+from .inference.plan import DEFAULT_CHAINS, SAMPLERS, TEMPERING, check_num_steps
 from .inference.tempering import log_evidence
 from .models import get_entry, list_entries
 from .plots import save_figures
@@ -496,11 +496,7 @@ def _check_sample_flags(args) -> None:
             raise ValueError(f"{flag} must be >= {lo}, got {v}")
     if args.step_size is not None and not (args.step_size > 0 and args.step_size < float("inf")):
         raise ValueError(f"--step-size must be a finite number > 0, got {args.step_size}")
-    if args.sampler == "hmc" and args.num_steps is None:
-        raise ValueError("--sampler hmc needs --num-steps (leapfrog steps per draw; --step-size fixes the step, "
-                         "otherwise it is adapted during warm-up)")
-    if args.num_steps is not None and args.sampler != "hmc":
-        raise ValueError(f"--num-steps applies to --sampler hmc only, not {args.sampler}")
+    check_num_steps(args.sampler, args.num_steps, cli=True)
     if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
         raise ValueError(f"--replicas applies to --sampler pt and must be >= 2, got {args.replicas} with --sampler "
                          f"{args.sampler}")
@@ -956,7 +952,7 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--warmup", type=int, default=300, help="warm-up steps per chain")
     ps.add_argument("--samples", type=int, default=300, help="kept draws per chain")
     ps.add_argument("--thin", type=int, default=1, help="keep every k-th draw")
-    ps.add_argument("--sampler", choices=["auto", "nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc", "units"],
+    ps.add_argument("--sampler", choices=["auto", *SAMPLERS],
                     default="auto",
                     help="auto (default): the benchmark's fastest for the run (>= 2 chains: snaper, chees on "
                     "softmax_attention, units for a --certify run of the one-layer sigmoidal net on orthogonal "
@@ -972,7 +968,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="--sampler pt: replicas of the temperature ladder (default 12; the run's provenance "
                     "suggests how many the posterior needs)")
     ps.add_argument("--num-steps", dest="num_steps", type=int,
-                    help="--sampler hmc: leapfrog steps per draw (required for hmc)")
+                    help="--sampler hmc (required), pt or smc: leapfrog steps per draw / per HMC move")
     ps.add_argument("--step-size", dest="step_size", type=float,
                     help="fixed leapfrog step size (nuts, hmc, chees, snaper; default: adapted during warm-up)")
     ps.add_argument("--seed", type=int, default=0, help="sampler seed (the task's own seed: --param seed=)")

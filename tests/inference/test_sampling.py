@@ -284,7 +284,7 @@ def test_auto_sampler_rule():
     assert choose_sampler("auto", e, num_chains=4, max_tree_depth=7) == "nuts"
     for name in ("nuts", "hmc", "chees", "gibbs"):
         assert choose_sampler(name, e, num_chains=4) == name
-    with pytest.raises(ValueError, match="num_steps applies to sampler='hmc' only"):
+    with pytest.raises(ValueError, match="num_steps applies to sampler=.hmc., .pt. or .smc. only, not .auto."):
         choose_sampler("auto", e, num_chains=4, num_steps=3)
 
 

@@ -47,12 +47,13 @@ from .tempering import check_options
 from .units import check_units
 
 __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "units_serve", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
-           "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING",
+           "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING", "NUM_STEPS_SAMPLERS", "check_num_steps",
            "init_strategy", "strategy_name"]
 
 SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc", "units")
 CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees.ChEES), two trajectory criteria
 TEMPERING = ("pt", "smc")                   # bnnzoo.inference.tempering / .smc: their own drivers, no NumPyro kernel
+NUM_STEPS_SAMPLERS = ("hmc",) + TEMPERING   # the samplers that take num_steps (leapfrog steps per draw / per move)
 REPARAMS = ("readout", "data_space")
 CHAIN_METHODS = ("auto", "vectorized", "parallel", "sequential", "sharded")
 SEED_MAX = 2**63 - 1                        # the largest seed jax.random.PRNGKey takes
@@ -112,6 +113,38 @@ def check_init(init, num_chains: int) -> None:
                              f"{num_chains} rows, got shape {arr.shape} and dtype {arr.dtype}")
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"init[{k!r}] holds NaN or inf")
+
+
+def check_num_steps(sampler: str, num_steps, *, cli: bool = False) -> None:
+    """The one rule for ``num_steps``, read by :func:`bnnzoo.sample`, the kernel builder and the CLI alike:
+    sampler="hmc" needs it, "pt" and "smc" take it (leapfrog steps of their HMC moves), no other sampler does.
+
+    Parameters
+    ----------
+    sampler : str
+        The sampler asked for ("auto" included).
+    num_steps : int or None
+        Leapfrog steps per draw, None when not given.
+    cli : bool
+        Name the arguments as the CLI's flags (``--num-steps``, ``--sampler hmc``) in the message.
+
+    Raises
+    ------
+    ValueError
+        One line: sampler="hmc" without ``num_steps``, ``num_steps`` with another sampler than those of
+        :data:`NUM_STEPS_SAMPLERS`, or ``num_steps`` not an integer >= 1.
+    """
+    arg, key = ("--num-steps", "--sampler ") if cli else ("num_steps", "sampler=")
+    names = [s if cli else repr(s) for s in NUM_STEPS_SAMPLERS]
+    if num_steps is None:
+        if sampler == "hmc":
+            raise ValueError(f"{key}{names[0]} needs {arg} (leapfrog steps per draw, an integer >= 1; a step size "
+                             f"given fixes the step, otherwise it is adapted during warm-up)")
+        return
+    if sampler not in NUM_STEPS_SAMPLERS:
+        raise ValueError(f"{arg} applies to {key}{', '.join(names[:-1])} or {names[-1]} only, not "
+                         f"{sampler if cli else repr(sampler)}")
+    check_int(arg, num_steps, 1)
 
 
 def normalize_record(record) -> tuple[str, ...]:
@@ -199,9 +232,7 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
     """
     if sampler != "auto":
         return sampler
-    if num_steps is not None:
-        raise ValueError("num_steps applies to sampler='hmc' only: pass sampler='hmc' with it (sampler='auto' "
-                         "never picks fixed-length HMC)")
+    check_num_steps(sampler, num_steps)       # sampler='auto' never picks a sampler that takes it
     supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
     nuts_only = dense_mass or chain_method == "sequential" or max_tree_depth != 10
     preferred = getattr(entry, "auto_sampler", "snaper") if entry is not None else "snaper"
@@ -368,14 +399,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                                       or not 0 < target_accept < 1):
         raise ValueError(f"target_accept must be a number in (0, 1) (or None), got {target_accept!r}")
     check_int("max_tree_depth", max_tree_depth, 1)
-    if sampler == "hmc":
-        if num_steps is None:
-            raise ValueError("sampler='hmc' needs num_steps (leapfrog steps per draw, an integer >= 1)")
-        check_int("num_steps", num_steps, 1)
-    elif num_steps is not None and sampler in TEMPERING:
-        check_int("num_steps", num_steps, 1)
-    elif num_steps is not None:
-        raise ValueError(f"num_steps applies to sampler='hmc', 'pt' or 'smc' only, not sampler={sampler!r}")
+    check_num_steps(sampler, num_steps)
 
     # long-run options (the chunked driver)
     if chunk_size is not None:

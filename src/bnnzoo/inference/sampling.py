@@ -39,7 +39,7 @@ from .convert import (EXTRA_FIELDS, constant_data_group, dataset, gibbs_warmup_d
                       provenance, run_config, sealed, sample_stats, sample_stats_group, thinned_dataset, versions,
                       warmup_datasets)
 from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING, RunSpec, check_int,
-                   default_num_chains, engine_chunk_size, init_strategy, make_spec)
+                   check_num_steps, default_num_chains, engine_chunk_size, init_strategy, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .._log import interactive
@@ -169,10 +169,11 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
     if not callable(init) and init not in ("prior", "uniform"):
         raise ValueError(f"init must be 'prior' (a draw from the prior), 'uniform' (NumPyro's default) or a NumPyro "
                          f"init_to_* strategy, got {init!r}")
+    check_num_steps(sampler, num_steps)
     if sampler in CHEES_LIKE:
-        if num_steps is not None or dense_mass:
+        if dense_mass:
             raise ValueError(f"sampler={sampler!r} tunes its own trajectory length and a diagonal mass: drop "
-                             + ("num_steps" if num_steps is not None else "dense_mass"))
+                             f"dense_mass")
         check_int("max_tree_depth", max_tree_depth, 1)
         return ChEES(fn, step_size=step_size, max_leapfrog_steps=2 ** int(max_tree_depth), target_accept=target_accept,
                      init=init, criterion=sampler)
@@ -184,13 +185,8 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
         init_strategy=init_strategy(init),
     )
     if sampler == "nuts":
-        if num_steps is not None:
-            raise ValueError("num_steps applies to sampler='hmc' only (NUTS chooses its own trajectory length)")
         check_int("max_tree_depth", max_tree_depth, 1)
         return fast_kernel(NUTS)(fn, max_tree_depth=max_tree_depth, **common)
-    if num_steps is None:
-        raise ValueError("sampler='hmc' needs num_steps (leapfrog steps per draw, an integer >= 1)")
-    check_int("num_steps", num_steps, 1)
     return fast_kernel(HMC)(fn, num_steps=int(num_steps), trajectory_length=None, **common)
 
 
