@@ -21,7 +21,7 @@ with warnings.catch_warnings():
     import arviz as az
 
 __all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "shallow_copy", "get_attrs",
-           "to_netcdf", "to_netcdf_bytes", "group_datasets", "COMPRESSION", "from_netcdf", "read_run", "plot_trace",
+           "to_netcdf", "to_netcdf_bytes", "group_datasets", "COMPRESSION", "from_netcdf", "read_run_file", "plot_trace",
            "save_plot", "ess", "rhat", "is_idata", "plot_ppc", "loo_pit", "plot_loo_pit"]
 
 AZ_VERSION: str = az.__version__
@@ -159,7 +159,7 @@ def from_netcdf(path):
     return xr.open_datatree(str(path), engine="h5netcdf").load()
 
 
-def read_run(path: str | os.PathLike, label: str = "idata"):
+def read_run_file(path: str | os.PathLike, label: str = "idata"):
     """Read a run's NetCDF file (written by :func:`to_netcdf` or ``bnnzoo sample --out``), with a one-line error for
     anything that is not one.
 

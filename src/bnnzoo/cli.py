@@ -809,7 +809,7 @@ def _cmd_diagnose(args) -> int:
             get_entry(args.entry)
         except ValueError as e:
             raise ValueError(f"--entry: {e}") from None
-    idata = azcompat.read_run(args.run, "run file")
+    idata = azcompat.read_run_file(args.run, "run file")
     rep = diagnose(idata, store=save is not None, kernels=not args.no_kernels, entry=args.entry)
     if figures is not None:
 
@@ -880,7 +880,7 @@ def _cmd_predict(args) -> int:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     X = load_inputs(args.x)
     with _reserved(out, overwrite=args.overwrite):
-        idata = azcompat.read_run(args.run, "run file")
+        idata = azcompat.read_run_file(args.run, "run file")
         t0 = time.time()
         try:
             pred = predict(idata, X, seed=args.seed)

@@ -209,7 +209,7 @@ def _short(v) -> str:
 def load_report(idata) -> DiagnosticReport:
     """Rebuild the :class:`DiagnosticReport` that :func:`diagnose` stored in ``idata`` (or a NetCDF path)."""
     if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.read_run(idata, "idata")
+        idata = azcompat.read_run_file(idata, "idata")
     names = azcompat.group_names(idata)
     if GROUP_PREFIX not in names:
         raise ValueError("no diagnostics stored in this run: call bnnzoo.diagnose(idata) first")
@@ -407,7 +407,7 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
         unknown, or a posterior variable is not finite (NaN or ±inf) on some draw.
     """
     is_path = isinstance(idata, (str, os.PathLike))
-    source = azcompat.read_run(idata, "idata") if is_path else idata
+    source = azcompat.read_run_file(idata, "idata") if is_path else idata
     timings: dict[str, float] = {}
 
     def timed(name, fn, *a, **kw):

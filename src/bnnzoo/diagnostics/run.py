@@ -227,7 +227,7 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
     if isinstance(idata, RunData):
         return _from_rundata(idata, entry)
     if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.read_run(idata, "idata")
+        idata = azcompat.read_run_file(idata, "idata")
     names = azcompat.group_names(idata)
     get = lambda g: azcompat.get_group(idata, g) if g in names else None  # noqa: E731
     post, const, obs = get("posterior"), get("constant_data"), get("observed_data")

@@ -510,7 +510,7 @@ def _load(idata):
     RunData (read through its attributes, so the sampler layer does not import the diagnostics; a RunData carries
     no certification)."""
     if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.read_run(idata, "idata")
+        idata = azcompat.read_run_file(idata, "idata")
     if all(hasattr(idata, k) for k in ("a", "f", "recorded_z", "Y", "config")):
         data = {"a": (("chain", "draw", "neuron", "class"), idata.a)}
         if idata.f is not None:

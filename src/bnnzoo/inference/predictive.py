@@ -167,7 +167,7 @@ def _run_of(idata):
         not an InferenceData / DataTree.
     """
     if isinstance(idata, (str, os.PathLike)):
-        return azcompat.read_run(idata, "idata")
+        return azcompat.read_run_file(idata, "idata")
     if not azcompat.is_idata(idata):
         raise ValueError(f"idata must be a run of bnnzoo.sample (ArviZ InferenceData or DataTree) or the path of its "
                          f"NetCDF file, got {type(idata).__name__}")

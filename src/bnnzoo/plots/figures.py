@@ -364,7 +364,7 @@ def save_figures(idata, outdir, report=None, dpi: int = 110, entry=None) -> list
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.read_run(idata, "idata")
+        idata = azcompat.read_run_file(idata, "idata")
     if report is None:
         report = diagnose(idata, store=False, entry=entry)
     paths = []

@@ -44,7 +44,7 @@ def _write_one(name: str, run, outdir: Path, figures: bool, save_netcdf: bool, v
                traces: dict) -> dict:
     """Diagnose one run and write its folder ``outdir/name`` (what :func:`write_report` does per run); returns
     {"report", "files"}."""
-    idata = azcompat.read_run(run, "run") if isinstance(run, (str, os.PathLike)) else run
+    idata = azcompat.read_run_file(run, "run") if isinstance(run, (str, os.PathLike)) else run
     rep = diagnose(idata, store=True, verbose=verbose, entry=entry)
     d = outdir / name
     d.mkdir(parents=True, exist_ok=True)
