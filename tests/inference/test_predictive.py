@@ -3,6 +3,7 @@ ArviZ checks that read them (``plot_ppc`` / ``plot_ppc_dist``, LOO-PIT) on the i
 
 import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -189,20 +190,28 @@ def test_registered_entries_all_covered():
     assert set(TINY) == shipped
 
 
-def test_a_model_of_ones_own_gets_every_group():
-    """The user guide's own model (a wrapper of fcn that takes no num_outputs) gets the log-likelihood, posterior
-    predictive and prior groups: the library calls it with the targets and the likelihood site drawn.  The posterior
-    predictive draws scatter around f with the likelihood's sd √(T/N) at the sampled temperature (its mean absolute
-    deviation √(2/π) sd within 20 %), and the log-likelihood is that Gaussian's density of the targets."""
+def _user_guide_model():
+    """``my_model`` of the user guide's "A model of your own", defined by running the page's code block as written
+    (up to the call that samples it)."""
     import jax.numpy as jnp
     import numpyro
     import numpyro.distributions as dist
 
-    def my_model(X, Y=None):
-        T = numpyro.sample("temperature", dist.LogNormal(jnp.log(0.01), 0.1))
-        s2 = numpyro.sample("sigma_a2", dist.LogNormal(0.0, 0.1))
-        return bnnzoo.models.fcn(X, Y, width=8, activation="sigmoid", temperature=T, sigma_a2=s2)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "user_guide.md").read_text()
+    block = page.split("<!-- own-model:begin -->", 1)[1].split("<!-- own-model:end -->", 1)[0]
+    code = block.strip().removeprefix("```python").split("\nidata = ", 1)[0]
+    namespace = {"bnnzoo": bnnzoo, "numpyro": numpyro, "dist": dist, "jnp": jnp}
+    exec(compile(code, "docs/user_guide.md", "exec"), namespace)
+    return namespace["my_model"]
 
+
+def test_a_model_of_ones_own_gets_every_group():
+    """The user guide's own model (a wrapper of fcn that takes no num_outputs, run from the page's code block)
+    gets the log-likelihood, posterior predictive and prior groups: the library calls it with the targets and the
+    likelihood site drawn.  The posterior predictive draws scatter around f with the likelihood's sd √(T/N) at the
+    sampled temperature (its mean absolute deviation √(2/π) sd within 20 %), and the log-likelihood is that
+    Gaussian's density of the targets."""
+    my_model, width = _user_guide_model(), 60         # the page's width
     task = toy_task(P=8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -212,7 +221,7 @@ def test_a_model_of_ones_own_gets_every_group():
     post = azcompat.get_group(idata, "posterior")
     f, T = post["f"].values, post["temperature"].values[..., None, None]
     y = azcompat.get_group(idata, "posterior_predictive")["y"].values
-    sd = np.sqrt(T / 8)
+    sd = np.sqrt(T / width)
     assert y.shape == f.shape and not np.allclose(y, task.Y)
     ratio = np.mean(np.abs(y - f) / sd) / np.sqrt(2 / np.pi)
     assert abs(ratio - 1) < 0.2, ratio

@@ -140,8 +140,11 @@ def test_a_network_registered_here_goes_through_the_whole_path(new_entry, tmp_pa
     assert main(["list"]) == 0 and NEW in capsys.readouterr().out
     out = tmp_path / "new.nc"
     assert main(["sample", NEW, "--chains", "2", "--warmup", "10", "--samples", "4", "--quiet", "--out",
-                 str(out)]) == 0, capsys.readouterr().err
+                 str(out), "--log-likelihood", "--posterior-predictive", "--prior-predictive"]) == 0, \
+        capsys.readouterr().err
     idata = azcompat.from_netcdf(out)
+    for group in ("log_likelihood", "posterior_predictive", "prior", "prior_predictive"):   # every group asked for
+        assert group in azcompat.group_names(idata), group
     assert bnnzoo.run_config(idata)["model"] == NEW
     post = azcompat.get_group(idata, "posterior")
     assert post["z2"].shape == (2, 4, 4, 6) and post["W2"].dims == ("chain", "draw", "neuron", "neuron_in")
