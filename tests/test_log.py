@@ -102,12 +102,17 @@ def test_plain_script_shows_progress_lines(tmp_path):
             "bnnzoo.sample('deep_linear', task, progress=False, **kw)\n"
             "print('quiet run done', flush=True)\n"
             "bnnzoo.sample('deep_linear', task, **kw)\n"
+            "print('numpyro loop next', flush=True)\n"
+            "kw.pop('chunk_size')\n"                     # NumPyro's own loop: a line at its start and its end
+            "bnnzoo.sample('deep_linear', task, **kw)\n"
             "pkg = logging.getLogger('bnnzoo')\n"
             "assert [type(h).__name__ for h in pkg.handlers] == ['NullHandler'] and pkg.level == 0\n")
     r = subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
-    lines = [line for line in r.stderr.splitlines() if line.startswith("sample: ")]
+    chunked, numpyro_loop = r.stderr.split("sample: 0/120 steps\n")[1:3]
+    assert "NumPyro's own loop" in numpyro_loop and "(100 %, done, " in numpyro_loop, r.stderr
+    lines = [line for line in ("sample: 0/120 steps\n" + chunked).splitlines() if line.startswith("sample: ")]
     during = [line for line in lines if "%" in line and "/120 steps" in line and "done" not in line]
     assert len(during) >= 2, r.stderr
     assert lines[0] == "sample: 0/120 steps" and "(100 %, done, " in lines[-1], r.stderr

@@ -42,7 +42,7 @@ from .plan import (CHEES_LIKE, MATMUL_PRECISIONS, REPARAMS, SAMPLERS, TEMPERING,
                    check_num_steps, default_num_chains, engine_chunk_size, init_strategy, make_spec)
 from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
-from .._log import interactive
+from .._log import Progress, interactive
 from .predictive import prior_groups
 from .units import units_chains
 from .gibbs_linear import gibbs_chains
@@ -350,22 +350,26 @@ def _draw_mcmc(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draws:
     """NumPyro's ``MCMC`` (NUTS / HMC without the chunked driver's options); the test-set outputs by
     ``Predictive`` from the draws."""
     task, kw, C = spec.task, spec.model_kwargs, spec.num_chains
-    # NumPyro's bar redraws itself with carriage returns: drawn on a terminal only, else two log lines
+    # NumPyro's bar redraws itself with carriage returns: drawn on a terminal only; elsewhere its loop runs as one
+    # program, so the log says when it starts and when it ends
     bar = bool(spec.progress) and interactive()
-    log_lines = bool(spec.progress) and not bar
-    if log_lines:
-        _logger.info("sample: %s, %d chains x (%d warm-up + %d sampling steps) ...", spec.sampler, C,
-                     spec.num_warmup, spec.num_samples)
-    t_run = time.perf_counter()
+    steps = spec.num_warmup + spec.num_samples
+    lines = Progress(steps, desc="sample", logger=_logger) if spec.progress and not bar else None
     mcmc = MCMC(kernel, num_warmup=spec.num_warmup, num_samples=spec.num_samples, num_chains=C,
                 thinning=spec.thinning, chain_method=spec.chain_method, progress_bar=bar)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="There are not enough devices")
-        mcmc.run(key_run, task.X, task.Y, extra_fields=EXTRA_FIELDS, init_params=(
-            None if init_params is None else init_params if C > 1
-            else jax.tree.map(lambda v: v[0], init_params)), **kw)
-    if log_lines:
-        _logger.info("sample: done (%.1f s)", time.perf_counter() - t_run)
+    try:
+        if lines is not None:
+            lines.stage(f"{spec.sampler}, {C} chain(s) in NumPyro's own loop (no count until it ends)")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="There are not enough devices")
+            mcmc.run(key_run, task.X, task.Y, extra_fields=EXTRA_FIELDS, init_params=(
+                None if init_params is None else init_params if C > 1
+                else jax.tree.map(lambda v: v[0], init_params)), **kw)
+        if lines is not None:
+            lines.update(steps)
+    finally:
+        if lines is not None:
+            lines.close()
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     fields = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
     f_test = None
