@@ -93,6 +93,10 @@ def test_sigmoid_four_codes_with_theory_masses(report, seed):
         assert th[f"centre[{k}]"].difference < 0.15, th[f"centre[{k}]"]
     assert th["U"].within, th["U"]
     assert th.all_within, th
+    # the readout branches as the theory counts them: the modes of the readout density, one per mean-field branch
+    # (the codes agreement's prediction is the mean field's number of branches; BIC components gave 5 at seed 1)
+    assert rep.branches.n_branches == th["codes"].predicted == 4, rep.branches
+    assert sorted(rep.branches.codes) == sorted(codes.codes(min_fraction=0.02)), rep.branches
 
 
 # --------------------------------------------------------------------------------------------------------- ReLU

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from bnnzoo.diagnostics import find_outliers, readout_branches
-from bnnzoo.diagnostics.branches import cluster_bic
+from bnnzoo.diagnostics.branches import cluster_bic, mixture_modes
 from tests._helpers import rng
 
 
@@ -57,3 +58,45 @@ def test_find_outliers_counts_and_classes():
     assert sorted(o.classes) == [0, 0, 1, 1, 2, 2]
     # the bulk alone has none
     assert find_outliers(0.1 * r.standard_normal((1, 40, 100, 3))).n_outliers == 0
+
+
+@pytest.mark.parametrize("gap, n_modes", [(1.8, 1), (2.2, 2)])
+def test_mixture_modes_of_two_gaussians(gap, n_modes):
+    """Two equal-weight Gaussians of unit variance are bimodal exactly when their means are more than 2 apart: at a
+    gap of 1.8 one mode at the midpoint, at 2.2 two, each within 0.3 of its own mean (closed form: the modes solve
+    x = μ₂ − gap/(1 + e^{gap·(x − μ̄)}), here ±0.75 from the midpoint)."""
+    means = np.array([[0.0, 0.0], [gap, 0.0]])
+    modes, basin = mixture_modes(np.array([0.5, 0.5]), means, np.stack([np.eye(2)] * 2))
+    assert len(modes) == n_modes and len(set(basin.tolist())) == n_modes
+    if n_modes == 1:
+        np.testing.assert_allclose(modes[0], [gap / 2, 0.0], atol=1e-6)
+    else:
+        np.testing.assert_allclose(np.sort(np.abs(modes[:, 0] - gap / 2)), [0.75, 0.75], atol=0.05)
+
+
+def test_branches_are_modes_not_mixture_components():
+    """Three branches (readouts jittering around three centres, skewed along one axis) and 15 % of the units
+    hopping between branches 0 and 1 halfway through the run: the units' time averages fill the segment between
+    those branches, and a BIC mixture of them has more than three components; the readout density has three modes,
+    within 0.15 of the centres shifted by the skew's mean (0.3 along axis 2), and every frozen unit is on its own."""
+    r = rng(5)
+    C, D, N, m = 2, 60, 200, 3
+    centres = np.array([[1.6, -0.3, 1.5], [-0.3, 1.5, 1.5], [1.6, 1.5, -0.3]])
+    lab = r.choice(3, size=(C, N), p=[0.4, 0.35, 0.25])
+    hop = r.random((C, N)) < 0.15
+    lab[hop] = 0
+    branch = np.broadcast_to(lab[:, None, :], (C, D, N)).copy()
+    branch[:, D // 2:][np.broadcast_to(hop[:, None, :], (C, D - D // 2, N))] = 1   # 0 → 1 at half the run
+    skew = np.zeros(m)
+    skew[2] = 0.3
+    a = centres[branch] + 0.12 * r.standard_normal((C, D, N, m)) + skew * r.exponential(1.0, (C, D, N, 1))
+    k_old, *_ = cluster_bic(a.mean(1).reshape(-1, m))
+    assert k_old > 3                               # the time averages of the hopping units form their own cluster
+    b = readout_branches(a)
+    assert b.n_branches == 3 and b.n_components >= 3
+    order = [int(np.argmin(np.linalg.norm(b.modes - c - skew, axis=1))) for c in centres]
+    assert sorted(order) == [0, 1, 2]
+    np.testing.assert_allclose(b.modes[order], centres + skew, atol=0.15)
+    frozen = ~hop.reshape(-1)
+    got = np.asarray(b.labels).reshape(-1)[frozen]
+    assert np.all(np.array(order)[lab.reshape(-1)[frozen]] == got)

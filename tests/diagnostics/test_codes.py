@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from bnnzoo.diagnostics import RunData, code_string, neural_codes
-from bnnzoo.diagnostics.codes import code_ids, code_memory
+from bnnzoo.diagnostics._data import class_means
+from bnnzoo.diagnostics.codes import code_ids, code_memory, selectivity
+from bnnzoo.tasks import toy_task
 from tests._helpers import rng
 
 
@@ -61,3 +64,44 @@ def test_task_agnostic_neurons_are_not_selective():
     z[0, :, 0, 20:] -= 8.0
     cr = neural_codes(_toy_rundata(z, activation="relu"))
     assert cr.n_selective == 1 and cr.scheme == {"100": 1} and cr.verdict == "frozen"
+
+
+def test_selectivity_statistic_follows_its_null():
+    """A task-agnostic unit (P i.i.d. N(0, q) preactivations) has F ~ F(m, P − m) at every draw, whatever q: over
+    20 000 such units the fraction above the F(3, 27) 90 % quantile is 0.1 within 4 binomial standard errors
+    (0.0085), and the cut is the closed-form F(3, 27) quantile at 1 − 0.05/(2 n)."""
+    r = rng(3)
+    P, m, n = 30, 3, 20000
+    labels = np.repeat(np.arange(m), [15, 7, 8])
+    z = 5.0 * r.standard_normal((1, 1, n, P))            # scale q = 25: F does not depend on it
+    cm = class_means(z, labels, m)
+    f, thr = selectivity(cm, np.mean(z**2, -1), np.bincount(labels))
+    assert f.shape == (1, n)
+    assert abs(np.mean(f > stats.f.isf(0.1, m, P - m)) - 0.1) < 4 * np.sqrt(0.09 / n)
+    assert thr == pytest.approx(stats.f.isf(0.05 / (2 * n), m, P - m), rel=1e-12)
+    np.testing.assert_allclose(selectivity(cm / 5, np.mean((z / 5) ** 2, -1), np.bincount(labels))[0], f, rtol=1e-9)
+
+
+def test_codes_at_small_P_have_their_selective_units():
+    """N = P = 30 on the toy task's classes (15 / 7 / 8 points): units with class means ±1.2 and a within-class
+    scatter of 1 (the sigmoidal net's picture at this size) are all selective — a cut at 3·√(q/P_min) = 1.77 with
+    q = 1.2² + 1 passed 0–3 of 120 — while 120 task-agnostic units of the same scale are not (family-wise error
+    ≤ 5 %)."""
+    r = rng(4)
+    C, D, N, m = 4, 40, 30, 3
+    task = toy_task(P=30)
+    labels, P = task.labels, task.P
+    codes = ["011", "101", "110", "111"]
+    bits = np.array([[int(ch) for ch in codes[i % 4]] for i in range(N)])       # (N, m)
+    mean = 1.2 * (2 * bits - 1)[:, labels]                                      # (N, P)
+    z = mean[None, None] + r.standard_normal((C, D, N, P))
+    rd = RunData(a=np.zeros((C, D, N, m)), X=task.X, Y=task.Y, labels=labels, activation="sigmoid", depth=1,
+                 recorded_z={1: z})
+    cr = neural_codes(rd)
+    assert cr.n_selective == C * N, (cr.n_selective, cr.selectivity_threshold)
+    assert cr.scheme == {"011": 32, "101": 32, "110": 28, "111": 28}
+    noise = np.sqrt(1 + 1.2**2) * r.standard_normal((C, D, N, P))
+    rd0 = RunData(a=np.zeros((C, D, N, m)), X=task.X, Y=task.Y, labels=labels, activation="sigmoid", depth=1,
+                  recorded_z={1: noise})
+    c0 = neural_codes(rd0)
+    assert c0.n_selective == 0 and c0.verdict == "no selective units"

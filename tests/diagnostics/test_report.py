@@ -146,3 +146,20 @@ def test_diagnostics_survive_netcdf(sampled, tmp_path):
     assert back.branches.outliers.n_outliers == rep.branches.outliers.n_outliers
     assert "verdicts:" in repr(back)
     json.loads(rep.to_json())  # strict JSON
+
+
+@pytest.mark.slow
+def test_codes_and_branches_agree_at_small_P():
+    """The demo's sigmoidal net scaled down to N = P = 30 (T = 0.02, 4 chains × 300 draws after 300 warm-up): the
+    codes section finds the four codes on (nearly) every unit — the 3·√(q/P_min) cut found 0 of 120 on this run —
+    the readout branches are the four modes the mean field has (BIC components: 5), and both name the same codes."""
+    task = bnnzoo.toy_task(P=30, y_neg=0.5, seed=0)
+    idata = bnnzoo.sample("sigmoidal", task, num_chains=4, num_warmup=300, num_samples=300, progress=False, seed=0,
+                          width=30, temperature=0.02, record=("z",))
+    rep = diagnose(idata, kernels=False, store=False)
+    cr, br, th = rep.codes["z1"], rep.branches, rep.theory
+    assert cr.n_selective >= 0.9 * cr.n_units, cr
+    assert rep.coding_scheme == "redundant"
+    assert set(cr.codes(min_fraction=0.05)) == set(br.codes) == {"011", "101", "110", "111"}, (cr, br)
+    assert br.n_branches == th["codes"].predicted == 4, br      # the mean field's branches at P = 30, T = 0.02
+    assert th["codes"].within, th["codes"]

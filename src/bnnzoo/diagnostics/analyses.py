@@ -245,8 +245,8 @@ def coding_scheme(branches, m: int) -> str:
 
 def branches_and_codes(branches, codes, min_fraction: float = 0.05) -> str:
     """How the readout branches and the feature layer's binary codes correspond, in one line: the codes carried by
-    at least ``min_fraction`` of the selective units; codes whose units fall mostly into one branch (BIC did not
-    separate their readout vectors), codes whose units spread over several branches (at least ``min_fraction`` of
+    at least ``min_fraction`` of the selective units; codes whose units fall mostly into one branch (one mode of the
+    readout density carries them), codes whose units spread over several branches (at least ``min_fraction`` of
     the code's units in each: the readout splits the code), and codes carried mostly by outlier units, which the
     branches leave out."""
     keep = sorted(codes.codes(min_fraction))

@@ -13,11 +13,25 @@ training points of class c.  Bit c of its code is 1 when z̄_ic(t) > 0:
 
 Codes are strings over classes 0..m−1, e.g. ``"011"`` = silent on class 0, active on classes 1 and 2.
 
-**Selective neurons.**  A task-agnostic neuron (the ReLU bulk) has class means of order √(q/P_c) (q its mean
-squared preactivation), and its bits are noise.  A neuron is *selective* when the median over draws of
-max_c |z̄_ic(t)| exceeds 3 √(q/P_min) — three standard deviations of a class mean of P_min independent
-task-agnostic preactivations.  The coding scheme and the switching statistics are computed over selective neurons
-(all neurons are selective on the sigmoidal toy task; on ReLU only the outliers are).
+**Selective neurons.**  A task-agnostic neuron (the ReLU bulk) has preactivations that carry no class structure:
+on the toy task's orthogonal inputs its z_μ at one draw are P independent N(0, q) values, so its class means are
+noise of order √(q/P_c) and its bits are noise.  A unit's selectivity at draw t is the F statistic of "every class
+mean is 0" against its own within-class scatter,
+
+    F(t) = [Σ_c P_c z̄_ic(t)² / m] / [Σ_c Σ_{μ∈c} (z_iμ(t) − z̄_ic(t))² / (P − m)],
+
+which for a task-agnostic unit follows Fisher's F(m, P − m) exactly, whatever its scale q (m: the classes with
+points).  The numerator's sum and the scatter come from the class means and the mean of z² over the points, so the
+recorded summaries suffice.  A unit is *selective* when the median of F(t) over its draws exceeds the F(m, P − m)
+quantile at 1 − α/(2 n) (α = 0.05, n = chains × neurons): at least half of a task-agnostic unit's draws would have
+to pass a level-α/(2n) cut, which happens with probability at most α/n (Markov), so with the Bonferroni union over
+the n units the chance that any task-agnostic unit is called selective is at most α.  The cut measures a unit's
+class means against its within-class scatter, not against its whole mean square q, so it holds at small P: at
+N = P = 30 on the sigmoidal toy task (class means ≈ ±1.2, within-class scatter ≈ 1, 7 points in the smallest class)
+every unit is selective, where a cut at 3 √(q/P_min) on the class means, q including the coded means themselves,
+passed none.  The coding scheme and the switching statistics are computed over selective neurons (all neurons are
+selective on the sigmoidal toy task; on ReLU only the outliers are).  Inputs that are not orthogonal correlate a
+task-agnostic unit's z_μ, and the null is then approximate.
 
 **Persistence and switching** (per layer): the *modal code* of a unit (a neuron of one chain) over the run, its
 *persistence* (fraction of draws at the modal code), the *switching rate* (fraction of consecutive draw pairs whose
@@ -44,17 +58,18 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from ._data import RunData, class_means, run_data
 from .._record import Record, array_field
 
 __all__ = ["CodeResult", "neural_codes", "codes_from_preactivations", "codes_per_layer",
            "code_ids", "code_string", "unit_modal_codes",
-           "code_memory", "FROZEN_MEMORY", "SCHEME_DRIFT"]
+           "code_memory", "selectivity", "FROZEN_MEMORY", "SCHEME_DRIFT", "SELECTIVITY_ALPHA"]
 
 FROZEN_MEMORY = 0.5
 SCHEME_DRIFT = 0.1
-SELECTIVITY_SIGMAS = 3.0
+SELECTIVITY_ALPHA = 0.05
 
 
 def code_ids(class_means: np.ndarray) -> np.ndarray:
@@ -117,7 +132,7 @@ class CodeResult(Record):
     n_units, n_selective : int
         Units (neurons × chains), and how many of them are selective.
     selectivity_threshold : float
-        The cut on the median max-class ``|z̄|``.
+        The cut on a unit's median F statistic (the F(m, P − m) quantile at 1 − α/(2 · n_units)).
     switching_rate, switching_rate_se : float
         Code changes per unit per draw (selective units), and its standard error.
     persistence : float
@@ -146,6 +161,8 @@ class CodeResult(Record):
         Time-averaged class-mean activation φ.
     scheme_trace : ndarray, dims (chain, draw, code)
         Fraction of selective units with each code id at each draw.
+    selectivity : ndarray, dims (chain, neuron)
+        Median over draws of each unit's F statistic (module docstring); None in reports stored before it existed.
     """
 
     layer: int
@@ -172,6 +189,7 @@ class CodeResult(Record):
     selective: np.ndarray = array_field("chain", "neuron")
     mean_activation: np.ndarray = array_field("chain", "neuron", "class")
     scheme_trace: np.ndarray = array_field("chain", "draw", "code")
+    selectivity: np.ndarray = array_field("chain", "neuron", default=None)
 
     @property
     def frozen(self) -> bool:
@@ -234,10 +252,8 @@ def codes_from_preactivations(z: np.ndarray, labels: np.ndarray, m: int, *, laye
     C, D, N, m = zb.shape
     n_codes = 1 << m
     msq = np.mean(z**2, axis=-1) if unit_msq is None else np.asarray(unit_msq)    # (C, D, N)
-    q = float(np.median(np.mean(msq, axis=1)))
-    counts = np.bincount(labels, minlength=m)
-    thr = SELECTIVITY_SIGMAS * np.sqrt(q / max(counts[counts > 0].min(), 1))
-    sel = np.median(np.max(np.abs(zb), -1), axis=1) > thr  # (C, N)
+    f_med, thr = selectivity(zb, msq, np.bincount(labels, minlength=m))
+    sel = f_med > thr  # (C, N)
     ids = code_ids(zb)  # (C, D, N)
     modal = _modal(ids, n_codes)
     persist = (ids == modal[:, None, :]).mean(1)
@@ -279,7 +295,44 @@ def codes_from_preactivations(z: np.ndarray, labels: np.ndarray, m: int, *, laye
         scheme_drift_null=null, scheme_stable=bool(drift < SCHEME_DRIFT),
         strength_quantiles=tuple(float(v) for v in np.quantile(strength, [0.1, 0.5, 0.9])),
         ids=ids.astype(np.int16), modal=modal.astype(np.int16), persistence_per_unit=persist,
-        selective=sel.astype(np.int8), mean_activation=phibar, scheme_trace=trace)
+        selective=sel.astype(np.int8), mean_activation=phibar, scheme_trace=trace, selectivity=f_med)
+
+
+def selectivity(class_means_z: np.ndarray, unit_msq: np.ndarray, counts: np.ndarray,
+                alpha: float = SELECTIVITY_ALPHA) -> tuple[np.ndarray, float]:
+    """Every unit's selectivity statistic and the cut on it (module docstring, "Selective neurons").
+
+    Parameters
+    ----------
+    class_means_z : ndarray, shape (chain, draw, unit, m)
+        The class means z̄_c of each unit's preactivations at every draw.
+    unit_msq : ndarray, shape (chain, draw, unit)
+        Each unit's mean of z² over the P training points at every draw.
+    counts : ndarray, shape (m,)
+        Points per class, P_c (classes without points are left out of the test).
+    alpha : float
+        The chance that any task-agnostic unit is called selective is at most ``alpha``.
+
+    Returns
+    -------
+    f_median : ndarray, shape (chain, unit)
+        Median over draws of F = [Σ_c P_c z̄_c² / m] / [within-class sum of squares / (P − m)]; NaN for a unit whose
+        z is identically 0.
+    threshold : float
+        The F(m, P − m) quantile at 1 − alpha/(2 · chain · unit); inf when P − m < 1 (no within-class scatter).
+    """
+    zb, msq = np.asarray(class_means_z, float), np.asarray(unit_msq, float)
+    counts = np.asarray(counts, float)
+    present = counts > 0
+    P, m = float(counts.sum()), int(present.sum())
+    C, D, N = msq.shape
+    between = np.sum(counts[present] * zb[..., present] ** 2, axis=-1)  # Σ_c P_c z̄_c², (C, D, N)
+    within = np.maximum(P * msq - between, 0.0)                           # Σ_c Σ_μ∈c (z_μ − z̄_c)²
+    if P - m < 1:
+        return np.full((C, N), np.nan), float("inf")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = (between / m) / (within / (P - m))
+    return np.median(f, axis=1), float(stats.f.isf(alpha / (2 * C * N), m, P - m))
 
 
 def codes_per_layer(idata) -> dict[int, CodeResult]:

@@ -29,13 +29,14 @@ branches, outliers) end in " (populations not certified)".
 
 Verdicts (``DiagnosticReport.verdicts``): ``ergodicity[<var>]``, ``symmetry[<var>]``, ``codes[<layer>]`` (codes
 are counted over selective units; "no selective units" when there are none, with no scheme), for the
-fully-connected nets ``branches`` (the number of readout branches by BIC) and ``outliers`` (outlier units per chain),
+fully-connected nets ``branches`` (the number of readout branches: modes of the readout density) and ``outliers``
+(outlier units per chain),
 and ``theory``: "agrees" / "disagrees" over the comparisons that were tested (those with a finite tolerance), "not
 tested: <why>" when none was.  A run of a model of its own diagnosed without ``entry=`` gets its health and the
 verdict ``units`` "not tested: ...".
 
 **Coding scheme** (data-driven, docs/theory.md §3): ``sparse`` when every chain has outlier neurons (readout and
-preactivations of order √N), else ``redundant`` when the readout posterior has two or more branches (BIC), else
+preactivations of order √N), else ``redundant`` when the readout density has two or more modes (branches), else
 ``analog`` (one Gaussian branch); ``n/a`` for entries diagnosed through their unit layers and for regression
 tasks (one class), which have no class codes.  Where the feature layer's codes and the readout branches differ in
 number, ``numbers["branches_and_codes"]`` says which codes share a branch.
