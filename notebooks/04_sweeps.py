@@ -162,7 +162,7 @@ for T in T_SAMPLED:
     samp_T[T] = run(task_T, T)
     s = samp_T[T]
     print(f"T = {T:<5g} sampled codes {json.dumps({k: round(v, 2) for k, v in s['frac'].items() if v})} "
-          f"({s['n_selective']} class-selective units); {s['n_branches']} readout branches (BIC); ergodicity of a: {s['erg']} (ratio {s['erg_ratio']:.2f}); "
+          f"({s['n_selective']} class-selective units); {s['n_branches']} readout branches (modes); ergodicity of a: {s['erg']} (ratio {s['erg_ratio']:.2f}); "
           f"code memory {s['memory']:.2f}   [{time.time() - t0:.0f} s]")
 
 # %% [markdown]
