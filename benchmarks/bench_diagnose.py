@@ -4,15 +4,16 @@ input and machine.
 
 The input. Sampling that run on 2 CPU cores takes hours, so the script builds a run file of the same shapes through
 bnnzoo's own pipeline: ``bnnzoo.sample("sigmoidal", toy_task(P=500), width=500, num_chains=64, num_warmup=0,
-num_samples=300, sampler="units")`` (the GPU run of ``gpu_check_cli.md`` kept 64 × 300 draws after 300 warm-up steps;
-``diagnose`` does not read the warm-up) with what ``bnnzoo sample`` records (the summaries, the streamed kernel means,
-no W1), written with ``bnnzoo``'s own writer, except that the units sampler's sweep is replaced by a cheap move: every
-preactivation takes an AR(1) step around the prior, h ← ρ h + √(1 − ρ²) s ξ (ρ = ``--rho``), accepted always. The
-readout is drawn exactly from a | H as in every units run, so every group, dimension, attribute and the stored sampler
-health are what a units run of that size writes; the draws are not posterior draws (the units move slowly around their
-prior start, so codes rarely change, as in a run whose ergodicity is broken).
+num_samples=300, sampler="units")`` with what ``bnnzoo sample`` records (the summaries, the streamed kernel means, no
+W1; the GPU run of ``gpu_check_cli.md`` kept 64 × 300 draws), written with bnnzoo's own writer (``azcompat.to_netcdf``),
+so every group, dimension and attribute is what a units run of that size writes. Three parts of the units machinery are
+replaced by cheaper ones (the values are not posterior draws): the sweep by an AR(1) step of every preactivation around
+its prior, h ← ρ h + √(1 − ρ²) s ξ (ρ = ``--rho``, accepted always; the units drift slowly from their prior start, so
+codes rarely change, as in a run whose ergodicity is broken); the readout a | H by Matheron's rule as in every units run
+but in float32 with S⁻¹ by conjugate gradients (tolerance 1e-6) instead of a float64 Cholesky factor, and without
+drawing W | H (not recorded); the layer's summaries and kernels computed in float32 (stored as float32 in any case).
 
-Each copy runs ``bnnzoo diagnose RUN --quiet`` in a fresh process (``--repeats`` times, alternating), and the script
+Each copy runs ``bnnzoo diagnose RUN --json`` in a fresh process (``--repeats`` times, alternating), and the script
 records the wall time of the command and the report's own per-section timings, and checks that the report's numbers
 and verdicts are the same for both copies.
 
@@ -37,6 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+CG_TOL, CG_MAXITER = 1e-6, 50     # the readout's solve by conjugate gradients (module docstring)
+
+
 def make_run(path: Path, *, size: int, chains: int, warmup: int, samples: int, rho: float, seed: int) -> float:
     """Write the benchmark's input run (module docstring) to ``path``; returns the seconds it took."""
     import jax
@@ -46,16 +50,49 @@ def make_run(path: Path, *, size: int, chains: int, warmup: int, samples: int, r
     from bnnzoo import azcompat
     from bnnzoo.inference import units as units_mod
     from bnnzoo.models import get_entry
+    from bnnzoo.models.summaries import layer_summaries
+
+    f32 = jnp.float32
 
     def sweep(self, H, key):          # the cheap move (module docstring): (H, acceptance, code changes, mse, ok, ok)
-        H1 = rho * H + math.sqrt(1.0 - rho**2) * self.s[None, :] * jax.random.normal(key, H.shape, H.dtype)
+        xi = jax.random.normal(key, H.shape, f32).astype(H.dtype)
+        H1 = rho * H + math.sqrt(1.0 - rho**2) * self.s[None, :] * xi
         changed = jnp.mean(self.codes(H1) != self.codes(H))
         nan = jnp.full((), jnp.nan, H.dtype)       # the warm-up's mse is not computed
         return H1, jnp.ones((), H.dtype), changed.astype(H.dtype), nan, jnp.zeros((), bool), jnp.zeros((), bool)
 
+    def readout(self, H, noise):      # Matheron's rule as units._Kernel.readout, in float32, S⁻¹ by conjugate gradients
+        N, P, m = self.N, self.P, self.m
+        Phi = self.phi(H)
+        a0 = math.sqrt(self.sa2) * noise[:N * m].reshape(N, m)
+        e = math.sqrt(self.v) * noise[N * m:].reshape(P, m)
+        x, _ = jax.scipy.sparse.linalg.cg(lambda u: self.c * (Phi.T @ (Phi @ u)) + self.v * u,
+                                          self.Y.astype(f32) - Phi.T @ a0 / N - e, tol=CG_TOL, maxiter=CG_MAXITER)
+        return a0 + (self.sa2 / N) * Phi @ x, Phi
+
+    exact_init = units_mod._Kernel.__init__
+
+    def init(self, *args, **kwargs):  # φ in float32
+        exact_init(self, *args, **kwargs)
+        phi = self.phi
+        self.phi = lambda h: phi(h.astype(f32))
+
+    def draw(self, H, key, X_test=None):    # no W | H (it is not recorded: no W1, no test set)
+        noise = jax.random.normal(key, ((self.N + self.P) * self.m,), f32)
+        a, Phi = self.readout(H, noise)
+        return a, None, Phi.T @ a / self.N, None
+
+    def summaries(z, h, f, Y, layer, width, kernels=False):     # the layer's summaries computed in float32
+        return layer_summaries(z.astype(f32), h.astype(f32), f.astype(f32), Y, layer, width, kernels=kernels)
+
+    units_mod._Kernel.__init__ = init
     units_mod._Kernel.sweep = sweep
+    units_mod._Kernel.readout = readout
+    units_mod._Kernel.draw = draw
+    units_mod.layer_summaries = summaries
     entry = get_entry("sigmoidal")
     task = bnnzoo.toy_task(P=size)
+    assert task.X_test is None           # the cheap draw leaves out W | H, which a test set would need
     kw = {"width": size}
     t0 = time.perf_counter()
     idata = bnnzoo.sample(entry, task, num_chains=chains, num_warmup=warmup, num_samples=samples, seed=seed,
@@ -63,7 +100,6 @@ def make_run(path: Path, *, size: int, chains: int, warmup: int, samples: int, r
                           exclude=tuple(entry.unread_sites(dict(entry.defaults, **kw))), **kw)
     azcompat.to_netcdf(idata, str(path))
     return time.perf_counter() - t0
-
 
 
 CLI = "import sys; from bnnzoo.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -120,13 +156,19 @@ def main() -> int:
     a = ap.parse_args()
     shape = dict(size=a.size, chains=a.chains, warmup=a.warmup, samples=a.samples, rho=a.rho, seed=a.seed)
     if a.make:
-        print(f"wrote {a.make} in {make_run(Path(a.make), **shape):.0f} s")
+        load = load_average()
+        made = make_run(Path(a.make), **shape)
+        Path(a.make + ".json").write_text(json.dumps(dict(shape, made_s=round(made, 1), load_before=load,
+                                                          load_after=load_average())))
+        print(f"wrote {a.make} in {made:.0f} s (load before {load}, after {load_average()})")
         return 0
     t_start = time.time()
     run = Path(a.run) if a.run else Path(f"/tmp/bench_diagnose_n{a.size}_c{a.chains}.nc")
     made_s = None
     if not run.exists():
         made_s = make_run(run, **shape)
+    elif Path(str(run) + ".json").exists():          # written by --make: how long building the input took
+        made_s = json.loads(Path(str(run) + ".json").read_text()).get("made_s")
     rows = []
     for r in range(a.repeats):
         for label, src in (("before", a.before), ("after", a.after)):
@@ -158,7 +200,8 @@ def main() -> int:
     lines = [f"# `bnnzoo diagnose` at N = P = {a.size}, {a.chains} chains × {a.samples} draws: before and after",
              "", f"Generated by `{cmd}` in {result['seconds']:.0f} s. Machine: {result['machine']}. "
              + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".", "",
-             "Input: " + (__doc__.split("\n\n")[1].replace("\n", " ")) + f" File: {result['input']['mb']} MB.",
+             "Input: " + (__doc__.split("\n\n")[1].replace("\n", " ").replace("The input. ", "")) + f" File: {result['input']['mb']} MB"
+             + (f", built in {made_s:.0f} s." if made_s else "."),
              "", f"Each copy ran `bnnzoo diagnose RUN --json` in a fresh process, {a.repeats} times, alternating "
              "(before, after, before, ...). Seconds, medians over the repeats; *wall* is the whole command (start, "
              "reading the file, diagnosis, printing); the sections are the report's own timings.", "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import numpy as np
+from scipy import stats
 
 from bnnzoo.diagnostics import ergodicity, rhat_neurons
 from tests._helpers import rng
@@ -67,3 +68,17 @@ def test_ergodicity_numbers_from_one_sort_per_chain_and_feature():
         rh = np.array(rh).reshape(3, 2)
         assert np.array_equal(r.rhat_per_feature, np.nanmedian(rh, axis=0), equal_nan=True)
         assert r.ks_distance == float(np.median(np.concatenate(ks)))
+
+
+def test_pool_ranks_and_variance_ratio():
+    """The pool ranks (any sort) are the lowest and highest rank of each entry, ties included; variance_ratio is
+    ergodicity's ratio, the same number (the bulk's ratio in the report is computed by it)."""
+    erg = importlib.import_module("bnnzoo.diagnostics.ergodicity")
+    g = rng(3)
+    x = np.round(g.standard_normal((30, 8)), 1)
+    lo, hi = erg._pool_ranks(x)
+    assert np.array_equal(lo, stats.rankdata(x, method="min").reshape(x.shape))
+    assert np.array_equal(hi, stats.rankdata(x, method="max").reshape(x.shape))
+    for shape in [(3, 40, 12, 2), (2, 9, 5)]:
+        y = g.standard_normal(shape).cumsum(1) + g.standard_normal(shape[:1] + (1,) + shape[2:])
+        assert erg.variance_ratio(y) == ergodicity(y, n_boot=0).ratio

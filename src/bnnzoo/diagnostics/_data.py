@@ -51,13 +51,29 @@ def _autocov(x: np.ndarray) -> np.ndarray:
     return acov
 
 
+ESS_BLOCK = 1024
+"""Chains × series that :func:`ess` transforms at once when ``x`` is (chain, draw, series): the FFT's buffers of a
+block stay in the processor's cache, where the 10^5 series of a big run at once would go through memory.  A block
+is a view of ``x`` laid out as ``x`` is, so the numbers are those of one pass over all series."""
+
+
 def ess(x: np.ndarray) -> np.ndarray:
     """Effective sample size of the chains ``x`` (chain, draw) for each trailing index: x has shape
     (C, D, ...); returns (...).  Geyer's initial-monotone-sequence estimator on the chain-averaged
-    autocorrelation (Stan's / ArviZ's method without rank normalisation)."""
+    autocorrelation (Stan's / ArviZ's method without rank normalisation); a (C, D, series) array is taken in blocks
+    of :data:`ESS_BLOCK` chains × series."""
     x = np.asarray(x, float)
-    C, D = x.shape[:2]
-    xt = np.moveaxis(x, (0, 1), (-2, -1))  # (..., C, D)
+    C = x.shape[0]
+    if x.ndim != 3 or C * x.shape[2] <= ESS_BLOCK:
+        return _ess_block(np.moveaxis(x, (0, 1), (-2, -1)))
+    step = max(1, ESS_BLOCK // max(C, 1))
+    return np.concatenate([_ess_block(np.moveaxis(x[:, :, i:i + step], (0, 1), (-2, -1)))
+                           for i in range(0, x.shape[2], step)])
+
+
+def _ess_block(xt: np.ndarray) -> np.ndarray:
+    """:func:`ess` of the chains ``xt`` (..., C, D)."""
+    C, D = xt.shape[-2:]
     acov = _autocov(xt)  # (..., C, D)
     mean_c = xt.mean(-1)
     var_w = acov[..., 0].mean(-1) * D / max(D - 1, 1)

@@ -25,7 +25,7 @@ import xarray as xr
 from .branches import readout_branches
 from .codes import code_ids, code_string, neural_codes
 from .compare import compare_with_theory
-from .ergodicity import ergodicity
+from .ergodicity import ergodicity, variance_ratio
 from .kernels import cka, kernels_and_richness
 from .observables import attention_observables, gated_observables, three_layer_observables
 from .units import codes_of, representation_kernels, unit_trajectories
@@ -172,8 +172,7 @@ class FcnAnalysis(Analysis):
         if o is not None and o.n_outliers:      # the bulk's ergodicity (the outliers alone break it)
             keep = ~o.is_outlier.astype(bool).reshape(rd.n_chains, rd.width)
             if keep.all(axis=0).sum() >= 4:
-                bulk = ergodicity(rd.a[:, :, keep.all(axis=0)], variable="a (bulk)", n_boot=0)
-                numbers["ergodicity_ratio_bulk"] = bulk.ratio
+                numbers["ergodicity_ratio_bulk"] = variance_ratio(rd.a[:, :, keep.all(axis=0)])
         numbers["n_branches"] = branches.n_branches
         numbers["branch_masses"] = [float(x) for x in branches.masses]
         numbers["branch_codes"] = list(branches.codes)

@@ -30,12 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ._data import RunData, ess, run_data
 from .._record import Record, array_field
 
-__all__ = ["ErgodicityResult", "ergodicity", "ergodicity_breaking", "rhat_neurons", "ERGODIC_THRESHOLD"]
+__all__ = ["ErgodicityResult", "ergodicity", "ergodicity_breaking", "rhat_neurons", "variance_ratio",
+           "ERGODIC_THRESHOLD"]
 
 ERGODIC_THRESHOLD = 0.5
 
@@ -99,7 +100,7 @@ def rhat_neurons(x: np.ndarray) -> float:
 
 def _rhat_of_ranks(r: np.ndarray, half: int) -> float:
     """:func:`rhat_neurons` from the average ranks ``r`` (half, 2 × neuron) of its split trajectories."""
-    z = stats.norm.ppf((r - 0.375) / (r.size + 0.25))
+    z = special.ndtri((r - 0.375) / (r.size + 0.25))      # the normal quantiles (stats.norm.ppf's numbers)
     W = z.var(0, ddof=1).mean()
     B = half * z.mean(0).var(ddof=1)
     if W <= 0:
@@ -109,9 +110,10 @@ def _rhat_of_ranks(r: np.ndarray, half: int) -> float:
 
 def _pool_ranks(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lowest, highest) 1-based rank of every entry of ``vals`` among all its entries (ties share a range): the
-    counts of entries below and up to each value, from one sort."""
+    counts of entries below and up to each value, from one sort (of any kind: the ranks of tied entries do not
+    depend on their order)."""
     flat = vals.ravel()
-    order = np.argsort(flat, kind="stable")
+    order = np.argsort(flat)
     sv = flat[order]
     new = np.empty(len(sv), bool)
     new[:1] = True
@@ -160,6 +162,44 @@ def ks_2samp_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.max(np.where(last, np.abs(diff), 0.0), axis=1)
 
 
+def _trajectories(x: np.ndarray) -> np.ndarray:
+    """``x`` as a float array (chain, draw, neuron, feature) of at least 4 draws (a missing feature axis added)."""
+    x = np.asarray(x, float)
+    if x.ndim == 3:
+        x = x[..., None]
+    if x.ndim != 4:
+        raise ValueError(f"x must have shape (chain, draw, neuron, feature), got {x.shape}")
+    if x.shape[1] < 4:
+        raise ValueError(f"need at least 4 draws per chain, got {x.shape[1]}")
+    return x
+
+
+def _variances(x: np.ndarray):
+    """(within (C, N, K), time means (C, N, K), pooled variance (C, K), variance ratio per chain (C,)) of the
+    trajectories ``x`` (chain, draw, neuron, feature)."""
+    within = x.var(1, ddof=1)  # (C, N, K)
+    mu = x.mean(1)  # (C, N, K)
+    total = within.mean(1) + mu.var(1)  # (C, K)  pooled variance (law of total variance, ddof-consistent)
+    ratio_c = within.mean(1).sum(-1) / np.maximum(total.sum(-1), 1e-300)  # (C,)
+    return within, mu, total, ratio_c
+
+
+def variance_ratio(x: np.ndarray) -> float:
+    """The variance ratio r of :func:`ergodicity` (its ``ratio``, the same number) alone, without the rank, KS and
+    ESS statistics.
+
+    Parameters
+    ----------
+    x : (chain, draw, neuron, feature) or (chain, draw, neuron) neuron trajectories, at least 4 draws.
+
+    Returns
+    -------
+    float
+        r, the mean over chains of the neurons' time variance over the pooled variance.
+    """
+    return float(_variances(_trajectories(x))[3].mean())
+
+
 def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_THRESHOLD, n_boot: int = 200,
                seed: int = 0) -> ErgodicityResult:
     """Ergodicity diagnostics of neuron trajectories ``x`` with shape (chain, draw, neuron, feature).
@@ -167,18 +207,9 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
     Each chain is its own network (its neurons share nothing with another chain's), so every statistic is computed
     per chain and averaged.
     """
-    x = np.asarray(x, float)
-    if x.ndim == 3:
-        x = x[..., None]
-    if x.ndim != 4:
-        raise ValueError(f"x must have shape (chain, draw, neuron, feature), got {x.shape}")
+    x = _trajectories(x)
     C, D, N, K = x.shape
-    if D < 4:
-        raise ValueError(f"need at least 4 draws per chain, got {D}")
-    within = x.var(1, ddof=1)  # (C, N, K)
-    mu = x.mean(1)  # (C, N, K)
-    total = within.mean(1) + mu.var(1)  # (C, K)  pooled variance (law of total variance, ddof-consistent)
-    ratio_c = within.mean(1).sum(-1) / np.maximum(total.sum(-1), 1e-300)  # (C,)
+    within, mu, total, ratio_c = _variances(x)
     ratio_feat = (within.mean(1) / np.maximum(total, 1e-300)).mean(0)
     ratio_neuron = within.sum(-1) / np.maximum(total.sum(-1)[:, None], 1e-300)
     rng = np.random.default_rng(seed)
