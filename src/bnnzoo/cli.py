@@ -38,6 +38,7 @@ import numpyro
 
 from . import _log, azcompat
 from .diagnostics import diagnose
+from .diagnostics.report import verdict_lines
 from .inference import predict
 from .inference.compilation import CACHE_WARNING
 from .inference.convert import run_config
@@ -676,8 +677,9 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
 
     write_summary(out / "report", {name: summary[name].pop("report_summary") for name in entries})
     for name in entries:
-        _logger.info("[demo] %s: %s code; %s", name, summary[name]["coding_scheme"],
-                     ", ".join(f"{k} {v}" for k, v in summary[name]["verdicts"].items()))
+        _logger.info("[demo] %s: %s code", name, summary[name]["coding_scheme"])
+        for line in verdict_lines(summary[name]["verdicts"]):
+            _logger.info("[demo]   %s", line)
     (out / "demo_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

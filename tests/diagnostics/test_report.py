@@ -24,6 +24,7 @@ import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.diagnostics import diagnose, load_report
 from bnnzoo.diagnostics._data import mean_se
+from bnnzoo.diagnostics.report import verdict_lines
 from bnnzoo.plots import write_report
 from bnnzoo.tasks.attention_task import attention_task
 from bnnzoo.tasks.gated_tasks import xor_spec, xor_task
@@ -144,8 +145,28 @@ def test_diagnostics_survive_netcdf(sampled, tmp_path):
     np.testing.assert_allclose(back.kernels.K, rep.kernels.K)
     np.testing.assert_array_equal(back.codes["z1"].ids, rep.codes["z1"].ids)
     assert back.branches.outliers.n_outliers == rep.branches.outliers.n_outliers
-    assert "verdicts:" in repr(back)
+    text = back.summary()
+    assert "verdicts" in repr(back)
+    first = next(i for i, ln in enumerate(text) if ln.startswith("verdicts"))
+    block = text[first:text.index("— sampler health")]
+    assert all(len(ln) <= 120 for ln in block) and " ".join(block).count("populations not certified") <= 1, block
     json.loads(rep.to_json())  # strict JSON
+
+
+def test_verdict_lines_say_the_population_caveat_once_and_stay_short():
+    """The demo's sigmoidal verdicts (healthy run, one start family) made one line of 249 characters with the
+    caveat four times; a relaxing run's verdicts each point to the health record once."""
+    nc = " (populations not certified)"
+    healthy = {"ergodicity[a]": "broken", "ergodicity[z1]": "broken", "symmetry[a]": "broken",
+               "symmetry[z1]": "broken", "codes[z1]": "frozen" + nc, "branches": "4 branches" + nc,
+               "outliers": "none" + nc, "theory": "agrees"}
+    lines = verdict_lines(healthy)
+    assert lines[0].startswith("verdicts (codes[z1], branches, outliers: populations not certified): ")
+    assert all(len(ln) <= 120 for ln in lines) and " ".join(lines).count("not certified") == 1, lines
+    assert "branches 4 branches, outliers none, theory agrees" in " ".join(lines)
+    relaxing = {k: "relaxing: see the sampler health" for k in healthy}
+    lines = verdict_lines(relaxing)
+    assert lines[0].startswith("verdicts: ") and all(len(ln) <= 120 for ln in lines), lines
 
 
 @pytest.mark.slow

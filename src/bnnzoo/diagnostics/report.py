@@ -47,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import textwrap
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -60,17 +61,39 @@ from .analyses import analysis_of
 from .branches import BranchResult
 from .compare import TheoryComparison
 from .ergodicity import ergodicity
-from ..inference.health import SamplerHealth, gate_verdicts
+from ..inference.health import NOT_CERTIFIED, SamplerHealth, gate_verdicts
 from .kernels import KernelResult
 from .run import Run, read_run
 from .symmetry import symmetry_of
 from .units import unit_clusters
 
-__all__ = ["DiagnosticReport", "diagnose", "load_report", "order_parameters", "GROUP_PREFIX"]
+__all__ = ["DiagnosticReport", "diagnose", "load_report", "order_parameters", "verdict_lines", "GROUP_PREFIX"]
 
 _logger = logging.getLogger(__name__)
 
 GROUP_PREFIX = "diagnostics"
+
+
+def verdict_lines(verdicts: dict, width: int = 120) -> list[str]:
+    """The verdicts as report lines of at most ``width`` characters: ``verdicts: name verdict, ...`` wrapped, with
+    the suffix " (populations not certified)" said once for the verdicts that carry it.
+
+    Parameters
+    ----------
+    verdicts : dict
+        {name: verdict} as in :attr:`DiagnosticReport.verdicts`.
+    width : int
+        Longest line (continuation lines are indented by two spaces).
+
+    Returns
+    -------
+    list of str
+    """
+    marked = [k for k, v in verdicts.items() if str(v).endswith(NOT_CERTIFIED)]
+    items = [f"{k} {str(v).removesuffix(NOT_CERTIFIED)}" for k, v in verdicts.items()]
+    head = (f"verdicts ({', '.join(marked)}: populations not certified): " if marked else "verdicts: ")
+    return textwrap.wrap(head + ", ".join(items), width=width, subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
 
 
 @dataclass(frozen=True, repr=False)
@@ -137,8 +160,7 @@ class DiagnosticReport(Record):
         caveat = ("" if h is None or self.coding_scheme in ("n/a", "unknown") else
                   f" ({h.status}: not a verdict)" if h.status != "equilibrated" else
                   " (populations not certified)" if (h.populations or "not certified") == "not certified" else "")
-        lines = [self.run, f"coding scheme: {self.coding_scheme}{caveat}",
-                 "verdicts: " + ", ".join(f"{k} {v}" for k, v in self.verdicts.items())]
+        lines = [self.run, f"coding scheme: {self.coding_scheme}{caveat}"] + verdict_lines(self.verdicts)
         if self.health is not None:
             lines.append("— sampler health")
             lines += ["  " + ln for ln in self.health.summary()]
