@@ -711,9 +711,11 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
         tempering = check_options(sampler, tempering, num_chains=num_chains, thinning=thinning, init=init)
     elif tempering is not None:
         raise ValueError(f"tempering options apply to sampler='pt' or 'smc', not sampler={sampler!r}")
-    check_memory(fn, task, kw, num_chains=int(num_chains), n_keep=int(num_samples) // int(thinning),
-                 skip=tuple(exclude) + tuple(site_thinning or ()) + tuple(site_means),
-                 num_replicas=int(tempering["num_replicas"]) if sampler == "pt" else 1)
+    with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None   # every trace under it
+          else contextlib.nullcontext()):
+        check_memory(fn, task, kw, num_chains=int(num_chains), n_keep=int(num_samples) // int(thinning),
+                     skip=tuple(exclude) + tuple(site_thinning or ()) + tuple(site_means),
+                     num_replicas=int(tempering["num_replicas"]) if sampler == "pt" else 1)
     if dims is not None:
         site_dims = dims
     elif entry is not None:
