@@ -20,9 +20,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import arviz as az
 
-__all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "shallow_copy", "get_attrs",
-           "to_netcdf", "to_netcdf_bytes", "group_datasets", "COMPRESSION", "from_netcdf", "read_run_file", "plot_trace",
-           "save_plot", "ess", "rhat", "is_idata", "plot_ppc", "loo_pit", "plot_loo_pit"]
+__all__ = ["AZ_VERSION", "AZ_MAJOR", "make_idata", "group_names", "get_group", "set_groups", "shallow_copy",
+           "get_attrs", "to_netcdf", "to_netcdf_bytes", "group_datasets", "COMPRESSION", "from_netcdf", "read_run_file",
+           "plot_trace", "save_plot", "ess", "rhat", "is_idata", "plot_ppc", "loo_pit", "plot_loo_pit"]
 
 AZ_VERSION: str = az.__version__
 AZ_MAJOR: int = int(AZ_VERSION.split(".")[0])
