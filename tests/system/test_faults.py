@@ -209,16 +209,12 @@ def _cli(args):
     return [sys.executable, "-m", "bnnzoo.cli"] + args
 
 
-def test_killed_cli_run_resumes_to_the_same_draws(tmp_path, reference):
-    """A CLI run is killed (SIGKILL) mid-way through its draws; `--resume` writes the draws of the uninterrupted run
-    (the reference, run in this process with the same settings)."""
-    out, store = tmp_path / "run.nc", tmp_path / "run.nc.store"
-    victim = subprocess.Popen(_cli(CLI_ARGS + ["--out", str(out)]), env=_env(tmp_path, pause=1.0),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def _kill_when(args, env, ready, timeout: float = 300) -> None:
+    """Start the CLI with ``args`` and SIGKILL it once ``ready()`` holds (asserting it was still running then)."""
+    victim = subprocess.Popen(_cli(args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 300
-        while time.time() < deadline and victim.poll() is None and \
-                len(list((store / "chunks").glob("draws_*.nc"))) < 2:
+        deadline = time.time() + timeout
+        while time.time() < deadline and victim.poll() is None and not ready():
             time.sleep(0.05)
         assert victim.poll() is None, "the run ended before it could be killed:\n" + victim.stdout.read().decode()
         os.kill(victim.pid, signal.SIGKILL)
@@ -226,6 +222,14 @@ def test_killed_cli_run_resumes_to_the_same_draws(tmp_path, reference):
     finally:
         if victim.poll() is None:
             victim.kill()
+
+
+def test_killed_cli_run_resumes_to_the_same_draws(tmp_path, reference):
+    """A CLI run is killed (SIGKILL) mid-way through its draws; `--resume` writes the draws of the uninterrupted run
+    (the reference, run in this process with the same settings)."""
+    out, store = tmp_path / "run.nc", tmp_path / "run.nc.store"
+    _kill_when(CLI_ARGS + ["--out", str(out)], _env(tmp_path, pause=1.0),
+               lambda: len(list((store / "chunks").glob("draws_*.nc"))) >= 2)
     assert not out.exists() and not list(tmp_path.glob(".run.nc.*"))
     res = subprocess.run(_cli(CLI_ARGS + ["--out", str(out), "--resume"]), env=_env(tmp_path), capture_output=True,
                          text=True, timeout=300)
@@ -245,19 +249,8 @@ def test_killed_certified_cli_run_resumes_only_the_family_in_flight(tmp_path):
     ref = tmp_path / "ref.nc"
     assert main(args + ["--out", str(ref)]) == 0
     out, store = tmp_path / "run.nc", tmp_path / "run.nc.store"
-    victim = subprocess.Popen(_cli(args + ["--out", str(out)]), env=_env(tmp_path, pause=1.0),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 600
-        while time.time() < deadline and victim.poll() is None and \
-                len(list(store.glob("family_annealed/chunks/draws_*.nc"))) < 2:
-            time.sleep(0.05)
-        assert victim.poll() is None, "the run ended before it could be killed:\n" + victim.stdout.read().decode()
-        os.kill(victim.pid, signal.SIGKILL)
-        victim.wait()
-    finally:
-        if victim.poll() is None:
-            victim.kill()
+    _kill_when(args + ["--out", str(out)], _env(tmp_path, pause=1.0),
+               lambda: len(list(store.glob("family_annealed/chunks/draws_*.nc"))) >= 2, timeout=600)
     assert not out.exists()
     start = store / "annealed_start.npz"
     kept = {p: p.stat().st_mtime_ns for p in [start, *sorted((store / "family_prior").rglob("*.nc"))]}
@@ -481,18 +474,8 @@ def test_killed_after_the_first_chunk_before_the_first_checkpoint_resumes_from_t
     """A CLI run killed after its first chunk file and before its first checkpoint: ``--resume`` starts again (a
     warning says why) and gives the uninterrupted run's draws; a plain rerun names --resume, which works."""
     out, store = tmp_path / "run.nc", tmp_path / "run.nc.store"
-    victim = subprocess.Popen(_cli(CLI_ARGS + ["--out", str(out)]), env=_env(tmp_path, pause=30.0),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and victim.poll() is None and not (store / "chunks" / "warmup_00000.nc").exists():
-            time.sleep(0.05)
-        assert victim.poll() is None, victim.stdout.read().decode()
-        os.kill(victim.pid, signal.SIGKILL)
-        victim.wait()
-    finally:
-        if victim.poll() is None:
-            victim.kill()
+    _kill_when(CLI_ARGS + ["--out", str(out)], _env(tmp_path, pause=30.0),
+               lambda: (store / "chunks" / "warmup_00000.nc").exists())
     assert (store / "chunks" / "warmup_00000.nc").exists() and not (store / "state.npz").exists()
     res = subprocess.run(_cli(CLI_ARGS + ["--out", str(out)]), env=_env(tmp_path), capture_output=True, text=True,
                          timeout=300)
