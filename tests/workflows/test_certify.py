@@ -14,6 +14,7 @@ from bnnzoo.workflows.certify import (ALPHA, FamilyUnavailable, certify_run, che
                                       meanfield_start)
 from bnnzoo.models.zoo import START_FAMILIES
 from bnnzoo.tasks import toy_task
+from bnnzoo.inference import load_store
 
 CONTRACT_KEYS = {"families", "agree", "disagreements", "observables", "error_model"}
 
@@ -436,6 +437,10 @@ def test_a_failed_family_resumes_from_its_checkpoint_and_finished_families_are_n
 
     task = _planted()
     ref = _cert_draws(bnnzoo.sample("deep_linear", task, store=tmp_path / "ref", **CERT_KW))
+    with pytest.raises(ValueError, match=r"ref is a certification folder: load_store reads one family's run, "
+                                         r".*ref/family_prior, .*ref/family_planted$"):
+        load_store(tmp_path / "ref")                  # the top folder holds no draws: each family's folder does
+    assert load_store(tmp_path / "ref" / "family_prior")["posterior"].sizes["chain"] == CERT_KW["num_chains"]
     real_save, saved = chunked.save_state, []
 
     def failing_save(path, *a, **kw):

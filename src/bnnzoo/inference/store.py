@@ -503,11 +503,18 @@ def load_store(path):
     ------
     FileNotFoundError
         ``path`` is not a run folder.
+    ValueError
+        ``path`` is the top folder of a certification (``bnnzoo.sample(certify=..., store=path)``), whose start
+        families are runs of their own in ``path/family_<name>``.
     """
     store = RunStore(path)
     if not store.exists():
         raise FileNotFoundError(f"{path} is not a bnnzoo run folder (no {_MANIFEST})")
     man = store.manifest()
+    if "certify" in man:          # a certification's top folder: each start family's run is a store of its own
+        fams = man["certify"].get("families", [])
+        raise ValueError(f"{path} is a certification folder: load_store reads one family's run, "
+                         f"{', '.join(str(Path(path) / f'family_{f}') for f in fams)}")
     names, upto = [], -1
     for p in (store.state_path, store.previous_state_path):   # read-only: nothing is renamed here
         try:
