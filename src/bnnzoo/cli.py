@@ -37,7 +37,7 @@ import numpy as np
 import numpyro
 
 from . import _log, azcompat
-from .diagnostics import diagnose
+from .diagnostics import diagnose, read_run
 from .diagnostics.report import verdict_lines
 from .inference import predict
 from .inference.compilation import CACHE_WARNING
@@ -812,10 +812,10 @@ def _cmd_diagnose(args) -> int:
         except ValueError as e:
             raise ValueError(f"--entry: {e}") from None
     idata = azcompat.read_run_file(args.run, "run file")
-    rep = diagnose(idata, store=save is not None, kernels=not args.no_kernels, entry=args.entry)
+    run = read_run(idata, entry=args.entry)             # read once: the report and the figures share it
+    rep = diagnose(run, store=save is not None, kernels=not args.no_kernels)
     if figures is not None:
-
-        save_figures(idata, figures, report=rep, entry=args.entry)
+        save_figures(run, figures, report=rep)
     if save is not None:
         _write_run(idata, save, "--save", source=Path(args.run))
     if args.json:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
+import xarray as xr
 
+from bnnzoo import azcompat
 from bnnzoo._record import nan_as_na
-from bnnzoo.diagnostics import RunData, diagnose
+from bnnzoo.diagnostics import diagnose
 from bnnzoo.diagnostics.analyses import ANALYSES, branches_and_codes
 from bnnzoo.diagnostics.branches import BranchResult
 from bnnzoo.diagnostics.codes import codes_from_preactivations
@@ -55,7 +58,9 @@ def test_no_selective_units_give_no_scheme():
     assert cr.n_selective == 20 and cr.scheme == {"010": 20}
 
 
-def _rundata(m: int, seed: int = 0) -> RunData:
+def _rundata(m: int, seed: int = 0):
+    """A sigmoidal run of known arrays, as the InferenceData bnnzoo.sample would write (posterior a and W1, X,
+    labels, y and the provenance)."""
     rng = np.random.default_rng(seed)
     C, D, N, P = 2, 120, 6, 12
     labels = np.arange(P) % m
@@ -63,8 +68,15 @@ def _rundata(m: int, seed: int = 0) -> RunData:
     W1 = rng.normal(size=(C, D, N, P))
     a = rng.normal(size=(C, D, N, m))
     Y = np.eye(m)[labels] if m > 1 else rng.normal(size=(P, 1))
-    return RunData(a=a, X=X, Y=Y, labels=labels, activation="sigmoid", depth=1, weights=[W1], readout="nonlazy",
-                   temperature=0.01, sigma_a2=1.0, config={"model": "sigmoidal"})
+    lead = ("chain", "draw")
+    post = xr.Dataset({"a": (lead + ("neuron", "class"), a), "W1": (lead + ("neuron", "input"), W1)})
+    kw = dict(activation="sigmoid", depth=1, width=N, readout="nonlazy", temperature=0.01, sigma_a2=1.0,
+              sigma_w2=1.0)
+    return azcompat.make_idata({"posterior": post,
+                                "constant_data": xr.Dataset({"X": (("point", "input"), X),
+                                                             "labels": (("point",), labels)}),
+                                "observed_data": xr.Dataset({"y": (("point", "class"), Y)})},
+                               attrs={"bnnzoo_config": json.dumps({"model": "sigmoidal", "model_kwargs": kw})})
 
 
 def test_a_regression_task_gets_no_class_code_headline():

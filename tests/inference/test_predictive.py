@@ -168,21 +168,48 @@ def test_predict_bad_input():
 def test_every_entry_has_predictive_groups(name):
     """A few fixed-step HMC draws per entry: the predictive groups exist with named dims, and predict on the
     training inputs gives back the posterior's f."""
-    if name == "gdln_routing":
-        with pytest.raises(ValueError, match="pass spec= to predict"):
-            bnnzoo.predict(_run(name, num_warmup=0, num_samples=1, sampler="hmc", num_steps=1, step_size=1e-3)[1],
-                           TINY[name][0]().X)
     assert get_entry(name)                      # every tiny case is a registered entry
     task, idata = _run(name, num_warmup=0, num_samples=3, sampler="hmc", num_steps=2, step_size=1e-3,
                        posterior_predictive=True, prior_predictive=True)
     for g in ("posterior_predictive", "prior_predictive"):
         y = azcompat.get_group(idata, g)["y"]
         assert y.dims == ("chain", "draw", "point", "class") and y.shape == (2, 3) + task.Y.shape
-    # a non-default gated spec is stored in the provenance as its repr only, so predict is given it again
+    # a non-default gated spec travels in the provenance as its dict: predict needs it given neither way
     extra = {"spec": TINY[name][1]["spec"]} if "spec" in TINY[name][1] else {}
-    out = bnnzoo.predict(idata, task.X, **extra)
-    np.testing.assert_allclose(azcompat.get_group(out, "predictions")["f"].values,
-                               azcompat.get_group(idata, "posterior")["f"].values, rtol=1e-4, atol=1e-5)
+    for kw in ({}, extra):
+        out = bnnzoo.predict(idata, task.X, **kw)
+        np.testing.assert_allclose(azcompat.get_group(out, "predictions")["f"].values,
+                                   azcompat.get_group(idata, "posterior")["f"].values, rtol=1e-4, atol=1e-5)
+
+
+def test_a_gated_spec_travels_as_json_and_the_old_repr_still_reads(tmp_path):
+    """The gated net's spec is written into the provenance as its dict (JSON) and read back with
+    :func:`bnnzoo.inference.convert.parse_config`; a run file written the old way, with the spec as its repr
+    ``"GatedSpec({...})"``, reads back to the same dict, so predict and the pathway diagnostics take it."""
+    from bnnzoo.diagnostics.alignment import pathway_spectra
+    from bnnzoo.diagnostics.run import read_run
+    from bnnzoo.inference.convert import sealed
+
+    spec = TINY["gdln_routing"][1]["spec"]
+    task, idata = _run("gdln_routing", num_warmup=0, num_samples=3, sampler="hmc", num_steps=2, step_size=1e-3)
+    attrs = azcompat.get_attrs(idata)
+    cfg = json.loads(attrs["bnnzoo_config"])
+    assert cfg["model_kwargs"]["spec"] == spec.to_dict()             # JSON, not a repr
+    cfg["model_kwargs"]["spec"] = repr(spec)                         # the attribute as an older bnnzoo wrote it
+    assert cfg["model_kwargs"]["spec"].startswith("GatedSpec({")
+    post = azcompat.get_group(idata, "posterior")
+    old_attrs = sealed(dict(attrs, bnnzoo_config=json.dumps(cfg)), post)
+    groups = {g: azcompat.get_group(idata, g).copy() for g in azcompat.group_names(idata)}
+    path = azcompat.to_netcdf(azcompat.make_idata(groups, attrs=old_attrs), tmp_path / "old.nc")
+    old = azcompat.read_run_file(path)
+    assert "GatedSpec({" in azcompat.get_attrs(old)["bnnzoo_config"]
+    for run in (idata, old):
+        assert bnnzoo.run_config(run)["model_kwargs"]["spec"] == spec.to_dict()
+        assert read_run(run).model_kwargs["spec"] == spec.to_dict()
+        out = bnnzoo.predict(run, task.X)
+        np.testing.assert_allclose(azcompat.get_group(out, "predictions")["f"].values, post["f"].values,
+                                   rtol=1e-4, atol=1e-5)
+        assert {s.pathway for s in pathway_spectra(run)} == {p.name for p in spec.pathways}
 
 
 def test_registered_entries_all_covered():

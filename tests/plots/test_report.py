@@ -47,3 +47,33 @@ def test_write_report_writes_the_trace_plots_asked_for(report, tmp_path):
     assert str(p) in out["a"]["files"]
     with open(p, "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.nets("sigmoid2")
+def test_write_report_reads_the_run_once(report, tmp_path, monkeypatch):
+    """write_report opens the run's file once and reads it into one Run, which the diagnostics and the figures
+    share (the figures do not read the file again)."""
+    from bnnzoo import azcompat
+    from bnnzoo.diagnostics import run as run_module
+    from bnnzoo.plots import report as report_module
+
+    idata, _ = report("sigmoid2", 0)
+    path = tmp_path / "a.nc"
+    azcompat.to_netcdf(idata, path)
+    calls = {"file": 0, "run": 0}
+    open_file, read_run = azcompat.read_run_file, run_module.read_run
+
+    def counted_file(*a, **kw):
+        calls["file"] += 1
+        return open_file(*a, **kw)
+
+    def counted_run(*a, **kw):
+        calls["run"] += 1
+        return read_run(*a, **kw)
+
+    monkeypatch.setattr(azcompat, "read_run_file", counted_file)
+    monkeypatch.setattr(run_module, "read_run", counted_run)
+    monkeypatch.setattr(report_module, "read_run", counted_run)
+    out = write_report({"a": path}, tmp_path / "rep")
+    assert "fig2_codes.png" in {p.rsplit("/", 1)[-1] for p in out["a"]["files"]}
+    assert calls == {"file": 1, "run": 1}

@@ -24,12 +24,12 @@ from ..inference.health import SamplerHealth, gate_verdicts, sampler_health
 from .kernels import KernelResult, cka, d_lr, kernels_and_richness, nc1, prior_kernels
 from .planted import PlantedCheck, planted_check
 from .report import DiagnosticReport, diagnose, load_report, order_parameters
-from .run import Run, read_run
+from .run import Run, as_run, read_run
 from .symmetry import SymmetryResult, identity_correlation, permutation_symmetry, symmetry_of
 from .units import ClusterResult, UnitTrajectories, representation_kernels, unit_clusters, unit_trajectories
 
 __all__ = [
-    "diagnose", "load_report", "DiagnosticReport", "order_parameters", "read_run", "Run",
+    "diagnose", "load_report", "DiagnosticReport", "order_parameters", "read_run", "as_run", "Run",
     "ergodicity_breaking", "ergodicity", "ErgodicityResult", "rhat_neurons",
     "readout_branches", "find_outliers", "BranchResult", "OutlierResult",
     "neural_codes", "codes_per_layer", "CodeResult", "code_string",

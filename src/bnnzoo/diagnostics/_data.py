@@ -1,9 +1,11 @@
 """Read what the diagnostics need from a run once: readouts, weights, preactivations of every layer, the task.
 
-:func:`run_data` accepts an ArviZ InferenceData / DataTree made by :func:`bnnzoo.sample` (or a path to its NetCDF
-file, or a :class:`RunData` itself) and returns a :class:`RunData` with plain numpy arrays, leading axes
-(chain, draw); it reads the run through :func:`bnnzoo.diagnostics.run.read_run`, the one reader of runs.  Preactivations that were not recorded with ``record=("z",)`` are recomputed from the weights
-(z¹ = W¹ xᵀ/√N0, zˡ = Wˡ φ(zˡ⁻¹)/√N), which is also how test-point preactivations are obtained.
+:func:`run_data` is the one conversion of the fully-connected diagnostics: it takes a
+:class:`~bnnzoo.diagnostics.run.Run`, an ArviZ InferenceData / DataTree made by :func:`bnnzoo.sample` or a path to
+its NetCDF file (read once with :func:`~bnnzoo.diagnostics.run.as_run`), or a :class:`RunData` built by hand, and
+returns the :class:`RunData` view with plain numpy arrays, leading axes (chain, draw) (:meth:`Run.fcn
+<bnnzoo.diagnostics.run.Run.fcn>`).  Preactivations that were not recorded with ``record=("z",)`` are recomputed
+from the weights (z¹ = W¹ xᵀ/√N0, zˡ = Wˡ φ(zˡ⁻¹)/√N), which is also how test-point preactivations are obtained.
 
 Small statistics helpers shared by the diagnostic modules live here too (effective sample size, standard errors).
 :class:`RunData` itself (with :func:`class_means` and :func:`batches`) is defined in
@@ -19,19 +21,19 @@ import scipy.fft
 
 from ..models.activations import np_activation
 from ._rundata import RunData, class_means
-from .run import read_run
+from .run import as_run
 
 __all__ = ["RunData", "run_data", "np_activation", "ess_1d", "ess", "mean_se", "class_means"]
 
 
 def run_data(idata, activation: str | None = None) -> RunData:
-    """Build a :class:`RunData` from a run (InferenceData / DataTree, a path to its NetCDF file, or a RunData),
-    through :func:`bnnzoo.diagnostics.run.read_run`: ``activation`` names φ for a run whose provenance does not, and
-    hyperparameters with priors (scalar sites named ``temperature``, ``sigma_a2``, ``sigma_w2``) are taken at their
-    posterior median."""
+    """The :class:`RunData` view of a run (a Run, InferenceData / DataTree or a path to its NetCDF file, read once
+    with :func:`~bnnzoo.diagnostics.run.as_run`; a RunData passes through): ``activation`` names φ for a run whose
+    provenance does not, and hyperparameters with priors (scalar sites named ``temperature``, ``sigma_a2``,
+    ``sigma_w2``) are taken at their posterior median."""
     if isinstance(idata, RunData):
         return idata
-    run = read_run(idata, model_kwargs={"activation": activation} if activation else None)
+    run = as_run(idata, model_kwargs={"activation": activation} if activation else None)
     if run.model_kwargs.get("activation") is None:
         model = run.config.get("model")
         raise ValueError("cannot tell the activation of this run" + (f" of {model!r}" if model else "") +

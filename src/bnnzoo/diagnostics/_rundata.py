@@ -1,8 +1,9 @@
 """The numpy view of a run the fully-connected diagnostics read (:class:`RunData`), and the small helpers it needs.
 
-Below :mod:`bnnzoo.diagnostics.run` (which builds a RunData from a run) and :mod:`bnnzoo.diagnostics._data` (whose
-:func:`~bnnzoo.diagnostics._data.run_data` reads a run through :func:`~bnnzoo.diagnostics.run.read_run`): both
-import it, it imports neither.  :func:`richness_from_projections` lives here because :meth:`RunData.per_draw` uses
+A RunData is built from a :class:`~bnnzoo.diagnostics.run.Run` (:meth:`Run.fcn <bnnzoo.diagnostics.run.Run.fcn>`),
+never the other way; tests build one by hand from known arrays.  Below :mod:`bnnzoo.diagnostics.run` and
+:mod:`bnnzoo.diagnostics._data` (whose :func:`~bnnzoo.diagnostics._data.run_data` is the fully-connected
+diagnostics' one conversion): both import it, it imports neither.  :func:`richness_from_projections` lives here because :meth:`RunData.per_draw` uses
 it; :mod:`bnnzoo.diagnostics.kernels` re-exports it with the other richness measures.
 """
 

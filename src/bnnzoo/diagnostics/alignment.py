@@ -15,7 +15,6 @@ reads what it needs (predictions group, posterior weights, run provenance) throu
 
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import dataclass, field
 
@@ -208,9 +207,7 @@ def second_layer_overlaps(idata, w_star, X_test=None, activation: str | None = N
 def _spec_of(idata, spec):
     if spec is not None:
         return get_spec(spec)
-    s = _model_kwargs(idata).get("spec")
-    if isinstance(s, str) and s.startswith("GatedSpec(") and s.endswith(")"):
-        return get_spec(ast.literal_eval(s[len("GatedSpec("):-1]))
+    s = _model_kwargs(idata).get("spec")           # a dict (bnnzoo.inference.convert.parse_config)
     if s is None:
         raise ValueError("give spec= (the run's provenance does not record it)")
     return get_spec(s)

@@ -153,20 +153,20 @@ class FcnAnalysis(Analysis):
         rd = run.fcn()
         out = [Layer("a", rd.a)]
         for l in range(1, rd.depth + 1):
-            out.append(Layer(f"z{l}", rd.class_means(l), neural_codes(rd, l)))
+            out.append(Layer(f"z{l}", rd.class_means(l), neural_codes(run, l)))
         return out, {}
 
     def kernels(self, run, layers):
         rd = run.fcn()
         if not all(rd.has_kernels(l) for l in range(1, rd.depth + 1)):
             return None                        # neither z, the weights nor the streamed kernels were recorded
-        return kernels_and_richness(rd)
+        return kernels_and_richness(run)
 
     def observables(self, run, layers, theory):
         rd = run.fcn()
         codes = {l.name: l.codes for l in layers if l.codes is not None}
-        branches = readout_branches(rd)
-        comp = compare_with_theory(rd, codes=codes["z1"], branches=branches) if theory else None
+        branches = readout_branches(run)
+        comp = compare_with_theory(run, codes=codes["z1"], branches=branches) if theory else None
         numbers: dict = {}
         o = branches.outliers
         if o is not None and o.n_outliers:      # the bulk's ergodicity (the outliers alone break it)

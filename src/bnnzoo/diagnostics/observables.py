@@ -1,5 +1,5 @@
 """The entry-specific part of :func:`bnnzoo.diagnose`: each function takes a run (a
-:class:`~bnnzoo.diagnostics.run.Run`, or anything :func:`~bnnzoo.diagnostics.run.read_run` reads) and returns
+:class:`~bnnzoo.diagnostics.run.Run`, or a run or path :func:`~bnnzoo.diagnostics.run.as_run` reads) and returns
 ``{"numbers": {name: JSON value}, "theory": TheoryComparison}`` — the entry's own observables and their comparison
 with the theory that predicts them.  :data:`bnnzoo.diagnostics.analyses.ANALYSES` runs them for the entries that
 declare the matching ``ZooEntry.analysis``.
@@ -27,19 +27,16 @@ import math
 import numpy as np
 
 from ..models.gated import edge_prior_variances, edge_scales
+from ..tasks.gated_tasks import get_spec
 from ..theory import gp as gpt
 from ..theory.linear import linear_exact_m1
 from ._data import mean_se
-from .alignment import (_spec_of, alignment_from_arrays, first_layer_overlaps, pathway_generalization,
+from .alignment import (alignment_from_arrays, first_layer_overlaps, pathway_generalization,
                         pathway_spectra, second_layer_overlaps)
 from .compare import Agreement, TheoryComparison, _matrix_agreement, _scalar_agreement
-from .run import Run, read_run
+from .run import as_run
 
 __all__ = ["three_layer_observables", "attention_observables", "gated_observables"]
-
-
-def _run(idata):
-    return idata if isinstance(idata, Run) else read_run(idata)
 
 
 def _alignment_numbers(run, numbers: dict):
@@ -60,7 +57,7 @@ def _comparison(out: list, used: list, skipped: dict) -> TheoryComparison:
 # ------------------------------------------------------------------------------------------------------ three-layer
 def three_layer_observables(idata, max_test: int = 500) -> dict:
     """Observables and NNGP comparison of a three-layer run (module docstring)."""
-    run = _run(idata)
+    run = as_run(idata)
     mk = run.model_kwargs
     w_star = run.config.get("task", {}).get("w_star")
     numbers: dict = {}
@@ -101,7 +98,7 @@ def three_layer_observables(idata, max_test: int = 500) -> dict:
 # ------------------------------------------------------------------------------------------------------ attention
 def attention_observables(idata) -> dict:
     """Observables of a softmax-attention run (module docstring)."""
-    run = _run(idata)
+    run = as_run(idata)
     task = run.config.get("task", {})
     numbers: dict = {}
     _alignment_numbers(run, numbers)
@@ -138,18 +135,20 @@ def _isolated(spec, X, p) -> str:
 
 def gated_observables(idata) -> dict:
     """Pathway spectra, generalization and per-pathway linear theory of a gated-network run (module docstring)."""
-    run = _run(idata)
+    run = as_run(idata)
     mk = run.model_kwargs
-    spec = _spec_of(run.idata, None)
+    if mk.get("spec") is None:
+        raise ValueError("idata: the run's provenance does not record the gated network's spec")
+    spec = get_spec(mk["spec"])
     X, Y = run.X, run.Y
     numbers: dict = {}
-    for s in pathway_spectra(run.idata):
+    for s in pathway_spectra(run.idata, X, Y, spec=spec):
         numbers[f"pathway[{s.pathway}]"] = dict(n_active=s.n_active, sv_data=list(s.sv_data), sv_ls=list(s.sv_ls),
                                                 sv_mean_map=list(s.sv_mean_map),
                                                 sv_draws_mean=list(s.sv_draws_mean))
     if run.Y_test is not None and run.f_test is not None:
         _alignment_numbers(run, numbers)
-        for g in pathway_generalization(run.idata):
+        for g in pathway_generalization(run.idata, spec=spec):
             numbers[f"pathway[{g.pathway}]"] = {**numbers.get(f"pathway[{g.pathway}]", {}),
                                                 "test_mse": g.mse, "test_baseline": g.baseline,
                                                 "trained": g.trained}

@@ -63,7 +63,7 @@ from .compare import TheoryComparison
 from .ergodicity import ergodicity
 from ..inference.health import NOT_CERTIFIED, SamplerHealth, gate_verdicts
 from .kernels import KernelResult
-from .run import Run, read_run
+from .run import as_run
 from .symmetry import symmetry_of
 from .units import unit_clusters
 
@@ -264,9 +264,9 @@ def order_parameters(idata, entry=None) -> xr.Dataset:
     the draw's feature kernel with YYᵀ), ``code_switches_z<l>`` (fraction of units whose code changed since the
     previous draw) and ``code_fraction_z<l>`` (code: fraction of units carrying each code).  Entries diagnosed
     through their unit layers: ``mse``, ``q_a`` when recorded and ``target_alignment_<layer>`` per unit layer with
-    values on the training points.  ``idata``: a run, its path, a RunData or a :class:`~bnnzoo.diagnostics.run.Run`;
+    values on the training points.  ``idata``: a :class:`~bnnzoo.diagnostics.run.Run`, a run or its path;
     ``entry``: as for :func:`diagnose`."""
-    run = idata if isinstance(idata, Run) else read_run(idata, entry=entry)
+    run = as_run(idata, entry=entry)
     an = analysis_of(run)
     return an.order_parameters(run, an.layers(run)[0])
 
@@ -400,8 +400,9 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
 
     Parameters
     ----------
-    idata : InferenceData, DataTree, path or RunData
-        A run from :func:`bnnzoo.sample`, or the path to its NetCDF file.
+    idata : Run, InferenceData, DataTree or path
+        A run from :func:`bnnzoo.sample` (read once with :func:`~bnnzoo.diagnostics.run.as_run`; a
+        :class:`~bnnzoo.diagnostics.run.Run` is taken as it is), or the path to its NetCDF file.
     entry : str, ZooEntry or None
         Diagnose the run as this zoo entry: for a run of a model of one's own whose posterior holds the entry's
         sites (e.g. a wrapper around :func:`bnnzoo.models.fcn` with priors on its hyperparameters; those named like
@@ -440,7 +441,7 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
         _logger.log(logging.INFO if verbose else logging.DEBUG, "[diagnose] %s: %.1f s", name, timings[name])
         return out
 
-    run = read_run(source, entry=entry, model_kwargs=model_kwargs)
+    run = as_run(source, entry=entry, model_kwargs=model_kwargs)
     _check_finite(run.posterior)
     if run.doubt is not None:
         warnings.warn(run.doubt, RuntimeWarning, stacklevel=2)
@@ -457,7 +458,7 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
                  if k in run.config}
     if run.entry is not None:
         cfg_small["entry"] = run.entry.name            # the entry the run was diagnosed as
-    can_store = store and not is_path and run.idata is not None
+    can_store = store and not is_path
     ops = timed("order_parameters", parts["order"]) if can_store else None
     report = DiagnosticReport(run=parts["run"], config=jsonable(cfg_small), coding_scheme=parts["coding_scheme"],
                               verdicts=verdicts, numbers=jsonable(parts["numbers"]), ergodicity=parts["ergodicity"],
@@ -469,5 +470,5 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
         groups = report.groups()
         if ops is not None and ops.data_vars:
             groups[f"{GROUP_PREFIX}_order_parameters"] = ops
-        azcompat.set_groups(idata, groups)
+        azcompat.set_groups(run.idata, groups)
     return report

@@ -1,5 +1,7 @@
-"""A run, read once: :func:`read_run` turns a run (InferenceData / DataTree, the path to its NetCDF file, or a
-:class:`~bnnzoo.diagnostics._data.RunData`) into one :class:`Run` record that every diagnostic step takes.
+"""A run, read once: :func:`read_run` turns a run (InferenceData / DataTree, or the path to its NetCDF file) into one
+:class:`Run` record that every diagnostic, observable and figure takes.  Public functions that also accept an
+InferenceData / DataTree or a path convert it once, with :func:`as_run`; :meth:`Run.fcn` is the numpy view of a
+fully-connected run (:class:`~bnnzoo.diagnostics._rundata.RunData`), built from the Run and never the other way.
 
 The record holds the posterior and sampler statistics, the run's provenance (parsed once), the zoo entry it is
 diagnosed as, the model keywords the theory is evaluated at, the training and test data, and the sampler health
@@ -18,23 +20,21 @@ own keywords in place of the entry's defaults.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
-import xarray as xr
 
 from .. import azcompat
 from .._record import record_from_dataset
-from ..inference.convert import provenance_doubt
+from ..inference.convert import parse_config, provenance_doubt
 from ..inference.health import HEALTH_GROUP, judged_values, sampler_health, values_checksum
 from ..models.summaries import summary_labels, summary_names
 from ..models.zoo import ZOO, ZooEntry, get_entry
 from ..tasks.base import _one_hot_labels
 from ._rundata import RunData
 
-__all__ = ["Run", "read_run"]
+__all__ = ["Run", "read_run", "as_run"]
 
 
 @dataclass
@@ -43,8 +43,8 @@ class Run:
 
     Attributes
     ----------
-    idata : InferenceData, DataTree or None
-        The run itself (None when built from a RunData).
+    idata : InferenceData or DataTree
+        The run itself.
     posterior : xarray.Dataset
         The posterior group, dims (chain, draw, ...).
     sample_stats : xarray.Dataset or None
@@ -109,7 +109,7 @@ class Run:
         """The :class:`~bnnzoo.inference.health.SamplerHealth` of the run: the stored one when it matches the
         posterior's size, else judged once here."""
         if self._health is None:
-            self._health = sampler_health(self.idata if self.idata is not None else self.fcn())
+            self._health = sampler_health(self.idata)
         return self._health
 
     def fcn(self):
@@ -146,8 +146,7 @@ class Run:
     def _kernel_means(self, depth: int) -> dict:
         """{"K1": (chain, batch, point, point), ...}: the streamed kernel means of ``posterior_thinned``, with
         ``"<site>_draws"`` the number of draws in each mean."""
-        names = azcompat.group_names(self.idata) if self.idata is not None else []
-        if "posterior_thinned" not in names:
+        if "posterior_thinned" not in azcompat.group_names(self.idata):
             return {}
         th = azcompat.get_group(self.idata, "posterior_thinned")
         out = {}
@@ -207,8 +206,8 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
 
     Parameters
     ----------
-    idata : InferenceData, DataTree, path or RunData
-        A run of :func:`bnnzoo.sample` (of a zoo entry or of a model of one's own), its NetCDF file, or a RunData.
+    idata : InferenceData, DataTree or path
+        A run of :func:`bnnzoo.sample` (of a zoo entry or of a model of one's own), or its NetCDF file.
     entry : str, ZooEntry or None
         The zoo entry to diagnose the run as (default: the run's own model when it is a zoo entry).
     model_kwargs : dict or None
@@ -224,8 +223,6 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
     ValueError
         When ``entry`` is unknown, or the run lacks constant_data X or observed_data y.
     """
-    if isinstance(idata, RunData):
-        return _from_rundata(idata, entry)
     if isinstance(idata, (str, os.PathLike)):
         idata = azcompat.read_run_file(idata, "idata")
     names = azcompat.group_names(idata)
@@ -239,7 +236,7 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
 
     attrs = azcompat.get_attrs(idata)
     try:
-        config = json.loads(attrs["bnnzoo_config"]) if "bnnzoo_config" in attrs else {}
+        config = parse_config(attrs["bnnzoo_config"]) if "bnnzoo_config" in attrs else {}
     except (TypeError, ValueError):
         config = {}
     ent = _entry(entry, config)
@@ -276,17 +273,13 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
     return run
 
 
-def _from_rundata(rd, entry) -> Run:
-    """A :class:`Run` around a RunData (a fully-connected run in numpy arrays; no sampler statistics)."""
-    ent = _entry(entry, rd.config)
-    if ent is None or getattr(ent, "analysis", "") != "fcn":
-        ent = ZooEntry(name=str(rd.config.get("model", "fcn")), model=None, defaults={}, task_defaults={},
-                       make_task=None, validate=None, dims=None, observables=(), description="a RunData",
-                       analysis="fcn")
-    post = xr.Dataset({"a": (("chain", "draw", "neuron", "class"), rd.a)})
-    kw = dict(rd.config.get("model_kwargs", {}))
-    kw.update(activation=rd.activation, depth=rd.depth, readout=rd.readout, temperature=rd.temperature,
-              sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2, width=rd.width)
-    return Run(idata=None, posterior=post, sample_stats=None, config=rd.config, entry=ent, model_kwargs=kw,
-               X=rd.X, Y=rd.Y, labels=rd.labels, X_test=rd.X_test, Y_test=rd.Y_test, labels_test=rd.labels_test,
-               f_test=rd.f_test, _fcn=rd)
+
+def as_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
+    """The one conversion at the public boundary: a :class:`Run` is taken as it is, anything else is read once with
+    :func:`read_run` (``entry``, ``model_kwargs``: as there; a ValueError when they come with a Run, which was read
+    with its own)."""
+    if not isinstance(idata, Run):
+        return read_run(idata, entry=entry, model_kwargs=model_kwargs)
+    if entry is not None or model_kwargs:
+        raise ValueError("entry, model_kwargs: a Run was read with its own; pass them to read_run instead")
+    return idata

@@ -7,6 +7,7 @@ sampler field becomes which ``sample_stats`` variable.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.metadata
 import json
@@ -27,8 +28,9 @@ from .chunked import STAT_FIELDS
 
 __all__ = ["SAMPLE_STATS", "EXTRA_FIELDS", "sample_stats", "dataset", "thinned_dataset", "warmup_datasets",
            "gibbs_warmup_datasets", "infer_dims", "jsonable", "versions", "bnnzoo_version", "run_config",
-           "posterior_group", "sample_stats_group", "observed_data_group", "constant_data_group", "predictions_group",
-           "predictions_constant_data_group", "lead_coords", "provenance", "provenance_checksum", "check_provenance", "sealed"]
+           "parse_config", "posterior_group", "sample_stats_group", "observed_data_group", "constant_data_group",
+           "predictions_group", "predictions_constant_data_group", "lead_coords", "provenance", "provenance_checksum",
+           "check_provenance", "sealed"]
 
 # sample_stats name -> (NumPyro extra field / engine state field, conversion).  NumPyro's extra fields and the
 # chunked driver's state fields carry the same names (engine.STAT_FIELDS keys), so one table serves both.
@@ -58,7 +60,10 @@ def bnnzoo_version() -> str:
 
 
 def jsonable(v):
-    """``v`` with numpy scalars turned into Python numbers and anything else unknown into its repr."""
+    """``v`` with numpy scalars turned into Python numbers, a typed spec (anything with ``to_dict``, e.g.
+    :class:`~bnnzoo.tasks.gated_tasks.GatedSpec`) into its dict, and anything else unknown into its repr."""
+    if hasattr(v, "to_dict"):
+        return jsonable(v.to_dict())
     if isinstance(v, (np.integer,)):
         return int(v)
     if isinstance(v, (np.floating,)):
@@ -187,7 +192,19 @@ def run_config(idata) -> dict:
     attrs = azcompat.get_attrs(idata)
     if "bnnzoo_config" not in attrs:
         raise ValueError("this InferenceData was not made by bnnzoo.sample (no 'bnnzoo_config' attribute)")
-    return json.loads(attrs["bnnzoo_config"])
+    return parse_config(attrs["bnnzoo_config"])
+
+
+def parse_config(text) -> dict:
+    """The provenance ``bnnzoo_config`` (JSON text; a ValueError if not) as a dict, read back in this one place: a
+    typed spec is stored as its dict (:func:`jsonable`), and the repr ``"GatedSpec({...})"`` that an older bnnzoo
+    stored reads back as that dict too."""
+    config = json.loads(text)
+    kw = config.get("model_kwargs") if isinstance(config, dict) else None
+    for k, v in (kw.items() if isinstance(kw, dict) else ()):
+        if isinstance(v, str) and v.startswith("GatedSpec({") and v.endswith("})"):
+            kw[k] = ast.literal_eval(v[len("GatedSpec("):-1])
+    return config
 
 
 # ------------------------------------------------------------------------------------------------ one function per group

@@ -506,18 +506,9 @@ def _certification(attrs: dict) -> dict | None:
 
 
 def _load(idata):
-    """(posterior, sample_stats or None, y or None, config, certification or None) of a run, a NetCDF path or a
-    RunData (read through its attributes, so the sampler layer does not import the diagnostics; a RunData carries
-    no certification)."""
+    """(posterior, sample_stats or None, y or None, config, certification or None) of a run or a NetCDF path."""
     if isinstance(idata, (str, os.PathLike)):
         idata = azcompat.read_run_file(idata, "idata")
-    if all(hasattr(idata, k) for k in ("a", "f", "recorded_z", "Y", "config")):
-        data = {"a": (("chain", "draw", "neuron", "class"), idata.a)}
-        if idata.f is not None:
-            data["f"] = (("chain", "draw", "point", "class"), idata.f)
-        for l, z in idata.recorded_z.items():
-            data[f"z{l}"] = (("chain", "draw", "neuron", "point"), z)
-        return xr.Dataset(data), None, idata.Y, dict(idata.config), None
     post = azcompat.get_group(idata, "posterior")
     names = azcompat.group_names(idata)
     ss = azcompat.get_group(idata, "sample_stats") if "sample_stats" in names else None
@@ -655,9 +646,7 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
 
     Parameters
     ----------
-    idata : a run from :func:`bnnzoo.sample` (InferenceData / DataTree), the path to its NetCDF file, or a
-        :class:`~bnnzoo.diagnostics._data.RunData` (no sampler statistics and no certification: only the
-        observables are judged).
+    idata : a run from :func:`bnnzoo.sample` (InferenceData / DataTree), or the path to its NetCDF file.
     observables : {name: (chain, draw) or (chain, draw, entry) array} to judge instead of
         :func:`invariant_observables` of the run (e.g. an entry's own order parameters; no population tolerance).
 

@@ -11,25 +11,25 @@
   breaks the rows) and re-sorted at every draw (a persistent population scheme gives straight bands), per layer.
 * :func:`plot_order_parameters`: ArviZ trace plot of scalar order parameters (no thousand-weight plots).
 
-Every function takes a run (InferenceData / DataTree / NetCDF path) and optionally the
+Every function takes a run (a :class:`~bnnzoo.diagnostics.run.Run`, or an InferenceData / DataTree / NetCDF path,
+read once with :func:`~bnnzoo.diagnostics.run.as_run`) and optionally the
 :class:`~bnnzoo.diagnostics.DiagnosticReport` of :func:`bnnzoo.diagnostics.diagnose` (to reuse its results), and
 returns a matplotlib Figure.  :func:`save_figures` writes all that apply to a folder.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
 from .. import azcompat
-from ..diagnostics._data import RunData
+from ..diagnostics._data import RunData, run_data
 from ..diagnostics.codes import code_ids, code_string, neural_codes
 from ..diagnostics.compare import compare_with_theory
 from ..diagnostics.kernels import kernels_and_richness
 from ..diagnostics.report import GROUP_PREFIX, diagnose, order_parameters
-from ..diagnostics.run import read_run
+from ..diagnostics.run import as_run
 from .units import plot_representations, plot_theory, plot_units
 
 __all__ = ["plot_codes", "plot_layers", "plot_readout", "plot_code_switching", "plot_order_parameters",
@@ -54,14 +54,6 @@ def _plt():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _rd(idata, entry=None) -> RunData:
-    """The fully-connected view of a run (a RunData passes through; ``entry``: as for :func:`bnnzoo.diagnose`)."""
-    if isinstance(idata, RunData):
-        return idata
-
-    return read_run(idata, entry=entry).fcn()
 
 
 def _code_cmap(m: int):
@@ -107,7 +99,7 @@ def plot_codes(idata, report=None, chain: int = 0, draw: int = -1):
     """Fig. 2: readout vectors (neuron × class) and feature-layer activations (neuron × point) of one network at one
     draw, neurons sorted by code; the code of each group is written on the left."""
     plt = _plt()
-    rd = _rd(idata)
+    rd = run_data(idata)
     L, m = rd.depth, rd.m
     draw = draw % rd.n_draws
     sel = _selective(rd, report, L, chain)
@@ -165,7 +157,7 @@ def plot_layers(idata, report=None, chain: int = 0, draw: int = -1):
     """Fig. 3: per layer, activations sorted by code (top), posterior kernel K_l (middle) and its learned part
     K_l − K_l^NNGP (bottom)."""
     plt = _plt()
-    rd = _rd(idata)
+    rd = run_data(idata)
     L = rd.depth
     draw = draw % rd.n_draws
     kr = getattr(report, "kernels", None)
@@ -243,7 +235,7 @@ def _select_neurons(rd: RunData, report, chain: int, k: int = 5) -> list[int]:
 def plot_readout(idata, report=None, chain: int = 0, neurons=None):
     """Fig. 4: readout histograms with the theory density (top) and trajectories of selected neurons (bottom)."""
     plt = _plt()
-    rd = _rd(idata)
+    rd = run_data(idata)
     m = rd.m
     th = _theory_marginals(rd, report)
     fig = plt.figure(figsize=(4 * m, 7.5), constrained_layout=True)
@@ -295,7 +287,7 @@ def plot_code_switching(idata, report=None, chain: int = 0, layers=None):
     rows), neurons re-sorted by code at every draw (middle; a persistent scheme gives straight bands), and the
     fraction of neurons per code over the draws (right)."""
     plt = _plt()
-    rd = _rd(idata)
+    rd = run_data(idata)
     m = rd.m
     layers = list(range(1, rd.depth + 1)) if layers is None else list(layers)
     fig, axes = plt.subplots(len(layers), 3, figsize=(13, 3.6 * len(layers)), squeeze=False,
@@ -337,12 +329,11 @@ def plot_code_switching(idata, report=None, chain: int = 0, layers=None):
 def plot_order_parameters(idata, report=None, var_names=None):
     """ArviZ trace plot of the scalar order parameters of :func:`bnnzoo.diagnostics.order_parameters`; returns what
     :func:`bnnzoo.azcompat.plot_trace` returns."""
-    ds = None
-    if not isinstance(idata, (str, os.PathLike, RunData)) and \
-            f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
-        ds = azcompat.get_group(idata, f"{GROUP_PREFIX}_order_parameters")
-    if ds is None:
-        ds = order_parameters(idata)
+    run = as_run(idata)
+    if f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(run.idata):
+        ds = azcompat.get_group(run.idata, f"{GROUP_PREFIX}_order_parameters")
+    else:
+        ds = order_parameters(run)
     if var_names is None:
         var_names = [v for v in ds.data_vars if v in ("mse", "q_a") or v.startswith(("target_alignment",
                                                                                           "code_switches"))]
@@ -357,16 +348,17 @@ def save_figures(idata, outdir, report=None, dpi: int = 110, entry=None) -> list
     """Write every figure that applies to ``outdir`` and return their paths: for the fully-connected nets
     fig2_codes, fig3_layers, fig4_readout, fig5_switching and order_parameters; for entries diagnosed through their
     unit layers units.png (when a unit layer was recorded), kernels.png (layers with values on the training points), theory.png (when the entry
-    has a theory comparison) and order_parameters.png.  ``report`` (the run's DiagnosticReport) is computed when
-    not given."""
+    has a theory comparison) and order_parameters.png.  ``idata``: a :class:`~bnnzoo.diagnostics.run.Run` (the
+    one :func:`bnnzoo.plots.write_report` diagnosed: not read again), a run or its path; ``entry``: as for
+    :func:`bnnzoo.diagnose`.  ``report`` (the run's DiagnosticReport) is computed when not given."""
     plt = _plt()
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    if isinstance(idata, (str, os.PathLike)):
-        idata = azcompat.read_run_file(idata, "idata")
+    run = as_run(idata, entry=entry)
+    idata = run.idata
     if report is None:
-        report = diagnose(idata, store=False, entry=entry)
+        report = diagnose(run, store=False)
     paths = []
     if getattr(report, "family", "fcn") == "units":
         todo = [("units.png", lambda: plot_units(idata, report))] if report.ergodicity else []
@@ -384,23 +376,22 @@ def save_figures(idata, outdir, report=None, dpi: int = 110, entry=None) -> list
         if f"{GROUP_PREFIX}_order_parameters" in azcompat.group_names(idata):
             ds = azcompat.get_group(idata, f"{GROUP_PREFIX}_order_parameters")
         else:
-            ds = order_parameters(idata, entry=entry)
+            ds = order_parameters(run)
         if ds.data_vars:
             p = outdir / "order_parameters.png"
             tmp = azcompat.make_idata({"posterior": ds.copy()})
             azcompat.save_plot(azcompat.plot_trace(tmp, var_names=list(ds.data_vars)), p, dpi=dpi)
             paths.append(str(p))
         return paths
-    rd = _rd(idata, entry)
     todo = [("fig2_codes.png", plot_codes), ("fig3_layers.png", plot_layers), ("fig4_readout.png", plot_readout)]
     todo.append(("fig5_switching.png", plot_code_switching))
     for name, fn in todo:
-        fig = fn(rd, report=report)
+        fig = fn(run, report=report)
         p = outdir / name
         fig.savefig(p, dpi=dpi)
         plt.close(fig)
         paths.append(str(p))
     p = outdir / "order_parameters.png"
-    azcompat.save_plot(plot_order_parameters(idata, report=report), p, dpi=dpi)
+    azcompat.save_plot(plot_order_parameters(run, report=report), p, dpi=dpi)
     paths.append(str(p))
     return paths

@@ -13,6 +13,7 @@ from pathlib import Path
 from .. import azcompat
 from .._record import jsonable
 from ..diagnostics.report import diagnose
+from ..diagnostics.run import read_run
 from .figures import save_figures
 
 __all__ = ["write_report", "summary_entry", "write_summary"]
@@ -43,9 +44,11 @@ def _runs(idata_or_paths) -> dict[str, object]:
 def _write_one(name: str, run, outdir: Path, figures: bool, save_netcdf: bool, verbose: bool, entry,
                traces: dict) -> dict:
     """Diagnose one run and write its folder ``outdir/name`` (what :func:`write_report` does per run); returns
-    {"report", "files"}."""
+    {"report", "files"}.  The run is read once: the :class:`~bnnzoo.diagnostics.run.Run` diagnosed is the one the
+    figures draw."""
     idata = azcompat.read_run_file(run, "run") if isinstance(run, (str, os.PathLike)) else run
-    rep = diagnose(idata, store=True, verbose=verbose, entry=entry)
+    the_run = read_run(idata, entry=entry)
+    rep = diagnose(the_run, store=True, verbose=verbose)
     d = outdir / name
     d.mkdir(parents=True, exist_ok=True)
     files = []
@@ -56,7 +59,7 @@ def _write_one(name: str, run, outdir: Path, figures: bool, save_netcdf: bool, v
     p.write_text(repr(rep) + "\n")
     files.append(str(p))
     if figures:
-        files += save_figures(idata, d, report=rep, entry=entry)
+        files += save_figures(the_run, d, report=rep)
         for fname, (var_names, coords) in traces.items():
             p = d / fname
             azcompat.save_plot(azcompat.plot_trace(idata, var_names=var_names, coords=coords), p)

@@ -230,6 +230,7 @@ class GatedSpec:
         return g
 
     def to_dict(self) -> dict:
+        """The spec as a JSON-able dict (how the run's provenance holds it); :func:`get_spec` reads it back."""
         return {"name": self.name, "nodes": [list(n) for n in self.nodes], "edges": [list(e) for e in self.edges]}
 
     def __repr__(self) -> str:
