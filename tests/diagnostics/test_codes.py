@@ -9,7 +9,7 @@ from scipy import stats
 
 from bnnzoo.diagnostics import RunData, code_string, neural_codes
 from bnnzoo.diagnostics._data import class_means
-from bnnzoo.diagnostics.codes import code_ids, code_memory, selectivity
+from bnnzoo.diagnostics.codes import _sum_classes, code_ids, code_memory, code_strings, selectivity
 from bnnzoo.tasks import toy_task
 from tests._helpers import rng
 
@@ -64,6 +64,26 @@ def test_task_agnostic_neurons_are_not_selective():
     z[0, :, 0, 20:] -= 8.0
     cr = neural_codes(_toy_rundata(z, activation="relu"))
     assert cr.n_selective == 1 and cr.scheme == {"100": 1} and cr.verdict == "frozen"
+
+
+def test_class_loops_give_the_numbers_of_the_broadcast_forms():
+    """code_ids, the selectivity's between-class sum and the code strength loop over the classes (a broadcast over
+    the short class axis is slow): bit for bit the numbers of the broadcast forms, rounding included."""
+    g = rng()
+    zb = g.normal(size=(3, 40, 25, 3))
+    zb[0, 0, 0] = [1.0, 1.2e-16, 1.2e-16]      # (x0 + x1) + x2 differs from x0 + (x1 + x2) here
+    counts = np.array([7.0, 0.0, 5.0])
+    np.testing.assert_array_equal(code_ids(zb), ((zb > 0) * (1 << np.arange(3))).sum(-1))
+    for w in (np.ones(3), counts):
+        present = w > 0
+        want = np.sum(w[present] * zb[..., present] ** 2, axis=-1)
+        got = _sum_classes((w[c] * zb[..., c] ** 2 for c in np.flatnonzero(present)), zb.shape[:-1])
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.sqrt(_sum_classes((zb[..., c] * zb[..., c] for c in range(3)), zb.shape[:-1])),
+                                  np.linalg.norm(zb, axis=-1))
+    np.testing.assert_array_equal(_sum_classes((), (2, 3)), np.zeros((2, 3)))
+    ids = g.integers(0, 8, size=(4, 9))
+    np.testing.assert_array_equal(code_strings(ids, 3), np.vectorize(lambda k: code_string(k, 3))(ids))
 
 
 def test_selectivity_statistic_follows_its_null():

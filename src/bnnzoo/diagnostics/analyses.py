@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 
 from .branches import readout_branches
-from .codes import code_ids, code_string, neural_codes
+from .codes import code_ids, code_string, code_strings, neural_codes
 from .compare import compare_with_theory
 from .ergodicity import ergodicity, variance_ratio
 from .kernels import cka, kernels_and_richness
@@ -165,7 +165,8 @@ class FcnAnalysis(Analysis):
     def observables(self, run, layers, theory):
         rd = run.fcn()
         codes = {l.name: l.codes for l in layers if l.codes is not None}
-        branches = readout_branches(run)
+        feature = codes.get(f"z{rd.depth}")     # the units' modal codes, as readout_branches would find them again
+        branches = readout_branches(run, codes=code_strings(feature.modal, rd.m) if feature is not None else None)
         comp = compare_with_theory(run, codes=codes["z1"], branches=branches) if theory else None
         numbers: dict = {}
         o = branches.outliers
@@ -176,7 +177,6 @@ class FcnAnalysis(Analysis):
         numbers["n_branches"] = branches.n_branches
         numbers["branch_masses"] = [float(x) for x in branches.masses]
         numbers["branch_codes"] = list(branches.codes)
-        feature = codes.get(f"z{rd.depth}")
         if feature is not None and run.m > 1 and feature.kind == "binary":
             numbers["branches_and_codes"] = branches_and_codes(branches, feature)
         if o is not None:

@@ -64,7 +64,7 @@ from ._data import RunData, class_means, run_data
 from .._record import Record, array_field
 
 __all__ = ["CodeResult", "neural_codes", "codes_from_preactivations", "codes_per_layer",
-           "code_ids", "code_string", "unit_modal_codes",
+           "code_ids", "code_string", "code_strings", "unit_modal_codes",
            "code_memory", "selectivity", "FROZEN_MEMORY", "SCHEME_DRIFT", "SELECTIVITY_ALPHA"]
 
 FROZEN_MEMORY = 0.5
@@ -75,7 +75,10 @@ SELECTIVITY_ALPHA = 0.05
 def code_ids(class_means: np.ndarray) -> np.ndarray:
     """Integer code of each neuron from its class means (..., m): bit c set when the class-c mean is > 0."""
     bits = np.asarray(class_means) > 0
-    return (bits * (1 << np.arange(bits.shape[-1]))).sum(-1)
+    ids = np.zeros(bits.shape[:-1], np.int64)
+    for c in range(bits.shape[-1]):       # one class at a time: a product broadcast over the short class axis is slow
+        ids |= bits[..., c].astype(np.int64) << c
+    return ids
 
 
 def code_string(code_id: int, m: int) -> str:
@@ -108,11 +111,15 @@ def code_memory(ids: np.ndarray, n_codes: int, mask: np.ndarray | None = None) -
     return float((p_same - chance) / (1.0 - chance))
 
 
+def code_strings(code_ids: np.ndarray, m: int) -> np.ndarray:
+    """Code ids (any shape) → an array of their code strings (:func:`code_string`) of the same shape."""
+    return np.array([code_string(k, m) for k in range(1 << m)])[np.asarray(code_ids)]
+
+
 def unit_modal_codes(rd: RunData, layer: int) -> np.ndarray:
     """(chain, neuron) array of each unit's modal code string in ``layer``."""
     ids = code_ids(rd.class_means(layer))
-    modal = _modal(ids, 1 << rd.m)
-    return np.vectorize(lambda k: code_string(k, rd.m))(modal)
+    return code_strings(_modal(ids, 1 << rd.m), rd.m)
 
 
 @dataclass(frozen=True, repr=False)
@@ -282,7 +289,7 @@ def codes_from_preactivations(z: np.ndarray, labels: np.ndarray, m: int, *, laye
     n_sel = int(sel.sum())
     if not n_sel:
         verdict = "no selective units"
-    strength = np.linalg.norm(zb, axis=-1)
+    strength = np.sqrt(_sum_classes((zb[..., c] * zb[..., c] for c in range(m)), zb.shape[:-1]))  # ‖z̄‖ (norm)
     if class_means_phi is None:
         class_means_phi = zb if phi is None else class_means(phi(z), labels, m)
     phibar = class_means_phi.mean(1)
@@ -296,6 +303,17 @@ def codes_from_preactivations(z: np.ndarray, labels: np.ndarray, m: int, *, laye
         strength_quantiles=tuple(float(v) for v in np.quantile(strength, [0.1, 0.5, 0.9])),
         ids=ids.astype(np.int16), modal=modal.astype(np.int16), persistence_per_unit=persist,
         selective=sel.astype(np.int8), mean_activation=phibar, scheme_trace=trace, selectivity=f_med)
+
+
+def _sum_classes(terms, shape: tuple) -> np.ndarray:
+    """The sum of the per-class arrays ``terms`` (each of ``shape``) added in class order, ((t0 + t1) + t2) + ...:
+    the numbers of ``np.sum`` over a last axis of the classes (which adds a short axis in that order), without
+    numpy's slow loop over a short innermost axis; zeros of ``shape`` for no terms."""
+    total = None
+    for t in terms:
+        total = np.array(t, float if t.dtype.kind not in "fc" else t.dtype) if total is None else \
+            np.add(total, t, out=total)
+    return np.zeros(shape) if total is None else total
 
 
 def selectivity(class_means_z: np.ndarray, unit_msq: np.ndarray, counts: np.ndarray,
@@ -326,7 +344,8 @@ def selectivity(class_means_z: np.ndarray, unit_msq: np.ndarray, counts: np.ndar
     present = counts > 0
     P, m = float(counts.sum()), int(present.sum())
     C, D, N = msq.shape
-    between = np.sum(counts[present] * zb[..., present] ** 2, axis=-1)  # Σ_c P_c z̄_c², (C, D, N)
+    between = _sum_classes((counts[c] * zb[..., c] ** 2 for c in np.flatnonzero(present)),
+                           msq.shape)                                     # Σ_c P_c z̄_c², (C, D, N)
     within = np.maximum(P * msq - between, 0.0)                           # Σ_c Σ_μ∈c (z_μ − z̄_c)²
     if P - m < 1:
         return np.full((C, N), np.nan), float("inf")

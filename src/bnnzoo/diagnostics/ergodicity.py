@@ -153,8 +153,14 @@ def ks_2samp_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.asarray(a, float), np.asarray(b, float)
     n, m = a.shape[1], b.shape[1]
     allv = np.concatenate([a, b], axis=1)
-    order = np.argsort(allv, axis=1, kind="stable")
+    # the stable order (ties in the order given) fixes the running sum's rounding; a row without ties has one order,
+    # which the faster unstable sort finds, so only rows with ties (or NaNs) are sorted again stably
+    order = np.argsort(allv, axis=1)
     vals = np.take_along_axis(allv, order, axis=1)
+    tied = ((vals[:, 1:] == vals[:, :-1]) | np.isnan(vals[:, 1:])).any(1)
+    if tied.any():
+        order[tied] = np.argsort(allv[tied], axis=1, kind="stable")
+        vals[tied] = np.take_along_axis(allv[tied], order[tied], axis=1)
     step = np.where(order < n, 1.0 / n, -1.0 / m)
     diff = np.cumsum(step, axis=1)                        # F_a − F_b just after each sorted value
     last = np.ones_like(vals, bool)                       # only the last of tied values is a point of both CDFs
