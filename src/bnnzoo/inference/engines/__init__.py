@@ -32,25 +32,8 @@ EVERY_ENTRY = tuple(n for n, e in ENGINES.items() if e.every_entry)     # a plai
 
 
 def check_num_steps(sampler: str, num_steps, *, cli: bool = False) -> None:
-    """The one rule for ``num_steps``, read by :func:`bnnzoo.sample`, the kernel builder and the CLI alike: an
-    engine that needs it (sampler="hmc") gets it, those that take it ("hmc", "pt", "smc": leapfrog steps per draw
-    or per HMC move) may, no other sampler does.
-
-    Parameters
-    ----------
-    sampler : str
-        The sampler asked for ("auto" included).
-    num_steps : int or None
-        Leapfrog steps per draw, None when not given.
-    cli : bool
-        Name the arguments as the CLI's flags (``--num-steps``, ``--sampler hmc``) in the message.
-
-    Raises
-    ------
-    ValueError
-        One line: a sampler that needs ``num_steps`` without it, ``num_steps`` with a sampler that does not take
-        it (:data:`NUM_STEPS_SAMPLERS`), or ``num_steps`` not an integer >= 1.
-    """
+    """The one rule for ``num_steps`` (:func:`._base.check_num_steps`) over :data:`ENGINES`, read by
+    :func:`bnnzoo.sample` and the CLI alike."""
     _check_num_steps(ENGINES, sampler, num_steps, cli=cli)
 
 

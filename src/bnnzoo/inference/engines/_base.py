@@ -82,7 +82,26 @@ class Draws:
 
 def check_num_steps(engines: dict, sampler: str, num_steps, *, cli: bool = False) -> None:
     """The one rule for ``num_steps`` over the declared ``engines`` ({name: Engine}): an engine that ``needs`` it
-    gets it, one that does not take it does not (see :func:`bnnzoo.inference.plan.check_num_steps`)."""
+    (sampler="hmc") gets it, those that ``take`` it ("hmc", "pt", "smc": leapfrog steps per draw or per HMC move)
+    may, no other sampler does.
+
+    Parameters
+    ----------
+    engines : dict
+        {name: Engine}: the registry, or the part of it a caller serves (the kernel builder: its kernels).
+    sampler : str
+        The sampler asked for ("auto" included).
+    num_steps : int or None
+        Leapfrog steps per draw, None when not given.
+    cli : bool
+        Name the arguments as the CLI's flags (``--num-steps``, ``--sampler hmc``) in the message.
+
+    Raises
+    ------
+    ValueError
+        One line: a sampler that needs ``num_steps`` without it, ``num_steps`` with a sampler that does not take
+        it, or ``num_steps`` not an integer >= 1.
+    """
     arg, key = ("--num-steps", "--sampler ") if cli else ("num_steps", "sampler=")
     name = (lambda s: s) if cli else repr
     engine = engines.get(sampler)
