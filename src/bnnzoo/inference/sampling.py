@@ -35,7 +35,7 @@ from .predictive import log_likelihood as _log_likelihood
 from .predictive import posterior_predictive as _posterior_predictive
 from .predictive import prior_groups
 
-__all__ = ["sample", "run_config", "build_kernel", "init_params_from_values", "Draws", "SAMPLERS",
+__all__ = ["sample", "run_config", "build_kernel", "init_params_from_values", "SAMPLERS",
            "REPARAMS", "MATMUL_PRECISIONS"]
 
 
