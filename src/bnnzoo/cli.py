@@ -43,6 +43,7 @@ from .inference import predict
 from .inference.compilation import CACHE_WARNING
 from .inference.convert import run_config
 from .inference.distributed import initialize
+from .inference.engines import ENGINES, refused
 from .inference.plan import DEFAULT_CHAINS, SAMPLERS, TEMPERING, check_num_steps
 from .inference.tempering import log_evidence
 from .models import get_entry, list_entries
@@ -501,8 +502,8 @@ def _check_sample_flags(args) -> None:
     if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
         raise ValueError(f"--replicas applies to --sampler pt and must be >= 2, got {args.replicas} with --sampler "
                          f"{args.sampler}")
-    if args.step_size is not None and args.sampler == "gibbs":
-        raise ValueError("--step-size does not apply to --sampler gibbs")
+    if args.sampler in ENGINES and refused(args.sampler, {"step_size": args.step_size}):   # the engine's own rule
+        raise ValueError(f"--step-size does not apply to --sampler {args.sampler}")
     if args.exclude is not None and args.exclude.strip() and not [s for s in args.exclude.split(",") if s.strip()]:
         raise ValueError(f"--exclude takes comma-separated site names, got {args.exclude!r}")
 

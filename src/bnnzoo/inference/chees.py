@@ -46,8 +46,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import initialize_model
 
 from .compilation import compile_cached
-from .initialize import _check_valid, initial_params, model_functions
-from .plan import init_strategy
+from .initialize import _check_valid, init_strategy, initial_params, model_functions
 
 __all__ = ["ChEES", "CheesState", "CheesAdaptState", "halton", "trajectory_growth"]
 

@@ -48,7 +48,7 @@ from .distributed import agree_to_start
 from .store import (RunStore, StoreError, check_store as _check_store, load_state, manifest_digest, save_state,
                     version_changes)
 
-__all__ = ["Block", "plan_blocks", "ChunkedResult", "run_chunked", "STAT_FIELDS"]
+__all__ = ["Block", "plan_blocks", "ChunkedResult", "run_chunked", "STAT_FIELDS", "engine_chunk_size"]
 
 _logger = logging.getLogger(__name__)
 
@@ -307,6 +307,18 @@ def _compile_block(run, chain_method, state_axes=None):
     fn = jax.shard_map(run, mesh=chain_sh.mesh, in_specs=(state_spec, spec, rep, rep, rep, rep),
                        out_specs=(state_spec, spec), check_vma=False)
     return jax.jit(fn)
+
+
+def engine_chunk_size(chunk_size, n_keep: int, store, site_thinning) -> int:
+    """Kept draws per chunk: ``chunk_size``, else all draws (100 with a store), rounded to a multiple of every
+    site-thinning factor."""
+    if chunk_size is not None:
+        return int(chunk_size)
+    size = min(n_keep, 100) if store is not None else n_keep
+    if site_thinning:
+        lcm = math.lcm(*[int(e) for e in site_thinning.values()])
+        size = max(lcm, size // lcm * lcm)
+    return max(size, 1)
 
 
 def run_chunked(kernel, *, model_args: tuple, model_kwargs: dict, make_post: Callable, init_keys, num_chains: int,

@@ -211,7 +211,7 @@ def parse_config(text) -> dict:
 # (the predictive groups: bnnzoo.inference.predictive)
 
 def lead_coords(draws) -> tuple[tuple, dict]:
-    """("chain", "draw") and their coordinates for the draws of a :class:`~bnnzoo.inference.sampling.Draws`."""
+    """("chain", "draw") and their coordinates for the draws of a :class:`~bnnzoo.inference.engines.Draws`."""
     n_chain, n_draw = next(iter(draws.samples.values())).shape[:2]
     return ("chain", "draw"), {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
 
@@ -293,13 +293,11 @@ def provenance_doubt(attrs: dict, posterior) -> str | None:
             "the model settings it states may not be the ones its draws came from")
 
 
-_LIBRARY = {"gibbs": "bnnzoo.inference.gibbs_linear", "units": "bnnzoo.inference.units", "chees": "bnnzoo.inference.chees",
-            "snaper": "bnnzoo.inference.chees", "pt": "bnnzoo.inference.tempering", "smc": "blackjax"}
-
-
-def provenance(spec, draws, wall_time_s: float) -> dict:
+def provenance(spec, draws, wall_time_s: float, library: str = "numpyro") -> dict:
     """The run's attributes: ``bnnzoo_config`` (the full provenance as JSON, read by :func:`run_config`) and the
-    flat attributes ArviZ shows (model, sampler, sizes, libraries, the scalar model arguments)."""
+    flat attributes ArviZ shows (model, sampler, sizes, libraries, the scalar model arguments).  ``library`` is the
+    library that drew (the engine's ``Engine.library``): NumPyro, a bnnzoo module (bnnzoo's version) or another
+    package (its installed version, read without importing it)."""
     n_div = int(np.asarray(draws.stats["diverging"]).sum())
     config = dict(model=spec.name, model_kwargs=jsonable(dict(spec.model_kwargs)), task=jsonable(spec.task.meta),
                   task_name=spec.task.name, sampler=jsonable(spec.sampler_config()), seed=spec.seed,
@@ -308,15 +306,15 @@ def provenance(spec, draws, wall_time_s: float) -> dict:
                   created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     if draws.engine is not None:
         config["engine"] = jsonable(draws.engine)
-    if spec.sampler in ("gibbs", "units", "pt", "chees", "snaper"):
+    if library.startswith("bnnzoo"):
         lib_version = config["versions"]["bnnzoo"]
-    elif spec.sampler == "smc":           # blackjax's version without importing it here (0.4 s)
-        lib_version = importlib.metadata.version("blackjax")
-    else:
+    elif library == "numpyro":
         lib_version = numpyro.__version__
+    else:                                 # e.g. blackjax: its version without importing it here (0.4 s)
+        lib_version = importlib.metadata.version(library)
     attrs = {"bnnzoo_config": json.dumps(config), "model": spec.name, "sampler": spec.sampler, "seed": spec.seed,
              "num_chains": spec.num_chains, "num_warmup": spec.num_warmup, "num_samples": spec.num_samples,
-             "thinning": spec.thinning, "inference_library": _LIBRARY.get(spec.sampler, "numpyro"),
+             "thinning": spec.thinning, "inference_library": library,
              "inference_library_version": lib_version, "bnnzoo_version": config["versions"]["bnnzoo"],
              "created_at": config["created_at"]}
     for k, v in spec.model_kwargs.items():

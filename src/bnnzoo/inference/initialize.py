@@ -22,6 +22,7 @@ import numpy as np
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
+from numpyro.infer.initialization import init_to_sample, init_to_uniform
 from numpyro.infer.util import find_valid_initial_params, get_potential_fn
 
 from .compilation import compile_cached
@@ -45,6 +46,15 @@ class ModelFunctions(NamedTuple):
     postprocess_gen: Callable
     prototype: dict
     inv_transforms: dict
+
+
+def init_strategy(init):
+    """The NumPyro init strategy for ``init`` of :func:`bnnzoo.sample`: "prior" → ``init_to_sample``, "uniform" →
+    ``init_to_uniform``, an ``init_to_*`` strategy itself; a dict of starting values → ``init_to_sample`` (the
+    given values replace what it draws)."""
+    if callable(init):
+        return init
+    return init_to_uniform if init == "uniform" else init_to_sample
 
 
 def _static_support(support) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -35,14 +36,17 @@ import jax
 import numpy as np
 from numpyro import handlers
 from numpyro.infer import initialization
-from numpyro.infer.initialization import init_to_sample, init_to_uniform
 
 from ..models._checks import check_int
 from ..models.summaries import kernel_names
 from ..models.zoo import ZooEntry, get_entry
 from ..tasks import Task
+from .chunked import engine_chunk_size
 from .convert import infer_dims
 from .distributed import check_sampler
+from .engines import (CHEES_LIKE, ENGINES, EVERY_ENTRY, NUM_STEPS_SAMPLERS, SAMPLERS, TEMPERING, check_num_steps,
+                      refused)
+from .initialize import init_strategy
 from .tempering import check_options
 from .units import check_units
 
@@ -50,12 +54,9 @@ __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "un
            "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING", "NUM_STEPS_SAMPLERS", "check_num_steps",
            "init_strategy", "strategy_name"]
 
-SAMPLERS = ("nuts", "hmc", "gibbs", "chees", "snaper", "pt", "smc", "units")
-CHEES_LIKE = ("chees", "snaper")            # one kernel (bnnzoo.inference.chees.ChEES), two trajectory criteria
-TEMPERING = ("pt", "smc")                   # bnnzoo.inference.tempering / .smc: their own drivers, no NumPyro kernel
-NUM_STEPS_SAMPLERS = ("hmc",) + TEMPERING   # the samplers that take num_steps (leapfrog steps per draw / per move)
 REPARAMS = ("readout", "data_space")
 CHAIN_METHODS = ("auto", "vectorized", "parallel", "sequential", "sharded")
+_logger = logging.getLogger(__name__)
 SEED_MAX = 2**63 - 1                        # the largest seed jax.random.PRNGKey takes
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
 
@@ -71,15 +72,6 @@ def strategy_name(init) -> str | None:
     fn = init.func if isinstance(init, functools.partial) else init
     name = getattr(fn, "__name__", "")
     return name if name.startswith("init_to_") and getattr(initialization, name, None) is fn else None
-
-
-def init_strategy(init):
-    """The NumPyro init strategy for ``init`` of :func:`bnnzoo.sample`: "prior" → ``init_to_sample``, "uniform" →
-    ``init_to_uniform``, an ``init_to_*`` strategy itself; a dict of starting values → ``init_to_sample`` (the
-    given values replace what it draws)."""
-    if callable(init):
-        return init
-    return init_to_uniform if init == "uniform" else init_to_sample
 
 
 def check_init(init, num_chains: int) -> None:
@@ -113,38 +105,6 @@ def check_init(init, num_chains: int) -> None:
                              f"{num_chains} rows, got shape {arr.shape} and dtype {arr.dtype}")
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"init[{k!r}] holds NaN or inf")
-
-
-def check_num_steps(sampler: str, num_steps, *, cli: bool = False) -> None:
-    """The one rule for ``num_steps``, read by :func:`bnnzoo.sample`, the kernel builder and the CLI alike:
-    sampler="hmc" needs it, "pt" and "smc" take it (leapfrog steps of their HMC moves), no other sampler does.
-
-    Parameters
-    ----------
-    sampler : str
-        The sampler asked for ("auto" included).
-    num_steps : int or None
-        Leapfrog steps per draw, None when not given.
-    cli : bool
-        Name the arguments as the CLI's flags (``--num-steps``, ``--sampler hmc``) in the message.
-
-    Raises
-    ------
-    ValueError
-        One line: sampler="hmc" without ``num_steps``, ``num_steps`` with another sampler than those of
-        :data:`NUM_STEPS_SAMPLERS`, or ``num_steps`` not an integer >= 1.
-    """
-    arg, key = ("--num-steps", "--sampler ") if cli else ("num_steps", "sampler=")
-    names = [s if cli else repr(s) for s in NUM_STEPS_SAMPLERS]
-    if num_steps is None:
-        if sampler == "hmc":
-            raise ValueError(f"{key}{names[0]} needs {arg} (leapfrog steps per draw, an integer >= 1; a step size "
-                             f"given fixes the step, otherwise it is adapted during warm-up)")
-        return
-    if sampler not in NUM_STEPS_SAMPLERS:
-        raise ValueError(f"{arg} applies to {key}{', '.join(names[:-1])} or {names[-1]} only, not "
-                         f"{sampler if cli else repr(sampler)}")
-    check_int(arg, num_steps, 1)
 
 
 def normalize_record(record) -> tuple[str, ...]:
@@ -233,7 +193,7 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
     if sampler != "auto":
         return sampler
     check_num_steps(sampler, num_steps)       # sampler='auto' never picks a sampler that takes it
-    supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
+    supported = offered_samplers(entry)
     nuts_only = dense_mass or chain_method == "sequential" or max_tree_depth != 10
     preferred = getattr(entry, "auto_sampler", "snaper") if entry is not None else "snaper"
     if num_chains >= 2 and not nuts_only and certify and units_serve:
@@ -329,6 +289,13 @@ def _supported(entry, field: str, default: tuple) -> tuple:
     return tuple(getattr(entry, field, default)) if entry is not None else default
 
 
+def offered_samplers(entry) -> tuple:
+    """The samplers ``entry`` offers: those it lists (``ZooEntry.samplers``) and every engine declared
+    ``every_entry`` (:mod:`bnnzoo.inference.engines`); a plain NumPyro model (None): the latter."""
+    listed = _supported(entry, "samplers", ())
+    return listed + tuple(s for s in EVERY_ENTRY if s not in listed)
+
+
 def _one_device_plan(sampler: str, chain_method: str, n_devices: int, n_processes: int, num_chains: int,
                      record: tuple) -> RunPlan:
     """The plan of a sampler that batches its chains on one device in one process (units, pt, smc)."""
@@ -372,13 +339,16 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     record = normalize_record(record)
     if not isinstance(sampler, str) or sampler not in SAMPLERS:
         raise ValueError(f"sampler must be 'auto' or one of {SAMPLERS}, got {sampler!r}")
-    supported = _supported(entry, "samplers", ("nuts", "hmc", "chees", "snaper"))
+    supported = offered_samplers(entry)
     if entry is None and sampler == "gibbs":
         raise ValueError("sampler='gibbs' (exact blocked Gibbs) is for zoo entries that offer it (the linear "
                          "fully-connected nets), not a plain NumPyro model")
     if entry is None and sampler == "units":
         raise ValueError("sampler='units' (unit-wise moves) is for the one-hidden-layer fully-connected zoo entries "
                          "with the non-lazy readout (e.g. 'sigmoidal'), not a plain NumPyro model")
+    if entry is None and sampler not in supported:
+        raise ValueError(f"sampler={sampler!r} is for the zoo entries that offer it, not a plain NumPyro model; a "
+                         f"plain model offers {list(supported)}")
     if entry is not None and sampler not in supported:
         hint = {"gibbs": " (exact blocked Gibbs: for the linear fully-connected nets only, e.g. 'deep_linear')",
                 "units": " (unit-wise moves with the readout integrated out: one-hidden-layer fully-connected nets "
@@ -428,7 +398,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     if sampler == "units" and isinstance(init, str) and init != "prior":
         raise ValueError(f"init for sampler='units' must be 'prior' or a dict of starting values holding 'W1', got "
                          f"{init!r}")
-    if callable(init) and sampler in ("gibbs", "units") + TEMPERING:
+    if callable(init) and not ENGINES[sampler].kernel:
         raise ValueError(f"init={strategy_name(init)} applies to the HMC samplers (nuts, hmc, chees, snaper), not "
                          f"sampler={sampler!r}; use init='prior'")
     if isinstance(init, dict):
@@ -437,32 +407,17 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         if clash:
             raise ValueError(f"init as a dict of starting values cannot be combined with {', '.join(clash)}: the "
                              f"chains would not start from the given values")
-    if sampler == "gibbs":
-        if kw.get("activation", "linear") != "linear":
-            raise ValueError(f"sampler='gibbs' (exact blocked Gibbs) needs activation='linear', got "
-                             f"{kw.get('activation')!r}")
-        given = [n for n, v in (("chunk_size", chunk_size), ("store", store), ("resume", resume),
-                                ("site_thinning", site_thinning), ("reparam", reparam), ("warm_start", warm_start),
-                                ("step_size", step_size), ("dense_mass", dense_mass)) if v]
-        if given:
-            raise ValueError(f"sampler='gibbs' runs in memory without HMC settings; drop {given}")
+    if sampler == "gibbs" and kw.get("activation", "linear") != "linear":
+        raise ValueError(f"sampler='gibbs' (exact blocked Gibbs) needs activation='linear', got "
+                         f"{kw.get('activation')!r}")
+    given = refused(sampler, dict(chunk_size=chunk_size, store=store, resume=resume, site_thinning=site_thinning,
+                                  reparam=reparam, warm_start=warm_start, step_size=step_size, dense_mass=dense_mass,
+                                  target_accept=target_accept, max_tree_depth=max_tree_depth))
+    if given:                                # the settings the engine declares it does not take
+        raise ValueError(f"sampler={sampler!r} {ENGINES[sampler].refusal}; drop {given}")
+    if sampler == "gibbs":                   # bnnzoo.inference.gibbs_linear: chains one after the other in memory
         return RunPlan("sequential", True, n_devices, n_processes, num_chains, record, ())
-    if sampler == "units":                   # bnnzoo.inference.units: chains batched on one device, own blocks/store
-        if resume and store is None:
-            raise ValueError("resume=True needs store= (the folder of the run to continue)")
-        given = [n for n, v in (("site_thinning", site_thinning), ("reparam", reparam), ("warm_start", warm_start),
-                                ("step_size", step_size), ("dense_mass", dense_mass),
-                                ("target_accept", target_accept), ("max_tree_depth", max_tree_depth != 10)) if v]
-        if given:
-            raise ValueError(f"sampler='units' takes no HMC settings (and no site_thinning); drop {given}")
-        return _one_device_plan(sampler, chain_method, n_devices, n_processes, num_chains, record)
-    if sampler in TEMPERING:                 # bnnzoo.inference.tempering / .smc: in memory, one device, own tuning
-        given = [n for n, v in (("chunk_size", chunk_size if sampler == "smc" else None), ("store", store),
-                                ("resume", resume), ("site_thinning", site_thinning), ("reparam", reparam),
-                                ("warm_start", warm_start), ("step_size", step_size), ("dense_mass", dense_mass),
-                                ("max_tree_depth", max_tree_depth != 10)) if v]
-        if given:
-            raise ValueError(f"sampler={sampler!r} runs in memory with its own step-size and mass tuning; drop {given}")
+    if not ENGINES[sampler].kernel:          # units, pt, smc: chains batched on one device, their own loop
         return _one_device_plan(sampler, chain_method, n_devices, n_processes, num_chains, record)
     if sampler in CHEES_LIKE:
         if num_chains < 2:
@@ -537,18 +492,6 @@ def streamed_kernels(entry, kw: dict, plan, sampler, record: tuple, n_keep: int,
     return record + ("kernels",), means
 
 
-def engine_chunk_size(chunk_size, n_keep: int, store, site_thinning) -> int:
-    """Kept draws per chunk: ``chunk_size``, else all draws (100 with a store), rounded to a multiple of every
-    site-thinning factor."""
-    if chunk_size is not None:
-        return int(chunk_size)
-    size = min(n_keep, 100) if store is not None else n_keep
-    if site_thinning:
-        lcm = math.lcm(*[int(e) for e in site_thinning.values()])
-        size = max(lcm, size // lcm * lcm)
-    return max(size, 1)
-
-
 
 def resolve_model(model) -> tuple[str, Callable, Any]:
     """(name, model function, zoo entry or None) of ``model``: a zoo entry name, a ZooEntry or a NumPyro model."""
@@ -600,7 +543,8 @@ class RunSpec:
     ``site_means`` (the streamed kernels, {site: draws per mean}, :func:`streamed_kernels`);
     ``matmul_precision``; ``tempering`` (the checked options of "pt" / "smc", None for the others);
     ``chains_default`` (the backend whose default number of chains the run got, None when ``num_chains`` was
-    given).
+    given); ``versions`` (the libraries of the process that runs it, set by :func:`bnnzoo.inference.sample`: a
+    store's manifest records them; None: read when needed).
     """
 
     name: str
@@ -643,6 +587,7 @@ class RunSpec:
     matmul_precision: Any
     tempering: Any
     chains_default: str | None = None
+    versions: dict | None = None
 
     def init_summary(self):
         """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""
@@ -666,13 +611,17 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
               site_thinning, reparam, warm_start, matmul_precision, tempering, certify: bool = False) -> RunSpec:
     """Check the arguments of :func:`bnnzoo.sample` and the model's, and decide how the run goes: a
     :class:`RunSpec`.  The arguments are :func:`bnnzoo.sample`'s (``model_kwargs`` its ``**model_kwargs``;
-    ``certify`` whether the run is certified, which ``sampler="auto"`` takes into account).
+    ``num_chains`` None: the backend's default, :func:`default_num_chains`; ``certify`` whether the run is
+    certified, which ``sampler="auto"`` takes into account).
 
     Raises
     ------
     ValueError
         On any bad argument, before anything compiles, with a one-line message naming it.
     """
+    chains_default = None
+    if num_chains is None:                # the backend's default, stated once the arguments checked out
+        num_chains, chains_default = default_num_chains()
     name, fn, entry = resolve_model(model)
     if not isinstance(task, Task):
         raise ValueError(f"task must be a bnnzoo.tasks.Task, got {type(task).__name__}")
@@ -724,6 +673,8 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
         with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
               else contextlib.nullcontext()):
             site_dims = infer_dims(fn, task.X, task.Y, kw)
+    if chains_default is not None:
+        _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
     return RunSpec(name=name, model=fn, entry=entry, task=task, model_kwargs=kw, sampler=sampler,
                    sampler_requested=requested, num_chains=int(num_chains), num_warmup=int(num_warmup),
                    num_samples=int(num_samples), thinning=int(thinning), seed=int(seed), record=record,
@@ -735,4 +686,5 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
                    prior_predictive=prior_predictive, site_dims=site_dims, chunk_size=chunk_size, store=store,
                    resume=resume, exclude=tuple(exclude), site_thinning=dict(site_thinning or {}),
                    site_means=site_means,
-                   warm_start=int(warm_start), matmul_precision=matmul_precision, tempering=tempering)
+                   warm_start=int(warm_start), matmul_precision=matmul_precision, tempering=tempering,
+                   chains_default=chains_default)

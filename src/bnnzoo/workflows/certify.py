@@ -154,20 +154,24 @@ def sample(model, task, *, certify: bool | Sequence[str] = False, **kwargs):
         ``run_config(idata)["certification"]``.  Needs a zoo entry, two or more chains per family,
         ``init="prior"``, no ``warm_start``, ``reparam`` or sampler "gibbs" / "smc".  With ``store``, each family
         runs into its own store and ``resume=True`` runs only what is left (module docstring, "Store").  False
-        (default): :func:`bnnzoo.inference.sample` unchanged.
+        (default): one run of :func:`bnnzoo.inference.sample`.
 
     Returns
     -------
     InferenceData (ArviZ 0.x) or DataTree (ArviZ 1.x)
-        As :func:`bnnzoo.inference.sample`; with ``certify``, every family's chains.
+        As :func:`bnnzoo.inference.sample`; with ``certify``, every family's chains.  Either way the sampler health
+        is judged on the whole run and stored in it, with a RuntimeWarning when the chains did not mix
+        (:func:`bnnzoo.inference.health.warn_if_unhealthy`; the start families are judged together, not one by one).
 
     Raises
     ------
     ValueError
         On any bad argument, before anything compiles.
     """
-    if certify is False:
-        return sampling.sample(model, task, **kwargs)
+    if certify is False:                     # one run, its health judged: a warning when the chains did not mix
+        idata = sampling.sample(model, task, **kwargs)
+        warn_if_unhealthy(idata, store=True)
+        return idata
     bound = _INFERENCE_SIGNATURE.bind(model, task, **kwargs)
     bound.apply_defaults()
     call = dict(bound.arguments)
@@ -460,7 +464,6 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
     if store is not None:                    # the certification's own store: its identity, the lock, the families
         top = RunStore(_own_folder(store))
         top.lock()
-    token = sampling.HEALTH_WARNINGS.set(False)
     try:
         if top is not None:
             manifest = _certify_manifest(entry, task, families, n, {f: seeds[f] for f in families}, base,
@@ -488,7 +491,6 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
                     raise
                 raise _family_failed(e, fam, list(runs), top) from e
     finally:
-        sampling.HEALTH_WARNINGS.reset(token)
         if top is not None:
             top.unlock(remove_if_new=True)
     combined = concat_families(runs)
