@@ -225,7 +225,7 @@ def _draw_chunked(spec: RunSpec, kernel, key_run, key_pred, init_params) -> Draw
         chain0, n_local = local_chains(num_chains)
         if sampler_cfg["sampler"] not in CHEES_LIKE:  # coupled chains: every process initialises all of them, one
             init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]  # program runs
-        if store is not None:                         # over all processes' devices (engine.run_chunked)
+        if store is not None:                         # over all processes' devices (chunked.run_chunked)
             store = Path(store) / f"process_{proc}"
     chunk_size = engine_chunk_size(spec.chunk_size, spec.num_samples // thinning, store, site_thinning)
     site_means = spec.site_means
@@ -535,7 +535,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     dims : dict or None
         Dims of the sites of a custom model (zoo entries know theirs; plates name them otherwise).
     chunk_size : int or None
-        Kept draws per jitted chunk of the chunked driver (:mod:`bnnzoo.inference.engine`; device memory holds one
+        Kept draws per jitted chunk of the chunked driver (:mod:`bnnzoo.inference.chunked`; device memory holds one
         chunk).  Default: all draws, or 100 with a store.
     store : path or None
         A folder: every chunk is written there as NetCDF with a sampler-state checkpoint after it.
