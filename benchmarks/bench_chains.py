@@ -42,7 +42,7 @@ def main() -> int:
     args = ap.parse_args()
     coupled = args.sampler != "nuts"
     n_dev = min(args.chains, os.cpu_count() or 1)
-    if coupled and args.chains % n_dev:
+    if args.chains % n_dev:
         ap.error(f"--chains {args.chains} must be a multiple of the {n_dev} host devices for sharding")
 
     import numpyro
@@ -57,7 +57,7 @@ def main() -> int:
     for net in args.nets:
         task = bnnzoo.toy_task(P=args.size, y_neg=Y_NEG[net], seed=0)
         times, draws, steps = {}, {}, {}
-        methods = ("vectorized", "sharded" if coupled else "parallel")
+        methods = ("vectorized", "sharded")
         for method in methods:
             t0 = time.perf_counter()
             idata = bnnzoo.sample(net, task, width=args.size, num_chains=args.chains, num_warmup=args.warmup,

@@ -14,7 +14,7 @@ own subprocess (so peak memory is its own) with the same seed, chains and draws:
 * ``ro+data``    and the first layer sampled in data space (``reparam=("readout", "data_space")``);
 * ``ro+data+warm``  the same after a 300-step Adam warm start onto the solution space (its cost counted);
 * ``baseline/par`` and ``ro+data/par``  the same samplers with one chain per CPU core (``numpyro.set_host_device_count``
-  = number of chains, ``chain_method="parallel"``, what the ``bnnzoo`` CLI does); the other methods vectorise the
+  = number of chains, ``chain_method="sharded"``, what the ``bnnzoo`` CLI does); the other methods vectorise the
   chains on one device, as a plain ``numpyro.infer.MCMC`` on one device does;
 * ``chees``  ChEES-HMC on the weight-space model (``sampler="chees"``): jittered HMC tuned across the chains,
   every chain the same number of leapfrog steps per iteration (no tree building);
@@ -64,8 +64,8 @@ METHODS = {
     "readout": dict(reparam=("readout",)),
     "ro+data": dict(reparam=("readout", "data_space")),
     "ro+data+warm": dict(reparam=("readout", "data_space"), warm_start=300),
-    "baseline/par": dict(chain_method="parallel"),
-    "ro+data/par": dict(reparam=("readout", "data_space"), chain_method="parallel"),
+    "baseline/par": dict(chain_method="sharded"),
+    "ro+data/par": dict(reparam=("readout", "data_space"), chain_method="sharded"),
     "gibbs": dict(sampler="gibbs"),
     "chees": dict(sampler="chees"),
     "chees+ro+data": dict(sampler="chees", reparam=("readout", "data_space")),
@@ -130,7 +130,7 @@ def run_one(cfg: dict) -> dict:
 
     warnings.simplefilter("ignore")
     method = dict(METHODS[cfg["method"]]) if cfg["method"] in METHODS else dict(cfg.get("options", {}))
-    parallel = method.get("chain_method") in ("parallel", "sharded")   # one host device per chain
+    parallel = method.get("chain_method") == "sharded"   # one host device per chain
     if parallel:                                                   # before JAX starts its backend
         import numpyro
 

@@ -1,4 +1,4 @@
-"""The chunked driver (bnnzoo.inference.engine) behind bnnzoo.sample: the same draws as the plain path, however the
+"""The chunked driver (bnnzoo.inference.chunked) behind bnnzoo.sample: the same draws as the plain path, however the
 run is cut; large sites left out or thinned; a warm start; wrong arguments fail early."""
 
 import numpy as np

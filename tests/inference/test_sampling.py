@@ -131,6 +131,7 @@ def test_divergences_warn():
     (dict(num_chains=0), "num_chains"), (dict(num_samples=0), "num_samples"), (dict(thinning=0), "thinning"),
     (dict(sampler="mala"), "sampler"), (dict(sampler="hmc"), "num_steps"), (dict(width=-1), "width"),
     (dict(temperature=-1.0), "temperature"), (dict(chain_method="gpu"), "chain_method"),
+    (dict(chain_method="parallel"), r"chain_method must be one of \('auto', 'vectorized', 'sequential', 'sharded'\)"),
     (dict(num_samples=5, thinning=10), "thinning"), (dict(step_size=0.0), "step_size"),
     (dict(num_chains=True), "num_chains must be an integer"), (dict(num_warmup="10"), "num_warmup must be an integer"),
     (dict(num_samples=5.0), "num_samples must be an integer"), (dict(seed=False), "seed must be an integer"),

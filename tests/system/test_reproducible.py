@@ -35,11 +35,10 @@ def _draws(**kw):
 
 
 def test_one_device_chunked_and_every_batched_method_give_the_same_draws():
-    """On one device: the plain run, the chunked run (with a store or not) and chain_method 'parallel' are the same
-    vectorised computation, so their draws are equal to the bit."""
+    """On one device: the plain run, the chunked run (with a store or not) are the same vectorised computation, so their draws are equal to the bit."""
     base, cfg = _draws()
     assert cfg["sampler"]["chain_method"] == "vectorized"
-    for kw in (dict(chunk_size=5), dict(chain_method="parallel"), dict(chain_method="vectorized", chunk_size=20)):
+    for kw in (dict(chunk_size=5), dict(chain_method="vectorized", chunk_size=20)):
         other, cfg = _draws(**kw)
         assert cfg["sampler"]["chain_method"] == "vectorized", kw
         for v in base:
@@ -59,9 +58,7 @@ def test_sequential_chains_differ_by_rounding_only():
 
 @pytest.mark.parametrize("n_dev, num_chains, chain_method, expected, use_engine", [
     (1, 2, "auto", "vectorized", False),
-    (1, 2, "parallel", "vectorized", False),
     (2, 2, "auto", "sharded", True),           # the CLI's case: one chain per CPU core, chunked or not
-    (2, 2, "parallel", "sharded", True),
     (2, 3, "auto", "vectorized", False),       # not a multiple of the devices
     (4, 2, "auto", "vectorized", False),       # fewer chains than devices
     (2, 2, "vectorized", "vectorized", False),
@@ -116,9 +113,9 @@ TWO_DEVICES = textwrap.dedent("""
         sys.exit(0)
     auto, out["auto"] = run()
     chunked, out["chunked"] = run(chunk_size=5)
-    par, out["parallel"] = run(chain_method="parallel")
+    par, out["sharded"] = run(chain_method="sharded")
     out["chunked_vs_auto"] = diff(chunked, auto)
-    out["parallel_vs_auto"] = diff(par, auto)
+    out["sharded_vs_auto"] = diff(par, auto)
     out["sharded_vs_vec_first"] = diff(run(**fixed)[0], run(chain_method="vectorized", **fixed)[0], first=True)
     print(json.dumps(out))
 """)
@@ -136,12 +133,12 @@ def _two_devices(*args):
 
 def test_two_devices_same_draws_with_and_without_chunks():
     """Two CPU devices, as the CLI sets them up for --chains 2 on a two-core machine: the run with and without
-    chunks, and chain_method='parallel', all give the same draws (all sharded, one chain per device).  Against the
+    chunks, and chain_method='sharded', all give the same draws (all sharded, one chain per device).  Against the
     vectorised run (both chains batched on one device) the difference is rounding: within 1e-5 at the first
     fixed-step draw in float32 (after an adaptive warm-up the chains may have become different ones)."""
     out = _two_devices()
-    assert out["auto"] == out["chunked"] == out["parallel"] == "sharded"
-    assert out["chunked_vs_auto"] == 0.0 and out["parallel_vs_auto"] == 0.0
+    assert out["auto"] == out["chunked"] == out["sharded"] == "sharded"
+    assert out["chunked_vs_auto"] == 0.0 and out["sharded_vs_auto"] == 0.0
     assert out["sharded_vs_vec_first"] <= 1e-5
 
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import azcompat
 from .._record import Record, array_field
 from ._data import class_means, mean_se
 from ._rundata import batches as _batches
@@ -218,11 +217,6 @@ def representation_kernels(layers: list[UnitTrajectories], X: np.ndarray, Y: np.
                         learned_fraction=nan, lowrank_fraction=nan.copy(), target_cka=np.array(tc),
                         target_cka_se=np.array(tc_se), cka_matrix=cm, d_lr=np.array(dl), d_lr_se=np.array(dl_se),
                         nc1=np.array(nc), nc1_se=np.array(nc_se))
-
-
-def posterior_of(idata):
-    """The posterior group of a run (InferenceData / DataTree)."""
-    return azcompat.get_group(idata, "posterior")
 
 
 def codes_of(t: UnitTrajectories, labels: np.ndarray, m: int, index: int, activation: str = ""):

@@ -33,7 +33,7 @@ __all__ = ["SAMPLE_STATS", "EXTRA_FIELDS", "sample_stats", "dataset", "thinned_d
            "check_provenance", "sealed"]
 
 # sample_stats name -> (NumPyro extra field / engine state field, conversion).  NumPyro's extra fields and the
-# chunked driver's state fields carry the same names (engine.STAT_FIELDS keys), so one table serves both.
+# chunked driver's state fields carry the same names (chunked.STAT_FIELDS keys), so one table serves both.
 SAMPLE_STATS = {
     "diverging": ("diverging", lambda x: np.asarray(x).astype(bool)),
     "step_size": ("adapt_state.step_size", np.asarray),

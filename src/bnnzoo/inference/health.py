@@ -268,11 +268,6 @@ class SamplerHealth(Record):
     log_evidence: str = ""
 
     @property
-    def conclusive(self) -> bool:
-        """True when the run can carry verdicts (status not "failed")."""
-        return self.status != "failed"
-
-    @property
     def disagreements(self) -> tuple:
         """The certification's disagreements (one line each; empty when certified or not certified)."""
         c = self.certification or {}

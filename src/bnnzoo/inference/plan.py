@@ -9,9 +9,7 @@ Chain methods (the draws each gives for one seed):
 
 * ``"vectorized"``: all chains batched on one device.  NumPyro's ``MCMC`` and the chunked driver give the same draws
   to the bit, with or without chunks.
-* ``"sharded"``: the chains split across the local devices, batched on each (the chunked driver).  ``"parallel"``
-  (one chain per device) is run as ``"sharded"``, so it gives the same draws with and without chunks.  On one device
-  it is ``"vectorized"``.
+* ``"sharded"``: the chains split across the local devices, batched on each (the chunked driver).
 * ``"sequential"``: NumPyro runs one chain after the other, unbatched (not with the chunked driver's options).
 
 Across chain methods the draws agree only up to float rounding: XLA compiles a product over one chain (a device
@@ -55,7 +53,7 @@ __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "un
            "init_strategy", "strategy_name"]
 
 REPARAMS = ("readout", "data_space")
-CHAIN_METHODS = ("auto", "vectorized", "parallel", "sequential", "sharded")
+CHAIN_METHODS = ("auto", "vectorized", "sequential", "sharded")
 _logger = logging.getLogger(__name__)
 SEED_MAX = 2**63 - 1                        # the largest seed jax.random.PRNGKey takes
 MATMUL_PRECISIONS = ("highest", "float32", "high", "tensorfloat32", "default", "bfloat16", None)
@@ -131,7 +129,7 @@ class RunPlan:
 
     Attributes
     ----------
-    chain_method : the resolved method: "vectorized", "sharded" or "sequential" (never "auto" or "parallel").
+    chain_method : the resolved method: "vectorized", "sharded" or "sequential" (never "auto").
     use_engine : True when the chunked driver (:mod:`bnnzoo.inference.chunked`) runs the chains (or, for
         ``sampler="gibbs"``, "pt" and "smc", when the draws come with their test-set outputs as from the engine);
         False for NumPyro's ``MCMC``.
@@ -433,9 +431,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     engine_options = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
                           or warm_start)
     method = chain_method
-    if method == "parallel":              # one chain per device: the sharded driver, so chunks do not change draws
-        method = "sharded" if n_devices > 1 else "vectorized"
-    elif method == "auto":
+    if method == "auto":
         method = "sharded" if n_devices > 1 and local > 1 and local % n_devices == 0 else "vectorized"
     if sampler in CHEES_LIKE and n_processes > 1:   # coupled chains: one program over all processes' devices
         method = "sharded"

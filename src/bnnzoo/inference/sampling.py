@@ -167,8 +167,8 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         ``init`` "prior", two or more chains).  Both store the log evidence with its Monte Carlo error in
         ``run_config(idata)["engine"]["log_evidence"]`` (:func:`bnnzoo.inference.tempering.log_evidence`).
     seed : int
-        PRNG seed (>= 0).  The same seed gives the same draws with and without ``chunk_size`` / ``store`` and for
-        "parallel" and "sharded"; other chain methods agree up to float rounding (:mod:`bnnzoo.inference.plan`).
+        PRNG seed (>= 0).  The same seed gives the same draws with and without ``chunk_size`` / ``store``; the chain
+        methods agree up to float rounding (:mod:`bnnzoo.inference.plan`).
     record : str, sequence of str, or None
         Extra sites to record; None: the entry's default (``ZooEntry.record``; the fully-connected nets:
         "summaries", every unit's class means and mean square and what each draw's D_LR / NC1 / target CKA need, of
@@ -180,8 +180,8 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         Report progress: a bar when stderr is a terminal, otherwise INFO lines on the ``bnnzoo`` logger.
     chain_method : str
         "auto": the chains split across the local devices ("sharded") when there are several and num_chains is a
-        multiple of their number, otherwise batched on one device ("vectorized"); "vectorized"; "parallel" (run as
-        "sharded"; "vectorized" on one device); "sharded" (num_chains a multiple of the device count);
+        multiple of their number, otherwise batched on one device ("vectorized"); "vectorized"; "sharded"
+        (num_chains a multiple of the device count);
         "sequential" (NumPyro, one chain after the other; not with the long-run options).
     step_size : float or None
         Fixed leapfrog step (no adaptation); None adapts it.

@@ -210,12 +210,6 @@ class GatedSpec:
         a, b = self.input_dim, self.input_dim + len(self.nodes)
         return X[:, :a], X[:, a:b], X[:, b:]
 
-    def output_mask(self, X) -> np.ndarray:
-        """(P, output_dim) mask: 1 where the output node is gated on."""
-        _, gn, _ = self.unpack(np.asarray(X))
-        idx = {n: i for i, n in enumerate(self.node_names)}
-        return np.concatenate([np.repeat(gn[:, [idx[n]]], self.sizes[n], axis=1) for n in self.output_nodes], axis=1)
-
     def pathway_gate(self, X, pathway: Pathway | str) -> np.ndarray:
         """g_p per example: the product of the gates of the pathway's nodes and edges, (P,)."""
         p = self.pathway(pathway) if isinstance(pathway, str) else pathway
