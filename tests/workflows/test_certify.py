@@ -521,6 +521,28 @@ def test_without_a_store_a_failed_family_names_the_finished_ones_and_store(monke
     assert calls == [0, 3] and "\n" not in str(err.value)
 
 
+def test_an_interrupt_names_the_finished_families_once(monkeypatch, caplog):
+    """Ctrl-C during the second family stays a KeyboardInterrupt, and one warning line on the bnnzoo logger says which
+    families finished and that store= would have kept them."""
+    from bnnzoo.inference import sampling
+
+    calls = []
+
+    def second_interrupted(*a, **kw):
+        calls.append(kw["seed"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return object()
+
+    monkeypatch.setattr(sampling, "sample", second_interrupted)
+    with caplog.at_level("WARNING", logger="bnnzoo"), pytest.raises(KeyboardInterrupt):
+        bnnzoo.sample("deep_linear", _planted(), **CERT_KW)
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert lines == ["certify: start family 'planted' was interrupted (KeyboardInterrupt); the finished families "
+                     "['prior'] were discarded: give store=DIR (CLI: --store DIR or --chunk N) to keep each family "
+                     "as it finishes, and resume=True (CLI: --resume) to run only the rest"], lines
+
+
 def test_a_store_does_not_change_the_sampler_auto_picks_for_a_certified_run(tmp_path):
     """sampler="auto" picks the unit-wise sampler for a certified sigmoidal net on orthogonal inputs with and
     without chunks and a store (it keeps them itself)."""
