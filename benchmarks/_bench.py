@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -84,3 +85,15 @@ def matmul_flops(fn, *args) -> int:
         return total
 
     return count(jax.make_jaxpr(fn)(*args).jaxpr)
+
+
+def versions() -> dict:
+    """The Python version and those of the sampling libraries ("not installed" for a missing one), for a result's
+    header."""
+    out = dict(python=platform.python_version())
+    for mod in ("jax", "numpyro", "arviz", "blackjax"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except ImportError:
+            out[mod] = "not installed"
+    return out

@@ -58,7 +58,7 @@ import sys
 import time
 from pathlib import Path
 
-from _bench import readout_mixing, run_child
+from _bench import readout_mixing, run_child, versions
 
 SAMPLERS = ("nuts", "chees", "snaper", "mams")
 NETS = {"deep_linear": "deep_linear", "sigmoidal": "sigmoidal", "relu": "relu", "three_layer": "three_layer_erf",
@@ -378,16 +378,6 @@ def _ratio_cell(v, ref, nd=1):
     return f"{_fmt(v, nd)} ({v / ref:.2g}×)"
 
 
-def _versions() -> dict:
-    out = dict(python=platform.python_version())
-    for mod in ("jax", "numpyro", "arviz", "blackjax"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except ImportError:
-            out[mod] = "not installed"
-    return out
-
-
 def markdown(runs, meta) -> str:
     a = meta["args"]
     lines = ["# Figures of merit: NUTS, ChEES, SNAPER and MAMS side by side", "",
@@ -544,7 +534,7 @@ def main(argv=None):
     meta = dict(command=" ".join(["python", "benchmarks/bench_merit.py"] + list(sys.argv[1:] if argv is None
                                                                            else argv)),
                 machine=f"{platform.system()} {platform.machine()}", cpus=os.cpu_count(),
-                load_start=list(os.getloadavg()), versions=_versions(), args=vars(args),
+                load_start=list(os.getloadavg()), versions=versions(), args=vars(args),
                 device=_device_name())
     runs = []
     configs = [(net, N) for net in nets for N in (sizes if net in TOY else [0])]

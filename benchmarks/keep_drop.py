@@ -41,7 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from _bench import run_child
+from _bench import run_child, versions
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -216,16 +216,6 @@ def markdown(meta, samp, evid) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _versions() -> dict:
-    out = dict(python=platform.python_version())
-    for mod in ("jax", "numpyro", "arviz", "blackjax"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except ImportError:
-            out[mod] = "not installed"
-    return out
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--one", help=argparse.SUPPRESS)
@@ -257,7 +247,7 @@ def main(argv=None):
     t_start = time.time()
     meta = dict(command=" ".join(["python", "benchmarks/keep_drop.py"] + list(sys.argv[1:] if argv is None else argv)),
                 machine=f"{platform.system()} {platform.machine()}", cpus=os.cpu_count(),
-                load_start=list(os.getloadavg()), versions=_versions(), args=vars(args),
+                load_start=list(os.getloadavg()), versions=versions(), args=vars(args),
                 date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     samp, evid = [], []
     out_md, out_json = Path(args.out + ".md"), Path(args.out + ".json")
