@@ -560,10 +560,10 @@ def test_an_edited_run_json_is_refused_and_a_version_change_is_recorded(referenc
     with pytest.raises(StoreError, match="its run.json was edited after the run started"):
         _resume(store)
     (store / "run.json").write_text(json.dumps(man))
-    from bnnzoo.inference import sampling
+    from bnnzoo.inference.engines import _base
 
-    real = sampling.versions
-    monkeypatch.setattr(sampling, "versions", lambda: dict(real(), jax="9.9.9"))
+    real = _base.versions
+    monkeypatch.setattr(_base, "versions", lambda: dict(real(), jax="9.9.9"))
     with pytest.warns(RuntimeWarning, match=r"was started with jax .*; this resume runs jax 9\.9\.9"):
         idata = _resume(store)
     assert bnnzoo.run_config(idata)["engine"]["store_versions"]["jax"] == man["versions"]["jax"]

@@ -539,8 +539,7 @@ class RunSpec:
     ``site_means`` (the streamed kernels, {site: draws per mean}, :func:`streamed_kernels`);
     ``matmul_precision``; ``tempering`` (the checked options of "pt" / "smc", None for the others);
     ``chains_default`` (the backend whose default number of chains the run got, None when ``num_chains`` was
-    given); ``versions`` (the libraries of the process that runs it, set by :func:`bnnzoo.inference.sample`: a
-    store's manifest records them; None: read when needed).
+    given).
     """
 
     name: str
@@ -583,7 +582,6 @@ class RunSpec:
     matmul_precision: Any
     tempering: Any
     chains_default: str | None = None
-    versions: dict | None = None
 
     def init_summary(self):
         """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""

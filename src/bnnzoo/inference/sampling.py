@@ -11,7 +11,6 @@ turns the draws into ArviZ groups, one function per group (:mod:`bnnzoo.inferenc
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 import warnings
 from typing import Sequence
@@ -25,7 +24,7 @@ from .. import azcompat
 from ..tasks import Task
 from .convert import (constant_data_group, dataset, lead_coords, observed_data_group, posterior_group,
                       predictions_constant_data_group, predictions_group, provenance, run_config, sealed,
-                      sample_stats_group, versions)
+                      sample_stats_group)
 from .engines import ENGINES, Draws
 from .engines._base import model_function
 from .engines.chunked import TRAJECTORY_GROWTH_WARN, _check_trajectory_settled  # noqa: F401  (re-exported)
@@ -270,7 +269,6 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
                      prior_predictive=prior_predictive, dims=dims, chunk_size=chunk_size, store=store, resume=resume,
                      exclude=exclude, site_thinning=site_thinning, reparam=reparam, warm_start=warm_start,
                      matmul_precision=matmul_precision, tempering=tempering)
-    spec = dataclasses.replace(spec, versions=versions())      # the libraries this process runs
     key_run, key_pred = jax.random.split(jax.random.PRNGKey(spec.seed))
     with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
           else contextlib.nullcontext()):  # tracing happens inside: every jitted function gets this precision

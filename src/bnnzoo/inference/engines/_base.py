@@ -139,8 +139,7 @@ def store_manifest(spec, sampler_cfg: dict, chunk_size: int, **extra) -> dict:
     arrays = [task.X, task.Y] + ([task.X_test] if task.X_test is not None else [])
     if isinstance(spec.init, dict):         # the starting values are part of the run's identity
         arrays += [np.asarray(spec.init[k]) for k in sorted(spec.init)]
-    return dict(ident, fingerprint=fingerprint(ident, arrays),
-                versions=versions() if spec.versions is None else spec.versions)
+    return dict(ident, fingerprint=fingerprint(ident, arrays), versions=versions())
 
 
 def chains_args(spec) -> dict:
