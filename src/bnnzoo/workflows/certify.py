@@ -488,7 +488,7 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
                                                                 resume=again), **model_kwargs)
             except KeyboardInterrupt:        # kept as it is (an interrupt), with what finished said once
                 if runs:
-                    _logger.warning("%s", _family_failed(KeyboardInterrupt(), fam, list(runs), top))
+                    _logger.warning("%s", _family_message(KeyboardInterrupt(), fam, list(runs), top))
                 raise
             except Exception as e:
                 if not runs:
@@ -538,16 +538,22 @@ def _annealed_start_kept(entry, task, base: dict, model_kwargs: dict, seed: int,
     return init, details
 
 
-def _family_failed(e: Exception, family: str, finished: list, top) -> Exception:
-    """The error of a start family that failed after ``finished`` ones: of the same type where it takes a message,
-    saying what finished and where it is kept (a store) or how to keep it (none)."""
+def _family_message(e: BaseException, family: str, finished: list, top) -> str:
+    """One line: the start family ``family`` failed (or was interrupted) after ``finished`` ones, what finished and
+    where it is kept (a store) or how to keep it (none)."""
     why = f"{type(e).__name__}: {str(e).splitlines()[0]}" if str(e) else type(e).__name__
     kept = (f"the finished families {finished} are kept in {top.path}: resume=True (CLI: --resume) runs only the "
             f"rest" if top is not None else
             f"the finished families {finished} were discarded: give store=DIR (CLI: --store DIR or --chunk N) to "
             f"keep each family as it finishes, and resume=True (CLI: --resume) to run only the rest")
     what = "was interrupted" if isinstance(e, KeyboardInterrupt) else "failed"
-    msg = f"certify: start family {family!r} {what} ({why}); {kept}"
+    return f"certify: start family {family!r} {what} ({why}); {kept}"
+
+
+def _family_failed(e: Exception, family: str, finished: list, top) -> Exception:
+    """The error of a start family that failed after ``finished`` ones (:func:`_family_message`), of the same type
+    where it takes a message."""
+    msg = _family_message(e, family, finished, top)
     try:
         return type(e)(msg)
     except Exception:  # noqa: BLE001  an exception type that takes no single message
