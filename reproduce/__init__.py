@@ -16,7 +16,7 @@ import importlib
 EXPERIMENTS = (
     "fig2_toy", "finite_size", "readout_scaling", "depth", "other_codes", "neural_collapse", "critical_temperature",
     "ym_sweep", "certified", "mnist_generalization", "cifar10", "richness", "curse_of_detail", "sample_complexity",
-    "attention_context", "attention_dim", "gated_xor", "gated_lazy", "deep_linear_dynamics",
+    "attention_context", "attention_dim", "gated_xor", "gated_lazy", "gated_delta", "deep_linear_dynamics",
 )
 """Every experiment, in the order of the reproduction page."""
 

@@ -36,10 +36,19 @@ Parts (``--parts``):
   map on the unseen inputs against W* there (0) and against its start.  The rich run's mode half times are compared
   with the closed form from the random start's effective strength u0 = ‖W_1 v_α + W_2ᵀ u_α‖²/4 (the growing
   combination of a one-mode two-layer net from an unbalanced start [derived]).
-* "A nonlinearity before it is needed" is not run: the theory page does not state it, and no exact statement of
-  it from Saxe's work is available here to test (the JSON records this).
+* ``b0`` (claim G7, the talk's "pretraining + fine-tuning takes a time O(D/b0²)"): the decoupled start over a grid
+  of depths D (``b0_depths``) and initial mode strengths b0, in two readings of b0 — ``end_to_end`` (every mode of
+  the end-to-end map starts at u0 = b0, as the ``depth`` part's u0) and ``per_layer`` (every layer carries the
+  modes at b0, so u0 = b0^D) — at the depth part's learning rate η₀/D.  Measured per point: the top mode's (s = 1)
+  scaled half-learning time T½ = D t½ and the loss's T90, both also in steps (T / η₀), and the mode equation's
+  values at the same point.  Fitted per reading: ln T½ = c + α ln D + β ln b0 over the grid (ordinary least
+  squares with its standard errors, with and without the depth or strength whose points move α or β most), for
+  the run and for the mode equation; O(D/b0²) in steps at lr ∝ 1/D is α = 1, β = −2 (our reading of the talk's
+  statement; in time units t = T/D it is α = 0).
+* "A nonlinearity before it is needed" (G15) is not run here: the experiment ``gated_delta`` runs it on a gated
+  deep linear network (the JSON records this).
 
-Run: ``python -m reproduce deep_linear_dynamics --size ci|cpu|paper [--parts depth,richlazy] [--depths 2,3,4]
+Run: ``python -m reproduce deep_linear_dynamics --size ci|cpu|paper [--parts depth,richlazy,b0] [--depths 2,3,4]
 [--seeds 5] [--u0 0.01] [--overwrite]``.
 """
 
@@ -53,8 +62,9 @@ import numpy as np
 from . import _common as C
 
 NAME = "deep_linear_dynamics"
-CLAIMS = ("G6", "G7", "G8", "G9", "G10", "G11", "G15")
-PARTS = ("depth", "richlazy")
+CLAIMS = ("G6", "G7", "G8", "G9", "G10", "G11")
+PARTS = ("depth", "richlazy", "b0")
+B0_READINGS = ("end_to_end", "per_layer")
 INITS = ("decoupled", "orthogonal", "gaussian_small", "gaussian_scaled")
 N_IN, N_SEEN, N_OUT = 8, 4, 7
 # per size: depths and seeds of the depth part, hidden width, η₀ (lr = η₀/D), record spacing in scaled time, the
@@ -64,11 +74,16 @@ N_IN, N_SEEN, N_OUT = 8, 4, 7
 # the larger of D and a bound on the loss curvature at the start)
 SIZES = {
     "ci": dict(depths=(2, 3), seeds=1, hidden=32, eta0=0.01, dT=0.05, T_max=600.0, stop=1e-4, u0=0.01, g_small=0.5,
-               rl_hidden=32, rl_small=1e-3, rl_large=4.0, rl_seeds=1, rl_eta0=0.02),
+               rl_hidden=32, rl_small=1e-3, rl_large=4.0, rl_seeds=1, rl_eta0=0.02,
+               b0_depths=(2, 3), b0_end_to_end=(0.02, 0.05), b0_per_layer=(0.7, 0.8)),
     "cpu": dict(depths=(2, 3, 4, 5, 6, 7, 8), seeds=5, hidden=32, eta0=0.01, dT=0.05, T_max=1500.0, stop=1e-4,
-                u0=0.01, g_small=0.5, rl_hidden=128, rl_small=1e-3, rl_large=4.0, rl_seeds=5, rl_eta0=0.02),
+                u0=0.01, g_small=0.5, rl_hidden=128, rl_small=1e-3, rl_large=4.0, rl_seeds=5, rl_eta0=0.02,
+                b0_depths=(2, 3, 4, 6, 8), b0_end_to_end=(0.005, 0.01, 0.02, 0.05),
+                b0_per_layer=(0.5, 0.6, 0.7, 0.8)),
     "paper": dict(depths=(2, 3, 4, 5, 6, 7, 8), seeds=5, hidden=128, eta0=0.01, dT=0.05, T_max=1500.0, stop=1e-4,
-                  u0=0.01, g_small=0.5, rl_hidden=512, rl_small=1e-3, rl_large=4.0, rl_seeds=5, rl_eta0=0.02),
+                  u0=0.01, g_small=0.5, rl_hidden=512, rl_small=1e-3, rl_large=4.0, rl_seeds=5, rl_eta0=0.02,
+                  b0_depths=(2, 3, 4, 6, 8, 12, 16), b0_end_to_end=(0.005, 0.01, 0.02, 0.05),
+                  b0_per_layer=(0.5, 0.6, 0.7, 0.8)),
 }
 SAMPLER = "gradient descent (deterministic)"
 CLAIM_TEXT = {
@@ -82,10 +97,12 @@ CLAIM_TEXT = {
                 "widths, low-rank intermediate maps, weights move far: relative change >> 1, unseen inputs mapped "
                 "to ~0); a large start learns all modes together with an exponential approach, relative weight "
                 "change << 1, and keeps its random map on the unseen inputs",
+    "b0": "from the decoupled (pretrained) start, the learning time counted in steps at lr = eta0/D grows as "
+          "O(D/b0^2): exponents alpha = 1 in D and beta = -2 in b0 (our reading of the talk's statement)",
     "nonlinearity": "not run",
 }
-NONLINEARITY = dict(run=False, reason="not stated on the theory page; no exact statement of it from Saxe's work was "
-                                      "available to test, so none was invented")
+NONLINEARITY = dict(run=False, reason="claim G15 needs a gated (nonlinear) pathway; the experiment gated_delta runs it "
+                                      "on a gated deep linear network")
 TOL = dict(half_time_rel=0.02, u_max_dev=0.02, T90_rel=0.02, rich_closed_form_rel=0.05)
 """Tolerances of the closed-form comparisons: the decoupled start's half times and T90 within 2 % of the mode
 equation's, its mode strengths u(t)/s within 0.02 of it at every record; the rich random start's half times within
@@ -464,11 +481,93 @@ def richlazy_verdicts(rich: dict, lazy: dict) -> dict:
         both_fit_seen=bool(max(rich["seen_map_error_end"]["mean"], lazy["seen_map_error_end"]["mean"]) < 0.05))
 
 
+# ------------------------------------------------------------------------------------------------------- b0 part
+def b0_entry(reading: str, b0: float, D: int, s_: dict, seed: int, data) -> dict:
+    """Gradient descent from the decoupled start at depth D with initial mode strength b0 (``end_to_end``: u0 = b0;
+    ``per_layer``: u0 = b0^D); the top mode's scaled half time and the loss's T90 against the mode equation."""
+    Syx, Sx, s, U, V, groups = data
+    u0 = b0 if reading == "end_to_end" else b0**D
+    H, S = s_["hidden"], s_["seeds"]
+    rng = np.random.default_rng([seed, D, 100 + B0_READINGS.index(reading), int(round(b0 * 1e6))])
+    Ws = init_weights("decoupled", D, H, S, rng, u0=u0, U=U, V=V)
+    lr = s_["eta0"] / D
+    rec = max(1, int(round(s_["dT"] / s_["eta0"])))
+    t0 = time.time()
+    g = gradient_descent(Ws, Syx, Sx, lr=lr, steps_max=int(round(s_["T_max"] / s_["eta0"])), record_every=rec,
+                         stop=s_["stop"])
+    T = g["t"] * D
+    prog = mode_progress(g["maps"], Syx, V, groups)
+    half = [crossing(T, prog[i, :, 0], 0.5) for i in range(S)]
+    T90 = loss_times(T, g["excess"])[0.9]
+    th_half = theory_T(float(s[0]), u0, D, 0.5) if u0 < s[0] else None
+    th_T90 = theory_loss_T(s, u0, D, 0.9, float(T[-1]) * 1.5 + 1.0)
+    return dict(reading=reading, b0=b0, u0=u0, depth=D, lr=lr, steps=g["steps"], stopped=g["stopped"],
+                seconds=round(time.time() - t0, 2), T_half_top=_ms(half), T90=_ms(T90),
+                steps_half_top=_ms([h / s_["eta0"] if h is not None else None for h in half]),
+                theory_T_half_top=th_half, theory_T90=th_T90,
+                T_half_top_rel_error=(max(abs(h - th_half) / th_half for h in half)
+                                      if th_half and all(h is not None for h in half) else None))
+
+
+def _joint_fit(pts, drop=None, which=None) -> dict | None:
+    """ln y = c + α ln D + β ln b0 over ``pts`` ((D, b0, y) each) by ordinary least squares, optionally without the
+    points at D = ``drop`` (which = 1) or b0 = ``drop`` (which = 2): α, β, their standard errors and the largest
+    |residual| of ln y."""
+    pts = [p for p in pts if p[2] is not None and p[2] > 0 and (drop is None or p[which - 1] != drop)]
+    if len(pts) < 4:
+        return None
+    X = np.column_stack([np.ones(len(pts)), np.log([p[0] for p in pts]), np.log([p[1] for p in pts])])
+    if np.linalg.matrix_rank(X) < 3:                      # one depth or one strength only so far
+        return None
+    y = np.log([p[2] for p in pts])
+    coef = np.linalg.lstsq(X, y, rcond=None)[0]
+    res = y - X @ coef
+    cov = float(res @ res) / (len(y) - 3) * np.linalg.inv(X.T @ X)
+    return dict(alpha=float(coef[1]), alpha_se=float(math.sqrt(cov[1, 1])), beta=float(coef[2]),
+                beta_se=float(math.sqrt(cov[2, 2])), max_abs_log_residual=float(np.max(np.abs(res))),
+                n_points=len(pts))
+
+
+def b0_fit(pts) -> dict:
+    """The joint fit of :func:`_joint_fit` with every point, and without the depth (for α) and the strength (for β)
+    whose points change the exponent most."""
+    full = _joint_fit(pts)
+    out = dict(all=full)
+    if full is None:
+        return out
+    for which, name in ((1, "alpha"), (2, "beta")):
+        best = None
+        for xd in sorted({p[which - 1] for p in pts}):
+            f = _joint_fit(pts, xd, which)
+            if f is not None and (best is None or abs(f[name] - full[name]) > abs(best[1][name] - full[name])):
+                best = (xd, f)
+        out[f"without_most_influential_for_{name}"] = None if best is None else dict(left_out=best[0], **best[1])
+    return out
+
+
+def b0_summary(entries: list[dict]) -> dict:
+    """Per reading: the joint fits of the measured T½ (top mode) and T90 (loss), and of the mode equation's."""
+    out = {}
+    for reading in B0_READINGS:
+        es = [e for e in entries if e["reading"] == reading]
+        if not es:
+            continue
+        out[reading] = dict(
+            T_half_top=b0_fit([(e["depth"], e["b0"], e["T_half_top"]["mean"]) for e in es]),
+            T90=b0_fit([(e["depth"], e["b0"], e["T90"]["mean"]) for e in es]),
+            theory_T_half_top=b0_fit([(e["depth"], e["b0"], e["theory_T_half_top"]) for e in es]),
+            max_T_half_top_rel_error=max((e["T_half_top_rel_error"] for e in es
+                                          if e["T_half_top_rel_error"] is not None), default=None),
+            talk_exponents=dict(alpha=1.0, beta=-2.0))
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------- run
 def run(argv=None) -> int:
     argv = [] if argv is None else list(argv)
     p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
-    p.add_argument("--parts", default="depth,richlazy", help="comma-separated, some of depth, richlazy (default both)")
+    p.add_argument("--parts", default="depth,richlazy",
+                   help="comma-separated, some of depth, richlazy, b0 (default depth,richlazy)")
     p.add_argument("--depths", default=None, help="comma-separated depths D >= 2 (weight matrices; default per size)")
     p.add_argument("--seeds", type=int, default=None, help="seeds per start (default per size: ci 1, cpu 5)")
     p.add_argument("--u0", type=float, default=None,
@@ -494,7 +593,8 @@ def run(argv=None) -> int:
                    claims=dict(CLAIM_TEXT), tolerances=dict(TOL),
                    task=dict(n_in=N_IN, n_seen=N_SEEN, n_out=N_OUT, singular_values=s.tolist(),
                              mode_groups=groups, target_norm=float(np.linalg.norm(Syx))),
-                   depth=dict(entries=[], summary={}), richlazy={}, nonlinearity=dict(NONLINEARITY))
+                   depth=dict(entries=[], summary={}), richlazy={}, b0=dict(entries=[], summary={}),
+                   nonlinearity=dict(NONLINEARITY))
     t_all = time.time()
     if "depth" in parts:
         for D in s_["depths"]:
@@ -517,6 +617,17 @@ def run(argv=None) -> int:
             summary["richlazy"] = dict(rl)
             files.write(summary)
         summary["richlazy"]["verdicts"] = richlazy_verdicts(rl["rich"], rl["lazy"])
+    if "b0" in parts:
+        for reading in B0_READINGS:
+            for D in s_["b0_depths"]:
+                for b0 in s_[f"b0_{reading}"]:
+                    C.log(f"{NAME}: b0 part, {reading} b0 = {b0}, depth {D}")
+                    e = b0_entry(reading, b0, D, s_, args.seed, data)
+                    summary["b0"]["entries"].append(e)
+                    summary["b0"]["summary"] = b0_summary(summary["b0"]["entries"])
+                    files.write(summary)
+                    C.log(f"{NAME}: T_half(top) = {e['T_half_top']['mean']:.4g} ({e['steps']} steps, "
+                          f"{e['seconds']} s)")
     summary["seconds"] = round(time.time() - t_all, 1)
     files.write(summary)
     C.log(f"{NAME}: wrote {files.json}")

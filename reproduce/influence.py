@@ -427,8 +427,21 @@ def g8() -> list:
             _t90_series("gaussian_scaled", "scaled Gaussian log-slope", 2, True)]
 
 
+def g7() -> list:
+    """Row G7: exponents α (of D) and β (of b0) of the joint fit ln T½ = c + α ln D + β ln b0 of the top mode's
+    scaled half time from the decoupled start, b0 read as the end-to-end and as the per-layer mode strength
+    (``deep_linear_dynamics_cpu_b0``)."""
+    es = _load("deep_linear_dynamics_cpu_b0")["b0"]["entries"]
+    out = []
+    for reading, label in (("end_to_end", "end-to-end b0"), ("per_layer", "per-layer b0")):
+        runs = [(e["depth"], e["b0"], e["T_half_top"]["mean"]) for e in es if e["reading"] == reading]
+        out += [_series("joint", f"{reading}_alpha", f"{label}, exponent α of D", "D", 2, runs=runs, which=1),
+                _series("joint", f"{reading}_beta", f"{label}, exponent β of b0", "b0", 2, runs=runs, which=2)]
+    return out
+
+
 ROWS = {"A1": a1, "Q1": q1, "B1": b1, "B2": b2, "C1": c1, "C2": c2, "C4": c4, "C6": c6, "C7": c7, "C8": c8,
-        "C9": c9, "G6": g6, "G8": g8}
+        "C9": c9, "G6": g6, "G7": g7, "G8": g8}
 """Row id → the function that reads the points its ``value`` fits from its result files (a list of series, see
 :func:`evaluate`): every row of ``claims.toml`` whose ``value`` quotes a slope or exponent."""
 

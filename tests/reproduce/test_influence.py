@@ -103,6 +103,10 @@ QUOTED = {
     ("C9", "fixed_A0.5"): ([0.90, 1.05], 2),    # C9: "(seeds 1, 2): slopes 0.90, 1.05" (per seed)
     ("G6", "gaussian_small"): (0.723, 3),       # G6: "log-slope of T90 in D 0.723 ± 0.010 per layer"
     ("G6", "gaussian_scaled"): (0.07, 2),       # G6: "(log-slope 0.07 ± 0.03)"
+    ("G7", "end_to_end_alpha"): (1.45, 2),      # G7: "end-to-end b0, exponents α = 1.45 ± 0.10, β = −0.54 ± 0.06"
+    ("G7", "end_to_end_beta"): (-0.54, 2),
+    ("G7", "per_layer_alpha"): (1.96, 2),       # G7: "per-layer b0, α = 1.96 ± 0.18, β = −3.38 ± 0.49"
+    ("G7", "per_layer_beta"): (-3.38, 2),
     ("G8", "orthogonal"): (0.002, 3),           # G8: "slope 0.002 ± 0.007 per layer"
     ("G8", "gaussian_scaled"): (0.07, 2),       # G8: "(log-slope 0.07 ± 0.03)"
 }

@@ -14,7 +14,7 @@ t = ln(u1 (s/u0 − 1)/(s − u1)) / (2s) for D = 2 (the closed form u(t) = s e^
   modes together, an exponential approach, relative weight change < 0.3 and its random unseen map kept), the rich
   run's half times within 5 % of the closed form from its effective start.
 * No sampling: "populations_certified" is false and the sampler is named as deterministic gradient descent; the
-  claim "a nonlinearity before it is needed" is recorded as not run.
+  claim "a nonlinearity before it is needed" is recorded as not run here (the experiment gated_delta runs it).
 """
 
 from __future__ import annotations
@@ -128,3 +128,33 @@ def test_rich_and_lazy(ci_summary):
     assert lazy["unseen_map_end_over_start"]["mean"] == pytest.approx(1.0, abs=0.2)
     for c in rich["closed_form"]:
         assert c["rel_error"]["mean"] <= 0.05 and c["within_tolerance"], c
+
+
+@pytest.fixture(scope="module")
+def ci_b0(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dynamics_b0")
+    r = run_script(NAME, "--size", "ci", "--parts", "b0", "--out", str(out), timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads((out / f"{NAME}_ci.json").read_text())
+
+
+def test_b0_part_closed_form_and_joint_fit(ci_b0):
+    """The b0 part (claim G7): every D = 2 point's top-mode half time is the closed form's at u0 = b0 (end-to-end)
+    or b0² (per layer) within 2 %, and the joint fit ln T½ = c + α ln D + β ln b0 is the least-squares fit of the
+    points, recomputed here."""
+    import numpy as np
+
+    s = ci_b0
+    es = s["b0"]["entries"]
+    assert {e["reading"] for e in es} == {"end_to_end", "per_layer"} and not s["depth"]["entries"]
+    for e in es:
+        assert e["u0"] == pytest.approx(e["b0"] if e["reading"] == "end_to_end" else e["b0"] ** e["depth"])
+        if e["depth"] == 2:
+            assert e["T_half_top"]["mean"] == pytest.approx(_closed_form_T_half(1.0, e["u0"]), rel=0.02)
+    for reading in ("end_to_end", "per_layer"):
+        pts = [(e["depth"], e["b0"], e["T_half_top"]["mean"]) for e in es if e["reading"] == reading]
+        X = np.column_stack([np.ones(len(pts)), np.log([p[0] for p in pts]), np.log([p[1] for p in pts])])
+        coef = np.linalg.lstsq(X, np.log([p[2] for p in pts]), rcond=None)[0]
+        fit = s["b0"]["summary"][reading]["T_half_top"]["all"]
+        assert (fit["alpha"], fit["beta"]) == pytest.approx((coef[1], coef[2]), rel=1e-9)
+        assert s["b0"]["summary"][reading]["talk_exponents"] == {"alpha": 1.0, "beta": -2.0}

@@ -6,7 +6,8 @@ Independent computations used:
   mean of every weight and of its second moment;
 * two-edge pathway — the theory helper's exact finite-N quadrature ``theory.linear.linear_exact_m1`` (m = 1) for
   E[aᵀa/N] and E[f] on the pathway's effective dataset, and its N → ∞ saddle point ``linear_saddle_point``;
-* effective-dataset statistics of the routing task in closed form (Σʸˣ = Yᵢᵀ/P);
+* effective-dataset statistics of the routing task in closed form (Σʸˣ = Yᵢᵀ/P), and of the Δ task (its linear
+  pathway's mode Δ/2 with input variance Δ², a gated pathway's √(2 + Δ²)/4 on its y = 1 example, derived here);
 * reference dynamics: closed form vs gradient descent from a decoupled start, D = 2 closed form vs ODE.
 """
 
@@ -19,8 +20,8 @@ import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.diagnostics.alignment import pathway_generalization, pathway_maps, pathway_spectra
 from bnnzoo.models.gated import edge_scales, gated, gated_dims, gated_forward
-from bnnzoo.tasks.gated_tasks import (ROUTING_ITEM_TARGETS, GatedSpec, effective_dataset, routing_spec,
-                                      routing_task, single_pathway_task, xor_spec, xor_task)
+from bnnzoo.tasks.gated_tasks import (ROUTING_ITEM_TARGETS, GatedSpec, delta_xor_task, effective_dataset,
+                                      get_spec, routing_spec, routing_task, single_pathway_task, xor_spec, xor_task)
 from bnnzoo.testing import assert_mean_matches
 from bnnzoo.theory.dynamics import (decoupled_init, deep_linear_trajectory, gdln_gradient_descent, mode_strength,
                                     pathway_trajectories)
@@ -66,6 +67,29 @@ def test_routing_effective_dataset_closed_form():
             assert eff.n_active == 4
         else:
             assert eff.n_active == 0 and np.all(eff.Syx == 0)
+
+
+@pytest.mark.parametrize("delta", [0.3, 1.0, 2.5])
+def test_delta_task_effective_datasets_closed_form(delta):
+    """Inputs (x₁, x₂, Δ), y = XoR ∈ {0, 1}: the linear pathway sees Σʸˣ = ⟨y x⟩ = (0, 0, Δ/2) (the two y = 1 points
+    have x₁ + x₂ = 0) and Σˣ = diag(1, 1, Δ²); gated pathway k sees only point k: Σʸˣ = y_k x_kᵀ/4, whose singular value
+    is |x_k|/4 = √(2 + Δ²)/4 when y_k = 1 and 0 otherwise."""
+    t = delta_xor_task(delta, hidden=3)
+    spec = get_spec(t.meta["spec"])
+    assert [p.name for p in spec.pathways] == ["in_lin>out_lin"] + [f"in_{k}>out_{k}" for k in range(4)]
+    lin = effective_dataset(spec, t.X, t.Y, "in_lin>out_lin")
+    np.testing.assert_allclose(lin.Syx, [[0.0, 0.0, delta / 2]], atol=1e-12)
+    np.testing.assert_allclose(lin.Sx, np.diag([1.0, 1.0, delta**2]), atol=1e-12)
+    np.testing.assert_allclose(lin.ls_map, [[0.0, 0.0, 1 / (2 * delta)]], atol=1e-12)   # the mean ½, linearly
+    assert lin.n_active == 4
+    x, _, _ = spec.unpack(t.X)
+    for k in range(4):
+        eff = effective_dataset(spec, t.X, t.Y, f"in_{k}>out_{k}")
+        y_k = (1 - x[k, 0] * x[k, 1]) / 2
+        assert eff.n_active == 1 and t.Y[k, 0] == y_k
+        assert eff.sv[0] == pytest.approx(y_k * math.sqrt(2 + delta**2) / 4, abs=1e-12)
+    with pytest.raises(ValueError, match="delta must be"):
+        delta_xor_task(0.0)
 
 
 def test_forward_matches_explicit_products():

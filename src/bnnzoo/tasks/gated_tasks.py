@@ -22,6 +22,13 @@ Built-in specs and tasks:
   pathways per input trained, the other 3 form the test set); items X = I₄, hierarchical targets: column 1 = 6 for
   all items, columns 2–3 = 4 on items {1, 2} / {3, 4}, columns 4–7 = 3·I₄.
 
+* :func:`delta_xor_spec` / :func:`delta_xor_task` — the Δ example of Saxe's talk "Models of representation learning
+  dynamics" as we reconstruct it: inputs (x₁, x₂, Δ) with x ∈ {±1}² and a constant input Δ, target y = XoR(x₁, x₂)
+  ∈ {0, 1} = (1 − x₁x₂)/2; an always-open linear pathway x → h_lin → out beside P = 4 gated pathways
+  x → h_k → out, pathway k open on example k only ("one gate per example").  The linear pathway's effective dataset
+  has the single mode s_lin = Δ/2 (input variance Δ²: it can fit only the mean ½); each gated pathway of an example
+  with y = 1 has s_XoR = √(2 + Δ²)/P, those with y = 0 none — the talk's two strengths.
+
 Effective datasets (docs/theory.md §9): for a pathway p (a path of edges from an input node to an output node, gate
 g_p = product of the gates of its nodes and edges) Σʸˣ(p) = ⟨g_p y_out(p) x_in(p)ᵀ⟩ and
 Σˣ(j, p) = ⟨g_j x_in(j) x_in(p)ᵀ g_p⟩, averages over the P examples (:func:`effective_dataset`).
@@ -38,6 +45,7 @@ import numpy as np
 from .base import Task
 
 __all__ = ["GatedSpec", "Pathway", "xor_spec", "routing_spec", "xor_task", "routing_task", "single_pathway_task",
+           "delta_xor_spec", "delta_xor_task",
            "effective_dataset", "EffectiveDataset", "ROUTING_ITEM_TARGETS", "BUILTIN_SPECS", "get_spec"]
 
 # dims of the posterior and site names of the model (plates and sites share one namespace in NumPyro)
@@ -249,7 +257,17 @@ def routing_spec(modules: int = 7, item_dim: int = 4, hidden: int = 64, out_dim:
     return GatedSpec(f"routing{modules}", nodes=tuple(nodes), edges=tuple(edges))
 
 
-BUILTIN_SPECS = {"xor": xor_spec, "routing": routing_spec}
+def delta_xor_spec(hidden: int = 4) -> GatedSpec:
+    """The Δ example's net (module docstring): x (3) → h_lin (hidden) → out (1), always open, and x → h_k (hidden)
+    → out for k = 0 … 3, pathway k open on example k.  Pathways "in_lin>out_lin" and "in_k>out_k"; none shares an
+    edge with another."""
+    hs = ["lin", "0", "1", "2", "3"]
+    nodes = (("x", 3),) + tuple((f"h_{h}", hidden) for h in hs) + (("out", 1),)
+    edges = tuple((f"in_{h}", "x", f"h_{h}") for h in hs) + tuple((f"out_{h}", f"h_{h}", "out") for h in hs)
+    return GatedSpec("delta_xor", nodes=nodes, edges=edges)
+
+
+BUILTIN_SPECS = {"xor": xor_spec, "routing": routing_spec, "delta_xor": delta_xor_spec}
 
 
 def get_spec(spec) -> GatedSpec:
@@ -291,6 +309,43 @@ def xor_task(hidden: int = 4, repeats: int = 1, noise_std: float = 0.0, seed: in
                 noise_std=float(noise_std), seed=int(seed))
     return Task(X=rows(x), Y=Y, labels=labels, X_test=rows(pts), Y_test=-(pts[:, 0] * pts[:, 1])[:, None],
                 labels_test=(-(pts[:, 0] * pts[:, 1]) > 0).astype(int), name="gdln_xor", meta=meta)
+
+
+def delta_xor_task(delta: float, hidden: int = 4) -> Task:
+    """The Δ example (module docstring) on :func:`delta_xor_spec`: the 4 points x ∈ {±1}² with the constant input
+    Δ, target y = (1 − x₁x₂)/2 ∈ {0, 1}; the linear pathway and the input and output nodes are open on every example,
+    gated pathway k on example k only.  The test set is the training set (4 points: nothing is held out).
+
+    Parameters
+    ----------
+    delta : float
+        Strength Δ > 0 of the constant input: the linear pathway's mode strength is Δ/2, a gated pathway's (for y = 1)
+        √(2 + Δ²)/4.
+    hidden : int
+        Width of every hidden node.
+
+    Raises
+    ------
+    ValueError
+        If ``delta`` is not a finite number > 0.
+    """
+    delta = float(delta)
+    if not (np.isfinite(delta) and delta > 0):
+        raise ValueError(f"delta must be a finite number > 0, got {delta!r}")
+    spec = delta_xor_spec(hidden)
+    pts = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+    x = np.column_stack([pts, np.full(4, delta)])
+    ni = {n: i for i, n in enumerate(spec.node_names)}
+    gn = np.zeros((4, len(spec.nodes)))
+    gn[:, [ni["x"], ni["h_lin"], ni["out"]]] = 1.0
+    for k in range(4):
+        gn[k, ni[f"h_{k}"]] = 1.0
+    X = spec.pack(x, gn, np.ones(len(spec.edges)))
+    y = (0.5 * (1.0 - pts[:, 0] * pts[:, 1]))[:, None]
+    labels = y[:, 0].astype(int)
+    meta = dict(task="gdln_delta_xor", spec=spec.to_dict(), hidden=int(hidden), delta=delta)
+    return Task(X=X, Y=y, labels=labels, X_test=X.copy(), Y_test=y.copy(), labels_test=labels.copy(),
+                name="gdln_delta_xor", meta=meta)
 
 
 ROUTING_ITEM_TARGETS = np.concatenate([6.0 * np.ones((1, 4)), np.array([[4.0, 4, 0, 0], [0, 0, 4, 4]]),
