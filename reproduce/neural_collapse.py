@@ -45,7 +45,13 @@ numbers and NC3 = F̄c_cc/√(U_cc Gc_cc) (F the saddle point's mean output) [de
 (``_common.linear_U_check``).  At N → ∞ the mean kernel K1 = K0 + Y U⁻¹ Yᵀ has no within-class part along the
 class-mean directions (K0 = I on the toy task), so the linear net's NC1 → 0; its finite-N value is not predicted.
 
-Run: ``python -m reproduce neural_collapse --size ci|cpu|paper [--nets linear,sigmoidal,relu] [--overwrite]``.
+``--ratios 0.5,0.25,0.25`` runs the paper's toy task instead of the balanced one; the NC2 numbers are then given
+twice: centred on the (unweighted) mean of the class means, where an ETF is possible, and centred on the data mean
+(suffix ``_data_mean``, the class means weighted by the class sizes, Papyan et al.'s global mean), where equal
+norms with equal cosines −1/(C−1) are not.
+
+Run: ``python -m reproduce neural_collapse --size ci|cpu|paper [--nets linear,sigmoidal,relu] [--ratios 0.5,0.25,0.25]
+[--overwrite]``.
 """
 
 from __future__ import annotations
@@ -110,6 +116,11 @@ def draw_numbers(phi: np.ndarray, a: np.ndarray, labels: np.ndarray, E: np.ndarr
     Mc = M - M.mean(1, keepdims=True)                    # centred on the mean of the class means
     Gc = Mc.T @ Mc / N
     out = dict(nc1=nc1(phi.T, labels), **etf_numbers(Gc))
+    # the same centred on the data mean (class means weighted by the class sizes; Papyan et al.'s global mean), which
+    # differs from the above only for unequal classes
+    w = np.bincount(np.asarray(labels), minlength=E.shape[1]) / len(labels)
+    Mw = M - (M @ w)[:, None]
+    out.update({k + "_data_mean": v for k, v in etf_numbers(Mw.T @ Mw / N).items()})
     Cn = E.shape[1]
     ac = a[:, :Cn] - a[:, :Cn].mean(1, keepdims=True)
     out["nc3"] = float(np.mean([_cos(a[:, c], Mc[:, c]) for c in range(Cn)]))
@@ -225,7 +236,7 @@ def entry(net: str, s: dict, args) -> dict:
     name, y_neg = NETS[net]
     warm = s["relu_warmup"] if net == "relu" else s["warmup"]
     run, task, secs = C.sample_toy(name, N=s["N"], P=s["P"], y_neg=y_neg, warmup=warm, samples=s["samples"],
-                                   seed=args.seed, thin_z=s["thin_z"], progress=args.progress, ratios=RATIOS,
+                                   seed=args.seed, thin_z=s["thin_z"], progress=args.progress, ratios=s["ratios"],
                                    temperature=s["temperature"])
     rd = C.run_data_of(run)
     z = rd.z(1)
@@ -248,12 +259,23 @@ def run(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     p = C.parser(f"python -m reproduce {NAME}", __doc__.split("\n\n")[0])
     p.add_argument("--nets", default=",".join(NETS), help=f"comma-separated, some of {', '.join(NETS)} (default all)")
+    p.add_argument("--ratios", default=None,
+                   help="comma-separated class fractions, >= 2 positive numbers summing to 1 (default 1/3,1/3,1/3; "
+                        "the paper's toy task: 0.5,0.25,0.25)")
     args = p.parse_args(argv)
     C.check_args(args)
     nets = C.name_list(args.nets, "--nets", NETS)
-    s = SIZES[args.size]
+    s = dict(SIZES[args.size], ratios=RATIOS)
+    if args.ratios is not None:
+        try:
+            r = tuple(float(v) for v in args.ratios.split(","))
+        except ValueError:
+            r = ()
+        if len(r) < 2 or not all(math.isfinite(v) and v > 0 for v in r) or abs(sum(r) - 1) > 1e-6:
+            raise ValueError(f"--ratios must be >= 2 positive numbers summing to 1, got {args.ratios!r}")
+        s["ratios"] = r
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
-    summary = dict(provenance=C.provenance(args, argv), settings=dict(s, ratios=list(RATIOS), chains=C.CHAINS,
+    summary = dict(provenance=C.provenance(args, argv), settings=dict(s, ratios=list(s["ratios"]), chains=C.CHAINS,
                                                                      prior_draws=PRIOR_DRAWS, nets=nets),
                    results={})
     for net in nets:

@@ -65,3 +65,29 @@ def test_bad_nets_one_line_error(tmp_path):
     assert r.returncode == 2
     assert r.stderr.startswith("python -m reproduce neural_collapse: error: --nets") and r.stderr.count("\n") == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_data_mean_centring_of_unequal_classes():
+    """Class means on a simplex ETF about their unweighted mean, μ_c ∝ e_c − 1/3, with classes ½, ¼, ¼: centred on
+    the data mean they are ∝ e_c − w (w the class fractions), whose Gram is δ_cd − w_c − w_d + |w|² (|w|² = 3/8):
+    norms² 3/8, 7/8, 7/8, cosines −3/√21 (twice, with the large class) and −1/7 [derived here]."""
+    mod = load_script("neural_collapse")
+    rng = np.random.default_rng(1)
+    N, labels = 20, np.repeat(np.arange(3), [8, 4, 4])
+    Q, _ = np.linalg.qr(rng.standard_normal((N, 3)))
+    mu = Q @ (np.eye(3) - 1 / 3)
+    d, _ = mod.draw_numbers(mu[:, labels], mu, labels, mod.class_average(labels, 3))
+    assert d["cos_mean"] == pytest.approx(-0.5) and d["norm_spread"] == pytest.approx(0, abs=1e-12)
+    n = np.sqrt([3 / 8, 7 / 8, 7 / 8])
+    assert d["norm_spread_data_mean"] == pytest.approx(n.std() / n.mean())
+    cos = [-3 / np.sqrt(21), -3 / np.sqrt(21), -1 / 7]
+    assert d["cos_mean_data_mean"] == pytest.approx(np.mean(cos))
+    assert d["cos_etf_dev_data_mean"] == pytest.approx(max(abs(c + 0.5) for c in cos))
+
+
+@pytest.mark.parametrize("ratios", ["0.5,0.5,0.5", "1", "0.5,a,0.25", "0.5,-0.25,0.75"])
+def test_bad_ratios_one_line_error(tmp_path, ratios):
+    r = run_script("neural_collapse", "--size", "ci", "--ratios", ratios, "--out", str(tmp_path), timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.startswith("python -m reproduce neural_collapse: error: --ratios") and r.stderr.count("\n") == 1
+    assert not list(tmp_path.iterdir())
