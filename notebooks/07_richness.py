@@ -242,7 +242,7 @@ assert res["sigmoid", "nonlazy", TEMPS[-1]]["cka_prior"] > 0.9                  
 #
 # The log evidence log p(Y | X) scores a whole model (prior and likelihood) on the training data. Adaptive tempered
 # SMC (`sampler="smc"`) returns it with its Monte Carlo error and whether it passed its checks
-# (`bnnzoo.inference.tempering.log_evidence`: the error from the spread of independent runs); for the
+# (`bnnzoo.inference.smc.log_evidence`: the error from the spread of independent runs); for the
 # one-hidden-layer linear net `bnnzoo.theory.linear_evidence` computes it without MCMC (docs/theory.md §11), which
 # checks the sampler. On a tiny linear toy task (P = N0 = 6, y− = 0) every model gets the same likelihood variance
 # v = 0.05 — the non-lazy nets through their rescaled temperature T = N v, the lazy ones through T = v — so that the
@@ -251,7 +251,7 @@ assert res["sigmoid", "nonlazy", TEMPS[-1]]["cka_prior"] > 0.9                  
 # `PAPER_SIZE = True` only: every SMC run compiles its own program, and four of them fill this section's CI budget.
 
 # %%
-from bnnzoo.inference.tempering import log_evidence
+from bnnzoo.inference.smc import log_evidence
 from bnnzoo.theory import linear_evidence
 
 t_ev = time.time()

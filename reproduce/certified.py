@@ -23,7 +23,7 @@ Rows (``--rows``, comma-separated):
 Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
 GPU).  Only summaries are stored (one JSON file), never draws.
 
-Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|pt|snaper]
+Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|snaper|...]
 [--overwrite]``.
 """
 
@@ -116,14 +116,6 @@ def analyse(run, row: str, task, P: int) -> dict:
     if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
         out["meanfield_codes"] = meanfield_codes(task, P)
     out.update(observable_table(out["certification"], out.get("meanfield_codes")))
-    eng = json.loads(azcompat.get_attrs(run)["bnnzoo_config"]).get("engine") or {}
-    if "round_trips" in eng:                     # parallel tempering: the ladder of the first family's run
-        out["tempering"] = {k: eng.get(k) for k in ("ladder", "swap_rejection", "barrier", "suggested_num_replicas",
-                                                     "round_trips")}
-        rej = [v for v in out["tempering"]["swap_rejection"] or [] if v is not None]
-        out["tempering"].update(n_replicas=len(out["tempering"]["ladder"] or []),
-                                swap_rejection_min=min(rej) if rej else None,
-                                swap_rejection_max=max(rej) if rej else None)
     return out
 
 
@@ -161,8 +153,7 @@ def run_row(row: str, args, s: dict):
     run = bnnzoo.sample(entry, task, width=N, depth=spec["depth"], temperature=T, num_chains=args.chains,
                         num_warmup=s["warmup"], num_samples=s["samples"] * s["thin"], thinning=s["thin"],
                         seed=args.seed, sampler=args.sampler, record=("z",), certify=True,
-                        progress=args.progress,
-                        **({"tempering": {"num_replicas": args.replicas}} if args.replicas else {}))
+                        progress=args.progress)
     return run, task
 
 
@@ -179,8 +170,6 @@ def run(argv=None) -> int:
     p.add_argument("--thin", type=int, default=None, help="thinning of the kept draws instead of the size's")
     p.add_argument("--y-neg", dest="y_neg", type=float, default=None,
                    help="the targets' y− of every row instead of the row's own (e.g. the y− sweep with --rows ym01)")
-    p.add_argument("--replicas", type=int, default=None,
-                   help="sampler pt: replicas of the temperature ladder (default: the sampler's own)")
     args = p.parse_args(argv)
     C.check_args(args)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
@@ -189,14 +178,12 @@ def run(argv=None) -> int:
         raise ValueError(f"--rows must name rows among {', '.join(ROWS)}, got {args.rows!r}")
     if args.chains < 2:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
-    if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
-        raise ValueError(f"--replicas needs --sampler pt and an integer >= 2, got {args.replicas}")
     for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1)):
         if getattr(args, name) is not None and getattr(args, name) < lo:
             raise ValueError(f"--{name} must be an integer >= {lo}, got {getattr(args, name)}")
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite, certified=True)
     res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
-               replicas=args.replicas, rows={})
+               rows={})
     for row in rows:
         s = size_of(args.size, row)
         s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup"), ("samples", "samples"),

@@ -202,7 +202,6 @@ def run(argv=None) -> int:
                    help="comma-separated subset of linear,sigmoid,relu, run in this order")
     p.add_argument("--reparam", default="readout,data_space",
                    help="reparametrisations passed to bnnzoo.sample (comma-separated; '' for none)")
-    p.add_argument("--warm-start", type=int, default=200, help="Adam steps before warm-up (bnnzoo.sample)")
     p.add_argument("--chains", type=int, default=None,
                    help="chains, each from its own prior draw (default 4; more test whether the chains' training "
                         "errors follow their frozen code populations)")
@@ -219,8 +218,6 @@ def run(argv=None) -> int:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
     if args.warmup is not None and args.warmup < 0:
         raise ValueError(f"--warmup must be >= 0, got {args.warmup}")
-    if args.warm_start < 0:
-        raise ValueError(f"--warm-start must be >= 0, got {args.warm_start}")
     stem = args.name or (NAME + ("_digits" if args.data == "digits" else "")
                          + ("" if args.size == "cpu" else f"_{args.size}"))
     files = C.ResultFiles(args.out, stem, args.overwrite)
@@ -239,7 +236,7 @@ def run(argv=None) -> int:
         s["chains"] = args.chains
     if args.warmup is not None:
         s["warmup"] = args.warmup
-    s.update(reparam=list(reparam), warm_start=args.warm_start)
+    s.update(reparam=list(reparam))
     make = mnist_subset_task if args.data == "mnist" else digits_task
     task = make(P=s["P"], P_test=s["P_test"], seed=args.seed)
     res = dict(provenance=C.provenance(args, argv), data=args.data, settings=s, temperature=T,
@@ -252,7 +249,7 @@ def run(argv=None) -> int:
         t0 = time.perf_counter()
         idata = bnnzoo.sample(entry, task, width=s["N"], temperature=T, num_chains=s["chains"],
                               num_warmup=s["warmup"], num_samples=s["samples"], seed=args.seed, sampler="snaper",
-                              max_tree_depth=s["max_tree_depth"], reparam=reparam, warm_start=args.warm_start,
+                              max_tree_depth=s["max_tree_depth"], reparam=reparam,
                               progress=args.progress)
         t_s = time.perf_counter() - t0
         r = analyse(idata, task, act)

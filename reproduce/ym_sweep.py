@@ -40,9 +40,10 @@ whatever parts exist by ``python -m reproduce render``:
 
 ``lockin`` (``ym_sweep.lockin.json``)
     y− = 0.1: chains started from the prior (the ``samples`` run of the same size, reused when present), with a short
-    and a long warm-up, from a warm start onto the solution space (Adam on the potential from the prior draw), and at
-    a second N; the fraction of neurons on code 100 per chain and along the kept draws (the library keeps no
-    per-neuron warm-up draws), against the mean field's law of that fraction (from the ``meanfield`` part).
+    and a long warm-up, and at a second N; the fraction of neurons on code 100 per chain and along the kept draws (the
+    library keeps no per-neuron warm-up draws), against the mean field's law of that fraction (from the ``meanfield``
+    part).  The stored summary also holds a run from a warm start onto the solution space, made before ``warm_start``
+    was removed from the library.
 
 Sizes: ``--size ci`` (seconds; tiny nets, few draws, a coarse y− grid: for the test only) and ``--size cpu``;
 ``--size paper`` runs the ``cpu`` settings (the sweep's full size: the paper has no larger one).  ``--seed`` seeds
@@ -76,13 +77,12 @@ SIZES = {
     "ci": dict(mf=((40, 0.01),), y_grid=(0.5,), n_random=1, n_grid=21, n_grid_checks=21, partial=(), law_N=(), n_q=0,
                changes=(),
                N=12, chains=2, warmup=30, samples=20, y_samples=(0.1, 0.5),
-               lock_runs=dict(warm_start=dict(warm_start=20), long_warmup=dict(num_warmup=60)), N2=16),
+               lock_runs=dict(long_warmup=dict(num_warmup=60)), N2=16),
     "cpu": dict(mf=((60, 0.01), (100, 0.0)), y_grid=(0.1, 0.2, 0.3, 0.4, 0.5),
                 n_random=4, n_grid=25, n_grid_checks=41, partial=((60, 0.1),), law_N=(60,), n_q=8,
                 changes=(("100", 0.1, 0.3), ("111", 0.3, 0.5)),
                 N=60, chains=4, warmup=1000, samples=400, y_samples=(0.1, 0.2, 0.3, 0.4, 0.5),
-                lock_runs=dict(short_warmup=dict(num_warmup=200), warm_start=dict(warm_start=500),
-                               long_warmup=dict(num_warmup=3000)), N2=100),
+                lock_runs=dict(short_warmup=dict(num_warmup=200), long_warmup=dict(num_warmup=3000)), N2=100),
 }
 SIZES["paper"] = dict(SIZES["cpu"])  # no larger setting: the paper size is the cpu one
 T_SAMPLE = 0.01
@@ -188,7 +188,7 @@ def run_samples(cfg, log, save, seed=0, progress=False):
 
 
 def run_lockin(cfg, log, save, sweep_run=None, seed=0, progress=False):
-    """Part 3 at y− = 0.1: prior start (the sweep's run if given), warm start, long warm-up, a second N; with the mean
+    """Part 3 at y− = 0.1: prior start (the sweep's run if given), short and long warm-up, a second N; with the mean
     field's equilibrium law of the code-100 fraction at each N."""
     yn = min(cfg["y_samples"])
     out = dict(runs=[])

@@ -45,7 +45,7 @@ from .inference.convert import run_config
 from .inference.distributed import initialize
 from .inference.engines import ENGINES, refused
 from .inference.plan import DEFAULT_CHAINS, SAMPLERS, TEMPERING, check_num_steps
-from .inference.tempering import log_evidence
+from .inference.smc import log_evidence
 from .models import get_entry, list_entries
 from .plots import save_figures
 from .plots.report import summary_entry, write_report, write_summary
@@ -364,8 +364,6 @@ def _long_run_options(args) -> dict:
         kw["exclude"] = tuple(args.exclude.split(","))
     if getattr(args, "reparam", None):
         kw["reparam"] = tuple(args.reparam.split(","))
-    if getattr(args, "warm_start", 0):
-        kw["warm_start"] = args.warm_start
     return kw
 
 
@@ -472,7 +470,7 @@ def _write_run(idata, out: Path, flag: str = "--out", store: Path | None = None,
 # flag -> (argparse dest, minimum) for the sample command's integer options
 _SAMPLE_INTS = {"--chains": ("chains", 1), "--warmup": ("warmup", 0), "--samples": ("samples", 1),
                 "--thin": ("thin", 1), "--seed": ("seed", 0), "--P-test": ("P_test", 0), "--chunk": ("chunk", 1),
-                "--num-steps": ("num_steps", 1), "--warm-start": ("warm_start", 0)}
+                "--num-steps": ("num_steps", 1)}
 
 
 def _certify_option(args):
@@ -499,9 +497,6 @@ def _check_sample_flags(args) -> None:
     if args.step_size is not None and not (args.step_size > 0 and args.step_size < float("inf")):
         raise ValueError(f"--step-size must be a finite number > 0, got {args.step_size}")
     check_num_steps(args.sampler, args.num_steps, cli=True)
-    if args.replicas is not None and (args.sampler != "pt" or args.replicas < 2):
-        raise ValueError(f"--replicas applies to --sampler pt and must be >= 2, got {args.replicas} with --sampler "
-                         f"{args.sampler}")
     if args.sampler in ENGINES and refused(args.sampler, {"step_size": args.step_size}):   # the engine's own rule
         raise ValueError(f"--step-size does not apply to --sampler {args.sampler}")
     if args.exclude is not None and args.exclude.strip() and not [s for s in args.exclude.split(",") if s.strip()]:
@@ -589,7 +584,6 @@ def _sample_into(args, out: Path) -> int:
                    prior_predictive=args.prior_predictive,
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
                    step_size=args.step_size, certify=_certify_option(args), **long_run,
-                   **({"tempering": {"num_replicas": args.replicas}} if args.replicas is not None else {}),
                    **overrides)
     if args.distributed:
 
@@ -600,7 +594,7 @@ def _sample_into(args, out: Path) -> int:
     _write_run(idata, out, store=store)
     _logger.info("wrote %s (%.1f s; %d chains; %r)", out, time.time() - t0,
                  int(azcompat.get_group(idata, "posterior").sizes["chain"]), task)
-    if "log_evidence" in run_config(idata).get("engine", {}):          # pt / smc: checked before it is reported
+    if "log_evidence" in run_config(idata).get("engine", {}):          # smc: checked before it is reported
         _logger.info("%s", log_evidence(idata))
     return 0
 
@@ -624,7 +618,7 @@ trace plot, ``order_parameters.png``, is one of the figures)."""
 
 
 def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60, relu_warmup=500, samples=None,
-             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto", warm_start=0,
+             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto",
              sigmoidal_temperature=DEMO_SIGMOIDAL_TEMPERATURE, background: bool = False) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files, diagnose them and write the
     reports with their figures and trace plots (``<out>/report/<net>/``; every verdict in
@@ -642,7 +636,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
     relu_size : N = P of the ReLU net.
     relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
         into one per class slowly.
-    entries : the zoo entries to run.   warm_start : Adam steps before warm-up (0: off).
+    entries : the zoo entries to run.
     sigmoidal_temperature : the sigmoidal net's rescaled temperature (:data:`DEMO_SIGMOIDAL_TEMPERATURE`); the other
         nets run at their entries' default (0.01).
     background : sample and diagnose the Gibbs-sampled nets and every other HMC net in one spawned worker process,
@@ -655,7 +649,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
     """
     out.mkdir(parents=True, exist_ok=True)
     settings = dict(width=width, P=P, chains=chains, warmup=warmup, relu_size=relu_size, relu_warmup=relu_warmup,
-                    samples=samples, seed=seed, progress=progress, sampler=sampler, warm_start=warm_start,
+                    samples=samples, seed=seed, progress=progress, sampler=sampler,
                     sigmoidal_temperature=sigmoidal_temperature)
     how = {name: _demo_sampler(name, sampler) for name in entries}
     hmc = [name for name in entries if how[name] != "gibbs"]
@@ -703,8 +697,7 @@ def _demo_sample(name: str, out: Path, settings: dict) -> dict:
     draws = s["samples"] if s["samples"] is not None else DEMO_DRAWS.get(how, DEMO_DEFAULT_DRAWS)
     _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, how, n, task,
                  s["chains"], n_warm, draws)
-    extra = dict(exclude=entry.unread_sites(dict(entry.defaults, width=n)),
-                 **({} if how == "gibbs" else dict(warm_start=s["warm_start"])))
+    extra = dict(exclude=entry.unread_sites(dict(entry.defaults, width=n)))
     if name == "sigmoidal":
         extra["temperature"] = s["sigmoidal_temperature"]
     idata = sample(entry, task, num_chains=s["chains"], num_warmup=n_warm, num_samples=draws, seed=s["seed"],
@@ -964,14 +957,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "linear nets only; units: unit-wise moves with the readout integrated out (one hidden layer, "
                     "non-lazy readout, orthogonal inputs); chees: ChEES-HMC, every chain the same number of leapfrog steps, tuned across "
                     "chains (>= 2 chains); snaper: the same sampler with the trajectory length tuned on the slowest "
-                    "direction (better readout mixing); pt: non-reversible parallel tempering over the likelihood "
-                    "temperature (--replicas); smc: adaptive tempered SMC from the prior, which also stores the log "
+                    "direction (better readout mixing); smc: adaptive tempered SMC from the prior, which also stores the log "
                     "evidence")
-    ps.add_argument("--replicas", type=int, default=None,
-                    help="--sampler pt: replicas of the temperature ladder (default 12; the run's provenance "
-                    "suggests how many the posterior needs)")
     ps.add_argument("--num-steps", dest="num_steps", type=int,
-                    help="--sampler hmc (required), pt or smc: leapfrog steps per draw / per HMC move")
+                    help="--sampler hmc (required) or smc: leapfrog steps per draw / per HMC move")
     ps.add_argument("--step-size", dest="step_size", type=float,
                     help="fixed leapfrog step size (nuts, hmc, chees, snaper; default: adapted during warm-up)")
     ps.add_argument("--seed", type=int, default=0, help="sampler seed (the task's own seed: --param seed=)")
@@ -999,9 +988,7 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--exclude", help="comma-separated sites not to record (default: the sites the diagnostics do "
                     "not read: the hidden weights W1..WL of the fully-connected nets when they record 'summaries'; "
                     "--exclude '' keeps every site)")
-    ps.add_argument("--reparam", help="faster exact sampling: 'readout', 'data_space' or 'readout,data_space'")
-    ps.add_argument("--warm-start", dest="warm_start", type=int, default=0,
-                    help="Adam steps onto the solution space before warm-up")
+    ps.add_argument("--reparam", help="faster exact sampling: 'data_space' or 'readout,data_space'")
     ps.add_argument("--certify", nargs="?", const=True, metavar="FAMILIES",
                     help="run the entry from two or more start families (prior draws, an annealed start, the mean "
                     "field's populations where the entry has one; FAMILIES: a comma-separated choice, default all "

@@ -85,7 +85,7 @@ def test_init_takes_numpyros_strategies():
     with pytest.raises(ValueError, match="init_to_"):
         bnnzoo.sample("sigmoidal", task, width=4, num_chains=2, num_warmup=5, num_samples=5, init=lambda site: None)
     with pytest.raises(ValueError, match="init=init_to_median applies to the HMC samplers"):
-        bnnzoo.sample("sigmoidal", task, width=4, num_chains=2, num_warmup=5, num_samples=5, sampler="pt",
+        bnnzoo.sample("sigmoidal", task, width=4, num_chains=2, num_warmup=5, num_samples=5, sampler="smc",
                       init=init_to_median())
 
 

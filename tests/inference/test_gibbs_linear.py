@@ -222,4 +222,4 @@ def test_sample_with_gibbs_refuses_what_it_cannot_do():
                       store="somewhere")
     with pytest.raises(ValueError, match="drop"):
         bnnzoo.sample("deep_linear", task, sampler="gibbs", num_chains=1, num_warmup=5, num_samples=5, width=4,
-                      reparam=("readout",))
+                      reparam=("readout", "data_space"))

@@ -317,3 +317,21 @@ def test_identical_chains_and_a_frozen_chain_with_jitter_fail():
     assert h.status == "failed" and any("changes by less than 1e-06" in r for r in h.reasons), h.reasons
     healthy = sampler_health(_run(_iid(C=2)))
     assert not any("identical" in r or "less than" in r for r in healthy.reasons), healthy.reasons
+
+
+def test_a_stored_pt_run_is_read_without_its_round_trip_check():
+    """A run stored by the parallel tempering of earlier versions (``sampler="pt"``, removed): iid draws with no
+    round trip recorded are judged by the ordinary checks (equilibrated, as the same draws of any sampler), the
+    evidence says the round trips are no longer checked, and the stored log evidence is read with the checks it
+    passed or failed when it ran."""
+    ev = {"value": -30.0, "se": 1.0, "method": "thermodynamic integration", "trustworthy": False,
+          "reason": "2 of 2 chains made no round trip of the replicas"}
+    cfg = {"sampler": {"sampler": "pt"}, "engine": {"round_trips": [0, 0], "swap_rejection": [1.0],
+                                                    "log_evidence": ev}}
+    run = _run(_iid(), attrs={"bnnzoo_config": json.dumps(cfg)})
+    plain = sampler_health(_run(_iid()))
+    h = sampler_health(run)
+    assert h.status == plain.status == "equilibrated", h.summary()
+    assert h.evidence.endswith("; parallel tempering's round trips not checked (sampler 'pt' removed)"), h.evidence
+    assert h.log_evidence == "log evidence not trustworthy: 2 of 2 chains made no round trip of the replicas " \
+                             "(-30 ± 1)", h.log_evidence

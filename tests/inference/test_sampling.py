@@ -150,10 +150,9 @@ def test_bad_arguments_fail_before_compiling(kw, match):
     (dict(num_chains=10**7), r"num_chains=10000000, 500 kept draws of \d+ recorded numbers and \d+ parameters"),
     (dict(width=10**7), r"num_chains=4, .* parameters \(width=10000000\)"),
     (dict(num_chains=10**7, sampler="nuts", record=("z",)), r"num_chains=10000000, "),
-    (dict(sampler="pt", num_chains=2, tempering={"num_replicas": 10**7}), r"num_replicas=10000000"),
 ])
 def test_absurd_sizes_are_refused_before_compiling(monkeypatch, kw, match):
-    """Chains, widths or replicas whose states and kept draws alone cannot fit the machine's memory (here 16 GiB)
+    """Chains or widths whose states and kept draws alone cannot fit the machine's memory (here 16 GiB)
     are refused with one line naming them and the GiB needed, before anything is traced at their size or compiled;
     a normal size passes the same check."""
     monkeypatch.setattr(plan, "_physical_memory", lambda: 16 * 2**30)
@@ -165,6 +164,15 @@ def test_absurd_sizes_are_refused_before_compiling(monkeypatch, kw, match):
     assert "\n" not in str(e.value) and not compiled
     fn = bnnzoo.get_entry("deep_linear").model
     plan.check_memory(fn, t, dict(width=1000, depth=1), num_chains=64, n_keep=1000)       # about 2.6 GiB
+
+
+def test_removed_sampler_pt_names_the_valid_samplers():
+    """Parallel tempering was removed (benchmarks/results/keep_drop.md): asking for it is one line naming every
+    valid sampler, before anything compiles."""
+    with pytest.raises(ValueError, match=r"sampler must be 'auto' or one of \(") as e:
+        bnnzoo.sample("sigmoidal", toy_task(P=5, N0=6), sampler="pt", num_chains=2, progress=False)
+    msg = str(e.value)
+    assert "\n" not in msg and "'pt'" in msg and all(repr(s) in msg for s in bnnzoo.inference.SAMPLERS), msg
 
 
 def test_record_takes_a_string_or_a_list():
@@ -285,7 +293,7 @@ def test_auto_sampler_rule():
     assert choose_sampler("auto", e, num_chains=4, max_tree_depth=7) == "nuts"
     for name in ("nuts", "hmc", "chees", "gibbs"):
         assert choose_sampler(name, e, num_chains=4) == name
-    with pytest.raises(ValueError, match="num_steps applies to sampler=.hmc., .pt. or .smc. only, not .auto."):
+    with pytest.raises(ValueError, match="num_steps applies to sampler=.hmc. or .smc. only, not .auto."):
         choose_sampler("auto", e, num_chains=4, num_steps=3)
 
 

@@ -1,6 +1,6 @@
 """The log evidence a tempering run stores (``sampler="smc"``) against the MCMC-free value of the linear net.
 
-:func:`bnnzoo.inference.tempering.log_evidence` reads log Z from an adaptive tempered SMC run of the ``deep_linear``
+:func:`bnnzoo.inference.smc.log_evidence` reads log Z from an adaptive tempered SMC run of the ``deep_linear``
 entry; :func:`bnnzoo.theory.linear_evidence` computes it with the hidden weights integrated out exactly and the
 readout's Gram matrix by importance sampling.  The model's arguments are read back from the run's provenance, so
 both sides evaluate the same model.  Tolerance: max(3 × the combined standard error, an absolute floor).  The SMC
@@ -23,8 +23,7 @@ from scipy.stats import multivariate_normal
 
 import bnnzoo
 from bnnzoo.inference.convert import run_config
-from bnnzoo.inference.smc import combine_log_z, smc_evidence_trust, tempered_smc
-from bnnzoo.inference.tempering import log_evidence, split_density
+from bnnzoo.inference.smc import combine_log_z, log_evidence, smc_evidence_trust, split_density, tempered_smc
 from bnnzoo.theory import linear_evidence
 
 

@@ -11,7 +11,6 @@ from tests.reproduce.reproduce_scripts import load_script, run_script
 @pytest.mark.parametrize("args, match", [
     (["--rows", "nope"], "--rows must name rows among"),
     (["--chains", "1"], "--chains must be >= 2"),
-    (["--replicas", "8"], "--replicas needs --sampler pt"),
     (["--width", "1"], "--width must be an integer >= 2"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, args, match):

@@ -317,7 +317,7 @@ def _one_line_error(capsys, argv, *needles):
     (["--P-test", "-1"], ["--P-test must be >= 0, got -1"]),
     (["--chains", "0"], ["--chains must be >= 1"]),
     (["--sampler", "hmc"], ["--sampler hmc needs --num-steps"]),
-    (["--num-steps", "5"], ["--num-steps applies to --sampler hmc, pt or smc only, not auto"]),
+    (["--num-steps", "5"], ["--num-steps applies to --sampler hmc or smc only, not auto"]),
     (["--sampler", "hmc", "--num-steps", "4", "--step-size", "0"], ["--step-size must be a finite number > 0"]),
     (["--resume"], ["cannot resume", "it holds no run"]),
 ])

@@ -69,7 +69,7 @@ def test_the_plan_decides_once(n_dev, num_chains, chain_method, expected, use_en
     common = dict(sampler="nuts", num_chains=num_chains, num_warmup=1, num_samples=10, thinning=1, seed=0,
                   record=(), chain_method=chain_method, step_size=None, num_steps=None, target_accept=None,
                   max_tree_depth=10, dense_mass=False, init="prior", progress=False, log_likelihood=False,
-                  store=None, resume=False, exclude=(), site_thinning=None, reparam=(), warm_start=0,
+                  store=None, resume=False, exclude=(), site_thinning=None, reparam=(),
                   matmul_precision="highest", n_devices=n_dev, n_processes=1)
     entry = bnnzoo.get_entry("relu")
     plain = make_plan(entry, {}, chunk_size=None, **common)
@@ -85,7 +85,7 @@ def test_sharded_needs_a_multiple_of_the_devices():
                   record=(), chain_method="sharded", step_size=None, num_steps=None, target_accept=None,
                   max_tree_depth=10, dense_mass=False, init="prior", progress=False, log_likelihood=False,
                   chunk_size=None, store=None, resume=False, exclude=(), site_thinning=None, reparam=(),
-                  warm_start=0, matmul_precision="highest", n_devices=2, n_processes=1)
+                  matmul_precision="highest", n_devices=2, n_processes=1)
 
 
 TWO_DEVICES = textwrap.dedent("""

@@ -224,14 +224,13 @@ def test_chains_locked_into_different_populations_by_start_family_are_metastable
 
 def test_certify_arguments_are_checked_before_anything_runs():
     sig = bnnzoo.get_entry("sigmoidal")
-    ok = dict(num_chains=2, sampler="auto", init="prior", warm_start=0, reparam=(), store=None, resume=False)
+    ok = dict(num_chains=2, sampler="auto", init="prior", reparam=(), store=None, resume=False)
     assert check_certify(True, sig, ok) == ("prior", "annealed", "meanfield")
     assert check_certify(["meanfield", "prior"], sig, ok) == ("prior", "meanfield")
     assert check_certify(True, sig, dict(ok, store="x", resume=True)) == ("prior", "annealed", "meanfield")
     bad = [(True, None, ok, "declares"), (["prior"], sig, ok, "two or more"), ("yes", sig, ok, "must be True"),
            (["prior", "tempered"], sig, ok, "two or more"), (True, sig, dict(ok, num_chains=1), "num_chains"),
            (["prior", "meanfield"], bnnzoo.get_entry("relu"), ok, "offers the start families"),
-           (True, sig, dict(ok, warm_start=5), "warm_start"),
            (True, sig, dict(ok, init={"a": np.zeros(2)}), "init"), (True, sig, dict(ok, reparam="readout"), "reparam")]
     for certify, entry, call, msg in bad:
         with pytest.raises(ValueError, match=msg):

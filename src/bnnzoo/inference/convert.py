@@ -223,7 +223,7 @@ def posterior_group(spec, draws) -> xr.Dataset:
 
 
 def sample_stats_group(spec, draws) -> xr.Dataset:
-    """``sample_stats``: the sampler statistics (:data:`SAMPLE_STATS`, and the tempering samplers' own)."""
+    """``sample_stats``: the sampler statistics (:data:`SAMPLE_STATS`, and an engine's own)."""
     lead, coords = lead_coords(draws)
     return dataset(draws.stats, {}, lead, coords)
 

@@ -122,13 +122,8 @@ Thresholds (each with the reason for its value):
 * Identical chains: two or more chains whose judged values are equal draw for draw (the same seed and start) make
   the run "failed": their agreement proves nothing.
 
-Tempering samplers are judged by their own diagnostics as well:
+The tempered sampler is judged by its own diagnostics as well:
 
-* Parallel tempering (``sampler="pt"``): a chain whose replicas made no round trip (hottest → coldest → hottest)
-  during sampling has a cold replica that was never refreshed from the prior end, so its agreement with the other
-  chains says nothing about the modes the ladder should connect: the run is "relaxing" ("no round trip of the
-  replicas"), or "failed" when, in addition, a neighbour pair of the ladder rejected at least
-  ``MAX_SWAP_REJECTION`` = 0.99 of its swaps (the ladder is cut there: a longer run does not help, more replicas do).
 * Tempered SMC (``sampler="smc"``): a chain is an independent SMC run and its draws are particles, not a time
   series, so the checks that read the draws in order (Geweke drift, autocorrelation ESS, E-BFMI, movement, step
   movement) are not run; R̂ between the chains compares the independent runs.  In their place: a stage of a run
@@ -136,6 +131,8 @@ Tempering samplers are judged by their own diagnostics as well:
   collapsed onto a few particles) and a final population with fewer than ``MIN_DISTINCT_PARTICLES`` = 0.5 of its
   particles distinct (by their log density: the mutations did not separate the duplicates of resampling) make the
   run "failed".
+* A stored run of parallel tempering (``sampler="pt"``, removed) is judged by the checks above alone; the evidence
+  of an equilibrated one says that its round trips are no longer checked.
 """
 
 from __future__ import annotations
@@ -154,13 +151,13 @@ from scipy import stats
 from .. import azcompat
 from .._log import user_stacklevel
 from .._record import Record
-from .tempering import log_evidence_of as read_log_evidence
+from .smc import log_evidence_of as read_log_evidence
 
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
            "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "MIN_STEP_MOVEMENT", "POPULATION_SE_FACTOR",
            "POPULATION_SD_CAP",
-           "MAX_SWAP_REJECTION", "MIN_SMC_STAGE_ESS", "MIN_DISTINCT_PARTICLES", "population_se",
+           "MIN_SMC_STAGE_ESS", "MIN_DISTINCT_PARTICLES", "population_se",
            "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum"]
 
 HEALTH_GROUP = "diagnostics_health"
@@ -179,7 +176,6 @@ FROZEN_RELATIVE = 1e-6
 MIN_STEP_MOVEMENT = 0.05
 POPULATION_SE_FACTOR = 3.0
 POPULATION_SD_CAP = 1.0
-MAX_SWAP_REJECTION = 0.99
 MIN_SMC_STAGE_ESS = 0.05
 MIN_DISTINCT_PARTICLES = 0.5
 
@@ -195,7 +191,7 @@ _THRESHOLDS = dict(min_draws=MIN_DRAWS, min_chains=MIN_CHAINS, max_divergence_ra
                    min_ess=MIN_ESS, max_rhat=MAX_RHAT, max_drift_z=MAX_DRIFT_Z,
                    population_se_factor=POPULATION_SE_FACTOR, population_sd_cap=POPULATION_SD_CAP,
                    frozen_relative=FROZEN_RELATIVE, min_step_movement=MIN_STEP_MOVEMENT,
-                   max_swap_rejection=MAX_SWAP_REJECTION, min_smc_stage_ess=MIN_SMC_STAGE_ESS,
+                   min_smc_stage_ess=MIN_SMC_STAGE_ESS,
                    min_distinct_particles=MIN_DISTINCT_PARTICLES)
 
 
@@ -236,8 +232,8 @@ class SamplerHealth(Record):
         for a run that was not certified (the ordinary gate).
     values_checksum : :func:`values_checksum` of the values judged ("" when ``observables`` were given): a
         stored health whose checksum no longer matches the run's values is stale and judged again.
-    log_evidence : the log evidence of a tempering run as one line (``str`` of
-        :func:`bnnzoo.inference.tempering.log_evidence`: "log evidence not trustworthy: <reason> (...)" when its
+    log_evidence : the log evidence of an SMC run as one line (``str`` of
+        :func:`bnnzoo.inference.smc.log_evidence`: "log evidence not trustworthy: <reason> (...)" when its
         checks failed), "" for other samplers.
     """
 
@@ -698,8 +694,8 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
         reasons.append("one chain, no split R̂ (fewer than 4 draws)")
     engine = cfg.get("engine", {}) if isinstance(cfg.get("engine"), dict) else {}
     tempering = ""
-    if sampler == "pt":
-        tempering = _pt_checks(engine, J)
+    if sampler == "pt":                  # a stored run of the removed parallel tempering
+        tempering = "parallel tempering's round trips not checked (sampler 'pt' removed)"
     elif smc:
         tempering = _smc_checks(engine, ss, J)
     if C >= 2 and obs:
@@ -757,28 +753,6 @@ def sampler_health(idata, *, observables: dict | None = None) -> SamplerHealth:
 
 
 OWN_MODEL_MAX_ENTRIES = 1000
-
-
-def _pt_checks(engine: dict, J: _Judged) -> str:
-    """Parallel tempering's round trips (module docstring): a reason or a relaxing entry in ``J`` when a chain made
-    none, else the evidence note."""
-    trips = np.asarray(engine.get("round_trips", []), int)
-    if trips.size == 0:
-        return ""
-    rej = np.asarray(engine.get("swap_rejection", []), float)
-    if np.any(trips == 0):
-        what = (f"parallel tempering: {int(np.sum(trips == 0))} of {trips.size} chains made no round trip of the "
-                f"replicas")
-        K, need = engine.get("num_replicas"), engine.get("suggested_num_replicas")
-        more = f" (about {need} replicas needed, {K} used)" if need and K and need > K else ""
-        if rej.size and rej.max() >= MAX_SWAP_REJECTION:
-            k = int(np.argmax(rej))
-            J.reasons.append(f"{what}, and the swaps of replicas {k}, {k + 1} were rejected {rej[k]:.1%} of the "
-                             f"time: the ladder is cut{more}")
-        else:
-            J.relaxing.append(f"{what}: a longer run or more replicas{more}")
-        return ""
-    return f"parallel tempering: {int(trips.min())} or more round trips of the replicas per chain"
 
 
 def _smc_checks(engine: dict, ss: xr.Dataset | None, J: _Judged) -> str:

@@ -45,7 +45,7 @@ from .distributed import check_sampler
 from .engines import (CHEES_LIKE, ENGINES, EVERY_ENTRY, NUM_STEPS_SAMPLERS, SAMPLERS, TEMPERING, check_num_steps,
                       refused)
 from .initialize import init_strategy
-from .tempering import check_options
+from .smc import check_options
 from .units import check_units
 
 __all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "units_serve", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
@@ -131,7 +131,7 @@ class RunPlan:
     ----------
     chain_method : the resolved method: "vectorized", "sharded" or "sequential" (never "auto").
     use_engine : True when the chunked driver (:mod:`bnnzoo.inference.chunked`) runs the chains (or, for
-        ``sampler="gibbs"``, "pt" and "smc", when the draws come with their test-set outputs as from the engine);
+        ``sampler="gibbs"`` and "smc", when the draws come with their test-set outputs as from the engine);
         False for NumPyro's ``MCMC``.
     n_devices : local devices seen by JAX.
     n_processes : JAX processes (several after ``jax.distributed.initialize``).
@@ -202,7 +202,7 @@ def choose_sampler(sampler: str, entry, *, num_chains: int, chain_method: str = 
 
 
 STATE_COPIES = 6
-"""Copies of the parameters one chain's (or one replica's) state holds (position, momentum, gradient, mass, proposal,
+"""Copies of the parameters one chain's state holds (position, momentum, gradient, mass, proposal,
 draw): with the kept draws, the floor of a run's memory against which absurd sizes are refused."""
 
 MEMORY_SHARE = 0.8
@@ -230,10 +230,10 @@ def _site_sizes(fn, task, kw: dict) -> tuple[int, dict]:
     return sum(size(v) for v in latent.values()), {n: size(v) for n, v in {**latent, **det}.items()}
 
 
-def check_memory(fn, task, kw: dict, *, num_chains: int, n_keep: int, skip=(), num_replicas: int = 1) -> None:
+def check_memory(fn, task, kw: dict, *, num_chains: int, n_keep: int, skip=()) -> None:
     """Refuse (one line, before anything compiles) a run whose chains' states and kept draws alone would not fit
-    :data:`MEMORY_SHARE` of this machine's memory: ``num_chains`` × (``num_replicas`` × latent numbers ×
-    :data:`STATE_COPIES` + ``n_keep`` × recorded numbers per draw) × 4 bytes, a floor of what the run holds.
+    :data:`MEMORY_SHARE` of this machine's memory: ``num_chains`` × (latent numbers × :data:`STATE_COPIES` +
+    ``n_keep`` × recorded numbers per draw) × 4 bytes, a floor of what the run holds.
 
     Parameters
     ----------
@@ -243,8 +243,6 @@ def check_memory(fn, task, kw: dict, *, num_chains: int, n_keep: int, skip=(), n
         Chains, and draws kept per chain (``num_samples // thinning``).
     skip : sequence of str
         Sites not recorded at every draw (``exclude``, ``site_thinning``, ``site_means``).
-    num_replicas : int
-        Replicas per chain (parallel tempering; 1 otherwise).
 
     Raises
     ------
@@ -256,22 +254,20 @@ def check_memory(fn, task, kw: dict, *, num_chains: int, n_keep: int, skip=(), n
         return
     n, recorded = _site_sizes(fn, task, kw)
     per_draw = sum(v for k, v in recorded.items() if k not in set(skip))
-    need = 4.0 * num_chains * (num_replicas * n * STATE_COPIES + n_keep * per_draw)
+    need = 4.0 * num_chains * (n * STATE_COPIES + n_keep * per_draw)
     if need > MEMORY_SHARE * total:
-        sizes = f"num_chains={num_chains}" + (f", num_replicas={num_replicas}" if num_replicas > 1 else "") \
-            + f", {n_keep} kept draws of {per_draw:.0f} recorded numbers and {n} parameters" \
-            + "".join(f" ({k}={kw[k]})" for k in ("width",) if k in kw)
+        sizes = f"num_chains={num_chains}, {n_keep} kept draws of {per_draw:.0f} recorded numbers and {n} " \
+            f"parameters" + "".join(f" ({k}={kw[k]})" for k in ("width",) if k in kw)
         raise ValueError(f"{sizes} need at least {need / 2**30:.3g} GiB, more than {MEMORY_SHARE:.0%} of this "
-                         f"machine's {total / 2**30:.3g} GiB: use fewer chains"
-                         + (" or replicas" if num_replicas > 1 else "")
-                         + ", fewer kept draws (num_samples / thinning), a smaller net, or exclude sites")
+                         f"machine's {total / 2**30:.3g} GiB: use fewer chains, fewer kept draws (num_samples / "
+                         f"thinning), a smaller net, or exclude sites")
 
 
 def units_serve(entry, kw: dict, X, *, init, num_chains, hmc_options: dict) -> bool:
     """Whether ``sampler="auto"`` may run the unit-wise sampler: the one-hidden-layer sigmoidal net with the
     non-lazy readout on orthogonal inputs (:func:`bnnzoo.inference.units.check_units`), starting from the prior or
     from given hidden weights, with none of the settings it does not take in ``hmc_options`` ({name: value}) given
-    (HMC settings, site_thinning, reparam, warm_start; ``chunk_size`` / ``store`` / ``resume`` it keeps itself)."""
+    (HMC settings, site_thinning, reparam; ``chunk_size`` / ``store`` / ``resume`` it keeps itself)."""
     if kw.get("activation") != "sigmoid" or any(hmc_options.values()):
         return False
     if not (init == "prior" or isinstance(init, dict) and "W1" in init):
@@ -296,7 +292,7 @@ def offered_samplers(entry) -> tuple:
 
 def _one_device_plan(sampler: str, chain_method: str, n_devices: int, n_processes: int, num_chains: int,
                      record: tuple) -> RunPlan:
-    """The plan of a sampler that batches its chains on one device in one process (units, pt, smc)."""
+    """The plan of a sampler that batches its chains on one device in one process (units, smc)."""
     if chain_method not in ("auto", "vectorized") or n_processes > 1:
         raise ValueError(f"sampler={sampler!r} batches its chains on one device in one process: use chain_method "
                          f"'auto' or 'vectorized', got {chain_method!r}"
@@ -306,7 +302,7 @@ def _one_device_plan(sampler: str, chain_method: str, n_devices: int, n_processe
 
 def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samples, thinning, seed, record,
               chain_method: str, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init,
-              progress, log_likelihood, chunk_size, store, resume, exclude, site_thinning, reparam, warm_start,
+              progress, log_likelihood, chunk_size, store, resume, exclude, site_thinning, reparam,
               matmul_precision, n_devices: int, n_processes: int) -> RunPlan:
     """Check the arguments of :func:`bnnzoo.sample` (not the model's) and decide the chain method and engine.
 
@@ -372,7 +368,6 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     # long-run options (the chunked driver)
     if chunk_size is not None:
         check_int("chunk_size", chunk_size, 1)
-    check_int("warm_start", warm_start, 0)
     if resume and store is None:
         raise ValueError("resume=True needs store= (the folder of the run to continue)")
     if isinstance(exclude, str) or not isinstance(exclude, (list, tuple)):
@@ -392,6 +387,9 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                              + (f"zoo entry {entry.name!r} (it offers {list(offered)})" if entry is not None
                                 else f"a plain NumPyro model; zoo entries declare theirs (the fully-connected "
                                      f"nets: {list(REPARAMS)})"))
+    if "readout" in reparam and "data_space" not in reparam:     # dropped alone: benchmarks/results/keep_drop.md
+        raise ValueError(f"reparam={list(reparam)} is not offered: 'readout' only goes with 'data_space'; valid: "
+                         f"(), ('data_space',), ('readout', 'data_space')")
 
     if sampler == "units" and isinstance(init, str) and init != "prior":
         raise ValueError(f"init for sampler='units' must be 'prior' or a dict of starting values holding 'W1', got "
@@ -400,8 +398,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         raise ValueError(f"init={strategy_name(init)} applies to the HMC samplers (nuts, hmc, chees, snaper), not "
                          f"sampler={sampler!r}; use init='prior'")
     if isinstance(init, dict):
-        clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("reparam", reparam),
-                                ("warm_start", warm_start)) if v]
+        clash = [n for n, v in (("sampler='gibbs'", sampler == "gibbs"), ("reparam", reparam)) if v]
         if clash:
             raise ValueError(f"init as a dict of starting values cannot be combined with {', '.join(clash)}: the "
                              f"chains would not start from the given values")
@@ -409,13 +406,13 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
         raise ValueError(f"sampler='gibbs' (exact blocked Gibbs) needs activation='linear', got "
                          f"{kw.get('activation')!r}")
     given = refused(sampler, dict(chunk_size=chunk_size, store=store, resume=resume, site_thinning=site_thinning,
-                                  reparam=reparam, warm_start=warm_start, step_size=step_size, dense_mass=dense_mass,
+                                  reparam=reparam, step_size=step_size, dense_mass=dense_mass,
                                   target_accept=target_accept, max_tree_depth=max_tree_depth))
     if given:                                # the settings the engine declares it does not take
         raise ValueError(f"sampler={sampler!r} {ENGINES[sampler].refusal}; drop {given}")
     if sampler == "gibbs":                   # bnnzoo.inference.gibbs_linear: chains one after the other in memory
         return RunPlan("sequential", True, n_devices, n_processes, num_chains, record, ())
-    if not ENGINES[sampler].kernel:          # units, pt, smc: chains batched on one device, their own loop
+    if not ENGINES[sampler].kernel:          # units, smc: chains batched on one device, their own loop
         return _one_device_plan(sampler, chain_method, n_devices, n_processes, num_chains, record)
     if sampler in CHEES_LIKE:
         if num_chains < 2:
@@ -428,8 +425,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
     if n_processes > 1:
         check_sampler(sampler, num_chains, n_processes)
         local = num_chains // n_processes
-    engine_options = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam
-                          or warm_start)
+    engine_options = bool(chunk_size is not None or store is not None or exclude or site_thinning or reparam)
     method = chain_method
     if method == "auto":
         method = "sharded" if n_devices > 1 and local > 1 and local % n_devices == 0 else "vectorized"
@@ -443,7 +439,7 @@ def make_plan(entry, kw: dict, *, sampler: str, num_chains, num_warmup, num_samp
                              f"chain_method='vectorized'")
     if method == "sequential" and (engine_options or n_processes > 1):
         raise ValueError("chain_method='sequential' is not available with chunk_size / store / exclude / "
-                         "site_thinning / reparam / warm_start or several processes; use 'vectorized'")
+                         "site_thinning / reparam or several processes; use 'vectorized'")
     use_engine = bool(engine_options or method == "sharded" or sampler in CHEES_LIKE or n_processes > 1)
     return RunPlan(method, use_engine, n_devices, n_processes, local, record, reparam)
 
@@ -535,9 +531,9 @@ class RunSpec:
     ``n_processes``, ``local_chains``, ``reparam``); the kernel's settings (``step_size``, ``num_steps``,
     ``target_accept``, ``max_tree_depth``, ``dense_mass``, ``init``); what is reported and added (``progress``,
     ``log_likelihood``, ``posterior_predictive``, ``prior_predictive``); ``site_dims`` ({site: dims}); the
-    long-run options (``chunk_size``, ``store``, ``resume``, ``exclude``, ``site_thinning``, ``warm_start``);
+    long-run options (``chunk_size``, ``store``, ``resume``, ``exclude``, ``site_thinning``);
     ``site_means`` (the streamed kernels, {site: draws per mean}, :func:`streamed_kernels`);
-    ``matmul_precision``; ``tempering`` (the checked options of "pt" / "smc", None for the others);
+    ``matmul_precision``; ``tempering`` (the checked options of "smc", None for the others);
     ``chains_default`` (the backend whose default number of chains the run got, None when ``num_chains`` was
     given).
     """
@@ -578,7 +574,6 @@ class RunSpec:
     exclude: tuple
     site_thinning: dict
     site_means: dict
-    warm_start: int
     matmul_precision: Any
     tempering: Any
     chains_default: str | None = None
@@ -602,7 +597,7 @@ class RunSpec:
 def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_samples, sampler, seed, thinning,
               record, progress, chain_method, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init,
               log_likelihood, posterior_predictive, prior_predictive, dims, chunk_size, store, resume, exclude,
-              site_thinning, reparam, warm_start, matmul_precision, tempering, certify: bool = False) -> RunSpec:
+              site_thinning, reparam, matmul_precision, tempering, certify: bool = False) -> RunSpec:
     """Check the arguments of :func:`bnnzoo.sample` and the model's, and decide how the run goes: a
     :class:`RunSpec`.  The arguments are :func:`bnnzoo.sample`'s (``model_kwargs`` its ``**model_kwargs``;
     ``num_chains`` None: the backend's default, :func:`default_num_chains`; ``certify`` whether the run is
@@ -629,7 +624,7 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     if isinstance(sampler, str) and isinstance(num_chains, (int, np.integer)):
         serve = sampler == "auto" and certify and units_serve(
             entry, kw, task.X, init=init, num_chains=int(num_chains),
-            hmc_options=dict(site_thinning=site_thinning, reparam=reparam, warm_start=warm_start, step_size=step_size,
+            hmc_options=dict(site_thinning=site_thinning, reparam=reparam, step_size=step_size,
                              dense_mass=dense_mass, target_accept=target_accept, max_tree_depth=max_tree_depth != 10,
                              num_steps=num_steps, tempering=tempering))   # chunks and a store the units sampler keeps
         sampler = choose_sampler(sampler, entry, num_chains=int(num_chains), chain_method=chain_method,
@@ -640,7 +635,7 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
                      step_size=step_size, num_steps=num_steps, target_accept=target_accept,
                      max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, progress=progress,
                      log_likelihood=log_likelihood, chunk_size=chunk_size, store=store, resume=resume,
-                     exclude=exclude, site_thinning=site_thinning, reparam=reparam, warm_start=warm_start,
+                     exclude=exclude, site_thinning=site_thinning, reparam=reparam,
                      matmul_precision=matmul_precision, n_devices=jax.local_device_count(),
                      n_processes=jax.process_count())
     record, site_means = streamed_kernels(entry, kw, plan, sampler, record,
@@ -651,14 +646,13 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
     if record != plan.record:
         kw = dict(kw, record=record)
     if sampler in TEMPERING:
-        tempering = check_options(sampler, tempering, num_chains=num_chains, thinning=thinning, init=init)
+        tempering = check_options(tempering, num_chains=num_chains, thinning=thinning, init=init)
     elif tempering is not None:
-        raise ValueError(f"tempering options apply to sampler='pt' or 'smc', not sampler={sampler!r}")
+        raise ValueError(f"tempering options apply to sampler='smc', not sampler={sampler!r}")
     with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None   # every trace under it
           else contextlib.nullcontext()):
         check_memory(fn, task, kw, num_chains=int(num_chains), n_keep=int(num_samples) // int(thinning),
-                     skip=tuple(exclude) + tuple(site_thinning or ()) + tuple(site_means),
-                     num_replicas=int(tempering["num_replicas"]) if sampler == "pt" else 1)
+                     skip=tuple(exclude) + tuple(site_thinning or ()) + tuple(site_means))
     if dims is not None:
         site_dims = dims
     elif entry is not None:
@@ -679,6 +673,5 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
                    log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
                    prior_predictive=prior_predictive, site_dims=site_dims, chunk_size=chunk_size, store=store,
                    resume=resume, exclude=tuple(exclude), site_thinning=dict(site_thinning or {}),
-                   site_means=site_means,
-                   warm_start=int(warm_start), matmul_precision=matmul_precision, tempering=tempering,
+                   site_means=site_means, matmul_precision=matmul_precision, tempering=tempering,
                    chains_default=chains_default)

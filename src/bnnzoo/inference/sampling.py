@@ -118,7 +118,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
            posterior_predictive: bool = False, prior_predictive: bool = False,
            dims: dict | None = None, chunk_size: int | None = None, store=None, resume: bool = False,
            exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] | None = (),
-           warm_start: int = 0, matmul_precision: str | None = "highest",
+           matmul_precision: str | None = "highest",
            tempering: dict | None = None, **model_kwargs):
     """Sample the posterior of ``model`` on ``task`` and return it as ArviZ data.
 
@@ -157,14 +157,12 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         through the chunked driver; its readout weights can mix slowly: check their ESS before reading branches);
         "snaper" (the same sampler with the trajectory length tuned on the leading
         principal component of the whitened posterior, its slowest direction).  The docs compare their speed.
-        Tempering samplers (:mod:`bnnzoo.inference.tempering`, :mod:`bnnzoo.inference.smc`; options in
-        ``tempering``; in memory on one device, no ``step_size``, ``dense_mass``, ``max_tree_depth``, long-run
-        options or ``warm_start``): "pt" (non-reversible parallel tempering over the likelihood temperature, the
-        cold replica's draws kept, the ladder adapted during warm-up; ``chunk_size`` sets its jitted chunks);
-        "smc" (BlackJAX's adaptive tempered SMC from the prior with HMC mutations: each chain is an independent
-        SMC run whose ``num_samples`` particles are its draws; ``num_warmup`` is not used, ``thinning`` must be 1,
-        ``init`` "prior", two or more chains).  Both store the log evidence with its Monte Carlo error in
-        ``run_config(idata)["engine"]["log_evidence"]`` (:func:`bnnzoo.inference.tempering.log_evidence`).
+        "smc" (BlackJAX's adaptive tempered SMC from the prior with HMC mutations, :mod:`bnnzoo.inference.smc`;
+        options in ``tempering``; in memory on one device, no ``step_size``, ``dense_mass``, ``max_tree_depth`` or
+        long-run options: each chain is an independent SMC run whose ``num_samples`` particles are its draws;
+        ``num_warmup`` is not used, ``thinning`` must be 1, ``init`` "prior", two or more chains); it stores the log
+        evidence with its Monte Carlo error in ``run_config(idata)["engine"]["log_evidence"]``
+        (:func:`bnnzoo.inference.smc.log_evidence`).
     seed : int
         PRNG seed (>= 0).  The same seed gives the same draws with and without ``chunk_size`` / ``store``; the chain
         methods agree up to float rounding (:mod:`bnnzoo.inference.plan`).
@@ -185,11 +183,11 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     step_size : float or None
         Fixed leapfrog step (no adaptation); None adapts it.
     num_steps : int or None
-        HMC: leapfrog steps per draw (required); "pt" / "smc": the most leapfrog steps per HMC transition, each
-        iteration drawing from num_steps/2..num_steps (default 16).
+        HMC: leapfrog steps per draw (required); "smc": the most leapfrog steps per HMC transition, each
+        step drawing from num_steps/2..num_steps (default 16).
     target_accept : float or None
-        NUTS / HMC: mean acceptance (default 0.8); ChEES / SNAPER: harmonic-mean acceptance (default 0.651); "pt":
-        mean acceptance of each replica (default 0.651); "smc": of the mutations (default 0.8: their step size is
+        NUTS / HMC: mean acceptance (default 0.8); ChEES / SNAPER: harmonic-mean acceptance (default 0.651); "smc":
+        mean acceptance of the mutations (default 0.8: their step size is
         set once per tempering step, not averaged over a warm-up, so it keeps a margin against divergences).
     max_tree_depth : int
         NUTS: at most 2**max_tree_depth leapfrog steps per draw; ChEES / SNAPER: the same cap per iteration.
@@ -199,8 +197,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         "prior" (each chain starts from a prior draw), "uniform" (NumPyro's default, uniform in (-2, 2)), one of
         NumPyro's ``init_to_*`` strategies (e.g. ``numpyro.infer.init_to_median()``; HMC samplers only), or a
         dict {site name: array (chain, ...)} giving every latent site's starting value for each chain, in the
-        constrained space (the values a posterior draw holds); not with sampler="gibbs", ``reparam`` or
-        ``warm_start``.
+        constrained space (the values a posterior draw holds); not with sampler="gibbs" or ``reparam``.
     log_likelihood : bool
         Add the pointwise log-likelihood group ``log_likelihood`` {y: (chain, draw, point, class)} (large).
     posterior_predictive : bool
@@ -225,19 +222,16 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         {site: k}: record that site on every k-th kept draw only (group ``posterior_thinned``, dim
         ``draw_<site>`` holding the kept-draw indices); k must divide ``chunk_size``.
     reparam : sequence of str
-        Reparametrisations the entry offers (``ZooEntry.reparams``): "readout" (readout integrated out, drawn from
-        its Gaussian conditional) and/or "data_space" (first layer sampled as preactivations on the training
-        inputs); the posterior is unchanged (:mod:`bnnzoo.models.fcn_fast`).
-    warm_start : int
-        Adam steps on the potential energy from each chain's starting point before warm-up (0: off).
+        Reparametrisations the entry offers (``ZooEntry.reparams``): ("data_space",) (first layer sampled as
+        preactivations on the training inputs) or ("readout", "data_space") (the readout integrated out as well,
+        drawn from its Gaussian conditional); the posterior is unchanged (:mod:`bnnzoo.models.fcn_fast`).
+        "readout" alone is refused (benchmarks/results/keep_drop.md).
     matmul_precision : str or None
         float32 matrix-product precision while sampling (``jax.default_matmul_precision``): "highest" (default:
         true float32) keeps the posterior exact on GPUs, whose JAX default rounds float32 products to
         TensorFloat32; None leaves JAX's setting alone.  No effect on CPU.
     tempering : dict or None
-        Options of sampler="pt": ``num_replicas`` (12), ``beta_min`` (None: 1 / sd of the log-likelihood over prior
-        draws, at most 0.1), ``adapt_ladder`` (True), ``num_prior_draws`` (1000, for β_min and the evidence's β → 0
-        end); of sampler="smc": ``target_ess`` (0.5), ``num_mcmc_steps`` (10 HMC transitions per particle and
+        Options of sampler="smc": ``target_ess`` (0.5), ``num_mcmc_steps`` (10 HMC transitions per particle and
         step), ``max_steps`` (1000 tempering steps at most).  None: the defaults.
     **model_kwargs
         Model arguments; they override the entry's defaults (e.g. width=, temperature=).
@@ -267,7 +261,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
                      target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init,
                      log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
                      prior_predictive=prior_predictive, dims=dims, chunk_size=chunk_size, store=store, resume=resume,
-                     exclude=exclude, site_thinning=site_thinning, reparam=reparam, warm_start=warm_start,
+                     exclude=exclude, site_thinning=site_thinning, reparam=reparam,
                      matmul_precision=matmul_precision, tempering=tempering)
     key_run, key_pred = jax.random.split(jax.random.PRNGKey(spec.seed))
     with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None

@@ -6,8 +6,12 @@ to β = 1, each step choosing the next β so the effective sample size of the in
 of the particles, resampling (systematic) and mutating every particle by ``num_mcmc_steps`` HMC transitions
 (``blackjax.mcmc.hmc``).  Its weights give the log evidence, log Ẑ = Σ_t log mean_i exp((β_t − β_{t−1}) ℓ(θ_i)).
 
-What bnnzoo adds is the tuning of the mutations between steps and the mapping onto a run:
+What bnnzoo adds is the split of a model's density, the tuning of the mutations between steps and the mapping onto
+a run:
 
+* Prior and likelihood of any NumPyro model are split by site: the observed sample sites (``obs=``, which includes
+  ``numpyro.factor``) are the likelihood, every other sample site and the Jacobian of the unconstraining transforms
+  the prior (:class:`SplitDensity`).
 * Mutation kernel: before each step the diagonal inverse mass is the weighted variance of the particles (they
   represent the current π_β), and the step size is multiplied by exp(ā − ``target_accept``), ā the mean acceptance
   of the previous step's mutations; the number of leapfrog steps is drawn every step from ⌈L/2⌉..L.
@@ -34,7 +38,8 @@ What a run made by ``bnnzoo.sample(..., sampler="smc")`` holds besides the usual
 diverging if any transition diverged, n_steps), and in ``run_config(idata)["engine"]``: ``num_particles``,
 ``num_tempering_steps``, ``beta_path`` and ``ess_min`` per run, ``step_size`` and ``acceptance`` per run,
 ``log_z_per_chain``, ``options``, and ``log_evidence`` = {"value", "se", "method", "trustworthy", "reason"}, read by
-:func:`bnnzoo.inference.tempering.log_evidence`.
+:func:`log_evidence`, which also reads the runs stored by the parallel tempering of earlier versions (their
+provenance holds the same ``log_evidence`` record); :func:`bnnzoo.sample` warns when the evidence is not trustworthy.
 """
 
 from __future__ import annotations
@@ -42,18 +47,137 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Callable
+import warnings
+from functools import partial
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
+from numpyro import handlers
+from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import constrain_fn, potential_energy
+from numpyro.primitives import Messenger
 
-__all__ = ["tempered_smc", "combine_log_z", "smc_evidence_trust", "run_smc_chains", "MIN_RUNS", "MAX_LOG_Z_SD"]
+from .._log import user_stacklevel
+from ..models._checks import check_int
+from .convert import run_config
+
+__all__ = ["SplitDensity", "split_density", "tempered_smc", "combine_log_z", "smc_evidence_trust", "LogEvidence",
+           "log_evidence", "log_evidence_of", "check_options", "run_smc", "SMC_OPTIONS", "DEFAULT_NUM_STEPS",
+           "MIN_RUNS", "MAX_LOG_Z_SD"]
 
 _logger = logging.getLogger(__name__)
 
 MIN_RUNS = 4            # independent runs needed for a finite-variance error from their spread (Student's t, C − 1 dof)
 MAX_LOG_Z_SD = 1.0      # nats: a larger spread of the runs' log Z makes the Jensen bias s²/2 comparable to the error
+DEFAULT_NUM_STEPS = 16  # largest leapfrog count per mutation step
+SMC_OPTIONS = {"target_ess": 0.5, "num_mcmc_steps": 10, "max_steps": 1000}
+
+
+class _ScaleLatent(Messenger):
+    """Multiplies the ``scale`` of the sample sites not in ``obs_names`` by ``factor``: the latent sites and the
+    Jacobian factors that :func:`numpyro.infer.util.potential_energy` adds (they pass through every handler, this one
+    included, so they are scaled with the prior they belong to)."""
+
+    def __init__(self, fn, obs_names, factor):
+        self.obs_names, self.factor = frozenset(obs_names), factor
+        super().__init__(fn)
+
+    def process_message(self, msg):
+        if msg["type"] == "sample" and msg["name"] not in self.obs_names:
+            msg["scale"] = self.factor if msg["scale"] is None else self.factor * msg["scale"]
+
+
+class SplitDensity(NamedTuple):
+    """Prior and likelihood of a NumPyro model as functions of one flat unconstrained vector.
+
+    Attributes
+    ----------
+    logprior : callable x (D,) -> scalar, the log prior density of the unconstrained coordinates (the Jacobian of
+        the transforms to the constrained sites included).
+    loglik : callable x (D,) -> scalar, the log-likelihood: the sum of the observed sites' log densities (each with
+        its scale), ``numpyro.factor`` sites included.
+    unravel : callable x (D,) -> {site: unconstrained value}.
+    dim : D.
+    obs_names : the observed sites.
+    init : callable (key, n, strategy) -> (n, D) starting points: "prior" exact prior draws (NumPyro's
+        ``init_to_sample``), "uniform" uniform in (−2, 2) in the unconstrained space (``init_to_uniform``).
+    constrain : callable (x (n, D), model_kwargs) -> {site: (n, ...)}, every latent and deterministic site.
+    """
+
+    logprior: Callable
+    loglik: Callable
+    unravel: Callable
+    dim: int
+    obs_names: tuple
+    init: Callable
+    constrain: Callable
+
+
+def split_density(model, model_args: tuple, model_kwargs: dict) -> SplitDensity:
+    """Split the posterior of ``model(*model_args, **model_kwargs)`` into prior and likelihood (module docstring).
+
+    Parameters
+    ----------
+    model : a NumPyro model.
+    model_args, model_kwargs : its arguments (the data included).
+
+    Returns
+    -------
+    SplitDensity
+
+    Raises
+    ------
+    ValueError
+        if the model has no observed site (nothing to temper), no latent site, or a discrete latent site (HMC
+        needs gradients).
+    """
+    found = {}
+
+    def prior_draw(key):
+        """One prior draw of the latent sites, unconstrained (records the sites' kinds in ``found``)."""
+        tr = handlers.trace(handlers.seed(model, key)).get_trace(*model_args, **model_kwargs)
+        latent = {n: s for n, s in tr.items() if s["type"] == "sample" and not s.get("is_observed", False)}
+        found["obs"] = tuple(n for n, s in tr.items() if s["type"] == "sample" and s.get("is_observed", False))
+        found["discrete"] = [n for n, s in latent.items() if s["fn"].support.is_discrete]
+        if found["discrete"]:
+            return {}
+        return {n: biject_to(s["fn"].support).inv(s["value"]) for n, s in latent.items()}
+
+    # abstract evaluation: the site structure and shapes without running (or compiling) the model op by op
+    shapes = jax.eval_shape(prior_draw, jax.random.PRNGKey(0))
+    obs = found["obs"]
+    if found["discrete"]:
+        raise ValueError(f"sampler='smc' moves with HMC: the model has discrete latent sites {found['discrete']}")
+    if not obs:
+        raise ValueError("sampler='smc' tempers the likelihood: the model has no observed site (obs=) or "
+                         "numpyro.factor")
+    if not shapes:
+        raise ValueError("sampler='smc' needs a latent site to sample: the model has none")
+    flat0, unravel = ravel_pytree(jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), shapes))
+    prior_model = handlers.block(model, hide=list(obs))
+    lik_model = _ScaleLatent(model, obs, 0.0)
+
+    def logprior(x):
+        return -potential_energy(prior_model, model_args, model_kwargs, unravel(x))
+
+    def loglik(x):
+        return -potential_energy(lik_model, model_args, model_kwargs, unravel(x))
+
+    @partial(jax.jit, static_argnames=("n", "strategy"))
+    def init(key, n, strategy="prior"):
+        """(n, D) starting points: exact prior draws ("prior", NumPyro's init_to_sample) or uniform in (−2, 2) in
+        the unconstrained space ("uniform", NumPyro's init_to_uniform)."""
+        if strategy == "uniform":
+            return jax.random.uniform(key, (n, flat0.size), flat0.dtype, -2.0, 2.0)
+        return jax.vmap(lambda k: ravel_pytree(prior_draw(k))[0])(jax.random.split(key, n))
+
+    def constrain(x, kwargs):
+        return jax.vmap(lambda v: constrain_fn(model, model_args, kwargs, unravel(v), return_deterministic=True))(x)
+
+    return SplitDensity(logprior, loglik, unravel, int(flat0.size), obs, init, constrain)
 
 
 def tempered_smc(key, logprior: Callable, loglik: Callable, x0, *, target_ess: float = 0.5, num_mcmc_steps: int = 10,
@@ -64,7 +188,7 @@ def tempered_smc(key, logprior: Callable, loglik: Callable, x0, *, target_ess: f
     Parameters
     ----------
     key : JAX PRNG key.
-    logprior, loglik : callables x (D,) -> scalar (:class:`bnnzoo.inference.tempering.SplitDensity`).
+    logprior, loglik : callables x (D,) -> scalar (:class:`SplitDensity`).
     x0 : (C, n, D) prior draws: C populations of n particles.
     target_ess : fraction of n the effective sample size of each step's incremental weights is set to, in (0, 1).
     num_mcmc_steps : HMC transitions per particle and step.
@@ -215,26 +339,157 @@ def smc_evidence_trust(log_z) -> tuple[bool, str]:
     return True, ""
 
 
-def run_smc_chains(dens, post: Callable, *, key, k_init, num_chains: int, num_particles: int, target_ess: float,
-                   num_mcmc_steps: int, max_steps: int, num_steps: int, target_accept: float, progress: bool):
-    """``sampler="smc"`` for :func:`bnnzoo.sample` (called by :func:`bnnzoo.inference.tempering.run_tempering`).
+class LogEvidence(tuple):
+    """A run's log evidence, as :func:`log_evidence` reads it: unpacks as ``value, se, method``, with the checks'
+    outcome beside.
+
+    Attributes
+    ----------
+    value : log p(Y | X) (natural log, the likelihood's normalising constant included).
+    se : its Monte Carlo standard error.
+    method : how it was computed.
+    trustworthy : whether it passed the checks of its sampler (:func:`smc_evidence_trust`; a stored run of the
+        parallel tempering of earlier versions: the checks it made then).
+    reason : why it is not trustworthy ("" when it is).
+    """
+
+    def __new__(cls, value: float, se: float, method: str, trustworthy: bool, reason: str):
+        obj = super().__new__(cls, (float(value), float(se), str(method)))
+        obj.trustworthy, obj.reason = bool(trustworthy), str(reason)
+        return obj
+
+    def __getnewargs__(self):                       # pickling and copying
+        return (*self, self.trustworthy, self.reason)
+
+    value = property(lambda self: self[0])
+    se = property(lambda self: self[1])
+    method = property(lambda self: self[2])
+
+    def __repr__(self) -> str:
+        return (f"LogEvidence(value={self.value!r}, se={self.se!r}, method={self.method!r}, "
+                f"trustworthy={self.trustworthy!r}, reason={self.reason!r})")
+
+    def __str__(self) -> str:
+        num = f"{self.value:.4g} ± {self.se:.2g}"
+        return f"log evidence {num}" if self.trustworthy else f"log evidence not trustworthy: {self.reason} ({num})"
+
+
+def log_evidence(idata) -> LogEvidence:
+    """The log marginal likelihood log p(Y | X) that a run of ``sampler="smc"`` stored (or one
+    of ``sampler="pt"``, the parallel tempering of earlier versions).
 
     Parameters
     ----------
-    dens : :class:`bnnzoo.inference.tempering.SplitDensity` of the model.
-    post : callable x (C, n, D) -> {site: (C, n, ...)}.
-    key, k_init : PRNG keys of the run and of the prior draws.
-    num_chains : C independent SMC runs; num_particles : n particles each (the kept draws per chain).
-    target_ess, num_mcmc_steps, max_steps, num_steps, target_accept, progress : see :func:`tempered_smc`.
+    idata : a run made by :func:`bnnzoo.sample` (InferenceData / DataTree).
 
     Returns
     -------
-    (samples, fields, extra sample_stats, engine provenance) as
-    :func:`bnnzoo.inference.tempering.run_tempering` describes.
+    LogEvidence : unpacks as (value, se, method): the estimate, its Monte Carlo standard error and how it was
+        computed; ``.trustworthy`` and ``.reason`` say whether it passed its checks, and ``str()`` of it says
+        "not trustworthy: <reason>" when they failed.  A run stored before the checks existed reads as not
+        trustworthy ("not checked").
+
+    Raises
+    ------
+    ValueError
+        if the run holds no evidence (a sampler other than "smc", or not made by :func:`bnnzoo.sample`).
     """
+    return log_evidence_of(run_config(idata).get("engine", {}))
+
+
+def log_evidence_of(engine: dict) -> LogEvidence:
+    """:func:`log_evidence` from a run's engine provenance (``run_config(idata)["engine"]``).
+
+    Raises
+    ------
+    ValueError
+        if ``engine`` holds no evidence.
+    """
+    ev = engine.get("log_evidence") if isinstance(engine, dict) else None
+    if not isinstance(ev, dict):
+        raise ValueError("this run holds no log evidence: only sampler='smc' computes it")
+    trust = ev.get("trustworthy")
+    reason = str(ev.get("reason", "")) if trust is not None else "not checked (a run stored before the checks)"
+    return LogEvidence(float(ev["value"]), float(ev["se"]), str(ev["method"]), bool(trust), reason)
+
+
+def check_options(options, *, num_chains: int, thinning: int, init) -> dict:
+    """The options of ``sampler="smc"`` (``tempering=``) with their defaults filled in, checked.
+
+    Parameters
+    ----------
+    options : dict or None: the keys of :data:`SMC_OPTIONS`.
+    num_chains, thinning, init : the run's settings (SMC needs two chains, thinning 1 and init "prior").
+
+    Returns
+    -------
+    dict : every option.
+
+    Raises
+    ------
+    ValueError
+        on an unknown option or a bad value.
+    """
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"tempering must be a dict of options, got {options!r}")
+    unknown = [k for k in (options or {}) if k not in SMC_OPTIONS]
+    if unknown:
+        raise ValueError(f"tempering: unknown option(s) {unknown} for sampler='smc'; valid: {list(SMC_OPTIONS)}")
+    opts = dict(SMC_OPTIONS, **(options or {}))
+    t = opts["target_ess"]
+    if isinstance(t, bool) or not isinstance(t, (int, float, np.number)) or not 0 < t < 1:
+        raise ValueError(f"tempering['target_ess'] must be a number in (0, 1), got {t!r}")
+    check_int("tempering['num_mcmc_steps']", opts["num_mcmc_steps"], 1)
+    check_int("tempering['max_steps']", opts["max_steps"], 1)
+    if num_chains < 2:
+        raise ValueError("sampler='smc' runs one independent SMC population per chain and takes the Monte Carlo "
+                         f"error of log Z from their spread: num_chains must be >= 2 ({MIN_RUNS} or more for "
+                         "an error bar that can be trusted)")
+    if thinning != 1:
+        raise ValueError(f"sampler='smc' draws independent particles: thinning must be 1, got {thinning}")
+    if not (isinstance(init, str) and init == "prior"):
+        raise ValueError("sampler='smc' starts from the prior: init must be 'prior', got "
+                         + (repr(init) if isinstance(init, str) else "a dict of starting values"))
+    return opts
+
+
+def run_smc(spec, key):
+    """Run ``sampler="smc"`` for :func:`bnnzoo.sample`.
+
+    Parameters
+    ----------
+    spec : the run's checked :class:`~bnnzoo.inference.plan.RunSpec`: its model, task and model arguments, sizes
+        (``num_chains`` independent SMC runs of ``num_samples`` particles each, the kept draws per chain),
+        ``num_steps``, ``target_accept``, ``exclude``, ``progress`` and ``tempering`` (:func:`check_options`'s
+        result).
+    key : JAX PRNG key of the run.
+
+    Returns
+    -------
+    (samples {site: (chain, draw, ...)} with ``f_test`` when the task has a test set, fields {NumPyro extra-field
+    name: (chain, draw)} for :func:`bnnzoo.inference.convert.sample_stats`, engine provenance dict)
+    """
+    fn, task, kw, options = spec.model, spec.task, spec.model_kwargs, spec.tempering
+    num_chains, num_particles = spec.num_chains, spec.num_samples
+    dens = split_density(fn, (task.X, task.Y), kw)
+    post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
+    excluded = set(spec.exclude) | set(dens.obs_names)
+    constrain = jax.jit(lambda x: {k: v for k, v in dens.constrain(x, post_kw).items() if k not in excluded})
+
+    def post(x):                                  # (C, n, D) -> sites (C, n, ...)
+        x = np.asarray(x)
+        C, n = x.shape[:2]
+        flat = constrain(x.reshape((C * n,) + x.shape[2:]))
+        return {k: np.asarray(v).reshape((C, n) + v.shape[1:]) for k, v in flat.items()}
+
+    L = DEFAULT_NUM_STEPS if spec.num_steps is None else int(spec.num_steps)
+    target = 0.8 if spec.target_accept is None else float(spec.target_accept)
+    target_ess, num_mcmc_steps = float(options["target_ess"]), int(options["num_mcmc_steps"])
+    _, k_init, k_run = jax.random.split(key, 3)
     x0 = dens.init(k_init, num_chains * num_particles, "prior").reshape(num_chains, num_particles, dens.dim)
-    res = tempered_smc(key, dens.logprior, dens.loglik, x0, target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
-                       num_steps=num_steps, target_accept=target_accept, max_steps=max_steps, progress=progress)
+    res = tempered_smc(k_run, dens.logprior, dens.loglik, x0, target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
+                       num_steps=L, target_accept=target, max_steps=int(options["max_steps"]),
+                       progress=spec.progress)
     draws = post(res["particles"])
     s = res["stats"]
     fields = {"diverging": s["diverging"], "adapt_state.step_size": s["step_size"], "num_steps": s["num_steps"],
@@ -242,7 +497,7 @@ def run_smc_chains(dens, post: Callable, *, key, k_init, num_chains: int, num_pa
     value, se = combine_log_z(res["log_z"])
     trust, why = smc_evidence_trust(res["log_z"])
     cfg = {"chain_method": "vectorized", "num_particles": num_particles, "target_ess": target_ess,
-           "num_mcmc_steps": num_mcmc_steps, "num_steps": num_steps, "target_accept": target_accept,
+           "num_mcmc_steps": num_mcmc_steps, "num_steps": L, "target_accept": target,
            "num_tempering_steps": res["num_tempering_steps"].tolist(),
            "beta_path": [[round(float(b), 8) for b in row] for row in res["betas"]],
            "ess_min": [float(np.min(row)) for row in res["ess"]],
@@ -254,4 +509,7 @@ def run_smc_chains(dens, post: Callable, *, key, k_init, num_chains: int, num_pa
                                       f"(Student's t, {num_chains - 1} degrees of freedom)",
                             "trustworthy": trust, "reason": why},
            "timing": res["timing"]}
-    return draws, fields, {}, cfg
+    if not trust:                                 # said at sampling time too
+        warnings.warn(f"log evidence not trustworthy: {why} ({value:.4g} ± {se:.2g})", RuntimeWarning,
+                      stacklevel=user_stacklevel())
+    return draws, fields, cfg

@@ -436,8 +436,7 @@ for _name, _act, _ro, _task_kw, _desc in _ENTRIES:
                          "(GP limit)" if _lazy else _desc),
             reference="van Meegen & Sompolinsky, Nat. Commun. 16, 3354 (2025); docs/theory.md §1-3"
                       + ("; Li & Sompolinsky 2021 (lazy regime)" if _lazy else ""),
-            samplers=("nuts", "hmc", "chees", "snaper", "pt", "smc", "units") + (("gibbs",) if _act == "linear"
-                                                                                  else ()),
+            samplers=("nuts", "hmc", "chees", "snaper", "smc", "units") + (("gibbs",) if _act == "linear" else ()),
             reparams=("readout", "data_space"),
             populations=_fcn_populations(_act, _lazy),
         ))

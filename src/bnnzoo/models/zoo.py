@@ -158,11 +158,11 @@ class ZooEntry:
         token dimension; an FCN's unresolved ``sigma_a2=None``).
     samplers : tuple of str
         The samplers :func:`bnnzoo.sample` may run on this entry (``bnnzoo.inference.SAMPLERS``; "gibbs", the exact
-        blocked Gibbs sampler, for the linear fully-connected nets only; "pt" and "smc", the tempering samplers,
-        for every entry with a likelihood).
+        blocked Gibbs sampler, for the linear fully-connected nets only; "smc", the tempered sampler, for every
+        entry with a likelihood).
     reparams : tuple of str
         The reparametrisations :func:`bnnzoo.sample` may use (``bnnzoo.inference.REPARAMS``; the fully-connected
-        nets: "readout", "data_space").
+        nets: "readout", "data_space", the first only with the second).
     auto_sampler : str
         The sampler ``sampler="auto"`` runs on this entry with two or more chains: the one the performance
         benchmark (``benchmarks/results/merit_cpu.md``) found fastest on it; one of ``samplers``.
@@ -190,7 +190,7 @@ class ZooEntry:
     forward: Callable | None = None
     likelihood_variance: Callable[[dict], float] | None = None
     prior_variances: Callable[..., dict[str, float]] | None = None
-    samplers: tuple[str, ...] = ("nuts", "hmc", "chees", "snaper", "pt", "smc")
+    samplers: tuple[str, ...] = ("nuts", "hmc", "chees", "snaper", "smc")
     reparams: tuple[str, ...] = ()
     auto_sampler: str = "snaper"
     populations: PopulationSpec | None = None

@@ -152,7 +152,7 @@ def sample(model, task, *, certify: bool | Sequence[str] = False, **kwargs):
         more).  The run then holds all families' chains along ``chain`` (a ``family`` coordinate names each chain's
         family) and the comparison in the attribute ``bnnzoo_certification`` and in
         ``run_config(idata)["certification"]``.  Needs a zoo entry, two or more chains per family,
-        ``init="prior"``, no ``warm_start``, ``reparam`` or sampler "gibbs" / "smc".  With ``store``, each family
+        ``init="prior"``, no ``reparam`` or sampler "gibbs" / "smc".  With ``store``, each family
         runs into its own store and ``resume=True`` runs only what is left (module docstring, "Store").  False
         (default): one run of :func:`bnnzoo.inference.sample`.
 
@@ -214,7 +214,7 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
     ------
     ValueError
         a bad ``certify``, an entry without population observables, a family the entry does not offer, fewer than
-        two chains per family, or an option certification cannot take (warm_start, reparam, a given ``init``,
+        two chains per family, or an option certification cannot take (reparam, a given ``init``,
         sampler="gibbs" or "smc", which cannot start from given values).
     """
     if entry is None or getattr(entry, "populations", None) is None:
@@ -249,7 +249,6 @@ def check_certify(certify, entry, call: dict) -> tuple[str, ...]:
                          f"family (4 or more advised), got {n!r}")
     reparam, init = call.get("reparam"), call.get("init", "prior")
     given = [name for name, set_ in (
-        ("warm_start", call.get("warm_start", 0) != 0),
         ("reparam", reparam is not None and (isinstance(reparam, str) or len(reparam) > 0)),
         ("init", not (isinstance(init, str) and init == "prior")),
         ("sampler='gibbs'", call.get("sampler") == "gibbs"),

@@ -6,14 +6,14 @@ needs and refuses, whether every entry offers it), which :mod:`bnnzoo.inference.
 
 * :mod:`.kernels`: "nuts", "hmc", "chees", "snaper", NumPyro kernels run by :mod:`.chunked` (the chunked driver) or
   :mod:`.mcmc` (NumPyro's loop);
-* :mod:`.gibbs`: "gibbs"; :mod:`.units`: "units"; :mod:`.tempering`: "pt" and "smc".
+* :mod:`.gibbs`: "gibbs"; :mod:`.units`: "units"; :mod:`.smc`: "smc".
 
 A new sampler is a module here with its ``draw`` and its ``Engine`` record, listed in :data:`ENGINES`.
 """
 
 from __future__ import annotations
 
-from . import gibbs, kernels, tempering, units
+from . import gibbs, kernels, smc, units
 from ._base import OPTIONS, Draws, Engine
 from ._base import check_num_steps as _check_num_steps
 
@@ -21,7 +21,7 @@ __all__ = ["ENGINES", "SAMPLERS", "CHEES_LIKE", "TEMPERING", "NUM_STEPS_SAMPLERS
            "Engine", "check_num_steps", "refused"]
 
 ENGINES = {name: kernels.ENGINES[name] for name in ("nuts", "hmc")} | {"gibbs": gibbs.ENGINE} \
-    | {name: kernels.ENGINES[name] for name in ("chees", "snaper")} | tempering.ENGINES | {"units": units.ENGINE}
+    | {name: kernels.ENGINES[name] for name in ("chees", "snaper")} | {"smc": smc.ENGINE, "units": units.ENGINE}
 """{sampler name: Engine}, in the order the samplers are listed to users."""
 
 SAMPLERS = tuple(ENGINES)

@@ -16,7 +16,7 @@ from ...models.fcn_fast import fcn_fast
 from ..convert import gibbs_warmup_datasets, jsonable, thinned_dataset, versions
 from ..store import fingerprint
 
-OPTIONS = ("chunk_size", "store", "resume", "site_thinning", "reparam", "warm_start", "step_size", "dense_mass",
+OPTIONS = ("chunk_size", "store", "resume", "site_thinning", "reparam", "step_size", "dense_mass",
            "target_accept", "max_tree_depth")
 """The settings of :func:`bnnzoo.sample` an engine may refuse (:attr:`Engine.refuses`), in the order a refusal names
 them."""
@@ -82,7 +82,7 @@ class Draws:
 
 def check_num_steps(engines: dict, sampler: str, num_steps, *, cli: bool = False) -> None:
     """The one rule for ``num_steps`` over the declared ``engines`` ({name: Engine}): an engine that ``needs`` it
-    (sampler="hmc") gets it, those that ``take`` it ("hmc", "pt", "smc": leapfrog steps per draw or per HMC move)
+    (sampler="hmc") gets it, those that ``take`` it ("hmc", "smc": leapfrog steps per draw or per HMC move)
     may, no other sampler does.
 
     Parameters
@@ -133,7 +133,7 @@ def store_manifest(spec, sampler_cfg: dict, chunk_size: int, **extra) -> dict:
                  seed=spec.seed, num_chains=spec.num_chains, num_warmup=spec.num_warmup,
                  num_samples=spec.num_samples, thinning=spec.thinning, chunk_size=chunk_size,
                  exclude=list(spec.exclude), site_thinning=jsonable(spec.site_thinning or {}),
-                 reparam=list(spec.reparam), warm_start=spec.warm_start,
+                 reparam=list(spec.reparam), warm_start=0,   # the removed option: keeps older stores' fingerprints
                  **({"site_means": jsonable(spec.site_means)} if spec.site_means else {}),
                  task=jsonable(task.meta), **extra)
     arrays = [task.X, task.Y] + ([task.X_test] if task.X_test is not None else [])

@@ -18,9 +18,7 @@ from ..chees import ChEES, trajectory_growth
 from ..chunked import STAT_FIELDS, engine_chunk_size, run_chunked
 from ..convert import sample_stats, thinned_dataset, warmup_datasets
 from ..distributed import gather_chains, local_chains
-from ..initialize import init_strategy
 from ..store import RunStore
-from ..warmstart import warm_start_params
 from ._base import Draws, store_manifest
 
 TRAJECTORY_GROWTH_WARN = 2.0
@@ -72,15 +70,10 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     chunk_size = engine_chunk_size(spec.chunk_size, spec.num_samples // thinning, store, site_thinning)
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
 
-    ws_timing = {"warm_start_s": 0.0}
     if init_params is not None and n_proc > 1 and not coupled:   # this process's chains
         init_params = jax.tree.map(lambda v: v[chain0:chain0 + n_local], init_params)
     if init_params is not None and np.ndim(init_keys) == 1:      # one chain: the kernel takes unbatched values
         init_params = jax.tree.map(lambda v: v[0], init_params)
-    if spec.warm_start:
-        n_init = len(init_keys) if init_keys.ndim == 2 else 1      # every chain's keys for coupled multi-process
-        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_init, init_strategy(spec.init),
-                                        spec.warm_start, timing=ws_timing)
 
     run_store, manifest = None, None
     if store is not None:
@@ -95,7 +88,6 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
                           chain_method=spec.chain_method, init_params=init_params, exclude=spec.exclude,
                           site_thinning=site_thinning, site_means=spec.site_means, store=run_store,
                           resume=spec.resume, manifest=manifest, progress=spec.progress)
-    timing = dict(res.timing, **ws_timing)
     if n_proc > 1:                         # every process gets all chains, in chain order
         warm_t = res.warmup.get("time")
         res = dataclasses.replace(
@@ -106,8 +98,8 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     cfg = dict(chain_method=spec.chain_method, chunk_size=chunk_size,
                store=None if spec.store is None else str(spec.store), exclude=list(spec.exclude),
                site_thinning=dict(site_thinning or {}), site_means=dict(spec.site_means), reparam=list(spec.reparam),
-               warm_start=spec.warm_start, n_devices=n_dev, resumed_from_block=res.resumed_from_block,
-               n_processes=n_proc, process_index=proc, timing={k: round(v, 4) for k, v in timing.items()})
+               n_devices=n_dev, resumed_from_block=res.resumed_from_block,
+               n_processes=n_proc, process_index=proc, timing={k: round(v, 4) for k, v in res.timing.items()})
     if res.store_versions is not None:      # a resume under other library versions: both are on record
         cfg["store_versions"] = res.store_versions
 

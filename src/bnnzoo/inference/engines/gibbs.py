@@ -13,6 +13,6 @@ def draw(spec, key_run, key_pred, init_params):
 
 
 ENGINE = Engine("gibbs", "bnnzoo.inference.gibbs_linear", draw, every_entry=False,
-                refuses=("chunk_size", "store", "resume", "site_thinning", "reparam", "warm_start", "step_size",
+                refuses=("chunk_size", "store", "resume", "site_thinning", "reparam", "step_size",
                          "dense_mass"),
                 refusal="runs in memory without HMC settings")

@@ -25,6 +25,6 @@ def draw(spec, key_run, key_pred, init_params):
 
 
 ENGINE = Engine("units", "bnnzoo.inference.units", draw, every_entry=False,
-                refuses=("site_thinning", "reparam", "warm_start", "step_size", "dense_mass", "target_accept",
+                refuses=("site_thinning", "reparam", "step_size", "dense_mass", "target_accept",
                          "max_tree_depth"),
                 refusal="takes no HMC settings (and no site_thinning)")
