@@ -791,13 +791,14 @@ def check_options(sampler: str, options, *, num_chains: int, thinning: int, init
 
 
 def run_tempering(spec, key, init_params: dict | None = None):
-    """Run ``spec.sampler`` ("pt" or "smc") for :func:`bnnzoo.sample`.
+    """Run ``spec.sampler.name`` ("pt" or "smc") for :func:`bnnzoo.sample`.
 
     Parameters
     ----------
-    spec : the run's checked :class:`~bnnzoo.inference.plan.RunSpec`: its model, task and model arguments, sizes,
-        ``init``, ``num_steps``, ``target_accept``, ``chunk_size``, ``exclude``, ``progress`` and ``tempering``
-        (:func:`check_options`'s result).
+    spec : the run's checked :class:`~bnnzoo.inference.plan.RunSpec`: its model, task and model arguments, the
+        chains' sizes (``spec.chains``), the sampler's ``init``, ``num_steps``, ``target_accept`` and ``tempering``
+        (:func:`check_options`'s result; ``spec.sampler``), ``exclude`` and ``progress`` (``spec.recording``) and
+        ``chunk_size`` (``spec.store``).
     key : JAX PRNG key of the run.
     init_params : {site: (chain, ...)} unconstrained starting values (``init`` given as a dict): every replica of
         chain c starts from row c.
@@ -808,13 +809,14 @@ def run_tempering(spec, key, init_params: dict | None = None):
     name: (chain, draw)} for :func:`bnnzoo.inference.convert.sample_stats`, extra sample_stats {name: (chain, draw)},
     engine provenance dict)
     """
-    sampler, fn, task, kw, options = spec.sampler, spec.model, spec.task, spec.model_kwargs, spec.tempering
-    num_chains, num_warmup, num_samples, thinning = spec.num_chains, spec.num_warmup, spec.num_samples, spec.thinning
-    init, num_steps, target_accept, progress = spec.init, spec.num_steps, spec.target_accept, spec.progress
+    sm, c = spec.sampler, spec.chains
+    sampler, fn, task, kw, options = sm.name, spec.model, spec.task, spec.model_kwargs, sm.tempering
+    num_chains, num_warmup, num_samples, thinning = c.num_chains, c.num_warmup, c.num_samples, c.thinning
+    init, num_steps, target_accept, progress = sm.init, sm.num_steps, sm.target_accept, spec.recording.progress
     X, Y = task.X, task.Y
     dens = split_density(fn, (X, Y), kw)
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
-    excluded = set(spec.exclude) | set(dens.obs_names)
+    excluded = set(spec.recording.exclude) | set(dens.obs_names)
     constrain = jax.jit(lambda x: {k: v for k, v in dens.constrain(x, post_kw).items() if k not in excluded})
 
     def post(x):                                  # (C, n, D) -> sites (C, n, ...)
@@ -856,7 +858,7 @@ def run_tempering(spec, key, init_params: dict | None = None):
                              thinning=thinning, ladder=geometric_ladder(K, float(beta_min)),
                              adapt_ladder=bool(options["adapt_ladder"]),
                              inv_mass=np.maximum(prior_var, 1e-8), target_accept=target, num_steps=L,
-                             chunk_size=spec.chunk_size, post=post, progress=progress)
+                             chunk_size=spec.store.chunk_size, post=post, progress=progress)
     ev = thermodynamic_integration(res.ladder, res.loglik, prior_ell)
     trust, why = pt_evidence_trust(ev, res.round_trips)
     s = res.stats

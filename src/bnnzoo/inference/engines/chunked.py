@@ -30,14 +30,14 @@ def _make_post(spec, key_pred, post_kw):
     """``make_post`` of the driver: the kernel's own post-processing, or, for a reparametrised model
     (:mod:`bnnzoo.models.fcn_fast`), every kept draw's conditional sites drawn with a key of the seed, the draw
     index and the chain, so chunks and resumes leave them unchanged."""
-    X, Y = spec.task.X, spec.task.Y
-    if not spec.reparam:
+    X, Y, reparam = spec.task.X, spec.task.Y, spec.sampler.reparam
+    if not reparam:
         def make_post(k):
             pp = k.postprocess_fn((X, Y), post_kw)
             return lambda z, chain_ids, draw: jax.vmap(pp)(z)
         return make_post
-    cond_fn = partial(fcn_fast, integrate_readout="readout" in spec.reparam,
-                      data_space="data_space" in spec.reparam, conditional=True)
+    cond_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam,
+                      conditional=True)
 
     def make_post(_kernel):
         def one(zc, cid, draw):
@@ -54,12 +54,12 @@ def _make_post(spec, key_pred, post_kw):
 def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     """The chunked driver: every sampler with a NumPyro kernel when the plan says so (ChEES / SNAPER, sharded
     chains, the long-run options)."""
-    task, kw, num_chains, thinning = spec.task, spec.model_kwargs, spec.num_chains, spec.thinning
-    store, site_thinning, X, Y = spec.store, spec.site_thinning, task.X, task.Y
+    s, c, r = spec.sampler, spec.chains, spec.recording
+    task, kw, num_chains, thinning = spec.task, spec.model_kwargs, c.num_chains, c.thinning
+    store, site_thinning, X, Y = spec.store.path, r.site_thinning, task.X, task.Y
     coupled = isinstance(kernel, ChEES)    # one program over every chain: every process initialises all of them
-    sampler_cfg = dict(sampler=spec.sampler, step_size=spec.step_size, num_steps=spec.num_steps,
-                       target_accept=spec.target_accept, max_tree_depth=spec.max_tree_depth,
-                       dense_mass=spec.dense_mass, init=spec.init_summary())
+    sampler_cfg = dict(sampler=s.name, step_size=s.step_size, num_steps=s.num_steps, target_accept=s.target_accept,
+                       max_tree_depth=s.max_tree_depth, dense_mass=s.dense_mass, init=s.init_summary())
     n_dev, n_proc, proc = jax.local_device_count(), jax.process_count(), jax.process_index()
     init_keys = jax.random.split(key_run, num_chains) if num_chains > 1 else key_run
     chain0, n_local = 0, num_chains
@@ -69,7 +69,7 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
             init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]
         if store is not None:
             store = Path(store) / f"process_{proc}"
-    chunk_size = engine_chunk_size(spec.chunk_size, spec.num_samples // thinning, store, site_thinning)
+    chunk_size = engine_chunk_size(spec.store.chunk_size, c.num_samples // thinning, store, site_thinning)
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
 
     ws_timing = {"warm_start_s": 0.0}
@@ -77,10 +77,10 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
         init_params = jax.tree.map(lambda v: v[chain0:chain0 + n_local], init_params)
     if init_params is not None and np.ndim(init_keys) == 1:      # one chain: the kernel takes unbatched values
         init_params = jax.tree.map(lambda v: v[0], init_params)
-    if spec.warm_start:
+    if c.warm_start:
         n_init = len(init_keys) if init_keys.ndim == 2 else 1      # every chain's keys for coupled multi-process
-        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_init, init_strategy(spec.init),
-                                        spec.warm_start, timing=ws_timing)
+        init_params = warm_start_params(kernel.model, (X, Y), kw, init_keys, n_init, init_strategy(s.init),
+                                        c.warm_start, timing=ws_timing)
 
     run_store, manifest = None, None
     if store is not None:
@@ -90,11 +90,11 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="There are not enough devices")
         res = run_chunked(kernel, model_args=(X, Y), model_kwargs=kw, make_post=_make_post(spec, key_pred, post_kw),
-                          init_keys=init_keys, num_chains=n_local, chain_offset=chain0, num_warmup=spec.num_warmup,
-                          num_samples=spec.num_samples, thinning=thinning, chunk_size=chunk_size,
-                          chain_method=spec.chain_method, init_params=init_params, exclude=spec.exclude,
-                          site_thinning=site_thinning, site_means=spec.site_means, store=run_store,
-                          resume=spec.resume, manifest=manifest, progress=spec.progress)
+                          init_keys=init_keys, num_chains=n_local, chain_offset=chain0, num_warmup=c.num_warmup,
+                          num_samples=c.num_samples, thinning=thinning, chunk_size=chunk_size,
+                          chain_method=c.method, init_params=init_params, exclude=r.exclude,
+                          site_thinning=site_thinning, site_means=r.site_means, store=run_store,
+                          resume=spec.store.resume, manifest=manifest, progress=r.progress)
     timing = dict(res.timing, **ws_timing)
     if n_proc > 1:                         # every process gets all chains, in chain order
         warm_t = res.warmup.get("time")
@@ -103,10 +103,10 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
             thinned=gather_chains(res.thinned),
             warmup=dict(gather_chains({k: v for k, v in res.warmup.items() if k != "time"}),
                         **({} if warm_t is None else {"time": warm_t})))
-    cfg = dict(chain_method=spec.chain_method, chunk_size=chunk_size,
-               store=None if spec.store is None else str(spec.store), exclude=list(spec.exclude),
-               site_thinning=dict(site_thinning or {}), site_means=dict(spec.site_means), reparam=list(spec.reparam),
-               warm_start=spec.warm_start, n_devices=n_dev, resumed_from_block=res.resumed_from_block,
+    cfg = dict(chain_method=c.method, chunk_size=chunk_size,
+               store=None if spec.store.path is None else str(spec.store.path), exclude=list(r.exclude),
+               site_thinning=dict(site_thinning or {}), site_means=dict(r.site_means), reparam=list(s.reparam),
+               warm_start=c.warm_start, n_devices=n_dev, resumed_from_block=res.resumed_from_block,
                n_processes=n_proc, process_index=proc, timing={k: round(v, 4) for k, v in timing.items()})
     if res.store_versions is not None:      # a resume under other library versions: both are on record
         cfg["store_versions"] = res.store_versions
@@ -115,12 +115,12 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     f_test = samples.pop("f_test", None)
     warmup = None
     if res.warmup:
-        warmup = warmup_datasets(res, spec.site_dims)
+        warmup = warmup_datasets(res, r.dims)
         if coupled:
-            _check_trajectory_settled(spec.sampler, res.warmup, cfg)
+            _check_trajectory_settled(s.name, res.warmup, cfg)
     return Draws(samples=samples, stats=sample_stats({src: res.stats[stat] for src, stat in STAT_FIELDS.items()}),
                  f_test=f_test, engine=cfg,
-                 thinned=thinned_dataset(res, spec.site_dims, spec.site_means) if res.thinned else None,
+                 thinned=thinned_dataset(res, r.dims, r.site_means) if res.thinned else None,
                  warmup=warmup)
 
 

@@ -10,11 +10,11 @@ from ._base import Draws, Engine
 
 
 def draw(spec, key_run, key_pred, init_params) -> Draws:
-    """The tempering run of ``spec.sampler``, its options in ``spec.tempering``."""
+    """The tempering run of ``spec.sampler.name``, its options in ``spec.sampler.tempering``."""
     samples, fields, extra_stats, cfg = run_tempering(spec, key_run, init_params)
     f_test = samples.pop("f_test", None)
     return Draws(samples=samples, stats=dict(sample_stats(fields), **extra_stats), f_test=f_test,
-                 engine=dict(cfg, options=spec.tempering))
+                 engine=dict(cfg, options=spec.sampler.tempering))
 
 
 _REFUSES = ("store", "resume", "site_thinning", "reparam", "warm_start", "step_size", "dense_mass", "max_tree_depth")
