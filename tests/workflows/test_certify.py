@@ -555,4 +555,4 @@ def test_a_store_does_not_change_the_sampler_auto_picks_for_a_certified_run(tmp_
     for extra in ({}, dict(store=tmp_path / "s", chunk_size=2)):
         args = dict(defaults, num_chains=4, **extra)
         spec = make_spec("sigmoidal", toy_task(P=8), model_kwargs=dict(width=4), certify=True, **args)
-        assert spec.sampler == "units", extra
+        assert spec.sampler.name == "units", extra

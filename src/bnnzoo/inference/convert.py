@@ -219,7 +219,7 @@ def lead_coords(draws) -> tuple[tuple, dict]:
 def posterior_group(spec, draws) -> xr.Dataset:
     """``posterior``: every recorded site but the observations, with the entry's (or the given) dims."""
     lead, coords = lead_coords(draws)
-    return dataset({k: v for k, v in draws.samples.items() if k != "y"}, spec.site_dims, lead, coords)
+    return dataset({k: v for k, v in draws.samples.items() if k != "y"}, spec.recording.dims, lead, coords)
 
 
 def sample_stats_group(spec, draws) -> xr.Dataset:
@@ -299,9 +299,10 @@ def provenance(spec, draws, wall_time_s: float, library: str = "numpyro") -> dic
     library that drew (the engine's ``Engine.library``): NumPyro, a bnnzoo module (bnnzoo's version) or another
     package (its installed version, read without importing it)."""
     n_div = int(np.asarray(draws.stats["diverging"]).sum())
+    c = spec.chains
     config = dict(model=spec.name, model_kwargs=jsonable(dict(spec.model_kwargs)), task=jsonable(spec.task.meta),
-                  task_name=spec.task.name, sampler=jsonable(spec.sampler_config()), seed=spec.seed,
-                  versions=versions(), record=list(spec.record), divergences=n_div,
+                  task_name=spec.task.name, sampler=jsonable(spec.sampler_config()), seed=c.seed,
+                  versions=versions(), record=list(spec.recording.record), divergences=n_div,
                   wall_time_s=round(wall_time_s, 3),
                   created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     if draws.engine is not None:
@@ -312,9 +313,9 @@ def provenance(spec, draws, wall_time_s: float, library: str = "numpyro") -> dic
         lib_version = numpyro.__version__
     else:                                 # e.g. blackjax: its version without importing it here (0.4 s)
         lib_version = importlib.metadata.version(library)
-    attrs = {"bnnzoo_config": json.dumps(config), "model": spec.name, "sampler": spec.sampler, "seed": spec.seed,
-             "num_chains": spec.num_chains, "num_warmup": spec.num_warmup, "num_samples": spec.num_samples,
-             "thinning": spec.thinning, "inference_library": library,
+    attrs = {"bnnzoo_config": json.dumps(config), "model": spec.name, "sampler": spec.sampler.name, "seed": c.seed,
+             "num_chains": c.num_chains, "num_warmup": c.num_warmup, "num_samples": c.num_samples,
+             "thinning": c.thinning, "inference_library": library,
              "inference_library_version": lib_version, "bnnzoo_version": config["versions"]["bnnzoo"],
              "created_at": config["created_at"]}
     for k, v in spec.model_kwargs.items():

@@ -48,7 +48,8 @@ from .initialize import init_strategy
 from .smc import check_options
 from .units import check_units
 
-__all__ = ["RunSpec", "make_spec", "RunPlan", "make_plan", "choose_sampler", "units_serve", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
+__all__ = ["RunSpec", "SamplerSpec", "ChainSpec", "RecordingSpec", "StoreSpec", "make_spec", "RunPlan", "make_plan",
+           "choose_sampler", "units_serve", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
            "normalize_record", "CHEES_LIKE", "check_init", "TEMPERING", "NUM_STEPS_SAMPLERS", "check_num_steps",
            "init_strategy", "strategy_name"]
 
@@ -519,43 +520,28 @@ def resolve_kwargs(name, fn, entry, task, model_kwargs, record) -> dict:
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """Every setting of one :func:`bnnzoo.sample` call, checked once by :func:`make_spec`; the engines and the
-    conversion to ArviZ read it and nothing else.
+class SamplerSpec:
+    """The sampler of a run and its settings (:attr:`RunSpec.sampler`): what builds the kernel
+    (:func:`bnnzoo.inference.engines.kernels.kernel_of`) or the SMC run (:func:`bnnzoo.inference.smc.run_smc`).
 
-    The fields: ``name``, ``model``, ``entry`` (the model's name, the NumPyro model function, its zoo entry or
-    None); ``task``; ``model_kwargs`` (resolved: the entry's defaults, ``record``, checked); ``sampler`` and
-    ``sampler_requested`` (the sampler that runs; the name asked for, ``"auto"`` resolved by
-    :func:`choose_sampler`); the sizes ``num_chains``, ``num_warmup``, ``num_samples``, ``thinning`` and the
-    ``seed``; ``record``; the decisions of :func:`make_plan` (``chain_method``, ``use_engine``, ``n_devices``,
-    ``n_processes``, ``local_chains``, ``reparam``); the kernel's settings (``step_size``, ``num_steps``,
-    ``target_accept``, ``max_tree_depth``, ``dense_mass``, ``init``); what is reported and added (``progress``,
-    ``log_likelihood``, ``posterior_predictive``, ``prior_predictive``); ``site_dims`` ({site: dims}); the
-    long-run options (``chunk_size``, ``store``, ``resume``, ``exclude``, ``site_thinning``);
-    ``site_means`` (the streamed kernels, {site: draws per mean}, :func:`streamed_kernels`);
-    ``matmul_precision``; ``tempering`` (the checked options of "smc", None for the others);
-    ``chains_default`` (the backend whose default number of chains the run got, None when ``num_chains`` was
-    given).
+    Attributes
+    ----------
+    name : str
+        The sampler that runs, a name in :data:`SAMPLERS` (``"auto"`` resolved by :func:`choose_sampler`).
+    requested : str
+        The name asked for (``"auto"`` or ``name``).
+    reparam : tuple of str
+        The reparametrisations (:data:`REPARAMS`), () for none.
+    step_size, num_steps, target_accept, max_tree_depth, dense_mass
+        As :func:`bnnzoo.sample` takes them, checked.
+    init : str, callable or dict
+        "prior", "uniform", a NumPyro ``init_to_*`` strategy or {site: array (chain, ...)} of starting values.
+    tempering : dict or None
+        The checked options of "smc" (:func:`bnnzoo.inference.smc.check_options`), None for the others.
     """
 
     name: str
-    model: Any
-    entry: Any
-    task: Any
-    model_kwargs: dict
-    sampler: str
-    sampler_requested: str
-    num_chains: int
-    num_warmup: int
-    num_samples: int
-    thinning: int
-    seed: int
-    record: tuple
-    chain_method: str
-    use_engine: bool
-    n_devices: int
-    n_processes: int
-    local_chains: int
+    requested: str
     reparam: tuple
     step_size: Any
     num_steps: Any
@@ -563,20 +549,7 @@ class RunSpec:
     max_tree_depth: int
     dense_mass: bool
     init: Any
-    progress: bool
-    log_likelihood: bool
-    posterior_predictive: bool
-    prior_predictive: bool
-    site_dims: dict
-    chunk_size: Any
-    store: Any
-    resume: bool
-    exclude: tuple
-    site_thinning: dict
-    site_means: dict
-    matmul_precision: Any
     tempering: Any
-    chains_default: str | None = None
 
     def init_summary(self):
         """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""
@@ -584,14 +557,146 @@ class RunSpec:
             return strategy_name(self.init)
         return self.init if isinstance(self.init, str) else {"values_for": sorted(self.init)}
 
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """The chains of a run and how they are laid out (:attr:`RunSpec.chains`): the sizes and the decisions of
+    :func:`make_plan`.
+
+    Attributes
+    ----------
+    num_chains, num_warmup, num_samples, thinning, seed : int
+        The sizes and the PRNG seed; each chain keeps ``num_samples // thinning`` draws.
+    method : str
+        The resolved chain method: "vectorized", "sharded" or "sequential" (:attr:`RunPlan.chain_method`).
+    use_engine : bool
+        The chunked driver runs the chains (:attr:`RunPlan.use_engine`).
+    n_devices, n_processes, local : int
+        Local devices, JAX processes, and the chains this process runs.
+    default_backend : str or None
+        The backend whose default number of chains the run got (:func:`default_num_chains`), None when
+        ``num_chains`` was given.
+    """
+
+    num_chains: int
+    num_warmup: int
+    num_samples: int
+    thinning: int
+    seed: int
+    method: str
+    use_engine: bool
+    n_devices: int
+    n_processes: int
+    local: int
+    default_backend: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordingSpec:
+    """What a run records, adds and reports (:attr:`RunSpec.recording`).
+
+    Attributes
+    ----------
+    record : tuple of str
+        The sites recorded beyond the defaults (``"kernels"`` added by :func:`streamed_kernels`).
+    dims : dict
+        {site: dims}: the entry's, the ones given, or those traced from a plain model's plates.
+    exclude : tuple of str
+        Sites not recorded.
+    site_thinning : dict
+        {site: k}: sites recorded on every k-th kept draw only.
+    site_means : dict
+        {site: kept draws per mean}: the streamed kernels (:func:`streamed_kernels`).
+    log_likelihood, posterior_predictive, prior_predictive : bool
+        The optional ArviZ groups added.
+    progress : bool
+        Report progress.
+    """
+
+    record: tuple
+    dims: dict
+    exclude: tuple
+    site_thinning: dict
+    site_means: dict
+    log_likelihood: bool
+    posterior_predictive: bool
+    prior_predictive: bool
+    progress: bool
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """The chunks and the checkpoint store of a run (:attr:`RunSpec.store`).
+
+    Attributes
+    ----------
+    chunk_size : int or None
+        Kept draws per jitted chunk; None: the driver's default (:func:`bnnzoo.inference.chunked.engine_chunk_size`).
+    path : path or None
+        The store's folder, None for no store.
+    resume : bool
+        Continue the run in ``path``.
+    """
+
+    chunk_size: Any
+    path: Any
+    resume: bool
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Every setting of one :func:`bnnzoo.sample` call, checked once by :func:`make_spec`; the engines and the
+    conversion to ArviZ read it and nothing else.
+
+    The settings are grouped as their readers take them, so an engine or a consumer takes a group whole: the
+    sampler (the kernel or tempering run), the chains (every engine's sizes and layout), the recording (the
+    engines' recorded sites and the conversion's groups) and the store (the chunked driver and the unit-wise
+    sampler).  A changed copy is ``dataclasses.replace(spec, chains=dataclasses.replace(spec.chains, ...))``.
+
+    Attributes
+    ----------
+    name : str
+        The model's name.
+    model : callable
+        The NumPyro model function.
+    entry : ZooEntry or None
+        Its zoo entry (None for a plain NumPyro model).
+    task : Task
+        The data.
+    model_kwargs : dict
+        The model's keyword arguments, resolved: the entry's defaults, ``record``, checked.
+    matmul_precision : str or None
+        The float32 matrix-product precision while sampling.
+    sampler : SamplerSpec
+        The sampler and its settings.
+    chains : ChainSpec
+        The sizes, the seed and the chains' layout.
+    recording : RecordingSpec
+        What is recorded, added and reported.
+    store : StoreSpec
+        The chunks and the checkpoint store.
+    """
+
+    name: str
+    model: Any
+    entry: Any
+    task: Any
+    model_kwargs: dict
+    matmul_precision: Any
+    sampler: SamplerSpec
+    chains: ChainSpec
+    recording: RecordingSpec
+    store: StoreSpec
+
     def sampler_config(self) -> dict:
         """The sampler's settings as the provenance records them (``run_config(idata)["sampler"]``)."""
-        return dict(sampler=self.sampler, sampler_requested=self.sampler_requested, num_chains=self.num_chains,
-                    num_warmup=self.num_warmup, num_samples=self.num_samples, thinning=self.thinning,
-                    chain_method=self.chain_method, step_size=self.step_size, num_steps=self.num_steps,
-                    target_accept=self.target_accept, max_tree_depth=self.max_tree_depth, dense_mass=self.dense_mass,
-                    init=self.init_summary(), matmul_precision=self.matmul_precision,
-                    **({"num_chains_default": self.chains_default} if self.chains_default else {}))
+        s, c = self.sampler, self.chains
+        return dict(sampler=s.name, sampler_requested=s.requested, num_chains=c.num_chains,
+                    num_warmup=c.num_warmup, num_samples=c.num_samples, thinning=c.thinning,
+                    chain_method=c.method, step_size=s.step_size, num_steps=s.num_steps,
+                    target_accept=s.target_accept, max_tree_depth=s.max_tree_depth, dense_mass=s.dense_mass,
+                    init=s.init_summary(), matmul_precision=self.matmul_precision,
+                    **({"num_chains_default": c.default_backend} if c.default_backend else {}))
 
 
 def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_samples, sampler, seed, thinning,
@@ -663,15 +768,17 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
             site_dims = infer_dims(fn, task.X, task.Y, kw)
     if chains_default is not None:
         _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
-    return RunSpec(name=name, model=fn, entry=entry, task=task, model_kwargs=kw, sampler=sampler,
-                   sampler_requested=requested, num_chains=int(num_chains), num_warmup=int(num_warmup),
-                   num_samples=int(num_samples), thinning=int(thinning), seed=int(seed), record=record,
-                   chain_method=plan.chain_method, use_engine=plan.use_engine, n_devices=plan.n_devices,
-                   n_processes=plan.n_processes, local_chains=plan.local_chains, reparam=plan.reparam,
-                   step_size=step_size, num_steps=num_steps, target_accept=target_accept,
-                   max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, progress=progress,
-                   log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
-                   prior_predictive=prior_predictive, site_dims=site_dims, chunk_size=chunk_size, store=store,
-                   resume=resume, exclude=tuple(exclude), site_thinning=dict(site_thinning or {}),
-                   site_means=site_means, matmul_precision=matmul_precision, tempering=tempering,
-                   chains_default=chains_default)
+    sampler_spec = SamplerSpec(name=sampler, requested=requested, reparam=plan.reparam, step_size=step_size,
+                               num_steps=num_steps, target_accept=target_accept, max_tree_depth=max_tree_depth,
+                               dense_mass=dense_mass, init=init, tempering=tempering)
+    chains = ChainSpec(num_chains=int(num_chains), num_warmup=int(num_warmup), num_samples=int(num_samples),
+                       thinning=int(thinning), seed=int(seed), method=plan.chain_method, use_engine=plan.use_engine,
+                       n_devices=plan.n_devices, n_processes=plan.n_processes, local=plan.local_chains,
+                       default_backend=chains_default)
+    recording = RecordingSpec(record=record, dims=site_dims, exclude=tuple(exclude),
+                              site_thinning=dict(site_thinning or {}), site_means=site_means,
+                              log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
+                              prior_predictive=prior_predictive, progress=progress)
+    return RunSpec(name=name, model=fn, entry=entry, task=task, model_kwargs=kw, matmul_precision=matmul_precision,
+                   sampler=sampler_spec, chains=chains, recording=recording,
+                   store=StoreSpec(chunk_size=chunk_size, path=store, resume=resume))

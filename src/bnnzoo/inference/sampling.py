@@ -82,21 +82,21 @@ def init_params_from_values(fn, X, Y, kw: dict, values: dict, num_chains: int) -
 def inference_groups(spec: RunSpec, draws: Draws, key_pred) -> dict:
     """The ArviZ groups of a run, one function per group (:mod:`bnnzoo.inference.convert`,
     :mod:`bnnzoo.inference.predictive`)."""
-    task, kw = spec.task, spec.model_kwargs
+    task, kw, r = spec.task, spec.model_kwargs, spec.recording
     groups = {"posterior": posterior_group(spec, draws), "sample_stats": sample_stats_group(spec, draws),
               "observed_data": observed_data_group(spec), "constant_data": constant_data_group(spec)}
     lead, coords = lead_coords(draws)
     y_dims = {"y": ["point", "class"]}
-    if spec.log_likelihood:
+    if r.log_likelihood:
         ll = _log_likelihood(spec.model, spec.entry, draws.samples, task.X, task.Y, kw)
         groups["log_likelihood"] = dataset({"y": ll}, y_dims, lead, coords)
-    if spec.posterior_predictive:
+    if r.posterior_predictive:
         y_pp = _posterior_predictive(spec.model, spec.entry, draws.samples, task.X, task.Y, kw,
                                      jax.random.fold_in(key_pred, 1 << 30))
         groups["posterior_predictive"] = dataset({"y": y_pp}, y_dims, lead, coords)
-    if spec.prior_predictive:
+    if r.prior_predictive:
         groups.update(prior_groups(spec.model, task.X, task.Y, kw, jax.random.fold_in(key_pred, (1 << 30) + 1),
-                                   len(coords["chain"]), len(coords["draw"]), spec.site_dims, exclude=spec.exclude))
+                                   len(coords["chain"]), len(coords["draw"]), r.dims, exclude=r.exclude))
     if draws.thinned is not None:
         groups["posterior_thinned"] = draws.thinned
     if draws.warmup is not None:
@@ -263,16 +263,16 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
                      prior_predictive=prior_predictive, dims=dims, chunk_size=chunk_size, store=store, resume=resume,
                      exclude=exclude, site_thinning=site_thinning, reparam=reparam,
                      matmul_precision=matmul_precision, tempering=tempering)
-    key_run, key_pred = jax.random.split(jax.random.PRNGKey(spec.seed))
+    key_run, key_pred = jax.random.split(jax.random.PRNGKey(spec.chains.seed))
     with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
           else contextlib.nullcontext()):  # tracing happens inside: every jitted function gets this precision
         init_params = (init_params_from_values(model_function(spec), task.X, task.Y, spec.model_kwargs, init,
-                                               spec.num_chains) if isinstance(init, dict) else None)
-        draws = ENGINES[spec.sampler].draw(spec, key_run, key_pred, init_params)
+                                               spec.chains.num_chains) if isinstance(init, dict) else None)
+        draws = ENGINES[spec.sampler.name].draw(spec, key_run, key_pred, init_params)
         groups = inference_groups(spec, draws, key_pred)
     n_div = int(draws.stats["diverging"].sum())
     if n_div:
         warnings.warn(f"{n_div} divergent transitions out of {draws.stats['diverging'].size} draws: the posterior "
                       f"may be poorly explored; lower step_size or raise target_accept", RuntimeWarning, stacklevel=2)
-    attrs = provenance(spec, draws, wall_time_s=time.time() - t_start, library=ENGINES[spec.sampler].library)
+    attrs = provenance(spec, draws, wall_time_s=time.time() - t_start, library=ENGINES[spec.sampler.name].library)
     return azcompat.make_idata(groups, sealed(attrs, groups["posterior"]))

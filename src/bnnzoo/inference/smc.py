@@ -458,10 +458,10 @@ def run_smc(spec, key):
 
     Parameters
     ----------
-    spec : the run's checked :class:`~bnnzoo.inference.plan.RunSpec`: its model, task and model arguments, sizes
-        (``num_chains`` independent SMC runs of ``num_samples`` particles each, the kept draws per chain),
-        ``num_steps``, ``target_accept``, ``exclude``, ``progress`` and ``tempering`` (:func:`check_options`'s
-        result).
+    spec : the run's checked :class:`~bnnzoo.inference.plan.RunSpec`: its model, task and model arguments, the
+        chains' sizes (``spec.chains``: ``num_chains`` independent SMC runs of ``num_samples`` particles each, the
+        kept draws per chain), the sampler's ``num_steps``, ``target_accept`` and ``tempering``
+        (:func:`check_options`'s result; ``spec.sampler``), ``exclude`` and ``progress`` (``spec.recording``).
     key : JAX PRNG key of the run.
 
     Returns
@@ -469,11 +469,12 @@ def run_smc(spec, key):
     (samples {site: (chain, draw, ...)} with ``f_test`` when the task has a test set, fields {NumPyro extra-field
     name: (chain, draw)} for :func:`bnnzoo.inference.convert.sample_stats`, engine provenance dict)
     """
-    fn, task, kw, options = spec.model, spec.task, spec.model_kwargs, spec.tempering
-    num_chains, num_particles = spec.num_chains, spec.num_samples
+    sm, rec = spec.sampler, spec.recording
+    fn, task, kw, options = spec.model, spec.task, spec.model_kwargs, sm.tempering
+    num_chains, num_particles = spec.chains.num_chains, spec.chains.num_samples
     dens = split_density(fn, (task.X, task.Y), kw)
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
-    excluded = set(spec.exclude) | set(dens.obs_names)
+    excluded = set(rec.exclude) | set(dens.obs_names)
     constrain = jax.jit(lambda x: {k: v for k, v in dens.constrain(x, post_kw).items() if k not in excluded})
 
     def post(x):                                  # (C, n, D) -> sites (C, n, ...)
@@ -482,14 +483,14 @@ def run_smc(spec, key):
         flat = constrain(x.reshape((C * n,) + x.shape[2:]))
         return {k: np.asarray(v).reshape((C, n) + v.shape[1:]) for k, v in flat.items()}
 
-    L = DEFAULT_NUM_STEPS if spec.num_steps is None else int(spec.num_steps)
-    target = 0.8 if spec.target_accept is None else float(spec.target_accept)
+    L = DEFAULT_NUM_STEPS if sm.num_steps is None else int(sm.num_steps)
+    target = 0.8 if sm.target_accept is None else float(sm.target_accept)
     target_ess, num_mcmc_steps = float(options["target_ess"]), int(options["num_mcmc_steps"])
     _, k_init, k_run = jax.random.split(key, 3)
     x0 = dens.init(k_init, num_chains * num_particles, "prior").reshape(num_chains, num_particles, dens.dim)
     res = tempered_smc(k_run, dens.logprior, dens.loglik, x0, target_ess=target_ess, num_mcmc_steps=num_mcmc_steps,
                        num_steps=L, target_accept=target, max_steps=int(options["max_steps"]),
-                       progress=spec.progress)
+                       progress=rec.progress)
     draws = post(res["particles"])
     s = res["stats"]
     fields = {"diverging": s["diverging"], "adapt_state.step_size": s["step_size"], "num_steps": s["num_steps"],

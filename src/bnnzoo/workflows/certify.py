@@ -180,9 +180,9 @@ def sample(model, task, *, certify: bool | Sequence[str] = False, **kwargs):
         call["num_chains"] = max(default_num_chains()[0], CERTIFY_CHAINS)
     spec = make_spec(model, task, model_kwargs=model_kwargs, certify=True,
                      **{k: v for k, v in call.items() if k not in ("model", "task")})
-    if spec.sampler != call["sampler"]:      # "auto" resolved once, for every family alike
-        _logger.info("certify: sampler='auto' runs %r for every start family", spec.sampler)
-    return certified_sample(spec.entry, task, certify, dict(call, sampler=spec.sampler), model_kwargs)
+    if spec.sampler.name != call["sampler"]:  # "auto" resolved once, for every family alike
+        _logger.info("certify: sampler='auto' runs %r for every start family", spec.sampler.name)
+    return certified_sample(spec.entry, task, certify, dict(call, sampler=spec.sampler.name), model_kwargs)
 
 
 _INFERENCE_SIGNATURE = inspect.signature(sampling.sample)

@@ -119,26 +119,28 @@ def check_num_steps(engines: dict, sampler: str, num_steps, *, cli: bool = False
 
 def model_function(spec):
     """The NumPyro model the run's kernel samples: the entry's, or its reparametrisation
-    (:mod:`bnnzoo.models.fcn_fast`) when ``spec.reparam`` names one."""
-    if not spec.reparam:
+    (:mod:`bnnzoo.models.fcn_fast`) when ``spec.sampler.reparam`` names one."""
+    reparam = spec.sampler.reparam
+    if not reparam:
         return spec.model
-    return partial(fcn_fast, integrate_readout="readout" in spec.reparam, data_space="data_space" in spec.reparam)
+    return partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam)
 
 
 def store_manifest(spec, sampler_cfg: dict, chunk_size: int, **extra) -> dict:
     """The identity of a run with a store (``run.json``): its settings, the task's provenance, ``extra``, and a
     fingerprint of those and of the data and starting values; a resume must match it."""
-    task = spec.task
+    task, c, r = spec.task, spec.chains, spec.recording
     ident = dict(model=spec.name, model_kwargs=jsonable(spec.model_kwargs), sampler=jsonable(sampler_cfg),
-                 seed=spec.seed, num_chains=spec.num_chains, num_warmup=spec.num_warmup,
-                 num_samples=spec.num_samples, thinning=spec.thinning, chunk_size=chunk_size,
-                 exclude=list(spec.exclude), site_thinning=jsonable(spec.site_thinning or {}),
-                 reparam=list(spec.reparam), warm_start=0,   # the removed option: keeps older stores' fingerprints
-                 **({"site_means": jsonable(spec.site_means)} if spec.site_means else {}),
+                 seed=c.seed, num_chains=c.num_chains, num_warmup=c.num_warmup,
+                 num_samples=c.num_samples, thinning=c.thinning, chunk_size=chunk_size,
+                 exclude=list(r.exclude), site_thinning=jsonable(r.site_thinning or {}),
+                 reparam=list(spec.sampler.reparam), warm_start=0,   # the removed option: keeps older stores' fingerprints
+                 **({"site_means": jsonable(r.site_means)} if r.site_means else {}),
                  task=jsonable(task.meta), **extra)
     arrays = [task.X, task.Y] + ([task.X_test] if task.X_test is not None else [])
-    if isinstance(spec.init, dict):         # the starting values are part of the run's identity
-        arrays += [np.asarray(spec.init[k]) for k in sorted(spec.init)]
+    init = spec.sampler.init
+    if isinstance(init, dict):              # the starting values are part of the run's identity
+        arrays += [np.asarray(init[k]) for k in sorted(init)]
     return dict(ident, fingerprint=fingerprint(ident, arrays), versions=versions())
 
 
@@ -146,10 +148,10 @@ def chains_args(spec) -> dict:
     """The keyword arguments of the engines whose chains run in memory with their own loop
     (:func:`bnnzoo.inference.gibbs_linear.gibbs_chains`, :func:`bnnzoo.inference.units.units_chains`): the run's
     sizes and the model's arguments."""
-    task = spec.task
-    return dict(X=task.X, Y=task.Y, num_chains=spec.num_chains, num_warmup=spec.num_warmup,
-                num_samples=spec.num_samples, thinning=spec.thinning, seed=spec.seed, X_test=task.X_test,
-                exclude=spec.exclude, progress=spec.progress, kernel_means=spec.site_means,
+    task, c, r = spec.task, spec.chains, spec.recording
+    return dict(X=task.X, Y=task.Y, num_chains=c.num_chains, num_warmup=c.num_warmup,
+                num_samples=c.num_samples, thinning=c.thinning, seed=c.seed, X_test=task.X_test,
+                exclude=r.exclude, progress=r.progress, kernel_means=r.site_means,
                 **{k: v for k, v in spec.model_kwargs.items() if k != "X_test"})
 
 
@@ -158,7 +160,8 @@ def in_memory_draws(spec, samples: dict, stats: dict, info: dict) -> Draws:
     in ``info``."""
     f_test = samples.pop("f_test", None)
     kernels = SimpleNamespace(thinned=info["kernel_means"], thinned_draws=info["kernel_draws"])
+    r = spec.recording
     return Draws(samples=samples, stats=stats, f_test=f_test,
-                 engine={"chain_method": spec.chain_method, "timing": info["timing"]},
-                 thinned=thinned_dataset(kernels, spec.site_dims, spec.site_means) if kernels.thinned else None,
-                 warmup=gibbs_warmup_datasets(info) if spec.num_warmup else None)
+                 engine={"chain_method": spec.chains.method, "timing": info["timing"]},
+                 thinned=thinned_dataset(kernels, r.dims, r.site_means) if kernels.thinned else None,
+                 warmup=gibbs_warmup_datasets(info) if spec.chains.num_warmup else None)

@@ -1,6 +1,6 @@
 """The chunked driver's engine (:mod:`bnnzoo.inference.chunked`): a NumPyro kernel run in jitted blocks, with the
 long-run options (store and resume, excluded and thinned sites, streamed kernel means), sharded or several-process
-chains, the reparametrised models' conditional draws and the warm start."""
+chains and the reparametrised models' conditional draws."""
 
 from __future__ import annotations
 
@@ -28,14 +28,14 @@ def _make_post(spec, key_pred, post_kw):
     """``make_post`` of the driver: the kernel's own post-processing, or, for a reparametrised model
     (:mod:`bnnzoo.models.fcn_fast`), every kept draw's conditional sites drawn with a key of the seed, the draw
     index and the chain, so chunks and resumes leave them unchanged."""
-    X, Y = spec.task.X, spec.task.Y
-    if not spec.reparam:
+    X, Y, reparam = spec.task.X, spec.task.Y, spec.sampler.reparam
+    if not reparam:
         def make_post(k):
             pp = k.postprocess_fn((X, Y), post_kw)
             return lambda z, chain_ids, draw: jax.vmap(pp)(z)
         return make_post
-    cond_fn = partial(fcn_fast, integrate_readout="readout" in spec.reparam,
-                      data_space="data_space" in spec.reparam, conditional=True)
+    cond_fn = partial(fcn_fast, integrate_readout="readout" in reparam, data_space="data_space" in reparam,
+                      conditional=True)
 
     def make_post(_kernel):
         def one(zc, cid, draw):
@@ -52,12 +52,12 @@ def _make_post(spec, key_pred, post_kw):
 def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     """The chunked driver: every sampler with a NumPyro kernel when the plan says so (ChEES / SNAPER, sharded
     chains, the long-run options)."""
-    task, kw, num_chains, thinning = spec.task, spec.model_kwargs, spec.num_chains, spec.thinning
-    store, site_thinning, X, Y = spec.store, spec.site_thinning, task.X, task.Y
+    s, c, r = spec.sampler, spec.chains, spec.recording
+    task, kw, num_chains, thinning = spec.task, spec.model_kwargs, c.num_chains, c.thinning
+    store, site_thinning, X, Y = spec.store.path, r.site_thinning, task.X, task.Y
     coupled = isinstance(kernel, ChEES)    # one program over every chain: every process initialises all of them
-    sampler_cfg = dict(sampler=spec.sampler, step_size=spec.step_size, num_steps=spec.num_steps,
-                       target_accept=spec.target_accept, max_tree_depth=spec.max_tree_depth,
-                       dense_mass=spec.dense_mass, init=spec.init_summary())
+    sampler_cfg = dict(sampler=s.name, step_size=s.step_size, num_steps=s.num_steps, target_accept=s.target_accept,
+                       max_tree_depth=s.max_tree_depth, dense_mass=s.dense_mass, init=s.init_summary())
     n_dev, n_proc, proc = jax.local_device_count(), jax.process_count(), jax.process_index()
     init_keys = jax.random.split(key_run, num_chains) if num_chains > 1 else key_run
     chain0, n_local = 0, num_chains
@@ -67,7 +67,7 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
             init_keys = init_keys[chain0:chain0 + n_local] if n_local > 1 else init_keys[chain0]
         if store is not None:
             store = Path(store) / f"process_{proc}"
-    chunk_size = engine_chunk_size(spec.chunk_size, spec.num_samples // thinning, store, site_thinning)
+    chunk_size = engine_chunk_size(spec.store.chunk_size, c.num_samples // thinning, store, site_thinning)
     post_kw = dict(kw, X_test=task.X_test) if task.X_test is not None else dict(kw)
 
     if init_params is not None and n_proc > 1 and not coupled:   # this process's chains
@@ -83,11 +83,11 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="There are not enough devices")
         res = run_chunked(kernel, model_args=(X, Y), model_kwargs=kw, make_post=_make_post(spec, key_pred, post_kw),
-                          init_keys=init_keys, num_chains=n_local, chain_offset=chain0, num_warmup=spec.num_warmup,
-                          num_samples=spec.num_samples, thinning=thinning, chunk_size=chunk_size,
-                          chain_method=spec.chain_method, init_params=init_params, exclude=spec.exclude,
-                          site_thinning=site_thinning, site_means=spec.site_means, store=run_store,
-                          resume=spec.resume, manifest=manifest, progress=spec.progress)
+                          init_keys=init_keys, num_chains=n_local, chain_offset=chain0, num_warmup=c.num_warmup,
+                          num_samples=c.num_samples, thinning=thinning, chunk_size=chunk_size,
+                          chain_method=c.method, init_params=init_params, exclude=r.exclude,
+                          site_thinning=site_thinning, site_means=r.site_means, store=run_store,
+                          resume=spec.store.resume, manifest=manifest, progress=r.progress)
     if n_proc > 1:                         # every process gets all chains, in chain order
         warm_t = res.warmup.get("time")
         res = dataclasses.replace(
@@ -95,9 +95,9 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
             thinned=gather_chains(res.thinned),
             warmup=dict(gather_chains({k: v for k, v in res.warmup.items() if k != "time"}),
                         **({} if warm_t is None else {"time": warm_t})))
-    cfg = dict(chain_method=spec.chain_method, chunk_size=chunk_size,
-               store=None if spec.store is None else str(spec.store), exclude=list(spec.exclude),
-               site_thinning=dict(site_thinning or {}), site_means=dict(spec.site_means), reparam=list(spec.reparam),
+    cfg = dict(chain_method=c.method, chunk_size=chunk_size,
+               store=None if spec.store.path is None else str(spec.store.path), exclude=list(r.exclude),
+               site_thinning=dict(site_thinning or {}), site_means=dict(r.site_means), reparam=list(s.reparam),
                n_devices=n_dev, resumed_from_block=res.resumed_from_block,
                n_processes=n_proc, process_index=proc, timing={k: round(v, 4) for k, v in res.timing.items()})
     if res.store_versions is not None:      # a resume under other library versions: both are on record
@@ -107,12 +107,12 @@ def draw_chunked(spec, kernel, key_run, key_pred, init_params) -> Draws:
     f_test = samples.pop("f_test", None)
     warmup = None
     if res.warmup:
-        warmup = warmup_datasets(res, spec.site_dims)
+        warmup = warmup_datasets(res, r.dims)
         if coupled:
-            _check_trajectory_settled(spec.sampler, res.warmup, cfg)
+            _check_trajectory_settled(s.name, res.warmup, cfg)
     return Draws(samples=samples, stats=sample_stats({src: res.stats[stat] for src, stat in STAT_FIELDS.items()}),
                  f_test=f_test, engine=cfg,
-                 thinned=thinned_dataset(res, spec.site_dims, spec.site_means) if res.thinned else None,
+                 thinned=thinned_dataset(res, r.dims, r.site_means) if res.thinned else None,
                  warmup=warmup)
 
 

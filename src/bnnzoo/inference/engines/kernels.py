@@ -1,6 +1,6 @@
 """The NumPyro-kernel samplers: "nuts", "hmc", "chees" and "snaper".  :func:`build_kernel` builds the kernel from the
 run's settings; the chunked driver (:mod:`.chunked`) or NumPyro's own loop (:mod:`.mcmc`) runs it, as the run's
-plan says (``RunSpec.use_engine``)."""
+plan says (``RunSpec.chains.use_engine``)."""
 
 from __future__ import annotations
 
@@ -83,15 +83,16 @@ def build_kernel(fn, *, sampler="nuts", step_size=None, num_steps=None, target_a
 
 
 def kernel_of(spec):
-    """The kernel of a checked run (:func:`build_kernel` with the run's settings)."""
-    return build_kernel(model_function(spec), sampler=spec.sampler, step_size=spec.step_size,
-                        num_steps=spec.num_steps, target_accept=spec.target_accept,
-                        max_tree_depth=spec.max_tree_depth, dense_mass=spec.dense_mass, init=spec.init)
+    """The kernel of a checked run (:func:`build_kernel` with the run's sampler settings, ``spec.sampler``)."""
+    s = spec.sampler
+    return build_kernel(model_function(spec), sampler=s.name, step_size=s.step_size, num_steps=s.num_steps,
+                        target_accept=s.target_accept, max_tree_depth=s.max_tree_depth, dense_mass=s.dense_mass,
+                        init=s.init)
 
 
 def draw(spec, key_run, key_pred, init_params):
     """The kernel's run: the chunked driver when the plan says so, else NumPyro's ``MCMC``."""
-    run = draw_chunked if spec.use_engine else draw_mcmc
+    run = draw_chunked if spec.chains.use_engine else draw_mcmc
     return run(spec, kernel_of(spec), key_run, key_pred, init_params)
 
 

@@ -19,17 +19,18 @@ _logger = logging.getLogger(__name__)
 
 def draw_mcmc(spec, kernel, key_run, key_pred, init_params) -> Draws:
     """Run ``kernel`` in NumPyro's ``MCMC`` with the run's sizes and chain method."""
-    task, kw, C = spec.task, spec.model_kwargs, spec.num_chains
+    task, kw, c, progress = spec.task, spec.model_kwargs, spec.chains, spec.recording.progress
+    C = c.num_chains
     # NumPyro's bar redraws itself with carriage returns: drawn on a terminal only; elsewhere its loop runs as one
     # program, so the log says when it starts and when it ends
-    bar = bool(spec.progress) and interactive()
-    steps = spec.num_warmup + spec.num_samples
-    lines = Progress(steps, desc="sample", logger=_logger) if spec.progress and not bar else None
-    mcmc = MCMC(kernel, num_warmup=spec.num_warmup, num_samples=spec.num_samples, num_chains=C,
-                thinning=spec.thinning, chain_method=spec.chain_method, progress_bar=bar)
+    bar = bool(progress) and interactive()
+    steps = c.num_warmup + c.num_samples
+    lines = Progress(steps, desc="sample", logger=_logger) if progress and not bar else None
+    mcmc = MCMC(kernel, num_warmup=c.num_warmup, num_samples=c.num_samples, num_chains=C,
+                thinning=c.thinning, chain_method=c.method, progress_bar=bar)
     try:
         if lines is not None:
-            lines.stage(f"{spec.sampler}, {C} chain(s) in NumPyro's own loop (no count until it ends)")
+            lines.stage(f"{spec.sampler.name}, {C} chain(s) in NumPyro's own loop (no count until it ends)")
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="There are not enough devices")
             mcmc.run(key_run, task.X, task.Y, extra_fields=EXTRA_FIELDS, init_params=(

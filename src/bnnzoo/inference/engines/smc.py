@@ -9,11 +9,11 @@ from ._base import Draws, Engine
 
 
 def draw(spec, key_run, key_pred, init_params) -> Draws:
-    """The SMC run of ``spec``, its options in ``spec.tempering`` (``init_params`` is None: SMC starts from the
+    """The SMC run of ``spec``, its options in ``spec.sampler.tempering`` (``init_params`` is None: SMC starts from the
     prior)."""
     samples, fields, cfg = run_smc(spec, key_run)
     f_test = samples.pop("f_test", None)
-    return Draws(samples=samples, stats=sample_stats(fields), f_test=f_test, engine=dict(cfg, options=spec.tempering))
+    return Draws(samples=samples, stats=sample_stats(fields), f_test=f_test, engine=dict(cfg, options=spec.sampler.tempering))
 
 
 ENGINE = Engine("smc", "blackjax", draw=draw, takes=("num_steps", "tempering"),

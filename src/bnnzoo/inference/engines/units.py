@@ -11,15 +11,16 @@ from ._base import Engine, chains_args, in_memory_draws, store_manifest
 
 def draw(spec, key_run, key_pred, init_params):
     """The unit-wise sweeps of the run (its own seed; ``init`` read as given, "prior" or {"W1": ...})."""
-    chunk = engine_chunk_size(spec.chunk_size, spec.num_samples // spec.thinning, spec.store, {})
-    extra = dict(init=spec.init, chunk_size=chunk, resume=bool(spec.resume))
-    if spec.store is not None:
-        extra.update(store=RunStore(spec.store),
-                     manifest=store_manifest(spec, dict(sampler="units", init=spec.init_summary()), chunk))
+    st, c = spec.store, spec.chains
+    chunk = engine_chunk_size(st.chunk_size, c.num_samples // c.thinning, st.path, {})
+    extra = dict(init=spec.sampler.init, chunk_size=chunk, resume=bool(st.resume))
+    if st.path is not None:
+        extra.update(store=RunStore(st.path),
+                     manifest=store_manifest(spec, dict(sampler="units", init=spec.sampler.init_summary()), chunk))
     samples, stats, info = units_chains(**chains_args(spec), **extra)
     draws = in_memory_draws(spec, samples, stats, info)
     draws.engine.update(units=info["kernel"], chunk_size=info["chunk_size"],   # its acceptance and proposal settings
-                        store=None if spec.store is None else str(spec.store),
+                        store=None if st.path is None else str(st.path),
                         resumed_from_block=info["resumed_from_block"])
     return draws
 
