@@ -82,6 +82,20 @@ class Run:
     doubt: str | None = None
     _health: object = None
     _fcn: object = None
+    _f64: dict = field(default_factory=dict)
+
+    def float64(self, name: str) -> np.ndarray:
+        """The posterior variable ``name`` as a float64 array, converted once: the health check and :meth:`fcn` read
+        the same copy of the large readout ``a`` and outputs ``f``."""
+        if name not in self._f64:
+            self._f64[name] = np.asarray(self.posterior[name].values, float)
+        return self._f64[name]
+
+    def _posterior64(self):
+        """The posterior with its readout ``a`` and outputs ``f`` replaced by their float64 copies (:meth:`float64`),
+        the same values: what the health check reads without converting them again."""
+        big = [k for k in ("a", "f") if k in self.posterior]
+        return self.posterior.assign({k: (self.posterior[k].dims, self.float64(k)) for k in big})
 
     @property
     def n_chains(self) -> int:
@@ -122,12 +136,12 @@ class Run:
                                  f"fully-connected diagnostics read; variables: {list(post.data_vars)}")
             depth = int(mk.get("depth") or 1)
             self._fcn = RunData(
-                a=np.asarray(post["a"].values, float), X=self.X, Y=self.Y, labels=self.labels,
+                a=self.float64("a"), X=self.X, Y=self.Y, labels=self.labels,
                 activation=str(mk.get("activation")), depth=depth,
                 weights=[np.asarray(post[f"W{l}"].values, float) for l in range(1, depth + 1) if f"W{l}" in post],
                 recorded_z={l: np.asarray(post[f"z{l}"].values, float) for l in range(1, depth + 1)
                             if f"z{l}" in post},
-                f=np.asarray(post["f"].values, float) if "f" in post else None,
+                f=self.float64("f") if "f" in post else None,
                 summaries=self._summaries(depth), kernel_means=self._kernel_means(depth),
                 X_test=self.X_test, Y_test=self.Y_test, labels_test=self.labels_test, f_test=self.f_test,
                 readout=mk.get("readout", "nonlazy"), temperature=_float(mk.get("temperature")),
@@ -268,7 +282,7 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
             h = None
         if (h is not None and (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws)
                 and (not getattr(h, "values_checksum", "")         # stored by an older bnnzoo: kept
-                     or h.values_checksum == values_checksum(judged_values(post, np.asarray(Y, float))))):
+                     or h.values_checksum == values_checksum(judged_values(run._posterior64(), run.Y)))):
             run._health = h                 # else the draws changed after they were judged: judged again
     return run
 
