@@ -244,7 +244,9 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
     # array arithmetic on large blocks run without the GIL, beside the pairs' many smaller steps, which hold it
     pairs = [(c, k) for c in range(C) for k in range(K)]
     with ThreadPoolExecutor(max_workers=max(2, min(len(pairs), os.cpu_count() or 1))) as pool:
-        ess_each = pool.submit(lambda: ess(x.transpose(1, 0, 2, 3).reshape(1, D, C * N * K)))
+        # chain by chain (each neuron's trajectory is a series of its own, in the order chain, neuron, feature):
+        # views of x, where all chains at once would need a transposed copy of it
+        ess_each = pool.submit(lambda: np.concatenate([ess(x[c].reshape(1, D, N * K)) for c in range(C)]))
         parts = list(pool.map(per_chain_feature, pairs))
         ess_each = ess_each.result()
     rh = np.array([p[0] for p in parts]).reshape(C, K)

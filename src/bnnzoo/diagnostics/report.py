@@ -450,8 +450,13 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
     _check_finite(run.posterior)
     if run.doubt is not None:
         warnings.warn(run.doubt, RuntimeWarning, stacklevel=2)
+    # the stored health is checked against the draws on a second thread while they are analysed
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stored = run.start_health_check(pool)
+        parts = _walk(run, timed, theory, kernels)
+        if stored is not None:
+            stored.result()
     health = timed("health", lambda: run.health)
-    parts = _walk(run, timed, theory, kernels)
     verdicts = gate_verdicts(_verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"],
                                        parts["branches"]), health)
     verdicts.update(analysis_of(run).not_tested(run))
