@@ -155,9 +155,9 @@ def to_netcdf_bytes(idata) -> bytes:
 
 
 def from_netcdf(path):
-    """Read a file written by :func:`to_netcdf` into the installed line's container (loaded into memory).  The
-    large variables (:func:`_read_chunks_in_parallel`) are decompressed on every core first, the rest read by
-    xarray."""
+    """Read a file written by :func:`to_netcdf` into the installed line's container (loaded into memory).  On the
+    0.x line the large variables (:func:`_read_chunks_in_parallel`) are decompressed on every core first, the rest
+    read by xarray."""
     if AZ_MAJOR == 0:
         idata = az.from_netcdf(str(path), engine="h5netcdf")
         if not hasattr(az.InferenceData, "load"):
@@ -195,6 +195,8 @@ def _read_chunks_in_parallel(path, groups: Mapping[str, xr.Dataset]) -> None:
     variable smaller than :data:`PARALLEL_READ_BYTES`) is left to xarray, which reads it when the container is
     loaded.  The bytes are those HDF5 would inflate, so the values are the same."""
     jobs, targets = [], []
+    if not hasattr(os, "pread"):        # not on Windows: xarray reads everything
+        return
     with h5py.File(path, "r") as fh:
         for gname, ds in groups.items():
             for name, var in ds.variables.items():
@@ -234,7 +236,7 @@ def _read_chunks_in_parallel(path, groups: Mapping[str, xr.Dataset]) -> None:
             out[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
 
     try:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
             for _ in pool.map(read, jobs):
                 pass
     finally:
