@@ -14,12 +14,14 @@ but in float32 with S⁻¹ by conjugate gradients (tolerance 1e-6) instead of a 
 drawing W | H (not recorded); the layer's summaries and kernels computed in float32 (stored as float32 in any case).
 
 Each copy runs ``bnnzoo diagnose RUN --json`` in a fresh process (``--repeats`` times, alternating), and the script
-records the wall time of the command and the report's own per-section timings, and checks that the report's numbers
-and verdicts are the same for both copies.
+records the wall time of the command, its CPU time (user + system, all threads: the machine is shared, so the CPU
+time is the steadier measure of the work done) and the report's own per-section timings, and checks that the report's
+numbers and verdicts are the same for both copies.  Without ``--before`` only this copy is timed.
 
 Usage (from the repository root)::
 
     python benchmarks/bench_diagnose.py --before /path/to/old/src --out benchmarks/results/diagnose_n500
+    python benchmarks/bench_diagnose.py --run /tmp/speed2_n500_c64.nc --repeats 2 --out /tmp/diagnose_now
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import json
 import math
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -106,17 +109,22 @@ CLI = "import sys; from bnnzoo.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def diagnose_once(src: str, run: Path, timeout: int) -> dict:
-    """``bnnzoo diagnose RUN --json`` with bnnzoo imported from ``src``, in a fresh process: wall seconds, the
-    report's per-section seconds and the report itself."""
+    """``bnnzoo diagnose RUN --json`` with bnnzoo imported from ``src``, in a fresh process: wall seconds, CPU
+    seconds (user + system of the process and its threads), the report's per-section seconds and the report
+    itself."""
     env = {**os.environ, "PYTHONPATH": src, "JAX_PLATFORMS": "cpu"}
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-c", CLI, "diagnose", str(run), "--json"], capture_output=True,
                          text=True, timeout=timeout, env=env)
     wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    user, system = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
     if res.returncode != 0:
         raise RuntimeError(f"diagnose with {src} failed: {res.stderr.strip()[-2000:]}")
     rep = json.loads(res.stdout[res.stdout.index("{"):])
-    return {"wall": wall, "timings": rep.pop("timings", {}), "report": rep}
+    return {"wall": wall, "cpu": user + system, "user": user, "sys": system, "timings": rep.pop("timings", {}),
+            "report": rep}
 
 
 def same_numbers(a, b, path="report") -> list[str]:
@@ -139,7 +147,8 @@ def load_average() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", required=True, help="the src folder of the copy of bnnzoo before the change")
+    ap.add_argument("--before", help="the src folder of the copy of bnnzoo before the change (default: time only "
+                                     "the copy after)")
     ap.add_argument("--after", default=str(ROOT / "src"), help="the src folder of the copy after (default: this one)")
     ap.add_argument("--run", help="an existing input run (default: build it, under /tmp)")
     ap.add_argument("--size", type=int, default=500)
@@ -170,21 +179,25 @@ def main() -> int:
     elif Path(str(run) + ".json").exists():          # written by --make: how long building the input took
         made_s = json.loads(Path(str(run) + ".json").read_text()).get("made_s")
     rows = []
+    copies = ([("before", a.before)] if a.before else []) + [("after", a.after)]
+    labels = [lab for lab, _ in copies]
     for r in range(a.repeats):
-        for label, src in (("before", a.before), ("after", a.after)):
+        for label, src in copies:
             load = load_average()
             out = diagnose_once(src, run, a.timeout)
             out.update(label=label, repeat=r, load=load)
             rows.append(out)
-            print(f"{label} #{r}: {out['wall']:.1f} s (load {load}); "
-                  + ", ".join(f"{k} {v:.1f}" for k, v in out["timings"].items()), flush=True)
-    diffs = same_numbers(rows[0]["report"], rows[1]["report"])
+            print(f"{label} #{r}: wall {out['wall']:.1f} s, CPU {out['cpu']:.1f} s (user {out['user']:.1f}, sys "
+                  f"{out['sys']:.1f}; load {load}); " + ", ".join(f"{k} {v:.1f}" for k, v in out["timings"].items()),
+                  flush=True)
+    diffs = same_numbers(rows[0]["report"], rows[1]["report"]) if a.before else []
     sections = list(rows[0]["timings"])
+    totals = ("wall", "cpu")
     med = {lab: {k: statistics.median(x["timings"].get(k, float("nan")) for x in rows if x["label"] == lab)
-                 for k in sections} | {"wall": statistics.median(x["wall"] for x in rows if x["label"] == lab)}
-           for lab in ("before", "after")}
+                 for k in sections} | {t: statistics.median(x[t] for x in rows if x["label"] == lab) for t in totals}
+           for lab in labels}
     best = {lab: {k: min(x["timings"].get(k, float("nan")) for x in rows if x["label"] == lab) for k in sections}
-            | {"wall": min(x["wall"] for x in rows if x["label"] == lab)} for lab in ("before", "after")}
+            | {t: min(x[t] for x in rows if x["label"] == lab) for t in totals} for lab in labels}
     versions = {"python": platform.python_version()}
     for mod in ("jax", "numpyro", "arviz", "scipy", "numpy", "sklearn"):
         try:
@@ -199,30 +212,35 @@ def main() -> int:
               "report_differences": diffs, "seconds": round(time.time() - t_start, 1)}
     out = Path(a.out)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    lines = [f"# `bnnzoo diagnose` at N = P = {a.size}, {a.chains} chains × {a.samples} draws: before and after",
+    lines = [f"# `bnnzoo diagnose` at N = P = {a.size}, {a.chains} chains × {a.samples} draws"
+             + (": before and after" if a.before else ""),
              "", f"Generated by `{cmd}` in {result['seconds']:.0f} s. Machine: {result['machine']}. "
              + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".", "",
              "Input: " + (__doc__.split("\n\n")[1].replace("\n", " ").replace("The input. ", "")) + f" File: {result['input']['mb']} MB"
              + (f", built in {made_s:.0f} s." if made_s else "."),
-             "", f"Each copy ran `bnnzoo diagnose RUN --json` in a fresh process, {a.repeats} times, alternating "
-             "(before, after, before, ...). Seconds, medians over the repeats; *wall* is the whole command (start, "
-             "reading the file, diagnosis, printing); the sections are the report's own timings.", "",
-             "| | " + " | ".join(sections + ["wall"]) + " |", "|---|" + "---|" * (len(sections) + 1)]
-    for lab in ("before", "after"):
-        lines.append(f"| {lab} | " + " | ".join(f"{med[lab][k]:.1f}" for k in sections + ["wall"]) + " |")
+             "", f"Each copy ran `bnnzoo diagnose RUN --json` in a fresh process, {a.repeats} times"
+             + (", alternating (before, after, before, ...)" if a.before else "") + ". Seconds, medians over the "
+             "repeats; *wall* is the whole command (start, reading the file, diagnosis, printing), *cpu* its CPU "
+             "time (user + system, all threads); the sections are the report's own timings (wall time of each "
+             "section; work done on a second thread meanwhile is not in them).", "",
+             "| | " + " | ".join(sections + list(totals)) + " |", "|---|" + "---|" * (len(sections) + 2)]
+    for lab in labels:
+        lines.append(f"| {lab} | " + " | ".join(f"{med[lab][k]:.1f}" for k in sections + list(totals)) + " |")
     lines += ["", "The best (least) time of each over the repeats (the machine is shared: the least is the one least "
-              "slowed by other work):", "", "| | " + " | ".join(sections + ["wall"]) + " |",
-              "|---|" + "---|" * (len(sections) + 1)]
-    for lab in ("before", "after"):
-        lines.append(f"| {lab} | " + " | ".join(f"{best[lab][k]:.1f}" for k in sections + ["wall"]) + " |")
+              "slowed by other work):", "", "| | " + " | ".join(sections + list(totals)) + " |",
+              "|---|" + "---|" * (len(sections) + 2)]
+    for lab in labels:
+        lines.append(f"| {lab} | " + " | ".join(f"{best[lab][k]:.1f}" for k in sections + list(totals)) + " |")
     lines += ["", "Every run (load average: 1, 5, 15 minutes, read before the run):", "",
-              "| copy | repeat | wall s | load | " + " | ".join(sections) + " |",
-              "|---|---|---|---|" + "---|" * len(sections)]
+              "| copy | repeat | wall s | CPU s (user + sys) | load | " + " | ".join(sections) + " |",
+              "|---|---|---|---|---|" + "---|" * len(sections)]
     for x in rows:
-        lines.append(f"| {x['label']} | {x['repeat']} | {x['wall']:.1f} | {x['load']} | "
+        lines.append(f"| {x['label']} | {x['repeat']} | {x['wall']:.1f} | {x['cpu']:.1f} ({x['user']:.1f} + "
+                     f"{x['sys']:.1f}) | {x['load']} | "
                      + " | ".join(f"{x['timings'].get(k, float('nan')):.1f}" for k in sections) + " |")
-    lines += ["", "The report's numbers and verdicts, before against after (compared exactly, timings left out): "
-              + ("the same." if not diffs else f"{len(diffs)} differences: " + "; ".join(diffs[:20]))]
+    if a.before:
+        lines += ["", "The report's numbers and verdicts, before against after (compared exactly, timings left out): "
+                  + ("the same." if not diffs else f"{len(diffs)} differences: " + "; ".join(diffs[:20]))]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {out.with_suffix('.md')}")
     return 0

@@ -55,3 +55,37 @@ def test_ess_rhat_and_plot(tmp_path):
     res = azcompat.plot_trace(idata, var_names=["a"], coords={"neuron": [0, 1]})
     azcompat.save_plot(res, tmp_path / "t.png")
     assert (tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_large_variables_read_in_parallel_as_xarray_reads_them(tmp_path):
+    """The variables from_netcdf inflates on every core (chunked, shuffle + deflate, no decoding) come back with the
+    values, dtype, attributes and encoding xarray's own reader gives; those it leaves to xarray (an encoded bool, a
+    small variable) are read by xarray."""
+    rng = np.random.default_rng(0)
+    shape = (2, 50, 130, 100)                           # 1.3 M values: above PARALLEL_READ_BYTES as float32
+    big = rng.standard_normal(shape).astype(np.float32)
+    big[0, 0, 0, :3] = np.nan                           # NaNs stay NaN (the _FillValue is NaN)
+    post = xr.Dataset({"a": (("chain", "draw", "neuron", "point"), big),
+                       "z": (("chain", "draw", "neuron", "point"), rng.standard_normal(shape)),
+                       "k": (("chain", "draw", "neuron", "point"), rng.integers(-9, 9, shape)),
+                       "on": (("chain", "draw", "neuron", "point"), rng.random(shape) > 0.5),
+                       "small": (("chain", "draw"), rng.standard_normal((2, 50)))},
+                      attrs={"note": "x"})
+    path = azcompat.to_netcdf(azcompat.make_idata({"posterior": post}), tmp_path / "big.nc")
+    if azcompat.AZ_MAJOR == 0:
+        lazy = azcompat.az.from_netcdf(path, engine="h5netcdf")
+        azcompat._read_chunks_in_parallel(path, {"posterior": lazy.posterior})
+        kinds = {k: isinstance(lazy.posterior.variables[k]._data, np.ndarray) for k in lazy.posterior.data_vars}
+        assert kinds == {"a": True, "z": True, "k": True, "on": False, "small": False}
+        plain = azcompat.az.from_netcdf(path, engine="h5netcdf").load()
+    else:
+        plain = xr.open_datatree(path, engine="h5netcdf").load()
+    back, ref = azcompat.get_group(azcompat.from_netcdf(path), "posterior"), azcompat.get_group(plain, "posterior")
+    assert back.attrs == ref.attrs
+    for k, v in ref.variables.items():
+        got = back.variables[k]
+        assert got.dtype == v.dtype and got.dims == v.dims and got.attrs == v.attrs
+        assert got.encoding.keys() == v.encoding.keys()
+        np.testing.assert_array_equal(got.values, v.values)
+    np.testing.assert_array_equal(back["a"].values, big)
+    np.testing.assert_array_equal(back["on"].values, post["on"].values)

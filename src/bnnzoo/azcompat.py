@@ -10,9 +10,12 @@ from __future__ import annotations
 import io
 import os
 import warnings
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Mapping
 
+import h5py
 import numpy as np
 import xarray as xr
 
@@ -152,11 +155,116 @@ def to_netcdf_bytes(idata) -> bytes:
 
 
 def from_netcdf(path):
-    """Read a file written by :func:`to_netcdf` into the installed line's container (loaded into memory)."""
+    """Read a file written by :func:`to_netcdf` into the installed line's container (loaded into memory).  On the
+    0.x line the large variables (:func:`_read_chunks_in_parallel`) are decompressed on every core first, the rest
+    read by xarray."""
     if AZ_MAJOR == 0:
-        return az.from_netcdf(str(path), engine="h5netcdf").load() if hasattr(az.InferenceData, "load") \
-            else az.from_netcdf(str(path), engine="h5netcdf")
-    return xr.open_datatree(str(path), engine="h5netcdf").load()
+        idata = az.from_netcdf(str(path), engine="h5netcdf")
+        if not hasattr(az.InferenceData, "load"):
+            return idata
+        _read_chunks_in_parallel(path, {g: getattr(idata, g) for g in idata.groups()})
+        idata.load(inplace=True)         # in place: a copy would copy every array just read
+        return idata
+    tree = xr.open_datatree(str(path), engine="h5netcdf")
+    return tree.load()
+
+
+PARALLEL_READ_BYTES = 1 << 22
+"""Variables at least this large (4 MiB) are read by :func:`_read_chunks_in_parallel`."""
+
+_CHUNKS_PER_JOB = 64
+"""Chunks one thread reads in a row: few hand-overs between the threads, enough jobs to share the cores."""
+
+_H5_SHUFFLE, _H5_DEFLATE = 2, 1
+"""HDF5's filter codes of the byte shuffle and of zlib's deflate."""
+
+_DECODED_ATTRS = {"missing_value", "scale_factor", "add_offset", "units", "calendar", "_Unsigned", "dtype",
+                  "_Encoding", "compress", "flag_values"}
+"""Attributes that make xarray change a variable's stored values when it reads them (CF decoding): a variable with
+one of them is left to xarray."""
+
+
+def _read_chunks_in_parallel(path, groups: Mapping[str, xr.Dataset]) -> None:
+    """Read the large variables of the lazily opened ``groups`` ({group: dataset} of the file ``path``) in place:
+    each compressed chunk's bytes read from the file and inflated by zlib on a thread of a pool with one thread per
+    core (zlib, unlike HDF5's own reader, lets threads inflate at once), then un-shuffled and put in its place.
+
+    Only a variable whose values xarray would return exactly as stored is read here: chunked, compressed by deflate
+    alone or after HDF5's byte shuffle, every chunk filtered, native byte order, no CF-decoding attribute, and a
+    ``_FillValue`` only as NaN of a float variable (masking NaN with NaN changes nothing); anything else (and every
+    variable smaller than :data:`PARALLEL_READ_BYTES`) is left to xarray, which reads it when the container is
+    loaded.  The bytes are those HDF5 would inflate, so the values are the same."""
+    jobs, targets = [], []
+    if not hasattr(os, "pread"):        # not on Windows: xarray reads everything
+        return
+    with h5py.File(path, "r") as fh:
+        for gname, ds in groups.items():
+            for name, var in ds.variables.items():
+                d = fh.get(f"{gname}/{name}")
+                if not isinstance(d, h5py.Dataset) or var.nbytes < PARALLEL_READ_BYTES or var.dtype != d.dtype:
+                    continue
+                shuffle = _plain_chunked(d)
+                if shuffle is None:
+                    continue
+                out = np.empty(d.shape, d.dtype)
+                chunks: list = []
+                if hasattr(d.id, "chunk_iter"):      # HDF5 >= 1.12.3: the chunk index in one pass
+                    d.id.chunk_iter(chunks.append)
+                else:
+                    chunks = [d.id.get_chunk_info(i) for i in range(d.id.get_num_chunks())]
+                n_expected = int(np.prod([-(-s // c) for s, c in zip(d.shape, d.chunks)]))
+                if len(chunks) != n_expected or any(ci.filter_mask for ci in chunks):
+                    continue     # chunks never written (fill values) or with a filter skipped: HDF5 reads them
+                shape = d.chunks
+                jobs += [(out, shape, shuffle, chunks[i:i + _CHUNKS_PER_JOB])
+                         for i in range(0, len(chunks), _CHUNKS_PER_JOB)]
+                targets.append((var, out))
+    if not jobs:
+        return
+    fd = os.open(path, os.O_RDONLY)
+
+    def read(job):
+        out, shape, shuffle, chunks = job
+        for ci in chunks:
+            raw = np.frombuffer(zlib.decompress(os.pread(fd, ci.size, ci.byte_offset)), np.uint8)
+            if shuffle:         # byte j of every element stored together: gather each element's bytes again
+                planes, raw = raw.reshape(out.itemsize, -1), np.empty(raw.size, np.uint8)
+                for j, plane in enumerate(planes):
+                    raw[j::out.itemsize] = plane
+            block = raw.view(out.dtype).reshape(shape)
+            region = tuple(slice(o, min(o + c, s)) for o, c, s in zip(ci.chunk_offset, shape, out.shape))
+            out[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
+
+    try:
+        with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+            for _ in pool.map(read, jobs):
+                pass
+    finally:
+        os.close(fd)
+    for var, out in targets:
+        var.data = out
+
+
+def _plain_chunked(d) -> bool | None:
+    """For an h5py dataset ``d``: whether its chunks are byte-shuffled (True) or not (False) when they are
+    compressed by deflate alone or after the shuffle and its values need no decoding (:func:`_read_chunks_in_parallel`);
+    None for anything else."""
+    if d.chunks is None or not d.dtype.isnative or d.dtype.kind not in "fiub":
+        return None
+    attrs = set(d.attrs)
+    if attrs & _DECODED_ATTRS:
+        return None
+    if "_FillValue" in attrs:
+        fill = np.asarray(d.attrs["_FillValue"])
+        if d.dtype.kind != "f" or fill.size != 1 or not np.isnan(fill).all():
+            return None
+    plist = d.id.get_create_plist()
+    codes = [plist.get_filter(i)[0] for i in range(plist.get_nfilters())]
+    if codes == [_H5_DEFLATE]:
+        return False
+    if codes == [_H5_SHUFFLE, _H5_DEFLATE]:
+        return True
+    return None
 
 
 def read_run_file(path: str | os.PathLike, label: str = "idata"):

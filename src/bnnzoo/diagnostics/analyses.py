@@ -17,6 +17,7 @@ differ:
 
 from __future__ import annotations
 
+from concurrent.futures import wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +25,7 @@ import xarray as xr
 
 from .branches import readout_branches
 from .codes import code_ids, code_string, code_strings, neural_codes
-from .compare import compare_with_theory
+from .compare import compare_with_theory, meanfield_applies, meanfield_theory
 from .ergodicity import ergodicity, variance_ratio
 from .kernels import cka, kernels_and_richness
 from .observables import attention_observables, gated_observables, three_layer_observables
@@ -62,9 +63,15 @@ class Analysis:
     def kernels(self, run, layers):
         return None
 
-    def observables(self, run, layers: list[Layer], theory: bool) -> dict:
+    def start(self, run, theory: bool, pool) -> dict:
+        """Start, on the thread pool ``pool`` (:class:`concurrent.futures.ThreadPoolExecutor`), the parts of the
+        diagnosis that read only the run's data and hyperparameters, not its draws, so that they run while the
+        draws are analysed: {name: Future}, handed to :meth:`observables` as ``early``."""
+        return {}
+
+    def observables(self, run, layers: list[Layer], theory: bool, early: dict | None = None) -> dict:
         """{"numbers": into the report's numbers, "observables": the entry's own observables, "theory":
-        TheoryComparison or None, "branches": BranchResult or None}."""
+        TheoryComparison or None, "branches": BranchResult or None}.  ``early``: what :meth:`start` started."""
         return {}
 
     def scheme(self, run, own: dict) -> str:
@@ -136,7 +143,7 @@ class UnitAnalysis(Analysis):
         f = np.asarray(run.posterior["f"].values, float) if "f" in run.posterior else None
         return representation_kernels([l.trajectories for l in layers], run.X, run.Y, run.labels, f)
 
-    def observables(self, run, layers, theory):
+    def observables(self, run, layers, theory, early=None):
         numbers = {}
         if "mse" in run.posterior:
             numbers["mse"] = float(np.mean(run.posterior["mse"].values))
@@ -162,12 +169,21 @@ class FcnAnalysis(Analysis):
             return None                        # neither z, the weights nor the streamed kernels were recorded
         return kernels_and_richness(run)
 
-    def observables(self, run, layers, theory):
+    def start(self, run, theory, pool):
+        """The mean-field solve (:func:`~bnnzoo.diagnostics.compare.meanfield_theory`), when the theory compares
+        with it."""
+        rd = run.fcn()
+        return {"meanfield": pool.submit(meanfield_theory, rd)} if theory and meanfield_applies(rd) else {}
+
+    def observables(self, run, layers, theory, early=None):
         rd = run.fcn()
         codes = {l.name: l.codes for l in layers if l.codes is not None}
         feature = codes.get(f"z{rd.depth}")     # the units' modal codes, as readout_branches would find them again
+        meanfield = (early or {}).get("meanfield")
+        if meanfield is not None:               # finished first: readout_branches limits BLAS to one thread for the
+            wait([meanfield])                   # whole process, which would change the solve's sums
         branches = readout_branches(run, codes=code_strings(feature.modal, rd.m) if feature is not None else None)
-        comp = compare_with_theory(run, codes=codes["z1"], branches=branches) if theory else None
+        comp = compare_with_theory(run, codes=codes["z1"], branches=branches, meanfield=meanfield) if theory else None
         numbers: dict = {}
         o = branches.outliers
         if o is not None and o.n_outliers:      # the bulk's ergodicity (the outliers alone break it)

@@ -365,8 +365,8 @@ def readout_branches(idata, k_max: int = 8, seed: int = 0, codes: np.ndarray | N
     labels[units] = lab
     if codes is None and rd is not None:
         codes = unit_modal_codes(rd, rd.depth)
-    dev = a - a.mean(1, keepdims=True)
-    jit_u = np.sqrt(np.mean(np.sum(dev**2, -1), axis=1)).reshape(-1)
+    dev = a - abar.reshape(C, 1, N, m)          # each unit's deviation from its time average, squared in place
+    jit_u = np.sqrt(np.mean(np.sum(np.square(dev, out=dev), -1), axis=1)).reshape(-1)
     centres, masses, spreads, jitter, bcodes = [], [], [], [], []
     for b in range(k):
         sel = labels == b

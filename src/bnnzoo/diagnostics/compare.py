@@ -42,7 +42,8 @@ from ._data import RunData, mean_se, run_data
 from .branches import find_outliers
 from .codes import code_string, neural_codes
 
-__all__ = ["Agreement", "TheoryComparison", "compare_with_theory", "MASS_TOLERANCE"]
+__all__ = ["Agreement", "TheoryComparison", "compare_with_theory", "meanfield_applies", "meanfield_theory",
+           "MASS_TOLERANCE"]
 
 MASS_TOLERANCE = 0.1
 
@@ -249,10 +250,24 @@ def _deep_linear_t0(rd: RunData, out: list, used: list, skipped: dict):
         _kernel_agreement(out, skipped, f"K{l}", name, rd, l, th.K[l - 1], tol, note)
 
 
-def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, codes=None):
+def meanfield_applies(rd: RunData) -> bool:
+    """Whether :func:`compare_with_theory` compares the run ``rd`` with the single-neuron mean field (module
+    docstring: a nonlinear net of one hidden layer on the orthogonal toy task, m ≤ 3, non-lazy readout)."""
+    return (rd.activation != "linear" and rd.depth == 1 and rd.is_orthogonal_toy and rd.m <= 3
+            and rd.readout == "nonlazy")
+
+
+def meanfield_theory(rd: RunData) -> mf.MeanFieldResult:
+    """The single-neuron mean field at the run's data and hyperparameters (what :func:`compare_with_theory`
+    compares with); it reads only the data and the hyperparameters, so it can be solved before the draws are
+    analysed."""
+    return mf.single_neuron_meanfield(rd.X, rd.Y, labels=rd.labels, nonlinearity=rd.activation,
+                                      temperature=rd.temperature, sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2)
+
+
+def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, codes=None, meanfield=None):
     name = "theory.meanfield.single_neuron_meanfield"
-    th = mf.single_neuron_meanfield(rd.X, rd.Y, labels=rd.labels, nonlinearity=rd.activation,
-                                    temperature=rd.temperature, sigma_a2=rd.sigma_a2, sigma_w2=rd.sigma_w2)
+    th = meanfield.result() if meanfield is not None else meanfield_theory(rd)
     if not th.normalizable:
         skipped[name] = th.status
         return th
@@ -361,10 +376,11 @@ def _gp(rd: RunData, out: list, used: list, skipped: dict):
                                  "mean over test points and outputs of (y − f̄)²; " + note))
 
 
-def compare_with_theory(idata, codes=None, branches=None) -> TheoryComparison:
+def compare_with_theory(idata, codes=None, branches=None, meanfield=None) -> TheoryComparison:
     """Compare a run with every theory that applies (module docstring).  ``codes`` / ``branches``: results already
     computed by :func:`~bnnzoo.diagnostics.codes.neural_codes` / :func:`~bnnzoo.diagnostics.branches.readout_branches`
-    (recomputed if None)."""
+    (recomputed if None); ``meanfield``: a :class:`concurrent.futures.Future` of :func:`meanfield_theory` already
+    started (solved here if None; its errors are those of the solve)."""
     rd = run_data(idata)
     out: list[Agreement] = []
     used: list[str] = []
@@ -375,9 +391,9 @@ def compare_with_theory(idata, codes=None, branches=None) -> TheoryComparison:
             _linear(rd, out, used, skipped, solved)
         except (ValueError, RuntimeError) as e:
             skipped["theory.linear"] = str(e)
-    elif rd.depth == 1 and rd.is_orthogonal_toy and rd.m <= 3 and rd.readout == "nonlazy":
+    elif meanfield_applies(rd):
         try:
-            _meanfield(rd, out, used, skipped, solved, codes=codes)
+            _meanfield(rd, out, used, skipped, solved, codes=codes, meanfield=meanfield)
         except (ValueError, RuntimeError, NotImplementedError) as e:
             skipped["theory.meanfield"] = str(e)
     else:

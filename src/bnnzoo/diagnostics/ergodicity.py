@@ -239,14 +239,18 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
         return rh, _ks_of_ranks(lo, hi), ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T)
 
     # the (chain, feature) pairs are independent and spend their time sorting, which releases the GIL: threads
-    # share the machine's cores (results in the same order, so the same numbers as one after the other)
+    # share the machine's cores (results in the same order, so the same numbers as one after the other).  The
+    # per-neuron ESS (each neuron's trajectory taken as one chain) goes first, on a thread of its own: its FFTs and
+    # array arithmetic on large blocks run without the GIL, beside the pairs' many smaller steps, which hold it
     pairs = [(c, k) for c in range(C) for k in range(K)]
-    with ThreadPoolExecutor(max_workers=max(1, min(len(pairs), os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=max(2, min(len(pairs), os.cpu_count() or 1))) as pool:
+        # chain by chain (each neuron's trajectory is a series of its own, in the order chain, neuron, feature):
+        # views of x, where all chains at once would need a transposed copy of it
+        ess_each = pool.submit(lambda: np.concatenate([ess(x[c].reshape(1, D, N * K)) for c in range(C)]))
         parts = list(pool.map(per_chain_feature, pairs))
+        ess_each = ess_each.result()
     rh = np.array([p[0] for p in parts]).reshape(C, K)
     ks, ks_split = np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
-    # per-neuron ESS: each neuron's trajectory taken as one chain
-    ess_each = ess(x.transpose(1, 0, 2, 3).reshape(1, D, C * N * K))
     verdict = "broken" if ratio < threshold else "ergodic"
     confidence = "marginal" if 0.3 < ratio < 0.7 else "clear"
     return ErgodicityResult(

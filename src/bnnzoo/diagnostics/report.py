@@ -50,6 +50,7 @@ import os
 import textwrap
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -347,13 +348,17 @@ def _walk(run, timed, theory: bool, kernels: bool) -> dict:
     an = analysis_of(run)
     layers, skipped = timed("units", an.layers, run)
     codes = {l.name: l.codes for l in layers if l.codes is not None}
-    erg = timed("ergodicity", lambda: {l.name: ergodicity(l.features, variable=l.name) for l in layers})
-    sym = timed("symmetry", lambda: {l.name: symmetry_of(l.features, l.name, code_memory=codes[l.name].code_memory
-                                                         if l.name in codes else float("nan")) for l in layers})
-    clusters = (timed("clusters", lambda: {l.name: unit_clusters(l.features, l.name) for l in layers})
-                if an.clusters else {})
-    kern = timed("kernels", an.kernels, run, layers) if kernels and layers else None
-    own = timed("observables", an.observables, run, layers, theory)
+    # what reads only the data (the mean-field solve) runs on a second thread meanwhile; its time is spent within
+    # ergodicity, symmetry and kernels, and "observables" counts only the wait for what is left of it
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        early = an.start(run, theory, pool)
+        erg = timed("ergodicity", lambda: {l.name: ergodicity(l.features, variable=l.name) for l in layers})
+        sym = timed("symmetry", lambda: {l.name: symmetry_of(l.features, l.name, code_memory=codes[l.name].code_memory
+                                                             if l.name in codes else float("nan")) for l in layers})
+        clusters = (timed("clusters", lambda: {l.name: unit_clusters(l.features, l.name) for l in layers})
+                    if an.clusters else {})
+        kern = timed("kernels", an.kernels, run, layers) if kernels and layers else None
+        own = timed("observables", an.observables, run, layers, theory, early)
     comp = own.get("theory") if theory else None
     numbers = _layer_numbers(erg, sym, codes, clusters)
     if skipped:
@@ -445,8 +450,13 @@ def diagnose(idata, *, entry=None, model_kwargs: dict | None = None, store: bool
     _check_finite(run.posterior)
     if run.doubt is not None:
         warnings.warn(run.doubt, RuntimeWarning, stacklevel=2)
+    # the stored health is checked against the draws on a second thread while they are analysed
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stored = run.start_health_check(pool)
+        parts = _walk(run, timed, theory, kernels)
+        if stored is not None:
+            stored.result()
     health = timed("health", lambda: run.health)
-    parts = _walk(run, timed, theory, kernels)
     verdicts = gate_verdicts(_verdicts(parts["ergodicity"], parts["symmetry"], parts["codes"], parts["theory"],
                                        parts["branches"]), health)
     verdicts.update(analysis_of(run).not_tested(run))

@@ -81,7 +81,29 @@ class Run:
     f_test: np.ndarray | None = None
     doubt: str | None = None
     _health: object = None
+    _stored_health: object = None
     _fcn: object = None
+    _f64: dict = field(default_factory=dict)
+
+    def float64(self, name: str) -> np.ndarray:
+        """The posterior variable ``name`` as a float64 array, converted once: the health check and :meth:`fcn` read
+        the same copy of the large readout ``a`` and outputs ``f``."""
+        if name not in self._f64:
+            self._f64[name] = np.asarray(self.posterior[name].values, float)
+        return self._f64[name]
+
+    def start_health_check(self, pool):
+        """:meth:`check_stored_health` submitted to the thread pool ``pool`` (a Future), after the float64 copies it
+        reads are made on this thread (they are shared with :meth:`fcn`); None when the run has no stored health."""
+        if self._stored_health is None:
+            return None
+        return pool.submit(self.check_stored_health, self._posterior64())
+
+    def _posterior64(self):
+        """The posterior with its readout ``a`` and outputs ``f`` replaced by their float64 copies (:meth:`float64`),
+        the same values: what the health check reads without converting them again."""
+        big = [k for k in ("a", "f") if k in self.posterior]
+        return self.posterior.assign({k: (self.posterior[k].dims, self.float64(k)) for k in big})
 
     @property
     def n_chains(self) -> int:
@@ -107,10 +129,26 @@ class Run:
     @property
     def health(self):
         """The :class:`~bnnzoo.inference.health.SamplerHealth` of the run: the stored one when it matches the
-        posterior's size, else judged once here."""
+        posterior's size and draws (:meth:`check_stored_health`), else judged once here."""
+        if self._health is None:
+            self.check_stored_health()
         if self._health is None:
             self._health = sampler_health(self.idata)
         return self._health
+
+    def check_stored_health(self, posterior64=None) -> None:
+        """Take the health stored with the run (read by :func:`read_run`) as :attr:`health` when the draws are the
+        ones it judged: its checksum of the judged values (:func:`~bnnzoo.inference.health.values_checksum`) is
+        the posterior's, or it has none (stored by an older bnnzoo).  Reads the posterior only (array arithmetic
+        and hashing, no linear algebra), so :func:`~bnnzoo.diagnostics.report.diagnose` runs it on a second thread
+        while it analyses the draws.  ``posterior64``: :meth:`_posterior64`, when already made."""
+        h, self._stored_health = self._stored_health, None
+        if h is None:
+            return
+        if (not getattr(h, "values_checksum", "")
+                or h.values_checksum == values_checksum(judged_values(
+                    self._posterior64() if posterior64 is None else posterior64, self.Y))):
+            self._health = h
 
     def fcn(self):
         """The run as a :class:`~bnnzoo.diagnostics._data.RunData` (fully-connected nets: readout ``a`` (neuron,
@@ -122,12 +160,12 @@ class Run:
                                  f"fully-connected diagnostics read; variables: {list(post.data_vars)}")
             depth = int(mk.get("depth") or 1)
             self._fcn = RunData(
-                a=np.asarray(post["a"].values, float), X=self.X, Y=self.Y, labels=self.labels,
+                a=self.float64("a"), X=self.X, Y=self.Y, labels=self.labels,
                 activation=str(mk.get("activation")), depth=depth,
                 weights=[np.asarray(post[f"W{l}"].values, float) for l in range(1, depth + 1) if f"W{l}" in post],
                 recorded_z={l: np.asarray(post[f"z{l}"].values, float) for l in range(1, depth + 1)
                             if f"z{l}" in post},
-                f=np.asarray(post["f"].values, float) if "f" in post else None,
+                f=self.float64("f") if "f" in post else None,
                 summaries=self._summaries(depth), kernel_means=self._kernel_means(depth),
                 X_test=self.X_test, Y_test=self.Y_test, labels_test=self.labels_test, f_test=self.f_test,
                 readout=mk.get("readout", "nonlazy"), temperature=_float(mk.get("temperature")),
@@ -266,10 +304,8 @@ def read_run(idata, entry=None, model_kwargs: dict | None = None) -> Run:
             h = record_from_dataset(stored)
         except (KeyError, ValueError, TypeError):
             h = None
-        if (h is not None and (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws)
-                and (not getattr(h, "values_checksum", "")         # stored by an older bnnzoo: kept
-                     or h.values_checksum == values_checksum(judged_values(post, np.asarray(Y, float))))):
-            run._health = h                 # else the draws changed after they were judged: judged again
+        if h is not None and (h.n_chains, h.n_draws) == (run.n_chains, run.n_draws):
+            run._stored_health = h          # checked against the draws when first needed (Run.check_stored_health)
     return run
 
 

@@ -362,7 +362,7 @@ def values_checksum(values: dict) -> str:
     for name in sorted(values):
         v = np.ascontiguousarray(np.asarray(values[name], np.float64))
         h.update(f"{name}:{v.shape}\n".encode())
-        h.update(v.tobytes())
+        h.update(v)                                 # the array's bytes, read in place (no copy)
     return h.hexdigest()
 
 
