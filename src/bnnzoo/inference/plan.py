@@ -648,19 +648,15 @@ class RunSpec:
     """Every setting of one :func:`bnnzoo.sample` call, checked once by :func:`make_spec`; the engines and the
     conversion to ArviZ read it and nothing else.
 
-    The settings are grouped as their readers take them, so an engine or a consumer takes a group whole: the
-    sampler (the kernel or tempering run), the chains (every engine's sizes and layout), the recording (the
-    engines' recorded sites and the conversion's groups) and the store (the chunked driver and the unit-wise
-    sampler).  A changed copy is ``dataclasses.replace(spec, chains=dataclasses.replace(spec.chains, ...))``.
+    The settings are grouped by their readers: the sampler (the kernel or the tempering run), the chains (every
+    engine's sizes and layout), the recording (the recorded sites and the conversion's optional groups) and the
+    store (the chunked driver and the unit-wise sampler).  A changed copy is
+    ``dataclasses.replace(spec, chains=dataclasses.replace(spec.chains, ...))``.
 
     Attributes
     ----------
-    name : str
-        The model's name.
-    model : callable
-        The NumPyro model function.
-    entry : ZooEntry or None
-        Its zoo entry (None for a plain NumPyro model).
+    name, model, entry
+        The model's name, its NumPyro function and its zoo entry (None for a plain NumPyro model).
     task : Task
         The data.
     model_kwargs : dict
