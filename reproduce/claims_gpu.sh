@@ -2,7 +2,8 @@
 # The claims that need one GPU (issue 51, item 3), each job a separate process under its own time limit (default
 # 480 s); every job writes its JSON to OUT (`python -m reproduce render` makes the pages from them), its log and
 # exit status beside it (OUT/NAME.log, OUT/exits.txt).  One call runs every job at once on one H200 machine
-# (16 cores): the N = 500 nets on the GPU, the others where they ran fastest before.
+# (16 cores): the N = 500 nets and Rubin's sweeps share the GPU, the L = 3 net at N = 200 runs on 6 CPU cores (at
+# N = 100-200 a step waits on latency, not arithmetic: certified_gpu.sh's header).
 #
 # Jobs (rows of reproduce/claims.toml):
 #   relu500_seeded  Fig. 2 ReLU, N = P = 500 (rows Q1, P1): `certified.py --rows relu --seed-family outliers`,
@@ -17,13 +18,15 @@
 #                   12 (extended to 24), 4 chains × (150 + 100), every finished run cached in OUT/curse_cache (a
 #                   second call resumes); GPU.  d = 6 … 16 at 4 d ran on the CPU before (row C1's setting).
 #
-# Expected time per job on one H200 (an estimate, not measured: from certified_gpu.sh's runs, ~10-20 SNAPER steps/s
-# at N = 500 on the GPU and ~55 steps/s for N = 100 on 6 cores, scaled by the step cost): relu500_seeded 2 × 1400
-# steps, 150-300 s; sig2_n500 ~3800 steps (2 annealing stages of 500), 200-400 s; sig3_n200 ~3800 steps at ~15/s,
-# ~250 s; rubin_d24 / rubin_d32 9-12 runs of 250 steps each, 60-300 s.  Every job's result is only what finishes
-# within its limit: a certified job that does not finish writes no row; the next step is then to run the families
-# as separate resumable runs (bnnzoo.sample(..., store=...)) and combine them with
-# bnnzoo.workflows.certify.concat_families and certify_run.
+# Expected time per job on one H200: an estimate, none of these jobs has run on a GPU.  From certified_gpu.sh's
+# header (~10-20 SNAPER steps/s at N = 500 on the GPU, as it estimates; 55 steps/s seen for N = 100 on 6 cores),
+# scaled by the steps and, for sig3, by the step cost (N = 200, three layers: ~4× N = 100's): relu500_seeded
+# 2 × 1400 steps, 150-300 s; sig2_n500 ~3800 steps (with 2 annealing stages of 500), 200-400 s; sig3_n200 ~3800
+# steps at ~15/s, ~250 s; rubin_d24 / rubin_d32 9-12 runs of 250 steps each, a guess of 60-300 s (the 4 d sweep
+# at d = 6-16 took 20 min on one CPU core).  Every job's result is only what finishes within its limit: a
+# certified job killed by its limit writes no result file; the next step is then to run the families as separate
+# resumable runs (bnnzoo.sample(..., store=...)) and combine them with bnnzoo.workflows.certify.concat_families and
+# certify_run.
 #
 # Merge: the certified jobs are one result file each (index them in claims.toml as they are).  Rubin's law over
 # every d: with the returned cache, on any machine (cached runs are read, missing ones sampled),
@@ -31,7 +34,7 @@
 #       --n-seeds 3 --cache OUT/curse_cache --name curse_of_detail_4d --out reproduce/results
 #
 # Usage: reproduce/claims_gpu.sh OUT [SECONDS]     (SECONDS: limit of every process, default 480)
-#        SIZE=ci reproduce/claims_gpu.sh OUT        (the same jobs at CI size on a CPU, a minute or two)
+#        SIZE=ci reproduce/claims_gpu.sh OUT        (the same jobs at CI size on a CPU)
 set -u
 out=${1:?usage: claims_gpu.sh OUT [SECONDS]}
 limit=${2:-480}
