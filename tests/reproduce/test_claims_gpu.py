@@ -1,0 +1,61 @@
+"""``reproduce/claims_gpu.sh``: the device script of the claims that need one GPU, at CI size on the CPU, and the
+outlier start of its seeded ReLU family (``certified.py --seed-family outliers``).  Slow: every job samples."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.reproduce.reproduce_scripts import REPRO, ROOT, load_script
+
+JOBS = ("relu500_seeded", "sig2_n500", "sig3_n200", "rubin_d4", "rubin_d6")
+
+
+@pytest.mark.slow
+def test_every_job_exits_0_and_writes_its_result(tmp_path):
+    env = dict(os.environ, SIZE="ci", PYTHON=sys.executable,
+               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run(["bash", str(REPRO / "claims_gpu.sh"), str(tmp_path), "600"], capture_output=True, text=True,
+                       env=env, timeout=1800, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    exits = (tmp_path / "exits.txt").read_text().splitlines()
+    assert sorted(line.split(":")[0] for line in exits) == sorted(JOBS), exits
+    assert all(": exit 0 " in line for line in exits), exits
+    for name in JOBS:
+        res = json.loads((tmp_path / f"{name}.json").read_text())
+        assert res["provenance"], name
+    seeded = json.loads((tmp_path / "relu500_seeded.json").read_text())
+    assert seeded["seed_family"] == "outliers"
+    cert = seeded["rows"]["relu"]["result"]["certification"]
+    assert cert["families"] == ["prior", "outliers"]
+    for name in ("rubin_d4", "rubin_d6"):
+        runs = json.loads((tmp_path / f"{name}.json").read_text())["three_layer"]
+        assert runs and all(run["config"]["N1"] == 4 * run["config"]["d"] for run in runs), name
+
+
+@pytest.mark.slow
+def test_the_outlier_start_fits_each_class_with_its_own_unit():
+    """Each outlier unit alone, through the network's own forward pass (``fcn_forward``), gives its class's target
+    row on that class's points and nothing on the others; the other units are prior draws."""
+    import bnnzoo
+    from bnnzoo.models.fcn import fcn_forward
+
+    mod = load_script("certified")
+    N = 12
+    entry = bnnzoo.get_entry("relu")
+    task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=-0.5))
+    init = mod.outlier_start(task, N, 3, 1.0, 1.0 / N, seed=0)
+    assert init["W1"].shape == (3, N, N + 20) and init["a"].shape == (3, N, task.Y.shape[1])
+    labels = np.argmax(task.Y, axis=1)
+    m = task.Y.shape[1]
+    for c in range(m):
+        one = {"W1": init["W1"][:, c:c + 1], "a": init["a"][:, c:c + 1] / N}   # the unit alone, output scale 1/N
+        f = np.asarray(fcn_forward(task.X, one, activation="relu", readout="nonlazy"))  # (chain, P, m), width 1
+        want = np.where((labels == c)[:, None], task.Y[labels == c][0][None, :], 0.0)
+        np.testing.assert_allclose(f, np.broadcast_to(want, f.shape), atol=1e-8)
+    # the bulk units are the prior's: readout variance σ_a² (loose: 3 chains × (N − m) × m draws)
+    bulk = init["a"][:, m:]
+    assert 0.5 / N < bulk.var() < 2.0 / N
