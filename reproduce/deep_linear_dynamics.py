@@ -303,6 +303,14 @@ def decoupled_theory(s, groups, u0, depths=(2, 4, 8, 16, 32, 64, 128)) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------- depth part
+def _descend(Ws, D: int, s_: dict, Syx, Sx):
+    """Gradient descent at the depth-scaled rate eta0 / D up to T_max in scaled time; (lr, run, scaled times D t)."""
+    lr = s_["eta0"] / D
+    g = gradient_descent(Ws, Syx, Sx, lr=lr, steps_max=int(round(s_["T_max"] / s_["eta0"])),
+                         record_every=max(1, int(round(s_["dT"] / s_["eta0"]))), stop=s_["stop"])
+    return lr, g, g["t"] * D
+
+
 def depth_entry(kind: str, D: int, s_: dict, seed: int, data) -> dict:
     """Gradient descent from start ``kind`` at depth D over the seeds; times in scaled units T = D t."""
     Syx, Sx, s, U, V, groups = data
@@ -312,12 +320,8 @@ def depth_entry(kind: str, D: int, s_: dict, seed: int, data) -> dict:
                 gaussian_small=("gaussian", dict(g=s_["g_small"])), gaussian_scaled=("gaussian", dict(g=1.0)))
     k, kw = base[kind]
     Ws = init_weights(k, D, H, S, rng, u0=s_["u0"], U=U, V=V, **kw)
-    lr = s_["eta0"] / D
-    rec = max(1, int(round(s_["dT"] / s_["eta0"])))
     t0 = time.time()
-    g = gradient_descent(Ws, Syx, Sx, lr=lr, steps_max=int(round(s_["T_max"] / s_["eta0"])), record_every=rec,
-                         stop=s_["stop"])
-    T = g["t"] * D
+    lr, g, T = _descend(Ws, D, s_, Syx, Sx)
     lt = loss_times(T, g["excess"])
     prog = mode_progress(g["maps"], Syx, V, groups)
     half = [[crossing(T, prog[i, :, j], 0.5) for i in range(S)] for j in range(len(groups))]
@@ -490,12 +494,8 @@ def b0_entry(reading: str, b0: float, D: int, s_: dict, seed: int, data) -> dict
     H, S = s_["hidden"], s_["seeds"]
     rng = np.random.default_rng([seed, D, 100 + B0_READINGS.index(reading), int(round(b0 * 1e6))])
     Ws = init_weights("decoupled", D, H, S, rng, u0=u0, U=U, V=V)
-    lr = s_["eta0"] / D
-    rec = max(1, int(round(s_["dT"] / s_["eta0"])))
     t0 = time.time()
-    g = gradient_descent(Ws, Syx, Sx, lr=lr, steps_max=int(round(s_["T_max"] / s_["eta0"])), record_every=rec,
-                         stop=s_["stop"])
-    T = g["t"] * D
+    lr, g, T = _descend(Ws, D, s_, Syx, Sx)
     prog = mode_progress(g["maps"], Syx, V, groups)
     half = [crossing(T, prog[i, :, 0], 0.5) for i in range(S)]
     T90 = loss_times(T, g["excess"])[0.9]
