@@ -5,9 +5,11 @@ scheme of the two-hidden-layer sigmoidal net.
 Nets (``--nets``, comma-separated):
 
 * ``sig3``: three hidden layers, sigmoidal, y− = −½ (Fig. 3); ``relu3``: the same with ReLU (Fig. 3, N = P = 100 in
-  the paper); ``lin3``: three hidden layers with a linear φ at y− = 0, whose readout second moment U is compared
-  with the N → ∞, T → 0 theory of the deep linear net (``bnnzoo.theory.deep_linear.deep_linear_zero_temperature``;
-  at y− = −½ every target row sums to zero, Yᵀ K0⁻¹ Y is singular and that theory does not apply);
+  the paper); ``lin3``: three hidden layers with a linear φ at y− = 0, whose readout second moment U and layer
+  kernels are compared with the N → ∞ theory of the deep linear net at T → 0 and at the run's T
+  (``bnnzoo.theory.deep_linear``: ``deep_linear_zero_temperature``, ``deep_linear_saddle_point``);
+  ``lin3_paper``: the same at Fig. 3's y− = −½ (every target row sums to zero, Yᵀ K0⁻¹ Y is singular: the
+  T → 0 theory is ``deep_linear_saddle_point`` at T = 0);
 * ``sig2``: two hidden layers, sigmoidal, y− = ½ (Fig. 5), σ_a² = 1/P (the sigmoidal rule, any depth);
   ``sig2_sa``: the same with σ_a² = P^{-1/2} (the linear/ReLU rule at depth 2); ``sig2_N``: the same as ``sig2``
   at half the width (N = P/2); ``sig2_T``: the same as ``sig2`` at half the temperature; ``sig1``: the one-hidden-
@@ -46,6 +48,7 @@ NETS = {
     "sig3": dict(entry="sigmoidal", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
     "relu3": dict(entry="relu", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
     "lin3": dict(entry="deep_linear", depth=3, y_neg=0.0, sa="paper", nf=1.0, tf=1.0),
+    "lin3_paper": dict(entry="deep_linear", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
     "sig2": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=1.0, tf=1.0),
     "sig2_sa": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="sqrtP", nf=1.0, tf=1.0),
     "sig2_N": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=0.5, tf=1.0),
@@ -58,17 +61,22 @@ NETS = {
 }
 # per size: P per net (N = nf · P), warm-up per net, kept draws, z thinning, default nets
 SIZES = {
-    "ci": dict(P={"sig3": 20, "relu3": 20, "lin3": 20, "sig2": 20, "sig2_sa": 20, "sig2_N": 20, "sig2_T": 20,
+    "ci": dict(P={"sig3": 20, "relu3": 20, "lin3": 20, "lin3_paper": 20, "sig2": 20,
+                  "sig2_sa": 20, "sig2_N": 20, "sig2_T": 20,
                   "sig1": 20, "sig1_fk": 20, "sig1_fs": 20},
                warmup={k: 150 for k in NETS}, samples=100, thin_z=2, nets=("sig3", "relu3", "lin3", "sig2")),
-    "cpu": dict(P={"sig3": 50, "relu3": 50, "lin3": 50, "sig2": 100, "sig2_sa": 100, "sig2_N": 100, "sig2_T": 100,
+    "cpu": dict(P={"sig3": 50, "relu3": 50, "lin3": 50, "lin3_paper": 50, "sig2": 100,
+                   "sig2_sa": 100, "sig2_N": 100, "sig2_T": 100,
                    "sig1": 100, "sig1_fk": 100, "sig1_fs": 100},
-                warmup={"sig3": 2000, "relu3": 2000, "lin3": 500, "sig2": 1000, "sig2_sa": 1000, "sig2_N": 1000,
+                warmup={"sig3": 2000, "relu3": 2000, "lin3": 500, "lin3_paper": 500,
+                        "sig2": 1000, "sig2_sa": 1000, "sig2_N": 1000,
                         "sig2_T": 1000, "sig1": 500, "sig1_fk": 500, "sig1_fs": 500},
                 samples=400, thin_z=2, nets=("sig3", "relu3", "sig2", "sig1")),
-    "paper": dict(P={"sig3": 200, "relu3": 100, "lin3": 200, "sig2": 500, "sig2_sa": 500, "sig2_N": 500,
+    "paper": dict(P={"sig3": 200, "relu3": 100, "lin3": 200, "lin3_paper": 200,
+                     "sig2": 500, "sig2_sa": 500, "sig2_N": 500,
                      "sig2_T": 500, "sig1": 500, "sig1_fk": 500, "sig1_fs": 500},
-                  warmup={"sig3": 2000, "relu3": 3000, "lin3": 1000, "sig2": 2000, "sig2_sa": 2000, "sig2_N": 2000,
+                  warmup={"sig3": 2000, "relu3": 3000, "lin3": 1000,
+                          "lin3_paper": 1000, "sig2": 2000, "sig2_sa": 2000, "sig2_N": 2000,
                           "sig2_T": 2000, "sig1": 1000, "sig1_fk": 1000, "sig1_fs": 1000},
                   samples=500, thin_z=5, nets=("sig3", "relu3", "lin3", "sig2", "sig1")),
 }
@@ -294,18 +302,36 @@ def net_entry(net: str, s: dict, args) -> dict:
         mse = np.mean((np.asarray(rd.f, float) - rd.Y) ** 2, axis=(2, 3))   # (chain, draw)
         e["chain_disagreement"] = C.chain_disagreement(mse, e["layers"])
     if d["entry"] == "deep_linear":
-        from bnnzoo.theory.deep_linear import deep_linear_zero_temperature
-
-        U, se = C.readout_U(rd)
-        th = deep_linear_zero_temperature(task.X, task.Y, depth=d["depth"], sigma_a2=st["sigma_a2"])
-        nrm = float(np.linalg.norm(th.U))
-        e.update(U=U.tolist(), U_se=se.tolist(), U_theory=th.U.tolist(),
-                 U_relative_error=float(np.linalg.norm(U - th.U) / nrm),
-                 U_relative_error_se=float(np.sqrt(np.sum(se ** 2)) / nrm),
-                 K_relative_error=[float(np.linalg.norm(np.einsum("cdnp,cdnq->pq", rd.z(l), rd.z(l), optimize=True)
-                                                        / (rd.z(l).shape[0] * rd.z(l).shape[1] * N) - th.K[l - 1])
-                                         / np.linalg.norm(th.K[l - 1])) for l in range(1, d["depth"] + 1)])
+        e.update(linear_theory_check(rd, task, d["depth"], st["sigma_a2"], st["temperature"]))
     return e
+
+
+def linear_theory_check(rd, task, depth: int, sigma_a2: float, temperature: float) -> dict:
+    """The sampled readout second moment U = aᵀa/N and layer kernels K_l = z_lᵀz_l/N of a deep linear net against
+    the N → ∞ theory at T → 0 (``U_theory``, ``U_relative_error``, ``K_relative_error``) and at the run's T
+    (``..._finite_T``), with ``theory_T_shift`` = ‖U(T) − U(0)‖/‖U(0)‖.  The T → 0 theory is
+    ``deep_linear_zero_temperature`` when Yᵀ K0⁻¹ Y is invertible and ``deep_linear_saddle_point`` at T = 0
+    otherwise (y− = −½: every target row sums to zero); both are in ``bnnzoo.theory.deep_linear``."""
+    from bnnzoo.theory.deep_linear import deep_linear_saddle_point, deep_linear_zero_temperature
+
+    U, se = C.readout_U(rd)
+    if np.linalg.matrix_rank(task.Y) == task.Y.shape[1]:
+        th0 = deep_linear_zero_temperature(task.X, task.Y, depth=depth, sigma_a2=sigma_a2)
+    else:
+        th0 = deep_linear_saddle_point(task.X, task.Y, depth=depth, temperature=0.0, sigma_a2=sigma_a2)
+    thT = deep_linear_saddle_point(task.X, task.Y, depth=depth, temperature=temperature, sigma_a2=sigma_a2)
+    K = [np.einsum("cdnp,cdnq->pq", rd.z(l), rd.z(l), optimize=True) / (rd.z(l).shape[0] * rd.z(l).shape[1]
+                                                                         * rd.width) for l in range(1, depth + 1)]
+    out = {}
+    for suffix, th in (("", th0), ("_finite_T", thT)):
+        nrm = float(np.linalg.norm(th.U))
+        out.update({f"U_theory{suffix}": th.U.tolist(),
+                    f"U_relative_error{suffix}": float(np.linalg.norm(U - th.U) / nrm),
+                    f"U_relative_error_se{suffix}": float(np.sqrt(np.sum(se ** 2)) / nrm),
+                    f"K_relative_error{suffix}": [float(np.linalg.norm(K[l] - th.K[l]) / np.linalg.norm(th.K[l]))
+                                                  for l in range(depth)]})
+    return dict(U=U.tolist(), U_se=se.tolist(), **out,
+                theory_T_shift=float(np.linalg.norm(thT.U - th0.U) / np.linalg.norm(th0.U)))
 
 
 def _codes_text(lc: dict, k: int = 6, key: str = "fraction") -> str:
@@ -329,7 +355,8 @@ def run(argv=None) -> int:
                    help=f"chains, each from its own prior draw (default {C.CHAINS}; more chains test whether the "
                         "training error follows the frozen code populations)")
     p.add_argument("--sampler", default="snaper", choices=("snaper", "gibbs"),
-                   help="snaper (default) or gibbs: the exact blocked Gibbs sampler, for the linear net lin3 only")
+                   help="snaper (default) or gibbs: the exact blocked Gibbs sampler, for the linear nets lin3 and "
+                        "lin3_paper only")
     args = p.parse_args(argv)
     C.check_args(args)
     if args.chains < 2:
@@ -340,7 +367,8 @@ def run(argv=None) -> int:
     if bad or not nets:
         raise ValueError(f"--nets must name some of {', '.join(NETS)}, got {args.nets!r}")
     if args.sampler == "gibbs" and any(NETS[n]["entry"] != "deep_linear" for n in nets):
-        raise ValueError(f"--sampler gibbs samples the linear net only: --nets lin3, got {args.nets!r}")
+        raise ValueError(f"--sampler gibbs samples the linear nets only: --nets lin3 or lin3_paper, got "
+                         f"{args.nets!r}")
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=s, planned=nets, nets=[], unfinished=list(nets),
                    sampler=args.sampler, chains=args.chains)

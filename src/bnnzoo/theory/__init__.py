@@ -18,6 +18,10 @@ Theories (tag: [paper] van Meegen & Sompolinsky 2025; [derived] ours, checked nu
   every layer's kernel from an m × m problem (Wishart large-deviation recursion); the leading order is its large-P
   limit.  Agrees with the exact deep Gibbs sampler to O(1/N) at finite P, where the leading order does not
   (docs/validation.md).
+* :func:`deep_linear_saddle_point` [derived] — deep linear net, exact as N → ∞ at finite P and rescaled T: the
+  layer kernels K_l = K0^{1/2} A^l K0^{1/2} from one P × P minimisation over A; U, the mean training output; any
+  target rank (the toy task at y− = −½).  Depth 1 is :func:`linear_saddle_point`, T = 0 is
+  :func:`deep_linear_zero_temperature`; agrees with the exact deep Gibbs sampler to O(1/N) (docs/theory.md §4).
 * :func:`linear_evidence` [derived] — log evidence log p(Y | X) of the one-hidden-layer linear net at any N, P, T
   (lazy or non-lazy readout): the hidden weights integrated out exactly, the readout's m × m Gram matrix by
   quadrature (m = 1) or importance sampling; an MCMC-free check of the samplers' log Z.
@@ -44,7 +48,8 @@ The exact sampler used to test the linear theory is :func:`bnnzoo.inference.gibb
 from ._common import default_sigma_a2
 from .critical_temperature import (exact_ascent, is_redundant, meanfield_critical_temperature, redundant_mass,
                                    toy_meanfield)
-from .deep_linear import DeepLinearT0, deep_linear_zero_temperature
+from .deep_linear import (DeepLinearSaddle, DeepLinearT0, deep_linear_saddle_point,
+                          deep_linear_zero_temperature)
 from .evidence import LinearEvidence, linear_evidence
 from .gp import (GPGeneralization, GPPosterior, NONLINEARITIES, gp_generalization, gp_posterior, nngp_kernel,
                  phi_kernel)
@@ -59,6 +64,7 @@ __all__ = [
     "linear_saddle_point", "LinearSaddlePoint",
     "linear_exact_m1", "LinearExactM1",
     "deep_linear_zero_temperature", "DeepLinearT0",
+    "deep_linear_saddle_point", "DeepLinearSaddle",
     "linear_evidence", "LinearEvidence",
     "single_neuron_meanfield", "single_neuron_meanfield_classes", "activation_moments", "readout_marginal",
     "MeanFieldResult",

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from scipy import optimize
+from scipy import linalg, optimize
 
 from ._common import as_xy, default_sigma_a2, json_attrs
 
-__all__ = ["DeepLinearT0", "deep_linear_zero_temperature"]
+__all__ = ["DeepLinearSaddle", "DeepLinearT0", "deep_linear_saddle_point", "deep_linear_zero_temperature"]
 
 
 @dataclass(frozen=True)
@@ -132,3 +132,144 @@ def deep_linear_zero_temperature(X, Y=None, *, depth: int, sigma_a2: float | Non
     K = np.array([sigma_w2 ** (l + 1) * (K0 + Y @ D @ Y.T) for l, D in enumerate(D_all)])
     return DeepLinearT0(U=U / sigma_w2**L, K=K, D=np.array(D_all), f_train=Y.copy(), residual=residual, depth=L,
                         sigma_a2=sa2, sigma_w2=float(sigma_w2))
+
+
+# ------------------------------------------------------------------------------------------ finite T
+@dataclass(frozen=True)
+class DeepLinearSaddle:
+    """N → ∞ theory of the depth-L linear net at finite P and finite rescaled temperature T [derived] (module
+    docstring of :mod:`bnnzoo.theory.deep_linear`, "Finite T").
+
+    U : (m, m) posterior second moment of one neuron's readout E[a_i a_iᵀ] (sampler estimate: aᵀa/N).
+    K : (L, P, P) posterior mean of each layer's kernel z_lᵀz_l/N.
+    Lambda : (P, m) (Y − f_train)/T = (σ_a² K_L + T)⁻¹ Y (σ_w² = 1 units; at T = 0 the limit (σ_a² K_L)⁻¹ Y).
+    f_train : (P, m) the mean training output σ_a² K_L Λ.
+    action : the minimised rate S(A) per neuron (module docstring).
+    residual : largest ``|entry|`` of the stationarity condition ∂S/∂A at the solution.
+    depth, temperature, sigma_a2, sigma_w2 : the inputs.
+    """
+
+    U: np.ndarray
+    K: np.ndarray
+    Lambda: np.ndarray
+    f_train: np.ndarray
+    action: float
+    residual: float
+    depth: int
+    temperature: float
+    sigma_a2: float
+    sigma_w2: float
+
+    def to_dataset(self):
+        """``xarray.Dataset`` with dims layer, point, point2, class, class2."""
+        return xr.Dataset({"U": (("class", "class2"), self.U), "K": (("layer", "point", "point2"), self.K),
+                           "Lambda": (("point", "class"), self.Lambda),
+                           "f_train": (("point", "class"), self.f_train)},
+                          coords={"layer": np.arange(1, self.depth + 1)},
+                          attrs=json_attrs(theory="deep_linear_saddle_point", tag="derived", depth=self.depth,
+                                           temperature=self.temperature, sigma_a2=self.sigma_a2,
+                                           sigma_w2=self.sigma_w2, action=self.action, residual=self.residual))
+
+
+def _action(Z: np.ndarray, M: np.ndarray, Y: np.ndarray, L: int, s: float, T: float):
+    """S(A) = L (tr A − log det A − P) + tr Yᵀ (s M A^L M + T)⁻¹ Y at A = I + Z Zᵀ, its gradient in Z, the
+    stationarity matrix E = ∂S/∂A, the eigendecomposition of A and G = (s M A^L M + T)⁻¹."""
+    P = M.shape[0]
+    alpha, V = np.linalg.eigh(np.eye(P) + Z @ Z.T)
+    alpha = np.maximum(alpha, 1e-300)
+    H = s * (M @ (V * alpha**L) @ V.T @ M) + T * np.eye(P)
+    cf = linalg.cho_factor(H)
+    GY = linalg.cho_solve(cf, Y)
+    S = L * float(np.sum(alpha - 1.0 - np.log(alpha))) + float(np.sum(Y * GY))
+    R = V.T @ (M @ GY)                                        # eigenbasis of A
+    Qt = s * R @ R.T
+    Phi = sum(np.outer(alpha**k, alpha ** (L - 1 - k)) for k in range(L))
+    E = V @ (np.diag(L * (1.0 - 1.0 / alpha)) - Qt * Phi) @ V.T
+    E = 0.5 * (E + E.T)
+    return S, 2.0 * E @ Z, E, (alpha, V), GY
+
+
+def deep_linear_saddle_point(X, Y=None, *, depth: int, temperature: float, sigma_a2: float | None = None,
+                             sigma_w2: float = 1.0, tol: float = 1e-7) -> DeepLinearSaddle:
+    """Posterior U and layer kernels of the depth-L linear net with non-lazy readout, exact as N → ∞ at finite P and
+    finite rescaled temperature T [derived] (module docstring, "Finite T").
+
+    Parameters
+    ----------
+    X : (P, N0) inputs, or a :class:`bnnzoo.tasks.Task` (then ``Y`` is omitted).
+    Y : (P, m) targets; may be rank-deficient (the toy task at y− = −½, whose rows sum to zero).
+    depth : L >= 1 hidden layers.
+    temperature : rescaled T >= 0 (likelihood variance T/N per output entry); T = 0 is the T → 0 limit.
+    sigma_a2 : readout prior variance (default: the paper's P^{-1/L}).
+    sigma_w2 : hidden-weight prior variance (every layer).
+    tol : largest accepted ``|entry|`` of the stationarity condition ∂S/∂A.
+
+    Returns
+    -------
+    DeepLinearSaddle
+
+    Raises
+    ------
+    ValueError
+        depth < 1, T < 0, non-positive variances, or a singular K0 = XXᵀ/N0.
+    RuntimeError
+        The minimiser does not reach ``tol``.
+    """
+    X, Y = as_xy(X, Y)
+    P, N0 = X.shape
+    m, L, T = Y.shape[1], int(depth), float(temperature)
+    if L < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    if not T >= 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if sigma_w2 <= 0:
+        raise ValueError(f"sigma_w2 must be positive, got {sigma_w2}")
+    sa2 = default_sigma_a2(P, L) if sigma_a2 is None else float(sigma_a2)
+    if sa2 <= 0:
+        raise ValueError(f"sigma_a2 must be positive, got {sigma_a2}")
+    K0 = X @ X.T / N0
+    if np.linalg.matrix_rank(K0) < P:
+        raise ValueError(f"K0 = XXᵀ/N0 is singular (P = {P}, N0 = {N0}); the theory needs P <= N0 and inputs in "
+                         "general position")
+    s = sa2 * sigma_w2**L                                   # σ_w² = 1 after a → σ_w^L a
+    M = _msqrt(K0)
+    Mi = np.linalg.inv(M)
+    # the kernels see Y only through YYᵀ: work with Ỹ (P × r), r = rank Y, ỸỸᵀ = YYᵀ
+    uY, sv, _ = np.linalg.svd(Y, full_matrices=False)
+    r = int(np.sum(sv > 1e-10 * max(sv[0] if sv.size else 0.0, 1e-300)))
+    Yr = uY[:, :r] * sv[:r]
+    if r == 0:
+        Z0 = np.zeros((P, 1))
+    else:                                                   # leading-order start: U^{L+1} = s^L B̃, D_1 = s^{L−1} U^{−L}
+        Br = Yr.T @ np.linalg.solve(K0, Yr)
+        w, V = np.linalg.eigh(s**L * Br)
+        d1 = s ** (L - 1) * np.maximum(w, 1e-300) ** (-L / (L + 1))
+        Z0 = Mi @ Yr @ V * np.sqrt(d1)
+    shape = Z0.shape
+
+    S0 = _action(Z0, M, Yr, L, s, T)[0]
+
+    def fun(z):                                             # S − S(start): the minimiser's stopping rule is relative
+        S, g, *_ = _action(z.reshape(shape), M, Yr, L, s, T)
+        return S - S0, g.ravel()
+
+    sol = optimize.minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B",
+                            options=dict(maxiter=20000, maxcor=30, ftol=1e-16, gtol=1e-13))
+    z = sol.x
+    for _ in range(3):                                      # polish: BFGS from the L-BFGS point
+        S, _, E, _, _ = _action(z.reshape(shape), M, Yr, L, s, T)
+        if float(np.abs(E).max()) < tol:
+            break
+        z = optimize.minimize(fun, z, jac=True, method="BFGS", options=dict(gtol=1e-14, maxiter=5000)).x
+    S, _, E, (alpha, V), _ = _action(z.reshape(shape), M, Yr, L, s, T)
+    residual = float(np.abs(E).max())
+    if not residual < tol:
+        raise RuntimeError(f"deep_linear_saddle_point: no stationary point (residual {residual:.1e}, {sol.message})")
+    K = np.array([M @ (V * alpha**l) @ V.T @ M for l in range(1, L + 1)])   # σ_w² = 1 units
+    H = s * K[-1] + T * np.eye(P)
+    Lam = np.linalg.solve(H, Y)                             # (s K_L + T)⁻¹ Y
+    U = s * np.eye(m) + s**2 * Lam.T @ K[-1] @ Lam
+    f_train = s * K[-1] @ Lam
+    K = K * np.array([sigma_w2**l for l in range(1, L + 1)])[:, None, None]
+    return DeepLinearSaddle(U=U / sigma_w2**L, K=K, Lambda=Lam, f_train=f_train, action=S, residual=residual,
+                            depth=L, temperature=T, sigma_a2=sa2, sigma_w2=float(sigma_w2))
