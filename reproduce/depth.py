@@ -49,6 +49,10 @@ NETS = {
     "relu3": dict(entry="relu", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
     "lin3": dict(entry="deep_linear", depth=3, y_neg=0.0, sa="paper", nf=1.0, tf=1.0),
     "lin3_paper": dict(entry="deep_linear", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
+    # lin3_paper at half and twice the width and a tenth of the temperature: which of N and T sets its error
+    "lin3_paper_N05": dict(entry="deep_linear", depth=3, y_neg=-0.5, sa="paper", nf=0.5, tf=1.0),
+    "lin3_paper_N2": dict(entry="deep_linear", depth=3, y_neg=-0.5, sa="paper", nf=2.0, tf=1.0),
+    "lin3_paper_T": dict(entry="deep_linear", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=0.1),
     "sig2": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=1.0, tf=1.0),
     "sig2_sa": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="sqrtP", nf=1.0, tf=1.0),
     "sig2_N": dict(entry="sigmoidal", depth=2, y_neg=0.5, sa="paper", nf=0.5, tf=1.0),
@@ -80,6 +84,10 @@ SIZES = {
                           "sig2_T": 2000, "sig1": 1000, "sig1_fk": 1000, "sig1_fs": 1000},
                   samples=500, thin_z=5, nets=("sig3", "relu3", "lin3", "sig2", "sig1")),
 }
+
+for _net in ("lin3_paper_N05", "lin3_paper_N2", "lin3_paper_T"):      # the lin3_paper variants: its P and warm-up
+    for _s in SIZES.values():
+        _s["P"][_net], _s["warmup"][_net] = _s["P"]["lin3_paper"], _s["warmup"]["lin3_paper"]
 
 
 def feature_layer_inputs(task, kind: str):
@@ -331,7 +339,43 @@ def linear_theory_check(rd, task, depth: int, sigma_a2: float, temperature: floa
                     f"K_relative_error{suffix}": [float(np.linalg.norm(K[l] - th.K[l]) / np.linalg.norm(th.K[l]))
                                                   for l in range(depth)]})
     return dict(U=U.tolist(), U_se=se.tolist(), **out,
-                theory_T_shift=float(np.linalg.norm(thT.U - th0.U) / np.linalg.norm(th0.U)))
+                theory_T_shift=float(np.linalg.norm(thT.U - th0.U) / np.linalg.norm(th0.U)),
+                readout_given_kernel=readout_given_kernel(rd, task.Y, sigma_a2, temperature, thT.U))
+
+
+def readout_given_kernel(rd, Y: np.ndarray, sigma_a2: float, temperature: float, U_theory: np.ndarray,
+                         every: int = 5) -> dict:
+    """Where the finite-N readout second moment parts from the N → ∞ theory: given the feature kernel
+    K_L = z_Lᵀz_L/N of a draw the readout is Gaussian and, exactly at any N,
+    E[aᵀa/N | K_L] = v I + M with the variance term v = σ_a²(1 − n_pin/N), n_pin = tr(σ_a² K_L G), and the mean term
+    M = σ_a⁴ Yᵀ G K_L G Y, G = (σ_a² K_L + T)⁻¹ (docs/theory.md §4).  The theory has v = σ_a² (n_pin/N → 0) and M at
+    its own K_L.  Averaged over every ``every``-th draw: v, n_pin, M's relative error against the theory's
+    U − σ_a² I (Frobenius, over ‖U_theory‖), the Rao–Blackwell estimate v I + M of U (a check of the sampled U), and,
+    for rank-deficient Y, the second moment along the null direction of Y (sampled, Rao–Blackwell, theory)."""
+    zL = rd.z(rd.depth)
+    P, m, N = zL.shape[-1], Y.shape[1], rd.width
+    vs, npins, Ms = [], [], []
+    for c in range(zL.shape[0]):
+        for d in range(0, zL.shape[1], every):
+            KL = zL[c, d].T @ zL[c, d] / N
+            G = np.linalg.inv(sigma_a2 * KL + temperature * np.eye(P))
+            n_pin = float(np.trace(sigma_a2 * KL @ G))
+            npins.append(n_pin)
+            vs.append(sigma_a2 * (1.0 - n_pin / N))
+            Ms.append(sigma_a2 ** 2 * Y.T @ G @ KL @ G @ Y)
+    v, M = float(np.mean(vs)), np.mean(Ms, axis=0)
+    U_rb = v * np.eye(m) + M
+    U, _ = C.readout_U(rd)
+    nrm = float(np.linalg.norm(U_theory))
+    out = dict(draws_used=len(vs), variance_term=v, variance_term_theory=float(sigma_a2), n_pinned=float(np.mean(npins)),
+               mean_term_relative_error=float(np.linalg.norm(M - (U_theory - sigma_a2 * np.eye(m))) / nrm),
+               U_rao_blackwell=U_rb.tolist(), U_rao_blackwell_vs_sampled=float(np.linalg.norm(U_rb - U) / nrm))
+    if np.linalg.matrix_rank(Y) < m:
+        w, V = np.linalg.eigh(Y.T @ Y)
+        n = V[:, 0]                                        # Y n = 0
+        out.update(null_direction=n.tolist(), null_U=float(n @ U @ n), null_U_rao_blackwell=float(n @ U_rb @ n),
+                   null_U_theory=float(n @ U_theory @ n))
+    return out
 
 
 def _codes_text(lc: dict, k: int = 6, key: str = "fraction") -> str:
