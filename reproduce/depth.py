@@ -9,7 +9,10 @@ Nets (``--nets``, comma-separated):
   kernels are compared with the N → ∞ theory of the deep linear net at T → 0 and at the run's T
   (``bnnzoo.theory.deep_linear``: ``deep_linear_zero_temperature``, ``deep_linear_saddle_point``);
   ``lin3_paper``: the same at Fig. 3's y− = −½ (every target row sums to zero, Yᵀ K0⁻¹ Y is singular: the
-  T → 0 theory is ``deep_linear_saddle_point`` at T = 0);
+  T → 0 theory is ``deep_linear_saddle_point`` at T = 0); ``lin3_paper_N05``, ``lin3_paper_N2``: the same at half
+  and twice the width, ``lin3_paper_T``: at a tenth of the temperature (which of N and T sets the error).  Every
+  linear net also records the readout's second moment split given the sampled feature kernels (variance term, mean
+  term, the null direction of Y; :func:`readout_given_kernel`);
 * ``sig2``: two hidden layers, sigmoidal, y− = ½ (Fig. 5), σ_a² = 1/P (the sigmoidal rule, any depth);
   ``sig2_sa``: the same with σ_a² = P^{-1/2} (the linear/ReLU rule at depth 2); ``sig2_N``: the same as ``sig2``
   at half the width (N = P/2); ``sig2_T``: the same as ``sig2`` at half the temperature; ``sig1``: the one-hidden-
@@ -367,7 +370,8 @@ def readout_given_kernel(rd, Y: np.ndarray, sigma_a2: float, temperature: float,
     U_rb = v * np.eye(m) + M
     U, _ = C.readout_U(rd)
     nrm = float(np.linalg.norm(U_theory))
-    out = dict(draws_used=len(vs), variance_term=v, variance_term_theory=float(sigma_a2), n_pinned=float(np.mean(npins)),
+    out = dict(draws_used=len(vs), variance_term=v, variance_term_theory=float(sigma_a2),
+               n_pinned=float(np.mean(npins)),
                mean_term_relative_error=float(np.linalg.norm(M - (U_theory - sigma_a2 * np.eye(m))) / nrm),
                U_rao_blackwell=U_rb.tolist(), U_rao_blackwell_vs_sampled=float(np.linalg.norm(U_rb - U) / nrm))
     if np.linalg.matrix_rank(Y) < m:

@@ -65,7 +65,8 @@ def test_zero_temperature_is_the_wishart_recursion(L):
 
 def test_rank_deficient_targets_null_direction_keeps_the_prior():
     """At y− = −½ the target rows sum to zero; along v = (1, 1, 1)/√3 the readout is not pulled by the data, so
-    vᵀUv = σ_a² at every T (Λv = 0); the other directions carry the learned part (wᵀUw = 1.21 at T = 0 for w = (1, −1, 0)/√2, above 2σ_a²)."""
+    vᵀUv = σ_a² at every T (Λv = 0); the other directions carry the learned part (wᵀUw = 1.21 at T = 0 for
+    w = (1, −1, 0)/√2, above 2σ_a²)."""
     task = toy_task(12, y_neg=-0.5)
     v = np.ones(3) / np.sqrt(3)
     for T in (0.0, 0.01, 0.3):

@@ -1,9 +1,10 @@
-"""Deep linear networks at finite P: the N → ∞, T → 0 theory of every layer's kernel [derived].
+"""Deep linear networks at finite P: the N → ∞ theory of every layer's kernel, at T → 0 and at finite T [derived].
 
 Setting (rows convention, non-lazy readout): z_1 = W_1 xᵀ/√N0, z_l = W_l z_{l−1}/√N, f = z_Lᵀ a/N, W ~ N(0, σ_w²),
 a ~ N(0, σ_a²), K0 = XXᵀ/N0, Y (P × m).  The paper's leading order (:func:`bnnzoo.theory.linear.linear_leading_order`)
 is the large-P limit; its corrections are O(σ_a²/U) = O(P^{-1/L}) for σ_a² = P^{-1/L}, i.e. 5–30 % at the sizes a CPU
-samples.  This module keeps P finite and takes only N → ∞ and T → 0.
+samples.  This module keeps P finite and takes N → ∞: at T → 0 (:func:`deep_linear_zero_temperature`) and at finite
+rescaled T (:func:`deep_linear_saddle_point`).
 
 Derivation (σ_w² = 1).  The layer kernels K_l = z_lᵀz_l/N concentrate as N → ∞.  Given K_{l−1}, the N rows of z_l
 are i.i.d. N(0, K_{l−1}), so a value K_l of their empirical covariance costs the Wishart large-deviation rate
@@ -22,6 +23,26 @@ Checked in tests/theory/test_deep_linear.py (tolerances in docs/validation.md): 
 T → 0 saddle point (:func:`~bnnzoo.theory.linear.linear_saddle_point`); the gap to the leading order falls like
 P^{-1/L}; against the exact deep Gibbs sampler (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`) U and every K_l
 agree to O(1/N).
+
+Finite T (σ_w² = 1).  Integrating the readout out, each column of Y is Gaussian given the feature kernel, with
+covariance (σ_a² K_L + T)/N: an O(N) term (N/2) tr Yᵀ(σ_a² K_L + T)⁻¹ Y in the rate (its log-determinant is O(1)).
+The kernels therefore sit at the minimum of
+
+    S = Σ_{l=1..L} [tr(K_{l−1}⁻¹K_l) − log det(K_{l−1}⁻¹K_l) − P] + tr Yᵀ(σ_a² K_L + T)⁻¹ Y.
+
+Stationarity in an intermediate K_l gives K_{l+1} = K_l K_{l−1}⁻¹ K_l (the same rule as above), so
+K_l = K0^{1/2} A^l K0^{1/2} for one symmetric positive A, and S(A) = L(tr A − log det A − P) +
+tr Yᵀ(σ_a² K0^{1/2} A^L K0^{1/2} + T)⁻¹ Y.  Its stationarity, A^{−(L−1)} − A^{−L} = σ_a² K0^{1/2} Λ Λᵀ K0^{1/2} with
+Λ = (σ_a² K_L + T)⁻¹ Y, makes A − I of rank ≤ rank Y, so A = I + Z Zᵀ with Z of P × rank Y; S is minimised over Z
+(L-BFGS with the analytic gradient 2 (∂S/∂A) Z, started at the leading order).  Given K_L the readout is Gaussian
+with mean σ_a² z_L Λ, so U = σ_a² I + σ_a⁴ Λᵀ K_L Λ and the mean training output is σ_a² K_L Λ = Y − TΛ.  S sees
+Y only through YYᵀ: rank-deficient targets are allowed, and along a null direction v of Y, vᵀUv = σ_a².  At L = 1
+this is the one-layer saddle point (Woodbury), at T = 0 the recursion above.  Checked in
+tests/theory/test_deep_linear_saddle.py against both and against the exact deep Gibbs sampler at finite T.
+
+At finite N the same integration gives, exactly for a given feature kernel,
+E[aᵀa/N | K_L] = σ_a²(1 − tr(σ_a² K_L G)/N) I + σ_a⁴ Yᵀ G K_L G Y, G = (σ_a² K_L + T)⁻¹: every eigenvalue of σ_a² K_L
+well above T pins one of the N directions of the readout, a correction of order P/N that the N → ∞ theory drops.
 """
 
 from __future__ import annotations
@@ -240,7 +261,7 @@ def deep_linear_saddle_point(X, Y=None, *, depth: int, temperature: float, sigma
     Yr = uY[:, :r] * sv[:r]
     if r == 0:
         Z0 = np.zeros((P, 1))
-    else:                                                   # leading-order start: U^{L+1} = s^L B̃, D_1 = s^{L−1} U^{−L}
+    else:                                                   # leading order: U^{L+1} = s^L B̃, D_1 = s^{L−1} U^{−L}
         Br = Yr.T @ np.linalg.solve(K0, Yr)
         w, V = np.linalg.eigh(s**L * Br)
         d1 = s ** (L - 1) * np.maximum(w, 1e-300) ** (-L / (L + 1))
