@@ -7,7 +7,7 @@ N → ∞ at finite P and rescaled T) against three independent references, with
   (asserted 1e-6); the gap to it is linear in T (U: 2.16e-4 at T = 1e-3, 2.16e-3 at T = 1e-2, L = 2, P = 12);
 * the exact deep Gibbs sampler (:func:`bnnzoo.inference.gibbs_linear.gibbs_linear`) at y− = −½ (rank-deficient Y,
   where the T → 0 recursion does not apply) and T = 0.3, where finite T matters: relative Frobenius errors
-  0.4–0.65 % at N = 400 and 0.4–0.6 % at N = 250 (O(1/N) plus Monte-Carlo error ≈ 0.15–0.2 %), asserted < 1.5 %;
+  0.4–0.65 % at N = 400 and 0.4–0.7 % at N = 250 (O(1/N) plus Monte-Carlo error ≈ 0.15–0.25 %), asserted < 1.5 %;
   the T → 0 theory is off by 3–27 % there (asserted > 2 %), so the checks separate finite T from T → 0.
 """
 
@@ -80,10 +80,10 @@ def test_rank_deficient_targets_null_direction_keeps_the_prior():
 
 @pytest.mark.parametrize("inputs", ["orthogonal", "gaussian"])
 def test_against_deep_gibbs_at_finite_temperature(inputs):
-    """L = 2, P = 8, y− = −½, T = 0.3, default σ_a² = P^{-1/2}, N = 250, 1500 draws (≈ 8 s each).  Measured
-    (orthogonal / Gaussian inputs) finite-T theory U 0.4 % / 0.4 %, K1 and K2 ≤ 0.6 %, asserted < 1.5 %; the T → 0
-    theory 6 % / 27 % (U) and 12 % / 23 % (K2), asserted > 4 %; mean training output within 0.3 % of the theory's
-    (and ≈ 10 % from Y, the T → 0 value)."""
+    """L = 2, P = 8, y− = −½, T = 0.3, default σ_a² = P^{-1/2}, N = 250, 1500 draws (≈ 3–8 s each).  Measured
+    (orthogonal / Gaussian inputs) finite-T theory U 0.7 % / 0.4 %, K1 and K2 ≤ 0.67 %, asserted < 1.5 %; the T → 0
+    theory 6 % / 27 % (U) and 12 % / 23 % (K2), asserted > 4 %; mean training output within 0.2 % of the theory's
+    (and 10 % / 25 % from Y, the T → 0 value)."""
     task = toy_task(8, y_neg=-0.5)
     X = task.X if inputs == "orthogonal" else np.random.default_rng(1).normal(size=(8, 12))
     L, T, N = 2, 0.3, 250
