@@ -17,8 +17,10 @@ Each observable is compared by one of two error models, chosen from the data:
   planted mean p must lie within m ± t·√(s² + se_p² + se_o²) of the other group's mean m, where s is the other
   group's per-draw spread (within its chains and between them: the law's draw-to-draw sd when it samples the law).
 
-The planted population counts as frozen for an observable when the planted chains' within-chain sd is below
-``frozen_below`` (0.7) times the other group's per-draw spread s.  The family-wise false-alarm rate ``alpha`` is
+The planted population counts as frozen for an observable when the planted chains explore less than the other
+group's law and hold on to what they start with: their within-chain sd is below ``frozen_below`` (0.7) times s, and
+either below half of that or their chain means scatter more than four times as much as independent draws' would
+(:func:`compare_planted`).  The family-wise false-alarm rate ``alpha`` is
 split over the observables (Bonferroni).  The check also states its power: the smallest difference of each
 observable it would detect with probability 0.8 at that rate.
 """
@@ -33,11 +35,11 @@ from scipy import stats
 
 from .._record import Record
 from .. import azcompat
-from ..inference.health import MAX_RHAT
 from .populations import population_observables
 
 __all__ = ["PlantedCheck", "planted_check", "compare_planted", "compare_chain_means", "chain_mean_stats",
-           "law_spread", "welch", "prediction", "POWER", "FROZEN_BELOW", "WELCH", "FROZEN"]
+           "law_spread", "planted_motion", "welch", "prediction", "POWER", "FROZEN_BELOW", "MEMORY", "WELCH",
+           "FROZEN"]
 
 POWER = 0.8
 """The detection probability at which a comparison states its smallest detectable difference."""
@@ -47,6 +49,11 @@ FROZEN_BELOW = 0.7
 other group's per-draw spread.  Chains that sample the same law agree within about 10 % at a few hundred
 effective draws; a sampler that keeps the units' codes (SNAPER at the teacher of the N = P = 100 sigmoidal task, T =
 0.001) shows 0.3–0.5 on the code fractions."""
+
+MEMORY = 4.0
+"""Planted chains whose chain means scatter more than this many times as much as independent draws' would (n · B / W,
+:func:`planted_motion`) hold on to what they started with; chains of independent draws give 1 (above 4 with
+probability below 1e-4 for 8 chains, 0.01 for 4), chains that move with autocorrelation time τ about τ."""
 
 WELCH = "chain means (Welch)"
 """The error model of an observable whose planted chains move (:func:`compare_chain_means`)."""
@@ -182,16 +189,20 @@ def law_spread(x: np.ndarray) -> tuple[float, float]:
     return math.sqrt(w + b), ((w + b) ** 2 / den if den > 0 else math.inf)
 
 
-def _within_rhat(x: np.ndarray) -> tuple[float, float]:
-    """(mean within-chain sd, classical R̂) of (chain, draw) values: R̂ = √(((n − 1)/n · W + B) / W), B the variance
-    of the chain means, W the mean within-chain variance (sd 0 and R̂ nan with one draw or no within-chain scatter)."""
+def planted_motion(x: np.ndarray) -> tuple[float, float]:
+    """(within-chain sd, scatter of the chain means) of one group's (chain, draw) values.
+
+    The within-chain sd is √W, W the mean within-chain variance; the scatter is n · B / W, B the variance of the
+    chain means over the n draws: about 1 for chains of independent draws, about the autocorrelation time for
+    chains that move, and growing with n for chains that start together and keep apart (each keeping a population
+    of its own).  (0, nan) with one draw or no within-chain scatter."""
     x = np.asarray(x, float)
     n = x.shape[1]
     if n < 2:
         return 0.0, math.nan
     w = float(x.var(1, ddof=1).mean())
     b = float(x.mean(1).var(ddof=1))
-    return math.sqrt(w), (math.sqrt(((n - 1) / n * w + b) / w) if w > 0 else math.nan)
+    return math.sqrt(w), (n * b / w if w > 0 else math.nan)
 
 
 def prediction(a: tuple, b: tuple, law: tuple, q: float) -> dict:
@@ -229,12 +240,12 @@ def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float 
 
     The planted population counts as frozen when the planted chains explore less than the other group's law and keep
     what they start with: their within-chain sd is below ``frozen_below`` times the other group's per-draw sd
-    (:func:`law_spread`), and either below half of that (they barely move) or their chains have not mixed among
-    themselves (R̂ of the planted chains above 1.1: chains that start at one point and stay apart each keep a
-    population).  Narrower planted chains that mix among themselves are read as another law, not as a frozen one
-    (a posterior at a lower temperature is narrower).  When frozen, the planted mean is judged as one draw of the
-    other group's law (:func:`prediction`); else the chain means are compared (:func:`compare_chain_means`, whose
-    numbers it returns unchanged).
+    (:func:`law_spread`), and either below half of that (they barely move) or their chain means scatter more than
+    :data:`MEMORY` times as much as independent draws would (:func:`planted_motion`: chains that move slowly, or
+    that start together and keep apart, hold on to a population).  Narrower planted chains of nearly independent
+    draws are read as another law, not as a frozen one (a posterior at a lower temperature is narrower).  When
+    frozen, the planted mean is judged as one draw of the other group's law (:func:`prediction`); else the chain
+    means are compared (:func:`compare_chain_means`, whose numbers it returns unchanged).
 
     Parameters
     ----------
@@ -246,18 +257,18 @@ def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float 
     -------
     dict
         :func:`compare_chain_means`'s record ("a", "b", "t", "dof", "threshold", "detectable") with "model"
-        (:data:`WELCH` or :data:`FROZEN`), "spread" ({"planted_within_sd", "other_sd", "ratio", "planted_rhat"}) and,
+        (:data:`WELCH` or :data:`FROZEN`), "spread" ({"planted_within_sd", "other_sd", "ratio", "planted_scatter"}) and,
         where the model is the prediction interval, "welch" ({"t", "threshold"} of the chain-mean comparison, for
         reference).
     """
     sa, sb = chain_mean_stats(a), chain_mean_stats(b)
     law = law_spread(b)
-    within, rhat = _within_rhat(a)
+    within, scatter = planted_motion(a)
     ratio = within / law[0] if law[0] > 0 else math.inf
     w = welch(sa, sb, q)
     out = {"a": list(sa[:2]), "b": list(sb[:2]), **w, "model": WELCH,
-           "spread": {"planted_within_sd": within, "other_sd": law[0], "ratio": ratio, "planted_rhat": rhat}}
-    if ratio < frozen_below and (ratio < frozen_below / 2 or rhat > MAX_RHAT):
+           "spread": {"planted_within_sd": within, "other_sd": law[0], "ratio": ratio, "planted_scatter": scatter}}
+    if ratio < frozen_below and (ratio < frozen_below / 2 or scatter > MEMORY):
         out.update(prediction(sa, sb, law, q), model=FROZEN, welch={"t": w["t"], "threshold": w["threshold"]})
     return out
 
@@ -299,7 +310,8 @@ def planted_check(planted, other, entry=None, *, alpha: float = 0.01,
     each unit's code (HMC on the sigmoidal net) keeps the teacher's population in every planted chain: their chain
     means then scatter far less than the populations of independent draws do, and the chain-mean comparison would
     read the teacher's own offset from the law's mean as "not reached".  For such an observable (the planted
-    chains' within-chain sd below ``frozen_below`` times the other run's per-draw sd) the check asks instead
+    chains' within-chain sd below ``frozen_below`` times the other run's per-draw sd, and their draws barely
+    moving or not independent: :func:`compare_planted`) the check asks instead
     whether the planted mean is a plausible draw of the other run's law: a prediction interval whose width is the
     other run's per-draw sd (:func:`prediction`).  It detects only differences of the order of that sd, as it must:
     one draw of a population says no more about the law.  The result names the model of every observable
