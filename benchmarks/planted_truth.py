@@ -9,8 +9,9 @@ A planted (teacher–student) task (:func:`bnnzoo.tasks.planted_task`) draws a t
 the targets from the model's own likelihood, so the teacher is an exact posterior draw: chains started *at* the
 teacher (``init=bnnzoo.tasks.planted_init(task, C)``) start at equilibrium, and chains started from the prior have
 thermalised when their population observables (code fractions, branch masses, outliers, training error) follow the
-planted chains' law (:func:`bnnzoo.diagnostics.planted_check`, Welch's test on the chain means at family-wise rate
-``--alpha``, with the smallest difference it would detect).
+planted chains' law (:func:`bnnzoo.diagnostics.planted_check` at family-wise rate ``--alpha``, with the smallest
+difference it would detect: Welch's test on the chain means, or, for an observable whose planted population is frozen,
+whether the planted chains' value is a plausible draw of the prior family's law).
 
 For each net (the sigmoidal net at y− = ½ with one and with two hidden layers, the ReLU net at y− = −½; N0 = P + 20,
 T = ``--temperature``), size N = P and sampler, in one process, one after another:
@@ -150,8 +151,10 @@ def check_record(res) -> dict:
             power[kind] = dict(detectable=val, observable=name, planted=obs[name]["planted"][0])
     return dict(reached=bool(res.reached), n_differing=len(res.differing), differing=list(res.differing),
                 worst=dict(observable=worst, t=_finite(o["t"]), threshold=_finite(o["threshold"]),
-                           planted=o["planted"], other=o["other"], detectable=_finite(o["detectable"])),
-                power=power, n_observables=len(obs), chains=res.chains, alpha=res.alpha)
+                           planted=o["planted"], other=o["other"], detectable=_finite(o["detectable"]),
+                           model=o.get("model")),
+                power=power, n_observables=len(obs), chains=res.chains, alpha=res.alpha,
+                frozen=list(getattr(res, "frozen", ())))
 
 
 def combination(net: str, N: int, sampler: str, cfg: dict) -> dict:
@@ -254,7 +257,9 @@ def _worst(rec: dict) -> str:
     wo = rec["worst"]
     t = "—" if wo["t"] is None else f"{abs(wo['t']):.2f}"
     thr = "—" if wo["threshold"] is None else f"{wo['threshold']:.2f}"
-    return f"{wo['observable']}: \\|t\\| {t} / {thr}, planted {_mean(wo['planted'])}, prior {_mean(wo['other'])}"
+    frozen = "; prediction interval, planted population frozen" if (wo.get("model") or "").startswith("pred") else ""
+    return (f"{wo['observable']}: \\|t\\| {t} / {thr}, planted {_mean(wo['planted'])}, prior {_mean(wo['other'])}"
+            f"{frozen}")
 
 
 def _power(rec: dict) -> str:
@@ -272,6 +277,13 @@ def _load(res: dict, when: str) -> str:
     return "/".join(f"{x:.1f}" for x in v) if v else "—"
 
 
+_CHECK = {None: "Welch on chain means",
+          "welch-or-prediction": "Welch on chain means; for an observable whose planted population is frozen, a "
+                                 "prediction interval: is the planted value a plausible draw of the prior family's law"}
+"""How each version of the result describes the check: results written before the frozen-population error model
+carry no "check" key."""
+
+
 def markdown(res: dict) -> str:
     a = res["args"]
     lines = ["# Ground truth on planted tasks: time to thermalise from the prior", "",
@@ -284,8 +296,9 @@ def markdown(res: dict) -> str:
              + " (sampler='units': sweeps).  Each (net, size, sampler): a planted "
              "family (chains at the teacher, an exact posterior draw), a control (a second planted family, another "
              "seed), both with S draws after w0 warm-up steps (none for sampler='units'), and the prior family run "
-             "afresh (same seed) with warm-up w0, 2·w0, 4·w0, ... and S draws until `planted_check` (Welch on chain means, "
-             f"family-wise α = {a['alpha']}) reads \"reached\", or until the next run would take the prior family's "
+             "afresh (same seed) with warm-up w0, 2·w0, 4·w0, ... and S draws until `planted_check` ("
+             + _CHECK.get(res.get("check"), _CHECK[None]) + f", family-wise α = {a['alpha']}) reads \"reached\", or "
+             "until the next run would take the prior family's "
              f"seconds past the budget of {a['budget']:g} s.  Seconds are wall time of a run (warm-up + draws; "
              "compilation included where the compilation cache did not hold the program); 'prior family s' adds up "
              "every prior run of the combination.  Power: the smallest difference each check would detect with "
@@ -417,7 +430,7 @@ def main(argv=None) -> int:
                         f"{jax.device_count()} × {dev.device_kind} ({dev.platform}), {os.cpu_count()} CPU cores"),
                versions=f"Python {platform.python_version()}, jax {jax.__version__}, numpyro {numpyro.__version__}, "
                         f"bnnzoo {bnnzoo.__version__}", date=time.strftime("%Y-%m-%d"),
-               args=vars(args), warmup=warmup, draws=draws, note=args.note, total_s=0.0,
+               args=vars(args), warmup=warmup, draws=draws, note=args.note, total_s=0.0, check="welch-or-prediction",
                load_average=dict(start=[round(x, 2) for x in os.getloadavg()]), rows=[])
     cfg = dict(chains=args.chains, warmup=warmup, draws=draws, budget=args.budget, alpha=args.alpha,
                temperature=args.temperature, seed=args.seed, control=args.control,
