@@ -226,16 +226,6 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
     """
     x = _trajectories(x)
     C, D, N, K = x.shape
-    within, mu, total, ratio_c = _variances(x)
-    ratio_feat = (within.mean(1) / np.maximum(total, 1e-300)).mean(0)
-    ratio_neuron = within.sum(-1) / np.maximum(total.sum(-1)[:, None], 1e-300)
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, N, size=N)
-        w, m_ = within[:, idx], mu[:, idx]
-        boots.append(np.mean(w.mean(1).sum(-1) / np.maximum((w.mean(1) + m_.var(1)).sum(-1), 1e-300)))
-    ratio = float(ratio_c.mean())
     h = D // 2
 
     # ranks depend only on the order of the values: sorted in float32 when that holds them exactly (the stored
@@ -262,13 +252,25 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
     # the (chain, feature) pairs are independent and spend their time sorting, which releases the GIL: threads
     # share the machine's cores (results in the same order, so the same numbers as one after the other).  The
     # per-neuron ESS (each neuron's trajectory taken as one chain) goes first, on a thread of its own: its FFTs and
-    # array arithmetic on large blocks run without the GIL, beside the pairs' many smaller steps, which hold it
+    # array arithmetic on large blocks run without the GIL, beside the pairs' many smaller steps, which hold it.
+    # This thread computes the variance ratio and its bootstrap meanwhile
     pairs = [(c, k) for c in range(C) for k in range(K)]
     with ThreadPoolExecutor(max_workers=max(2, min(len(pairs), os.cpu_count() or 1))) as pool:
         # chain by chain (each neuron's trajectory is a series of its own, in the order chain, neuron, feature):
         # views of x, where all chains at once would need a transposed copy of it
         ess_each = pool.submit(lambda: np.concatenate([ess(x[c].reshape(1, D, N * K)) for c in range(C)]))
-        parts = list(pool.map(per_chain_feature, pairs))
+        parts = pool.map(per_chain_feature, pairs)         # every pair submitted now, gathered below
+        within, mu, total, ratio_c = _variances(x)
+        ratio_feat = (within.mean(1) / np.maximum(total, 1e-300)).mean(0)
+        ratio_neuron = within.sum(-1) / np.maximum(total.sum(-1)[:, None], 1e-300)
+        rng = np.random.default_rng(seed)
+        boots = []
+        for _ in range(n_boot):
+            idx = rng.integers(0, N, size=N)
+            w, m_ = within[:, idx], mu[:, idx]
+            boots.append(np.mean(w.mean(1).sum(-1) / np.maximum((w.mean(1) + m_.var(1)).sum(-1), 1e-300)))
+        ratio = float(ratio_c.mean())
+        parts = list(parts)
         ess_each = ess_each.result()
     rh = np.array([p[0] for p in parts]).reshape(C, K)
     ks, ks_split = np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])
