@@ -74,13 +74,19 @@ def test_ks_2samp_rows_equals_the_stable_sort_bit_for_bit():
 def test_ergodicity_numbers_from_one_sort_per_chain_and_feature():
     """The R̂ and KS distances come from one sort of each (chain, feature) trajectory set: exactly the numbers of
     rhat_neurons and of the KS distance to the sorted pool, with ties, with an odd number of draws, and with
-    the two halves too short for an R̂."""
+    the two halves too short for an R̂, and for values float32 holds exactly (whose ranks are sorted in float32)."""
     erg = importlib.import_module("bnnzoo.diagnostics.ergodicity")
     g = rng()
-    for D, N, ties in [(40, 12, False), (40, 12, True), (41, 9, True), (4, 7, False), (5, 3, True)]:
+    for D, N, ties, f32 in [(40, 12, False, False), (40, 12, True, False), (41, 9, True, False), (4, 7, False, False),
+                            (5, 3, True, False), (40, 12, False, True), (40, 12, True, True)]:
         x = g.standard_normal((3, D, N, 2)).cumsum(1) * 0.3 + g.standard_normal((3, 1, N, 2))
         x = np.round(x, 1) if ties else x
+        x = x.astype(np.float32).astype(float) if f32 else x
         r = erg.ergodicity(x, n_boot=5)
+        h = D // 2
+        split = np.concatenate([erg.ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T)
+                                for c in range(3) for k in range(2)])
+        assert r.ks_split == float(np.median(split))
         rh, ks = [], []
         for c in range(3):
             for k in range(2):

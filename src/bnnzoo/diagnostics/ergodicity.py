@@ -98,9 +98,19 @@ def rhat_neurons(x: np.ndarray) -> float:
     return _rhat_of_ranks(stats.rankdata(xs, axis=None).reshape(xs.shape), half)
 
 
-def _rhat_of_ranks(r: np.ndarray, half: int) -> float:
-    """:func:`rhat_neurons` from the average ranks ``r`` (half, 2 × neuron) of its split trajectories."""
-    z = special.ndtri((r - 0.375) / (r.size + 0.25))      # the normal quantiles (stats.norm.ppf's numbers)
+def _rhat_of_ranks(r: np.ndarray, half: int, quantiles: np.ndarray | None = None) -> float:
+    """:func:`rhat_neurons` from the average ranks ``r`` (half, 2 × neuron) of its split trajectories.
+
+    ``quantiles`` (r.size,): the normal quantiles of the integer ranks 1..r.size, computed once for many calls (the
+    same numbers: ``ndtri`` of the same arguments); tied entries, whose average rank is a half-integer, get theirs
+    computed here."""
+    if quantiles is None:
+        z = special.ndtri((r - 0.375) / (r.size + 0.25))   # the normal quantiles (stats.norm.ppf's numbers)
+    else:
+        whole = r == np.floor(r)
+        z = quantiles[np.where(whole, r, 1).astype(np.int64) - 1]
+        if not whole.all():
+            z[~whole] = special.ndtri((r[~whole] - 0.375) / (r.size + 0.25))
     W = z.var(0, ddof=1).mean()
     B = half * z.mean(0).var(ddof=1)
     if W <= 0:
@@ -118,6 +128,11 @@ def _pool_ranks(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new = np.empty(len(sv), bool)
     new[:1] = True
     new[1:] = sv[1:] != sv[:-1]
+    if new.all():                                         # no ties: an entry's rank is its place in the order
+        rank = np.empty(len(sv), np.int64)
+        rank[order] = np.arange(1, len(sv) + 1)
+        rank = rank.reshape(vals.shape)
+        return rank, rank
     group = np.cumsum(new) - 1                            # tie group of each sorted entry
     starts = np.flatnonzero(new)
     ends = np.append(starts[1:], len(sv))                 # one past each group's last entry
@@ -127,22 +142,12 @@ def _pool_ranks(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ks_of_ranks(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """:func:`_ks_to_pool` of columns (n, units) whose values make up the pool, from their ranks in it
-    (:func:`_pool_ranks`): a value's ECDF in the pool is its highest rank over the pool's size, and just below it
-    its lowest rank less one."""
+    """The KS distance of each column (n, units) to the pool its values make up, from their ranks in it
+    (:func:`_pool_ranks`) sorted along each column: a value's ECDF in the pool is its highest rank over the pool's
+    size, and just below it its lowest rank less one."""
     n, M = lo.shape[0], lo.size
-    Fr = np.sort(hi, axis=0) / M
-    Fl = (np.sort(lo, axis=0) - 1) / M
-    j = (np.arange(1, n + 1) / n)[:, None]
-    return np.maximum(np.max(np.abs(j - Fr), 0), np.max(np.abs(j - 1.0 / n - Fl), 0))
-
-
-def _ks_to_pool(vals: np.ndarray, pool_sorted: np.ndarray) -> np.ndarray:
-    """KS distance of each column of ``vals`` (n, units) to the empirical distribution of ``pool_sorted``."""
-    v = np.sort(vals, axis=0)
-    n, M = v.shape[0], len(pool_sorted)
-    Fr = np.searchsorted(pool_sorted, v, side="right") / M
-    Fl = np.searchsorted(pool_sorted, v, side="left") / M
+    Fr = hi / M
+    Fl = (lo - 1) / M
     j = (np.arange(1, n + 1) / n)[:, None]
     return np.maximum(np.max(np.abs(j - Fr), 0), np.max(np.abs(j - 1.0 / n - Fl), 0))
 
@@ -151,14 +156,20 @@ def ks_2samp_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The two-sample KS statistic of every row pair of ``a`` (rows, n) and ``b`` (rows, m): scipy.stats.ks_2samp's
     statistic (ties included), for many rows at once."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    n, m = a.shape[1], b.shape[1]
     allv = np.concatenate([a, b], axis=1)
+    return _ks_2samp_ordered(allv, np.argsort(allv, axis=1), a.shape[1])
+
+
+def _ks_2samp_ordered(allv: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
+    """:func:`ks_2samp_rows` of the rows ``allv`` (rows, n + m), the first ``n`` entries of a row from one sample,
+    given ``order``, an argsort of each row (of any kind)."""
+    m = allv.shape[1] - n
     # the stable order (ties in the order given) fixes the running sum's rounding; a row without ties has one order,
-    # which the faster unstable sort finds, so only rows with ties (or NaNs) are sorted again stably
-    order = np.argsort(allv, axis=1)
+    # which any sort finds, so only rows with ties (or NaNs) are sorted again stably
     vals = np.take_along_axis(allv, order, axis=1)
     tied = ((vals[:, 1:] == vals[:, :-1]) | np.isnan(vals[:, 1:])).any(1)
     if tied.any():
+        order = order.copy()
         order[tied] = np.argsort(allv[tied], axis=1, kind="stable")
         vals[tied] = np.take_along_axis(allv[tied], order[tied], axis=1)
     step = np.where(order < n, 1.0 / n, -1.0 / m)
@@ -215,39 +226,51 @@ def ergodicity(x: np.ndarray, variable: str = "x", threshold: float = ERGODIC_TH
     """
     x = _trajectories(x)
     C, D, N, K = x.shape
-    within, mu, total, ratio_c = _variances(x)
-    ratio_feat = (within.mean(1) / np.maximum(total, 1e-300)).mean(0)
-    ratio_neuron = within.sum(-1) / np.maximum(total.sum(-1)[:, None], 1e-300)
-    rng = np.random.default_rng(seed)
-    boots = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, N, size=N)
-        w, m_ = within[:, idx], mu[:, idx]
-        boots.append(np.mean(w.mean(1).sum(-1) / np.maximum((w.mean(1) + m_.var(1)).sum(-1), 1e-300)))
-    ratio = float(ratio_c.mean())
     h = D // 2
+
+    # ranks depend only on the order of the values: sorted in float32 when that holds them exactly (the stored
+    # draws are float32), a cheaper sort of the same ranks
+    exact32 = x.astype(np.float32)
+    keys = exact32 if np.array_equal(exact32, x) else x
+    quantiles = special.ndtri((np.arange(1, D * N + 1) - 0.375) / (D * N + 0.25)) if D % 2 == 0 else None
 
     def per_chain_feature(ck):
         c, k = ck
-        xs = x[c, :, :, k]
+        xs = keys[c, :, :, k]
         lo, hi = _pool_ranks(xs)          # one sort serves the KS distances to the pool and, D even, the R̂
         if D % 2 == 0 and h >= 2:         # the split halves hold every draw: their ranks are these ranks
             split = lambda r: np.concatenate([r[:h], r[h:]], axis=1)  # noqa: E731
-            rh = _rhat_of_ranks(0.5 * (split(lo) + split(hi)), h)
-        else:
-            rh = rhat_neurons(xs)
-        return rh, _ks_of_ranks(lo, hi), ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T)
+            rh = _rhat_of_ranks(0.5 * (split(lo) + split(hi)), h, quantiles)
+            rows = x[c, :, :, k].T        # (neuron, draw): the two halves side by side, ks_2samp_rows' rows
+            order = np.argsort(keys[c, :, :, k].T, axis=1)
+            sort = lambda r: np.take_along_axis(r.T, order, axis=1).T  # noqa: E731  (ranks follow the values)
+            return rh, _ks_of_ranks(sort(lo), sort(hi)), _ks_2samp_ordered(rows, order, h)
+        rh = rhat_neurons(xs) if h >= 2 else float("nan")
+        return (rh, _ks_of_ranks(np.sort(lo, axis=0), np.sort(hi, axis=0)),
+                ks_2samp_rows(x[c, :h, :, k].T, x[c, D - h:, :, k].T))
 
     # the (chain, feature) pairs are independent and spend their time sorting, which releases the GIL: threads
     # share the machine's cores (results in the same order, so the same numbers as one after the other).  The
     # per-neuron ESS (each neuron's trajectory taken as one chain) goes first, on a thread of its own: its FFTs and
-    # array arithmetic on large blocks run without the GIL, beside the pairs' many smaller steps, which hold it
+    # array arithmetic on large blocks run without the GIL, beside the pairs' many smaller steps, which hold it.
+    # This thread computes the variance ratio and its bootstrap meanwhile
     pairs = [(c, k) for c in range(C) for k in range(K)]
     with ThreadPoolExecutor(max_workers=max(2, min(len(pairs), os.cpu_count() or 1))) as pool:
         # chain by chain (each neuron's trajectory is a series of its own, in the order chain, neuron, feature):
         # views of x, where all chains at once would need a transposed copy of it
         ess_each = pool.submit(lambda: np.concatenate([ess(x[c].reshape(1, D, N * K)) for c in range(C)]))
-        parts = list(pool.map(per_chain_feature, pairs))
+        parts = pool.map(per_chain_feature, pairs)         # every pair submitted now, gathered below
+        within, mu, total, ratio_c = _variances(x)
+        ratio_feat = (within.mean(1) / np.maximum(total, 1e-300)).mean(0)
+        ratio_neuron = within.sum(-1) / np.maximum(total.sum(-1)[:, None], 1e-300)
+        rng = np.random.default_rng(seed)
+        boots = []
+        for _ in range(n_boot):
+            idx = rng.integers(0, N, size=N)
+            w, m_ = within[:, idx], mu[:, idx]
+            boots.append(np.mean(w.mean(1).sum(-1) / np.maximum((w.mean(1) + m_.var(1)).sum(-1), 1e-300)))
+        ratio = float(ratio_c.mean())
+        parts = list(parts)
         ess_each = ess_each.result()
     rh = np.array([p[0] for p in parts]).reshape(C, K)
     ks, ks_split = np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts])

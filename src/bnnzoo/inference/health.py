@@ -329,11 +329,12 @@ def invariant_observables(posterior: xr.Dataset, y: np.ndarray | None = None) ->
         C, D = av.shape[:2]
         if "class" in a.dims and a.ndim >= 3:
             av = np.moveaxis(av, a.dims.index("class"), -1)
-            q = (av ** 2).reshape(C, D, -1, av.shape[-1]).mean(2)
+            sq = av ** 2                                # one array of squares serves q_a and the outlier counts
+            q = sq.reshape(C, D, -1, av.shape[-1]).mean(2)
             for c in range(q.shape[-1]):
                 out[f"q_a[{c}]"] = q[..., c]
             if av.ndim == 4 and av.shape[2] >= 8:
-                out["n_outliers"] = _outlier_counts(av)
+                out["n_outliers"] = _outlier_counts(sq)
         else:
             out["q_a"] = (av ** 2).reshape(C, D, -1).mean(-1)
     for name in sorted(posterior.data_vars):
@@ -385,11 +386,12 @@ def population_se(posterior: xr.Dataset) -> dict[str, float]:
     return out
 
 
-def _outlier_counts(a: np.ndarray) -> np.ndarray:
-    """Readout outliers per draw (chain, draw): units whose readout norm exceeds N^(1/4) times the draw's median
-    (the readout half of :func:`bnnzoo.diagnostics.branches.find_outliers`' criterion)."""
-    N = a.shape[2]
-    r = np.sqrt((a ** 2).sum(-1))  # (C, D, N)
+def _outlier_counts(sq: np.ndarray) -> np.ndarray:
+    """Readout outliers per draw (chain, draw) from the squared readouts ``sq`` (chain, draw, neuron, class): units
+    whose readout norm exceeds N^(1/4) times the draw's median (the readout half of
+    :func:`bnnzoo.diagnostics.branches.find_outliers`' criterion)."""
+    N = sq.shape[2]
+    r = np.sqrt(sq.sum(-1))  # (C, D, N)
     med = np.median(r, axis=2, keepdims=True)
     return (r > N ** 0.25 * np.maximum(med, 1e-300)).sum(-1).astype(float)
 
