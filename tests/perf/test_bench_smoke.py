@@ -52,3 +52,20 @@ def test_bench_leapfrog_loop_ci(tmp_path):
     assert [r["variant"] for r in rows] == ["unroll 1", "unroll 2", "unroll 4", "unroll 8", "static trip count"]
     assert all("error" not in r and r["grads_per_s"] > 0 for r in rows)
     assert "| unroll 2 |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_demo_sigmoidal_units_tiny(tmp_path):
+    """The demo's sigmoidal net with sampler='units' and two start families at N = P = 20: one JSON row with the
+    health, the families' verdict, their code fractions and the mean field's masses (which sum to 1 here)."""
+    out = tmp_path / "rows.jsonl"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "demo_sigmoidal_units.py"), "--size", "20",
+                          "--warmup", "5", "--samples", "10", "--chains", "2", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["families"] == ["prior", "meanfield"] and row["size"] == 20
+    assert row["health"] in ("equilibrated", "relaxing", "metastable", "failed")
+    assert isinstance(row["agree"], bool) and row["wall_s"] > 0
+    assert set(row["code_fractions"]) == {"prior", "meanfield"}
+    assert sum(row["meanfield"].values()) == pytest.approx(1.0, abs=0.01)
