@@ -76,6 +76,7 @@ def main(argv=None) -> dict:
                health=h.status, relaxing=list(h.relaxing),
                rhat={k: round(float(v), 3) for k, v in h.rhat.items() if np.isfinite(v)},
                agree=bool(cert["agree"]), disagreements=list(cert["disagreements"]),
+               not_compared=list(cert.get("not_compared", [])), criterion=h.criterion,
                code_fractions=codes, other_codes=other,
                meanfield={c: round(theory.get(c, 0.0), 4) for c in CODES})
     with open(a.out, "a") as fh:

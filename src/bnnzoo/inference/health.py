@@ -73,6 +73,10 @@ Rules:
   scalar invariant observable whose R̂ exceeds ``MAX_RHAT`` by the R̂ of its residual with each chain's population
   regressed out (leave one chain out), in place of the population tolerance: the chains disagree on it when that
   residual R̂ exceeds ``MAX_RHAT``, and its ESS is the residual's.  Drift within each chain is judged as above.
+  A code fraction held by a handful of units over all chains (all of them in one chain would have probability ≥ 1 %
+  were the chains to exchange them freely: 3 units or fewer with 8 chains) does not choose the criterion: its R̂,
+  ~1e16 when one unit sits on the code in one chain and the others have none, reads that unit, not frozen
+  populations; the criterion's reason names such fractions ("too few units to decide").
   :attr:`SamplerHealth.criterion` says which criterion was used, and why.
 
 Thresholds (each with the reason for its value):

@@ -67,6 +67,19 @@ family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (Bonferroni):
 * over-dispersion (fractions of N units): a family's chain means scatter no more than N independent units would
   (χ² of s_f² against p̄(1 − p̄)/N + mc_f, p ≥ α/M): chains of one family that sit in different collective states.
 
+Units too few to compare: a code fraction (kind "fraction", N units per chain) carried by U units in the two
+families' chains together (U = N Σ_c μ_c over their chains, or the same count of units off the code when that is
+smaller) is a count, and a count of a few units says nothing about a scatter or a mean: were the families to share
+the law, each unit would fall in family f with probability n_f / (n_i + n_j), so all U units fall in one family with
+probability Σ_f (n_f / (n_i + n_j))^U (2^(1−U) for equal families), the smallest p-value any split of them can have.
+When that is at least α/M neither the mean nor the scatter test is run on the pair (no split of U units could be
+significant, and the tests on chain means would read the count's resolution 1/N as a difference: chain means 0, 0,
+1/N, 1/N against 0, 0, 0, 0 give Brown–Forsythe p 0, since the deviations from each family's median are equal
+within each family, and 1/N in every chain against 0 gives Welch's |t| infinite); the record lists the pair under
+"not_compared", "too few units to compare mean or scatter".  With two families of equal size and M ≈ 10–100 this leaves
+out U ≤ 10–14 units; a code on 10 % of 60 units in every chain of one of two 4-chain families (about 24 units) is
+compared.
+
 With 4 chains per family the mean threshold sits near 7 standard errors; ``certify`` therefore runs
 ``CERTIFY_CHAINS`` = 8 chains per family unless ``num_chains`` is given (about 4.5).  Fractions that are 0 or 1 in
 every chain of every family have zero error and agree.
@@ -76,7 +89,12 @@ Criterion
 :func:`ensemble_criterion` says by which law the health gate (:mod:`bnnzoo.inference.health`) judges the run's
 invariant observables: the ordinary R̂ when the population observables mix within the chains (a sampler that moves
 populations), else the ensemble criterion: each chain stationary on its own, and q_a, the training error and the
-other invariant observables compared across chains after regressing out each chain's population.
+other invariant observables compared across chains after regressing out each chain's population.  A code fraction
+held by too few units to show freezing does not decide: one unit sitting on a rare code in one chain for the whole
+run gives the fraction an R̂ of ~1e16 (no variance within the other chains) whether or not the populations move.
+Its U units (counted as above, over all C chains) would all fall in one chain with probability C^(1−U) were the
+chains to exchange them freely; when that is at least ``ALPHA`` (U ≤ 3 with 8 chains) the fraction is left out of
+the choice, and the criterion's reason names it ("too few units to decide").
 """
 
 from __future__ import annotations
@@ -127,7 +145,8 @@ ERROR_MODEL = (
     "sqrt(max(var of chain means, within-chain MC variance var/ESS)/n_chains), no binomial floor; families agree "
     "on the mean when Welch's |t| <= the Student-t quantile (Satterthwaite dof) at 1 - alpha/(2 M), on the scatter "
     "when Brown-Forsythe p >= alpha/M, and a family's fractions are not over-dispersed against N independent units "
-    "(chi2 p >= alpha/M); alpha = 0.01 over the M tests (Bonferroni)")
+    "(chi2 p >= alpha/M); alpha = 0.01 over the M tests (Bonferroni); a fraction carried by so few units in a "
+    "pair's chains that all of them in one family would have p >= alpha/M is not compared on mean or scatter")
 
 
 
@@ -671,6 +690,21 @@ def _scatter_p(a: np.ndarray, b: np.ndarray) -> float:
     return p if math.isfinite(p) else 1.0
 
 
+def _units(mu: np.ndarray, n_units: int) -> float:
+    """Units that carry a fraction's information in the chains given: the units on it or the units off it, whichever
+    are fewer, summed over the chains' time-averaged fractions ``mu`` (chain,) of ``n_units`` units each."""
+    on = float(n_units * np.sum(mu))
+    return max(min(on, n_units * len(mu) - on), 0.0)
+
+
+def _all_in_one(units: float, shares: Sequence[float]) -> float:
+    """The chance that all of ``units`` units fall in one group when each falls in group g with probability
+    ``shares[g]`` independently: sum over g of shares[g]**units, at most 1 (``units`` rounded to a whole count).
+    It is the smallest p-value any split of those units between the groups can have under a shared law."""
+    u = int(round(units))
+    return min(1.0, float(sum(s ** u for s in shares)))
+
+
 def compare_families(values: dict, chain_family, *, info: dict | None = None, alpha: float = ALPHA) -> dict:
     """Compare population observables across start families (the module docstring states the error model).
 
@@ -694,7 +728,8 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
         "observables" ({name: {family: [mean, se]}}), "scatter" ({name: {family: sd of its chain means}}),
         "tests" ({name: {"fam_i|fam_j": {"t", "dof", "threshold", "detectable", "scatter_p"}}}),
         "overdispersion" ({name: {family: p-value}}, fractions only), "error_model", "alpha", "n_comparisons",
-        "chains" ({family: [chain indices]}).
+        "chains" ({family: [chain indices]}), "not_compared" (one line per fraction and family pair carried by too
+        few units to compare, module docstring; their "tests" entry has "compared" False and "units").
 
     Raises
     ------
@@ -720,7 +755,7 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
     M = max(2 * len(names) * len(pairs) + len(fractions) * len(fams), 1)
     q = alpha / (2 * M)
     ess = _chain_ess(values, names) if names else np.zeros((0, len(fam)))
-    observables, scatter, tests, over, lines = {}, {}, {}, {}, []
+    observables, scatter, tests, over, lines, skipped = {}, {}, {}, {}, [], []
     for o, name in enumerate(names):
         x = np.asarray(values[name], float)
         D = x.shape[1]
@@ -736,6 +771,17 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
             r = welch(stat[fi], stat[fj], q)
             r["scatter_p"] = _scatter_p(mu[chains[fi]], mu[chains[fj]])
             tests[name][f"{fi}|{fj}"] = r
+            r["compared"] = True
+            if name in fractions:
+                idx = np.concatenate([chains[fi], chains[fj]])
+                r["units"] = round(_units(mu[idx], max(int(getattr(info[name], "n_units", 0) or 0), 1)), 6)
+                p_min = _all_in_one(r["units"], [len(chains[fi]) / len(idx), len(chains[fj]) / len(idx)])
+                if p_min >= 2 * q:
+                    r["compared"] = False
+                    skipped.append(f"{name}: {fi} vs {fj}: too few units to compare mean or scatter "
+                                   f"({r['units']:.3g} on the code or off it in all their chains; all in one "
+                                   f"family: p {p_min:.2g} ≥ α/M {2 * q:.3g})")
+                    continue
             if abs(r["t"]) > r["threshold"]:
                 lines.append(f"{name}: {fi} {_fmt_pair(*stat[fi][:2])} vs {fj} {_fmt_pair(*stat[fj][:2])}")
             if r["scatter_p"] < 2 * q:
@@ -757,7 +803,8 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
                                  f"{math.sqrt(ref):.3g}; χ² p {p:.1e})")
     return {"families": fams, "agree": not lines, "disagreements": lines, "observables": observables,
             "scatter": scatter, "tests": tests, "overdispersion": over, "error_model": ERROR_MODEL,
-            "alpha": alpha, "n_comparisons": M, "chains": {f: [int(i) for i in idx] for f, idx in chains.items()}}
+            "alpha": alpha, "n_comparisons": M, "chains": {f: [int(i) for i in idx] for f, idx in chains.items()},
+            "not_compared": skipped}
 
 
 # --------------------------------------------------------------------------------------------------- criterion
@@ -776,7 +823,9 @@ def ensemble_criterion(idata, values: dict, info: dict | None = None) -> dict:
     first principal components of the standardised chain means of the population observables, one per
     two chains beyond two, at least one), and each chain's draws shifted by its offset as predicted from the
     *other* chains (leave-one-chain-out, so an offset that no population explains is not fitted away); the residual
-    must mix (R̂ ≤ ``MAX_RHAT``, judged by the health gate).
+    must mix (R̂ ≤ ``MAX_RHAT``, judged by the health gate).  A "fraction" held by so few units U over the C chains
+    that all of them in one chain would have probability C^(1−U) ≥ ``ALPHA`` under free exchange does not take part
+    in the choice (module docstring): its R̂ reads one frozen unit, not frozen populations.
 
     Parameters
     ----------
@@ -787,22 +836,30 @@ def ensemble_criterion(idata, values: dict, info: dict | None = None) -> dict:
     Returns
     -------
     dict
-        "criterion" ("rhat" or "ensemble"), "why" (one line), "populations_rhat" ({name: R̂}); for "ensemble"
+        "criterion" ("rhat" or "ensemble"), "why" (one line, naming the fractions left out), "populations_rhat"
+        ({name: R̂}), "too_few_units" ({name: units} of the fractions left out of the choice); for "ensemble"
         also "components" (regressors used) and "observables" ({name: {"rhat", "residual_rhat", "residual_ess",
         "explained" (the fraction of the chain means' variance the populations explain, leave-one-chain-out)}}).
     """
     pops = [k for k in values if getattr((info or {}).get(k), "kind", "network") in ("fraction", "unit_mean")
             and np.ptp(np.asarray(values[k], float)) > 0]
-    C = int(np.shape(values[pops[0]])[0]) if pops else 0
-    pop_rhat = {}
+    pop_rhat, few = {}, {}
     for k in pops:
         x = np.asarray(values[k], float)
         pop_rhat[k] = float(np.asarray(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), x)}))["x"].values))
-    worst = max(pop_rhat, key=lambda k: np.nan_to_num(pop_rhat[k], nan=np.inf), default=None)
+        if info[k].kind == "fraction":
+            units = _units(x.mean(1), max(int(info[k].n_units or 0), 1))
+            if _all_in_one(units, [1.0 / len(x)] * len(x)) >= ALPHA:
+                few[k] = units
+    pops = [k for k in pops if k not in few]
+    C = int(np.shape(values[pops[0]])[0]) if pops else 0
+    worst = max(pops, key=lambda k: np.nan_to_num(pop_rhat[k], nan=np.inf), default=None)
+    few_note = ("; too few units to decide: " + ", ".join(f"{k} ({u:.3g} unit{'s' if round(u) != 1 else ''})"
+                                                          for k, u in few.items())) if few else ""
     if worst is None or pop_rhat[worst] <= MAX_RHAT:
         why = ("no population observable varies" if worst is None else
-               f"populations mix within chains (largest R̂ {_fmt_rhat(pop_rhat[worst])}, {worst})")
-        return {"criterion": "rhat", "why": why, "populations_rhat": pop_rhat}
+               f"populations mix within chains (largest R̂ {_fmt_rhat(pop_rhat[worst])}, {worst})") + few_note
+        return {"criterion": "rhat", "why": why, "populations_rhat": pop_rhat, "too_few_units": few}
     means = np.stack([np.asarray(values[k], float).mean(1) for k in pops], -1)        # (C, K)
     sd = means.std(0)
     z = (means[:, sd > 0] - means[:, sd > 0].mean(0)) / sd[sd > 0]
@@ -830,6 +887,7 @@ def ensemble_criterion(idata, values: dict, info: dict | None = None) -> dict:
         out[name] = {"rhat": float(rh[0]), "residual_rhat": float(rh_r[0]), "residual_ess": float(ess_r[0]),
                      "explained": 1.0 - float((mu - loo).var()) / var_mu if var_mu > 0 else 1.0}
     return {"criterion": "ensemble", "populations_rhat": pop_rhat, "components": n_comp, "observables": out,
+            "too_few_units": few,
             "why": f"populations frozen per chain ({worst} R̂ {_fmt_rhat(pop_rhat[worst])} > {MAX_RHAT}): q_a, the "
                    f"training error and the other invariant observables are judged with each chain's population "
-                   f"regressed out ({n_comp} component{'s' if n_comp > 1 else ''})"}
+                   f"regressed out ({n_comp} component{'s' if n_comp > 1 else ''}){few_note}"}
