@@ -75,7 +75,7 @@ probability Σ_f (n_f / (n_i + n_j))^U (2^(1−U) for equal families), the small
 When that is at least α/M neither the mean nor the scatter test is run on the pair (no split of U units could be
 significant, and the tests on chain means would read the count's resolution 1/N as a difference: chain means 0, 0,
 1/N, 1/N against 0, 0, 0, 0 give Brown–Forsythe p 0, since the deviations from each family's median are equal
-within each family, and 1/N in every chain against 0 gives Welch's |t| infinite); the record lists the pair under
+within each family, and 1/N in every chain against 0 gives Welch's ``|t|`` infinite); the record lists the pair under
 "not_compared", "too few units to compare mean or scatter".  With two families of equal size and M ≈ 10–100 this leaves
 out U ≤ 10–14 units; a code on 10 % of 60 units in every chain of one of two 4-chain families (about 24 units) is
 compared.
