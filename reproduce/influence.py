@@ -348,8 +348,9 @@ def c9() -> list:
                     seeds=_curse_pstar("curse_of_detail_cpu", "0.5"))]
 
 
-PROPORTIONAL_SEEDS_0_5 = ["curse_of_detail_cpu_proportional", "curse_of_detail_cpu_proportional_seeds345"]
-"""The proportional-limit runs of row C1: seeds 0–2 and 3–5 at N1 = N2 = 4 d, d = 6, 8, 12, 16."""
+PROPORTIONAL_SEEDS_0_5 = ["curse_of_detail_cpu_proportional", "curse_of_detail_cpu_proportional_seeds345",
+                          "curse_of_detail_cpu_proportional_d20"]
+"""The proportional-limit runs of row C1 (N1 = N2 = 4 d): seeds 0–2 and 3–5 at d = 6, 8, 12, 16, and seeds 0–5 at d = 20."""
 
 
 def c1() -> list:
@@ -358,7 +359,7 @@ def c1() -> list:
                            seeds=_curse_pstar("curse_of_detail_cpu_proportional", "0.25")),
                    _series("seeds", "proportional_A0.5", "proportional-limit slope of P*(A = 0.5)", "d", 2,
                            seeds=_curse_pstar("curse_of_detail_cpu_proportional", "0.5")),
-                   _series("seeds", "proportional_6", "over seeds 0–5 (three more seeds, the same d)", "d", 2,
+                   _series("seeds", "proportional_6", "proportional-limit slope of P*(A = 0.25), seeds 0–5", "d", 2,
                            seeds=_curse_pstar_joined(PROPORTIONAL_SEEDS_0_5, "0.25"))]
 
 
