@@ -367,9 +367,9 @@ def mean_se(values) -> tuple[float | None, float | None]:
 
 def loglog_slope(x, y) -> tuple[float | None, float | None]:
     """Least-squares slope of log y on log x over the points with y > 0 (None left out), and its standard error
-    from the residuals; (None, None) with fewer than 2 points, se None with 2."""
+    from the residuals; (None, None) with fewer than 2 points or a single x value, se None with 2."""
     pts = [(a, b) for a, b in zip(x, y) if b is not None and b > 0]
-    if len(pts) < 2:
+    if len({a for a, _ in pts}) < 2:
         return None, None
     lx, ly = np.log([a for a, _ in pts]), np.log([b for _, b in pts])
     b, a = np.polyfit(lx, ly, 1)

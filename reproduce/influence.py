@@ -319,6 +319,16 @@ def _curse_pstar(stem: str, level: str, model: str = "three_layer_summary") -> d
     return _pstar_seeds(_load(stem)[model]["P_star"][level])
 
 
+def _curse_pstar_joined(stems: list, level: str) -> dict:
+    """{seed: (d, P*)} at A = ``level`` over several curse-of-detail files of the three-layer net, their seeds and
+    input dimensions joined (d in increasing order)."""
+    seeds: dict = {}
+    for stem in stems:
+        for seed, (x, y) in _curse_pstar(stem, level).items():
+            seeds.setdefault(seed, []).extend(zip(x, y))
+    return {seed: tuple(list(v) for v in zip(*sorted(pts))) for seed, pts in sorted(seeds.items())}
+
+
 def _nngp(model: str) -> dict:
     """{seed: (d, P*(A = 0.25))} of the NNGP baseline of ``model`` (``curse_of_detail_cpu``)."""
     seeds = {}
@@ -338,12 +348,19 @@ def c9() -> list:
                     seeds=_curse_pstar("curse_of_detail_cpu", "0.5"))]
 
 
+PROPORTIONAL_SEEDS_0_5 = ["curse_of_detail_cpu_proportional", "curse_of_detail_cpu_proportional_seeds345",
+                          "curse_of_detail_cpu_proportional_d20"]
+"""The proportional-limit runs of row C1 (N1 = N2 = 4 d): seeds 0–2 and 3–5 at d = 6, 8, 12, 16, and seeds 0–5 at d = 20."""
+
+
 def c1() -> list:
     """Row C1: the C9 slopes and the proportional-limit ones (N1 = N2 = 4 d; ``curse_of_detail_cpu_proportional``)."""
     return c9() + [_series("seeds", "proportional", "proportional-limit slope of P*(A = 0.25)", "d", 2,
                            seeds=_curse_pstar("curse_of_detail_cpu_proportional", "0.25")),
                    _series("seeds", "proportional_A0.5", "proportional-limit slope of P*(A = 0.5)", "d", 2,
-                           seeds=_curse_pstar("curse_of_detail_cpu_proportional", "0.5"))]
+                           seeds=_curse_pstar("curse_of_detail_cpu_proportional", "0.5")),
+                   _series("seeds", "proportional_6", "proportional-limit slope of P*(A = 0.25), seeds 0–5", "d", 2,
+                           seeds=_curse_pstar_joined(PROPORTIONAL_SEEDS_0_5, "0.25"))]
 
 
 def c2() -> list:

@@ -120,6 +120,19 @@ def test_pstar_slope_and_collapse_on_synthetic_curves():
     assert all(v["spread"] == pytest.approx(0.0, abs=1e-12) for v in s["collapse"].values())
 
 
+def test_pstar_summary_of_one_input_dimension():
+    """A run at a single d (``--d 20``, one process per d) gets P* per seed and its mean, and no slope in d (it has
+    one x value; the summary used to divide by zero there)."""
+    mod = _load()
+    g = lambda r: 1 - math.exp(-r / 10.0)  # noqa: E731
+    runs = [dict(A=g(r), config=dict(d=20, P=r * 20, seed=seed)) for seed in (0, 1) for r in (2, 4, 8, 16)]
+    nngp = [dict(d=20, seed=seed, P_star={"0.25": 2.0 * 20 ** 3, "0.5": 5.0 * 20 ** 3}) for seed in (0, 1)]
+    s = mod.pstar_summary(runs, nngp)
+    r25 = mod.crossing([2, 4, 8, 16], [g(r) for r in (2, 4, 8, 16)], 0.25)
+    assert s["per_d"]["0.25"]["20"]["over_d"] == pytest.approx(r25, rel=1e-12)
+    assert s["slope"]["0.25"]["pooled"] is None and s["slope"]["0.25"]["per_seed"] == [None, None]
+
+
 def test_width_exponent_on_synthetic_counts():
     """Counts c · N^(1/3) (and c · N^(1/2)) give the exponent back exactly, per seed and for the seed means."""
     mod = _load()
