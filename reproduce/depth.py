@@ -5,7 +5,8 @@ scheme of the two-hidden-layer sigmoidal net.
 Nets (``--nets``, comma-separated):
 
 * ``sig3``: three hidden layers, sigmoidal, y− = −½ (Fig. 3); ``relu3``: the same with ReLU (Fig. 3, N = P = 100 in
-  the paper); ``lin3``: three hidden layers with a linear φ at y− = 0, whose readout second moment U and layer
+  the paper); ``relu2``: two hidden ReLU layers at ``relu3``'s setting (the frozen first-layer codes are stated for
+  two and three hidden layers); ``lin3``: three hidden layers with a linear φ at y− = 0, whose readout second moment U and layer
   kernels are compared with the N → ∞ theory of the deep linear net at T → 0 and at the run's T
   (``bnnzoo.theory.deep_linear``: ``deep_linear_zero_temperature``, ``deep_linear_saddle_point``);
   ``lin3_paper``: the same at Fig. 3's y− = −½ (every target row sums to zero, Yᵀ K0⁻¹ Y is singular: the
@@ -50,6 +51,8 @@ T0 = 0.01
 NETS = {
     "sig3": dict(entry="sigmoidal", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
     "relu3": dict(entry="relu", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
+    # two hidden layers: the paper states the frozen first-layer ReLU codes for two as well as three
+    "relu2": dict(entry="relu", depth=2, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
     "lin3": dict(entry="deep_linear", depth=3, y_neg=0.0, sa="paper", nf=1.0, tf=1.0),
     "lin3_paper": dict(entry="deep_linear", depth=3, y_neg=-0.5, sa="paper", nf=1.0, tf=1.0),
     # lin3_paper at half and twice the width and a tenth of the temperature: which of N and T sets its error
@@ -91,6 +94,8 @@ SIZES = {
 for _net in ("lin3_paper_N05", "lin3_paper_N2", "lin3_paper_T"):      # the lin3_paper variants: its P and warm-up
     for _s in SIZES.values():
         _s["P"][_net], _s["warmup"][_net] = _s["P"]["lin3_paper"], _s["warmup"]["lin3_paper"]
+for _s in SIZES.values():                                               # relu2 at relu3's P and warm-up
+    _s["P"]["relu2"], _s["warmup"]["relu2"] = _s["P"]["relu3"], _s["warmup"]["relu3"]
 
 
 def feature_layer_inputs(task, kind: str):

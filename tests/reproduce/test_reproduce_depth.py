@@ -139,6 +139,16 @@ def test_depth_ci_all_default_nets(tmp_path):
         _check_layers(e)
 
 
+def test_depth_ci_relu_two_layers(tmp_path):
+    """``relu2`` (two hidden ReLU layers, y− = −½, the second net the frozen first-layer codes are stated for) runs
+    at N = P = 20 and reports both layers' codes, health and sharpening."""
+    r = _run("--size", "ci", "--nets", "relu2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    e, = json.loads((tmp_path / "depth_ci.json").read_text())["nets"]
+    assert (e["net"], e["depth"], e["N"], e["P"]) == ("relu2", 2, 20, 20)
+    _check_layers(e)
+
+
 def test_feature_layer_inputs_have_the_prior_feature_kernel():
     """The inputs of ``sig1_fk`` / ``sig1_fs`` against the closed-form kernel of the paper's sigmoid
     φ = ½ + ½ erf(αz), α² = π/4, on orthogonal unit inputs: E[φ²] = ¼ + (1/(2π)) arcsin(2α²/(1 + 2α²)) and
