@@ -94,17 +94,11 @@ def _msqrt(A: np.ndarray) -> np.ndarray:
     return (V * np.sqrt(np.maximum(w, 0.0))) @ V.T
 
 
-def deep_linear_zero_temperature(X, Y=None, *, depth: int, sigma_a2: float | None = None,
-                                 sigma_w2: float = 1.0, tol: float = 1e-10) -> DeepLinearT0:
-    """Posterior U and layer kernels of the depth-L linear net with non-lazy readout, exact as N → ∞ and T → 0 at
-    finite P [derived] (module docstring).
-
-    X (P, N0) or a Task; Y (P, m).  sigma_a2 : readout prior variance (default: the paper's P^{-1/L}).
-    K0 = XXᵀ/N0 must be invertible (P ≤ N0, inputs in general position).
-    """
+def _checked(X, Y, depth, sigma_a2, sigma_w2):
+    """The inputs of the deep linear theories, checked: (X, Y, K0 = XXᵀ/N0, L, σ_a², s = σ_a² σ_w^{2L})."""
     X, Y = as_xy(X, Y)
     P, N0 = X.shape
-    m, L = Y.shape[1], int(depth)
+    L = int(depth)
     if L < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     if sigma_w2 <= 0:
@@ -116,7 +110,19 @@ def deep_linear_zero_temperature(X, Y=None, *, depth: int, sigma_a2: float | Non
     if np.linalg.matrix_rank(K0) < P:
         raise ValueError(f"K0 = XXᵀ/N0 is singular (P = {P}, N0 = {N0}); the theory needs P <= N0 and inputs in "
                          "general position")
-    s = sa2 * sigma_w2**L                                   # σ_w² = 1 after a → σ_w^L a
+    return X, Y, K0, L, sa2, sa2 * sigma_w2**L              # σ_w² = 1 after a → σ_w^L a
+
+
+def deep_linear_zero_temperature(X, Y=None, *, depth: int, sigma_a2: float | None = None,
+                                 sigma_w2: float = 1.0, tol: float = 1e-10) -> DeepLinearT0:
+    """Posterior U and layer kernels of the depth-L linear net with non-lazy readout, exact as N → ∞ and T → 0 at
+    finite P [derived] (module docstring).
+
+    X (P, N0) or a Task; Y (P, m).  sigma_a2 : readout prior variance (default: the paper's P^{-1/L}).
+    K0 = XXᵀ/N0 must be invertible (P ≤ N0, inputs in general position).
+    """
+    X, Y, K0, L, sa2, s = _checked(X, Y, depth, sigma_a2, sigma_w2)
+    P, m = Y.shape
     B = Y.T @ np.linalg.solve(K0, Y)
     Bi, I = np.linalg.inv(B), np.eye(m)
 
@@ -236,23 +242,10 @@ def deep_linear_saddle_point(X, Y=None, *, depth: int, temperature: float, sigma
     RuntimeError
         The minimiser does not reach ``tol``.
     """
-    X, Y = as_xy(X, Y)
-    P, N0 = X.shape
-    m, L, T = Y.shape[1], int(depth), float(temperature)
-    if L < 1:
-        raise ValueError(f"depth must be >= 1, got {depth}")
-    if not T >= 0:
+    if not float(temperature) >= 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
-    if sigma_w2 <= 0:
-        raise ValueError(f"sigma_w2 must be positive, got {sigma_w2}")
-    sa2 = default_sigma_a2(P, L) if sigma_a2 is None else float(sigma_a2)
-    if sa2 <= 0:
-        raise ValueError(f"sigma_a2 must be positive, got {sigma_a2}")
-    K0 = X @ X.T / N0
-    if np.linalg.matrix_rank(K0) < P:
-        raise ValueError(f"K0 = XXᵀ/N0 is singular (P = {P}, N0 = {N0}); the theory needs P <= N0 and inputs in "
-                         "general position")
-    s = sa2 * sigma_w2**L                                   # σ_w² = 1 after a → σ_w^L a
+    X, Y, K0, L, sa2, s = _checked(X, Y, depth, sigma_a2, sigma_w2)
+    (P, m), T = Y.shape, float(temperature)
     M = _msqrt(K0)
     Mi = np.linalg.inv(M)
     # the kernels see Y only through YYᵀ: work with Ỹ (P × r), r = rank Y, ỸỸᵀ = YYᵀ
