@@ -799,9 +799,9 @@ def _cmd_demo(args) -> int:
 
 def _keep_freed_memory() -> None:
     """Ask glibc's allocator to keep the memory this process frees for its next allocations, instead of returning it
-    to the system (no trimming, no mmap per large block).  The diagnosis makes and drops many arrays of hundreds of MB;
-    each one the system hands out again is paid in page faults (on a virtual machine about 0.1 s of system time per
-    230 MB).  The process ends after one command, so nothing is held longer.  No effect without glibc."""
+    to the system (no trimming, no mmap per large block).  The diagnosis makes and drops many arrays of hundreds of MB,
+    and each one the system hands out again is paid in page faults (measured in ``benchmarks/results/diagnose_n500.md``,
+    "Memory").  The process ends after one command, so nothing is held longer.  No effect without glibc."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
