@@ -46,15 +46,15 @@ POWER = 0.8
 
 FROZEN_BELOW = 0.7
 """The planted population counts as frozen only when the planted chains' within-chain sd is below this fraction of
-the other group's per-draw spread: it lies between the ratios of planted chains that move (the unit-wise sampler,
-0.81–1.06) and of planted chains that keep the teacher's codes (SNAPER, 0.27–0.41 on the code fractions), both on the
-sigmoidal net at N = P = 100, T = 0.001 (``benchmarks/results/planted_check_frozen_T0.001.md``)."""
+the other group's per-draw spread: it lies between the ratios of planted chains that move (the unit-wise sampler) and
+of planted chains that keep the teacher's codes (SNAPER, on the code fractions), both measured on the sigmoidal net at
+N = P = 100, T = 0.001 in ``benchmarks/results/planted_check_frozen_T0.001.md``."""
 
 MEMORY = 4.0
 """Planted chains whose chain means scatter more than this many times as much as independent draws' would (n · B / W,
 :func:`planted_motion`) hold on to what they started with; chains of independent draws give 1 (above 4 with
-probability 2e-4 for 8 chains, 0.007 for 4), chains that move with autocorrelation time τ about τ (the unit-wise
-sampler's planted chains in the benchmark above: 0.3–2.1; SNAPER's, on the code fractions: 17–266)."""
+probability 2e-4 for 8 chains, 0.007 for 4), chains that move with autocorrelation time τ about τ (in the benchmark
+above the unit-wise sampler's planted chains stay below 4 and SNAPER's, on the code fractions, far above it)."""
 
 WELCH = "chain means (Welch)"
 """The error model of an observable whose planted chains move (:func:`compare_chain_means`)."""

@@ -55,9 +55,9 @@ draw), a family f with n_f chains has the mean m_f of its chain means μ_c and t
 
 where s_f² is the **measured** variance of its chain means and mc_f the mean over its chains of var_c / ESS_c (the
 within-chain Monte-Carlo variance of a chain mean, ESS_c ArviZ's bulk ESS of the chain alone: a chain mean scatters
-at least by that).  There is no binomial floor: units coupled through the readout scatter 2–5× less than
-independent ones (docs/theory.md §10), so a floor p(1 − p)/N would cost power.  Three tests per observable, at a
-family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (Bonferroni):
+at least by that).  There is no binomial floor: units coupled through the readout scatter less than independent
+ones (measured in certified runs, docs/theory.md §10), so a floor p(1 − p)/N would cost power.  Three tests per
+observable, at a family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (Bonferroni):
 
 * mean: families i and j agree when Welch's ``|t| = |m_i − m_j| / sqrt(se_i² + se_j²)`` is at most the Student-t
   quantile at 1 − α/(2M) with Satterthwaite's degrees of freedom (n_f − 1 per family); the record states the
@@ -91,7 +91,8 @@ invariant observables: the ordinary R̂ when the population observables mix with
 populations), else the ensemble criterion: each chain stationary on its own, and q_a, the training error and the
 other invariant observables compared across chains after regressing out each chain's population.  A code fraction
 held by too few units to show freezing does not decide: one unit sitting on a rare code in one chain for the whole
-run gives the fraction an R̂ of ~1e16 (no variance within the other chains) whether or not the populations move.
+run gives the fraction a huge R̂ (no variance within the other chains; ``tests/workflows/test_ensemble.py``) whether
+or not the populations move.
 Its U units (counted as above, over all C chains) would all fall in one chain with probability C^(1−U) were the
 chains to exchange them freely; when that is at least ``ALPHA`` (U ≤ 3 with 8 chains) the fraction is left out of
 the choice, and the criterion's reason names it ("too few units to decide").
