@@ -172,6 +172,16 @@ def compare_chain_means(a: np.ndarray, b: np.ndarray, q: float) -> dict:
     return {"a": list(sa[:2]), "b": list(sb[:2]), **welch(sa, sb, q)}
 
 
+def _within_between(x: np.ndarray) -> tuple[float, float, int, int]:
+    """(W, B, chains, draws) of one group's (chain, draw) values: W the mean within-chain variance (0 with one draw),
+    B the variance of the chain means (0 with one chain)."""
+    x = np.asarray(x, float)
+    c, n = x.shape
+    w = float(x.var(1, ddof=1).mean()) if n > 1 else 0.0
+    b = float(x.mean(1).var(ddof=1)) if c > 1 else 0.0
+    return w, b, c, n
+
+
 def law_spread(x: np.ndarray) -> tuple[float, float]:
     """(per-draw sd, its degrees of freedom) of one group's (chain, draw) values: the spread of single draws around
     the group's mean, within chains and between them.
@@ -181,10 +191,7 @@ def law_spread(x: np.ndarray) -> tuple[float, float]:
     move through the law, W does.  Its degrees of freedom are Satterthwaite's, B with chains − 1 and W with
     chains · (draws − 1) (autocorrelation ignored: it matters only where W dominates, and the degrees of freedom are
     then large either way)."""
-    x = np.asarray(x, float)
-    c, n = x.shape
-    w = float(x.var(1, ddof=1).mean()) if n > 1 else 0.0
-    b = float(x.mean(1).var(ddof=1)) if c > 1 else 0.0
+    w, b, c, n = _within_between(x)
     den = (b ** 2 / (c - 1) if c > 1 else 0.0) + (w ** 2 / (c * (n - 1)) if n > 1 else 0.0)
     return math.sqrt(w + b), ((w + b) ** 2 / den if den > 0 else math.inf)
 
@@ -195,14 +202,11 @@ def planted_motion(x: np.ndarray) -> tuple[float, float]:
     The within-chain sd is √W, W the mean within-chain variance; the scatter is n · B / W, B the variance of the
     chain means over the n draws: about 1 for chains of independent draws, about the autocorrelation time for
     chains that move, and growing with n for chains that start together and keep apart (each keeping a population
-    of its own).  (0, nan) with one draw or no within-chain scatter."""
-    x = np.asarray(x, float)
-    n = x.shape[1]
+    of its own).  (0, nan) with one draw; the scatter is nan with one chain or no within-chain scatter."""
+    w, b, c, n = _within_between(x)
     if n < 2:
         return 0.0, math.nan
-    w = float(x.var(1, ddof=1).mean())
-    b = float(x.mean(1).var(ddof=1))
-    return math.sqrt(w), (n * b / w if w > 0 else math.nan)
+    return math.sqrt(w), (n * b / w if w > 0 and c > 1 else math.nan)
 
 
 def prediction(a: tuple, b: tuple, law: tuple, q: float) -> dict:
