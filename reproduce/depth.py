@@ -41,6 +41,8 @@ import time
 
 import numpy as np
 
+from bnnzoo.theory.deep_linear import deep_linear_saddle_point, deep_linear_zero_temperature
+
 from . import _common as C
 
 NAME = "depth"
@@ -328,16 +330,16 @@ def linear_theory_check(rd, task, depth: int, sigma_a2: float, temperature: floa
     (``..._finite_T``), with ``theory_T_shift`` = ‖U(T) − U(0)‖/‖U(0)‖.  The T → 0 theory is
     ``deep_linear_zero_temperature`` when Yᵀ K0⁻¹ Y is invertible and ``deep_linear_saddle_point`` at T = 0
     otherwise (y− = −½: every target row sums to zero); both are in ``bnnzoo.theory.deep_linear``."""
-    from bnnzoo.theory.deep_linear import deep_linear_saddle_point, deep_linear_zero_temperature
-
     U, se = C.readout_U(rd)
     if np.linalg.matrix_rank(task.Y) == task.Y.shape[1]:
         th0 = deep_linear_zero_temperature(task.X, task.Y, depth=depth, sigma_a2=sigma_a2)
     else:
         th0 = deep_linear_saddle_point(task.X, task.Y, depth=depth, temperature=0.0, sigma_a2=sigma_a2)
     thT = deep_linear_saddle_point(task.X, task.Y, depth=depth, temperature=temperature, sigma_a2=sigma_a2)
-    K = [np.einsum("cdnp,cdnq->pq", rd.z(l), rd.z(l), optimize=True) / (rd.z(l).shape[0] * rd.z(l).shape[1]
-                                                                         * rd.width) for l in range(1, depth + 1)]
+    K = []
+    for l in range(1, depth + 1):
+        z = rd.z(l)
+        K.append(np.einsum("cdnp,cdnq->pq", z, z, optimize=True) / (z.shape[0] * z.shape[1] * rd.width))
     out = {}
     for suffix, th in (("", th0), ("_finite_T", thT)):
         nrm = float(np.linalg.norm(th.U))
@@ -348,18 +350,19 @@ def linear_theory_check(rd, task, depth: int, sigma_a2: float, temperature: floa
                                                   for l in range(depth)]})
     return dict(U=U.tolist(), U_se=se.tolist(), **out,
                 theory_T_shift=float(np.linalg.norm(thT.U - th0.U) / np.linalg.norm(th0.U)),
-                readout_given_kernel=readout_given_kernel(rd, task.Y, sigma_a2, temperature, thT.U))
+                readout_given_kernel=readout_given_kernel(rd, task.Y, sigma_a2, temperature, thT.U, U))
 
 
 def readout_given_kernel(rd, Y: np.ndarray, sigma_a2: float, temperature: float, U_theory: np.ndarray,
-                         every: int = 5) -> dict:
+                         U: np.ndarray, every: int = 5) -> dict:
     """Where the finite-N readout second moment parts from the N → ∞ theory: given the feature kernel
     K_L = z_Lᵀz_L/N of a draw the readout is Gaussian and, exactly at any N,
     E[aᵀa/N | K_L] = v I + M with the variance term v = σ_a²(1 − n_pin/N), n_pin = tr(σ_a² K_L G), and the mean term
     M = σ_a⁴ Yᵀ G K_L G Y, G = (σ_a² K_L + T)⁻¹ (docs/theory.md §4).  The theory has v = σ_a² (n_pin/N → 0) and M at
     its own K_L.  Averaged over every ``every``-th draw: v, n_pin, M's relative error against the theory's
-    U − σ_a² I (Frobenius, over ‖U_theory‖), the Rao–Blackwell estimate v I + M of U (a check of the sampled U), and,
-    for rank-deficient Y, the second moment along the null direction of Y (sampled, Rao–Blackwell, theory)."""
+    U − σ_a² I (Frobenius, over ‖U_theory‖), the Rao–Blackwell estimate v I + M of U (a check of the sampled U, the
+    posterior mean of aᵀa/N given as ``U``, ``_common.readout_U``), and, for rank-deficient Y, the second moment along
+    the null direction of Y (sampled, Rao–Blackwell, theory)."""
     zL = rd.z(rd.depth)
     P, m, N = zL.shape[-1], Y.shape[1], rd.width
     vs, npins, Ms = [], [], []
@@ -373,7 +376,6 @@ def readout_given_kernel(rd, Y: np.ndarray, sigma_a2: float, temperature: float,
             Ms.append(sigma_a2 ** 2 * Y.T @ G @ KL @ G @ Y)
     v, M = float(np.mean(vs)), np.mean(Ms, axis=0)
     U_rb = v * np.eye(m) + M
-    U, _ = C.readout_U(rd)
     nrm = float(np.linalg.norm(U_theory))
     out = dict(draws_used=len(vs), variance_term=v, variance_term_theory=float(sigma_a2),
                n_pinned=float(np.mean(npins)),
