@@ -9,6 +9,7 @@ import pytest
 import xarray as xr
 
 from bnnzoo import azcompat
+from bnnzoo.diagnostics.planted import FROZEN, WELCH
 from bnnzoo.diagnostics.populations import ObservableInfo
 from bnnzoo.workflows.certify import CERTIFY_CHAINS, certify_run, compare_families, ensemble_criterion
 from bnnzoo.inference.health import CERTIFICATION_ATTR, MAX_RHAT, sampler_health
@@ -268,3 +269,67 @@ def test_frozen_populations_of_many_units_still_choose_the_ensemble_criterion():
         out = ensemble_criterion(run, v, info)
         assert out["criterion"] == "ensemble" and out["observables"]["mse"]["explained"] > 0.9, out
         assert out["why"].startswith("populations frozen per chain (code_fraction[z1]["), out["why"]
+
+
+# ------------------------------------------------------------------- a frozen planted family: judged as one draw
+def _frozen_planted(rng, shift_sd=0.0, n=8, N=200, p=0.3, D=50):
+    """A planted family whose every chain keeps the teacher's population, against ``n`` chains that each hold a
+    population of their own (frozen: code fraction of N units, binomial draws at p): the teacher is one draw of
+    that law, shifted by ``shift_sd`` per-draw sds; within each chain the fraction moves a little (AR(1),
+    autocorrelation time 19, sd a fifth of the law's)."""
+    sd = math.sqrt(p * (1 - p) / N)
+    mu = np.concatenate([np.full(n, rng.binomial(N, p) / N + shift_sd * sd), rng.binomial(N, p, n) / N])
+    z = np.empty((2 * n, D))
+    z[:, 0] = rng.standard_normal(2 * n)
+    for d in range(1, D):
+        z[:, d] = 0.9 * z[:, d - 1] + math.sqrt(1 - 0.81) * rng.standard_normal(2 * n)
+    return {"up": mu[:, None] + 0.2 * sd * z}, ["planted"] * n + ["prior"] * n, {"up": ObservableInfo("fraction", N)}
+
+
+def test_a_frozen_planted_family_is_judged_as_one_draw_of_the_other_familys_law():
+    """The teacher's population is one draw of the law: compared by Welch on chain means (as another family's
+    would be) it differs from the other family's mean by √n of its standard errors, and the families "disagree" in
+    over a quarter of the seeds (about 37 % at these settings).  Judged as one draw (the prediction interval of
+    diagnostics.planted.compare_planted), the mean test's false alarms keep their nominal rate: at α = 0.2 over
+    M = 4 tests, 2q = α/M = 5 %, measured in 300 repeats within 5 % ± 3.5 % (beyond 4 binomial sds); at α = 1 %
+    at most 4 of 200 runs disagree at all (expected ≤ 2).  The record names the model, and the scatter test,
+    whose planted side is not a sample of the law, is not run.  Its power is that of one draw: the stated
+    detectable difference (80 % power) is about 6 per-draw sds (median over the seeds), and a shift of 9 per-draw sds is caught in at
+    least 95 of 100 seeds (5 sds: about 55 %; one draw of a law can only be told from it by a few sds)."""
+    welch_fa, fa, fa_mean = 0, 0, 0
+    for seed in range(200):
+        v, fam, info = _frozen_planted(np.random.default_rng(seed))
+        welch_fa += not compare_families(v, fam, info=info)["agree"]
+        rec = compare_families(v, fam, info=info, planted="planted")
+        fa += not rec["agree"]
+        t = rec["tests"]["up"]["planted|prior"]
+        assert t["model"] == FROZEN and t["scatter_p"] is None and rec["planted"] == "planted", t
+    for seed in range(300):
+        v, fam, info = _frozen_planted(np.random.default_rng(1000 + seed))
+        rec = compare_families(v, fam, info=info, alpha=0.2, planted="planted")
+        fa_mean += any("no plausible draw" in d for d in rec["disagreements"])
+    assert welch_fa > 50 and fa <= 4 and abs(fa_mean / 300 - 0.05) < 0.035, (welch_fa, fa, fa_mean)
+    sd = math.sqrt(0.3 * 0.7 / 200)
+    caught, detectable = 0, []
+    for seed in range(100):
+        v, fam, info = _frozen_planted(np.random.default_rng(2000 + seed), shift_sd=9.0)
+        rec = compare_families(v, fam, info=info, planted="planted")
+        detectable.append(rec["tests"]["up"]["planted|prior"]["detectable"] / sd)
+        caught += any(d.startswith("up: planted") and "no plausible draw of prior's law" in d
+                      for d in rec["disagreements"])
+    assert caught >= 95 and 5 < np.median(detectable) < 7, (caught, np.median(detectable))
+
+
+def test_a_planted_family_whose_chains_move_is_still_compared_by_chain_means():
+    """Planted chains that move through the law (independent binomial draws each draw, as under the unit-wise
+    sampler) are compared by Welch on chain means, scatter test included, and the family order does not change the
+    sign of t (fam_j − fam_i)."""
+    rng = np.random.default_rng(7)
+    v = {"up": np.concatenate([rng.binomial(200, 0.3, (8, 50)), rng.binomial(200, 0.33, (8, 50))]) / 200}
+    info = {"up": ObservableInfo("fraction", 200)}
+    for order in (["planted"] * 8 + ["prior"] * 8, ["prior"] * 8 + ["planted"] * 8):
+        x = v if order[0] == "planted" else {"up": v["up"][::-1]}
+        rec = compare_families(x, order, info=info, planted="planted")
+        (pair, t), = rec["tests"]["up"].items()
+        assert t["model"] == WELCH and t["scatter_p"] is not None, t
+        assert (t["t"] > 0) == (pair == "planted|prior") and not rec["agree"], (pair, t, rec["disagreements"])
