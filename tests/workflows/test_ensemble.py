@@ -333,3 +333,21 @@ def test_a_planted_family_whose_chains_move_is_still_compared_by_chain_means():
         (pair, t), = rec["tests"]["up"].items()
         assert t["model"] == WELCH and t["scatter_p"] is not None, t
         assert (t["t"] > 0) == (pair == "planted|prior") and not rec["agree"], (pair, t, rec["disagreements"])
+
+
+def test_a_frozen_teachers_rare_code_counts_its_units_once():
+    """The teacher holds 2 of 60 units on a code no chain of the other family holds, and every planted chain keeps
+    them: 16 units over the planted chains, but one population's 2, which would all fall on the teacher with
+    probability (1/9)² + (8/9)² ≈ 0.80 under a shared law (8 other chains); the code is not compared (compared by
+    chain means it would read 2/60 against 0 with no error: |t| infinite)."""
+    rng = np.random.default_rng(3)
+    v = {"code_fraction[z1][001]": np.concatenate([np.full((8, 40), 2 / 60), np.zeros((8, 40))]),
+         "code_fraction[z1][011]": np.concatenate([np.full((8, 1), rng.binomial(60, 0.3) / 60),
+                                                   rng.binomial(60, 0.3, (8, 1)) / 60]) + 0.002 * rng.standard_normal((16, 40))}
+    info = {k: ObservableInfo("fraction", 60) for k in v}
+    fam = ["planted"] * 8 + ["prior"] * 8
+    rec = compare_families(v, fam, info=info, planted="planted")
+    t = rec["tests"]["code_fraction[z1][001]"]["planted|prior"]
+    assert t["model"] == FROZEN and t["units"] == 2 and not t["compared"] and rec["agree"], (t, rec["disagreements"])
+    assert "the frozen planted population counted once" in rec["not_compared"][0], rec["not_compared"]
+    assert not compare_families(v, fam, info=info)["agree"]

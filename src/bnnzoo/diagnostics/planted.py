@@ -244,7 +244,8 @@ def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float 
     (:func:`law_spread`), and either below half of that (they barely move) or their chain means scatter more than
     :data:`MEMORY` times as much as independent draws would (:func:`planted_motion`: chains that move slowly, or
     that start together and keep apart, hold on to a population).  Narrower planted chains of nearly independent
-    draws are read as another law, not as a frozen one (a posterior at a lower temperature is narrower).  When
+    draws are read as another law, not as a frozen one (a posterior at a lower temperature is narrower); planted
+    chains that do not move at all count as frozen also when the other group does not spread either.  When
     frozen, the planted mean is judged as one draw of the other group's law (:func:`prediction`); else the chain
     means are compared (:func:`compare_chain_means`, whose numbers it returns unchanged).
 
@@ -268,7 +269,7 @@ def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float 
     sa, sb = chain_mean_stats(a, mc_a), chain_mean_stats(b, mc_b)
     law = law_spread(b)
     within, scatter = planted_motion(a)
-    ratio = within / law[0] if law[0] > 0 else math.inf
+    ratio = within / law[0] if law[0] > 0 else (0.0 if within == 0 else math.inf)   # chains that never move: frozen
     w = welch(sa, sb, q)
     out = {"a": list(sa[:2]), "b": list(sb[:2]), **w, "model": WELCH,
            "spread": {"planted_within_sd": within, "other_sd": law[0], "ratio": ratio, "planted_scatter": scatter}}
