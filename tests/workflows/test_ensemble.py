@@ -207,7 +207,8 @@ def test_a_rare_code_held_by_a_couple_of_units_neither_fails_the_families_nor_de
     against 0, 0, 0, 0 (Brown–Forsythe p 0, the deviations from each median being equal within each family) and,
     one unit in every prior chain, 1/N against 0 with zero error in both (Welch |t| infinite).  Two or four units
     cannot show that the families differ (all of them in one family has probability 2^(1-U) ≥ 1/8 when the families
-    share the law), so the code is not compared and the record says so; the code's R̂ (≈ 1e16, no within-chain
+    share the law), so the code is not compared and the record says so, nor is the prior family tested for
+    over-dispersion (its 2 units all in one of its 4 chains: p 4^(1−2) at best); the code's R̂ (≈ 1e16, no within-chain
     variance) does not switch the health gate to the ensemble criterion, and the criterion's reason says why."""
     rng = np.random.default_rng(4)
     values, info, fam = _rare_code_values(rng)
@@ -217,7 +218,10 @@ def test_a_rare_code_held_by_a_couple_of_units_neither_fails_the_families_nor_de
     assert not t["compared"] and t["units"] == 2 and t["scatter_p"] == 0.0, t      # the test's own p is kept
     assert rec["not_compared"] == ["code_fraction[z1][001]: prior vs meanfield: too few units to compare mean or "
                                    "scatter (2 on the code or off it in all their chains; all in one family: "
-                                   "p 0.5 ≥ α/M 0.00125)"], rec["not_compared"]
+                                   "p 0.5 ≥ α/M 0.00125)",
+                                   "code_fraction[z1][001]: prior: too few units to show over-dispersion (2 on the "
+                                   "code or off it in its chains; all in one chain: p 0.25 ≥ α/M 0.00125)"], \
+        rec["not_compared"]
     assert rec["tests"]["code_fraction[z1][011]"]["prior|meanfield"]["compared"]
     every = dict(values, **{"code_fraction[z1][001]": np.repeat([[1.0 / 60]] * 4 + [[0.0]] * 4, 200, 1)})
     rec = compare_families(every, fam, info=info)
@@ -351,3 +355,48 @@ def test_a_frozen_teachers_rare_code_counts_its_units_once():
     assert t["model"] == FROZEN and t["units"] == 2 and not t["compared"] and rec["agree"], (t, rec["disagreements"])
     assert "the frozen planted population counted once" in rec["not_compared"][0], rec["not_compared"]
     assert not compare_families(v, fam, info=info)["agree"]
+
+
+# ----------------------------------------------------------------- over-dispersion: only where units can show it
+def test_four_units_in_one_chain_do_not_fire_the_over_dispersion_test():
+    """4 units of 60 on a rare code in one chain of 8, none in the other 15: χ² of the prior family's chain means
+    against 60 independent units at the pooled p̄ = 4/960 is 7 · 8 = 56 (p ~ 1e-9), yet under that very law the 4
+    units all fall in one of the 8 chains with probability 8^(1−4) ≈ 0.002, the smallest p-value any spread of them
+    can have: not below α/M = 0.01/8, so the test is not run and the record says why.  A frequent code with the same
+    counts scaled up (40 units in one chain) is tested and flagged."""
+    rng = np.random.default_rng(1)
+    rare = np.zeros((16, 40))
+    rare[0] = 4 / 60
+    v = {"code_fraction[z1][001]": rare,
+         "code_fraction[z1][011]": np.repeat(rng.binomial(60, 0.3, (16, 1)) / 60, 40, 1)}
+    info = {k: ObservableInfo("fraction", 60) for k in v}
+    fam = ["prior"] * 8 + ["annealed"] * 8
+    rec = compare_families(v, fam, info=info)
+    assert rec["n_comparisons"] == 8 and rec["overdispersion"]["code_fraction[z1][001]"]["prior"] < 1e-8, rec
+    assert rec["agree"], rec["disagreements"]
+    assert "code_fraction[z1][001]: prior: too few units to show over-dispersion (4 on the code or off it in its " \
+           "chains; all in one chain: p 0.002 ≥ α/M 0.00125)" in rec["not_compared"], rec["not_compared"]
+    v["code_fraction[z1][001]"] = rare * 10
+    rec = compare_families(v, fam, info=info)
+    assert any(d.startswith("code_fraction[z1][001]: prior over-dispersed") for d in rec["disagreements"]), rec
+
+
+def test_a_truly_over_dispersed_family_is_flagged():
+    """Chains of one family whose code fractions of 60 units scatter 3.5× as much as binomial draws (each chain's p
+    drawn around 0.3 with √11.25 binomial sds, then its 60 units), another family of binomial chains, 8 chains
+    each, a second code beside (M = 8 tests): the wide family is flagged as over-dispersed in at least 95 of 100
+    seeds (χ² with 7 degrees of freedom at α/M = 0.125 %: power 96 %; at 3× it is 92 %, 923 of 1000 seeds
+    measured), the binomial one in at most 3 (its nominal rate α/M: expected 0.1)."""
+    wide, narrow = 0, 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        sd = math.sqrt(0.21 / 60)
+        p = np.clip(0.3 + math.sqrt(11.25) * sd * rng.standard_normal(8), 0, 1)
+        mu = np.concatenate([rng.binomial(60, p) / 60, rng.binomial(60, 0.3, 8) / 60])
+        v = {"code_fraction[z1][011]": np.repeat(mu[:, None], 40, 1),
+             "code_fraction[z1][101]": np.repeat(rng.binomial(60, 0.5, (16, 1)) / 60, 40, 1)}
+        rec = compare_families(v, ["wide"] * 8 + ["binomial"] * 8, info={k: ObservableInfo("fraction", 60) for k in v})
+        assert not rec["not_compared"], rec["not_compared"]
+        wide += any(d.startswith("code_fraction[z1][011]: wide over-dispersed") for d in rec["disagreements"])
+        narrow += any("binomial over-dispersed" in d for d in rec["disagreements"])
+    assert wide >= 95 and narrow <= 3, (wide, narrow)

@@ -93,6 +93,16 @@ within each family, and 1/N in every chain against 0 gives Welch's ``|t|`` infin
 out U ≤ 10–14 units; a code on 10 % of 60 units in every chain of one of two 4-chain families (about 24 units) is
 compared.
 
+The over-dispersion test has the same kind of limit.  Its null law is N independent units per chain; given the U
+units on a code (or off it) in a family's n chains, they are then spread over the chains as a multinomial with
+equal shares, and the most extreme spread, all of them in one chain, has probability n·n^(−U) = n^(1−U): the
+smallest p-value any spread of U units can have.  The χ² approximation does not see that: 4 units of 60 in one chain
+of 8 give χ² = 56 on 7 degrees of freedom (p ~ 1e-9) where no spread of 4 units can reach p below 8^(−3) ≈ 0.002.
+The test is run only when n^(1−U) < α/M, i.e. U > 1 + ln(M/α)/ln n; otherwise the record lists the family under
+"not_compared", "too few units to show over-dispersion" (unless it has no unit on the code, or none off it).  With 8 chains per family and M ≈ 8–100 this leaves out
+U ≤ 4–5 units.  Its power at 8 chains is that of χ² on 7 degrees of freedom: a family whose chain means scatter
+3.5× a binomial sd is flagged in about 96 % of runs at M = 8, one at 3× in about 92 %.
+
 With 4 chains per family the mean threshold sits near 7 standard errors; ``certify`` therefore runs
 ``CERTIFY_CHAINS`` = 8 chains per family unless ``num_chains`` is given (about 4.5).  Fractions that are 0 or 1 in
 every chain of every family have zero error and agree.
@@ -159,7 +169,8 @@ ERROR_MODEL = (
     "on the mean when Welch's |t| <= the Student-t quantile (Satterthwaite dof) at 1 - alpha/(2 M), on the scatter "
     "when Brown-Forsythe p >= alpha/M, and a family's fractions are not over-dispersed against N independent units "
     "(chi2 p >= alpha/M); alpha = 0.01 over the M tests (Bonferroni); a fraction carried by so few units in a "
-    "pair's chains that all of them in one family would have p >= alpha/M is not compared on mean or scatter; a "
+    "pair's chains that all of them in one family would have p >= alpha/M is not compared on mean or scatter, "
+    "nor a family's fraction for over-dispersion when all its units in one chain would have p >= alpha/M; a "
     "family started at the teacher is compared by diagnostics.planted.compare_planted: Welch while its chains "
     "move, else (planted population frozen) a prediction interval, its mean as one draw of the other family's law, "
     "without the scatter test")
@@ -776,7 +787,9 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
         them)}}), "planted" (the ``planted`` argument),
         "overdispersion" ({name: {family: p-value}}, fractions only), "error_model", "alpha", "n_comparisons",
         "chains" ({family: [chain indices]}), "not_compared" (one line per fraction and family pair carried by too
-        few units to compare, module docstring; their "tests" entry has "compared" False and "units").
+        few units to compare, their "tests" entry having "compared" False and "units", and one per fraction and
+        family with too few units to show over-dispersion, their χ² p-value kept in "overdispersion"; module
+        docstring).
 
     Raises
     ------
@@ -859,7 +872,14 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
                 chi2 = (len(idx) - 1) * s2 / ref if ref > 0 else (math.inf if s2 > 0 else 0.0)
                 p = float(stats.chi2.sf(chi2, len(idx) - 1))
                 over[name][f] = p
-                if p < 2 * q:
+                units = _units(mu[idx], n_units)
+                p_min = _all_in_one(units, [1.0 / len(idx)] * len(idx))
+                if p_min >= 2 * q:       # no spread of these few units over the chains is significant: not tested
+                    if units > 0:        # (none: the fraction is 0 or 1 in every chain, nothing to say)
+                        skipped.append(f"{name}: {f}: too few units to show over-dispersion ({units:.3g} on the code "
+                                       f"or off it in its chains; all in one chain: p {p_min:.2g} ≥ α/M "
+                                       f"{2 * q:.3g})")
+                elif p < 2 * q:
                     lines.append(f"{name}: {f} over-dispersed (chain means scatter by {math.sqrt(s2):.3g}, "
                                  f"{math.sqrt(s2 / ref):.1f}× the {n_units} independent units' "
                                  f"{math.sqrt(ref):.3g}; χ² p {p:.1e})")
