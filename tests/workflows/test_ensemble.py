@@ -298,8 +298,9 @@ def test_a_frozen_planted_family_is_judged_as_one_draw_of_the_other_familys_law(
     M = 4 tests, 2q = α/M = 5 %, measured in 300 repeats within 5 % ± 3.5 % (beyond 4 binomial sds); at α = 1 %
     at most 4 of 200 runs disagree at all (expected ≤ 2).  The record names the model, and the scatter test,
     whose planted side is not a sample of the law, is not run.  Its power is that of one draw: the stated
-    detectable difference (80 % power) is about 6 per-draw sds (median over the seeds), and a shift of 9 per-draw sds is caught in at
-    least 95 of 100 seeds (5 sds: about 55 %; one draw of a law can only be told from it by a few sds)."""
+    detectable difference (80 % power) is about 6 per-draw sds (median over the seeds), and a shift of 9
+    per-draw sds is caught in at least 95 of 100 seeds (5 sds: about 55 %; one draw of a law can only be told
+    from it by a few sds; benchmarks/results/family_power.md)."""
     welch_fa, fa, fa_mean = 0, 0, 0
     for seed in range(200):
         v, fam, info = _frozen_planted(np.random.default_rng(seed))
@@ -347,7 +348,8 @@ def test_a_frozen_teachers_rare_code_counts_its_units_once():
     rng = np.random.default_rng(3)
     v = {"code_fraction[z1][001]": np.concatenate([np.full((8, 40), 2 / 60), np.zeros((8, 40))]),
          "code_fraction[z1][011]": np.concatenate([np.full((8, 1), rng.binomial(60, 0.3) / 60),
-                                                   rng.binomial(60, 0.3, (8, 1)) / 60]) + 0.002 * rng.standard_normal((16, 40))}
+                                                   rng.binomial(60, 0.3, (8, 1)) / 60])
+         + 0.002 * rng.standard_normal((16, 40))}
     info = {k: ObservableInfo("fraction", 60) for k in v}
     fam = ["planted"] * 8 + ["prior"] * 8
     rec = compare_families(v, fam, info=info, planted="planted")
