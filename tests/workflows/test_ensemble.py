@@ -338,6 +338,8 @@ def test_a_planted_family_whose_chains_move_is_still_compared_by_chain_means():
         (pair, t), = rec["tests"]["up"].items()
         assert t["model"] == WELCH and t["scatter_p"] is not None, t
         assert (t["t"] > 0) == (pair == "planted|prior") and not rec["agree"], (pair, t, rec["disagreements"])
+    with pytest.raises(ValueError, match="planted must name one of the families"):
+        compare_families(v, ["planted"] * 8 + ["prior"] * 8, info=info, planted="teacher")
 
 
 def test_a_frozen_teachers_rare_code_counts_its_units_once():
