@@ -69,3 +69,15 @@ def test_demo_sigmoidal_units_tiny(tmp_path):
     assert isinstance(row["agree"], bool) and row["wall_s"] > 0
     assert set(row["code_fractions"]) == {"prior", "meanfield"}
     assert sum(row["meanfield"].values()) == pytest.approx(1.0, abs=0.01)
+
+
+def test_family_power_runs_and_writes_its_three_tables(tmp_path):
+    """benchmarks/family_power.py at 4 repeats: its three tables, and the permutation test's attainable-p line."""
+    out = tmp_path / "family_power"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "family_power.py"), "--reps", "4", "--out",
+                          str(out)], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = out.with_suffix(".md").read_text()
+    assert text.count("## ") == 3 and "| 0 | 4 |" in text and "| 3.5 | 4 |" in text, text
+    assert "2/C(8,4) = 0.0286" in text and "| 8 | 10 % vs 0 % | 2 | 8 | 0.00125 |" in text, text

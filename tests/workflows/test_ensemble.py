@@ -9,6 +9,7 @@ import pytest
 import xarray as xr
 
 from bnnzoo import azcompat
+from bnnzoo.diagnostics.planted import FROZEN, WELCH
 from bnnzoo.diagnostics.populations import ObservableInfo
 from bnnzoo.workflows.certify import CERTIFY_CHAINS, certify_run, compare_families, ensemble_criterion
 from bnnzoo.inference.health import CERTIFICATION_ATTR, MAX_RHAT, sampler_health
@@ -206,7 +207,8 @@ def test_a_rare_code_held_by_a_couple_of_units_neither_fails_the_families_nor_de
     against 0, 0, 0, 0 (Brown–Forsythe p 0, the deviations from each median being equal within each family) and,
     one unit in every prior chain, 1/N against 0 with zero error in both (Welch |t| infinite).  Two or four units
     cannot show that the families differ (all of them in one family has probability 2^(1-U) ≥ 1/8 when the families
-    share the law), so the code is not compared and the record says so; the code's R̂ (≈ 1e16, no within-chain
+    share the law), so the code is not compared and the record says so, nor is the prior family tested for
+    over-dispersion (its 2 units all in one of its 4 chains: p 4^(1−2) at best); the code's R̂ (≈ 1e16, no within-chain
     variance) does not switch the health gate to the ensemble criterion, and the criterion's reason says why."""
     rng = np.random.default_rng(4)
     values, info, fam = _rare_code_values(rng)
@@ -216,7 +218,10 @@ def test_a_rare_code_held_by_a_couple_of_units_neither_fails_the_families_nor_de
     assert not t["compared"] and t["units"] == 2 and t["scatter_p"] == 0.0, t      # the test's own p is kept
     assert rec["not_compared"] == ["code_fraction[z1][001]: prior vs meanfield: too few units to compare mean or "
                                    "scatter (2 on the code or off it in all their chains; all in one family: "
-                                   "p 0.5 ≥ α/M 0.00125)"], rec["not_compared"]
+                                   "p 0.5 ≥ α/M 0.00125)",
+                                   "code_fraction[z1][001]: prior: too few units to show over-dispersion (2 on the "
+                                   "code or off it in its chains; all in one chain: p 0.25 ≥ α/M 0.00125)"], \
+        rec["not_compared"]
     assert rec["tests"]["code_fraction[z1][011]"]["prior|meanfield"]["compared"]
     every = dict(values, **{"code_fraction[z1][001]": np.repeat([[1.0 / 60]] * 4 + [[0.0]] * 4, 200, 1)})
     rec = compare_families(every, fam, info=info)
@@ -268,3 +273,134 @@ def test_frozen_populations_of_many_units_still_choose_the_ensemble_criterion():
         out = ensemble_criterion(run, v, info)
         assert out["criterion"] == "ensemble" and out["observables"]["mse"]["explained"] > 0.9, out
         assert out["why"].startswith("populations frozen per chain (code_fraction[z1]["), out["why"]
+
+
+# ------------------------------------------------------------------- a frozen planted family: judged as one draw
+def _frozen_planted(rng, shift_sd=0.0, n=8, N=200, p=0.3, D=50):
+    """A planted family whose every chain keeps the teacher's population, against ``n`` chains that each hold a
+    population of their own (frozen: code fraction of N units, binomial draws at p): the teacher is one draw of
+    that law, shifted by ``shift_sd`` per-draw sds; within each chain the fraction moves a little (AR(1),
+    autocorrelation time 19, sd a fifth of the law's)."""
+    sd = math.sqrt(p * (1 - p) / N)
+    mu = np.concatenate([np.full(n, rng.binomial(N, p) / N + shift_sd * sd), rng.binomial(N, p, n) / N])
+    z = np.empty((2 * n, D))
+    z[:, 0] = rng.standard_normal(2 * n)
+    for d in range(1, D):
+        z[:, d] = 0.9 * z[:, d - 1] + math.sqrt(1 - 0.81) * rng.standard_normal(2 * n)
+    return {"up": mu[:, None] + 0.2 * sd * z}, ["planted"] * n + ["prior"] * n, {"up": ObservableInfo("fraction", N)}
+
+
+def test_a_frozen_planted_family_is_judged_as_one_draw_of_the_other_familys_law():
+    """The teacher's population is one draw of the law: compared by Welch on chain means (as another family's
+    would be) it differs from the other family's mean by √n of its standard errors, and the families "disagree" in
+    over a quarter of the seeds (about 37 % at these settings).  Judged as one draw (the prediction interval of
+    diagnostics.planted.compare_planted), the mean test's false alarms keep their nominal rate: at α = 0.2 over
+    M = 4 tests, 2q = α/M = 5 %, measured in 300 repeats within 5 % ± 3.5 % (beyond 4 binomial sds); at α = 1 %
+    at most 4 of 200 runs disagree at all (expected ≤ 2).  The record names the model, and the scatter test,
+    whose planted side is not a sample of the law, is not run.  Its power is that of one draw: the stated
+    detectable difference (80 % power) is about 6 per-draw sds (median over the seeds), and a shift of 9
+    per-draw sds is caught in at least 95 of 100 seeds (5 sds: about 55 %; one draw of a law can only be told
+    from it by a few sds; benchmarks/results/family_power.md)."""
+    welch_fa, fa, fa_mean = 0, 0, 0
+    for seed in range(200):
+        v, fam, info = _frozen_planted(np.random.default_rng(seed))
+        welch_fa += not compare_families(v, fam, info=info)["agree"]
+        rec = compare_families(v, fam, info=info, planted="planted")
+        fa += not rec["agree"]
+        t = rec["tests"]["up"]["planted|prior"]
+        assert t["model"] == FROZEN and t["scatter_p"] is None and rec["planted"] == "planted", t
+    for seed in range(300):
+        v, fam, info = _frozen_planted(np.random.default_rng(1000 + seed))
+        rec = compare_families(v, fam, info=info, alpha=0.2, planted="planted")
+        fa_mean += any("no plausible draw" in d for d in rec["disagreements"])
+    assert welch_fa > 50 and fa <= 4 and abs(fa_mean / 300 - 0.05) < 0.035, (welch_fa, fa, fa_mean)
+    sd = math.sqrt(0.3 * 0.7 / 200)
+    caught, detectable = 0, []
+    for seed in range(100):
+        v, fam, info = _frozen_planted(np.random.default_rng(2000 + seed), shift_sd=9.0)
+        rec = compare_families(v, fam, info=info, planted="planted")
+        detectable.append(rec["tests"]["up"]["planted|prior"]["detectable"] / sd)
+        caught += any(d.startswith("up: planted") and "no plausible draw of prior's law" in d
+                      for d in rec["disagreements"])
+    assert caught >= 95 and 5 < np.median(detectable) < 7, (caught, np.median(detectable))
+
+
+def test_a_planted_family_whose_chains_move_is_still_compared_by_chain_means():
+    """Planted chains that move through the law (independent binomial draws each draw, as under the unit-wise
+    sampler) are compared by Welch on chain means, scatter test included, and the family order does not change the
+    sign of t (fam_j − fam_i)."""
+    rng = np.random.default_rng(7)
+    v = {"up": np.concatenate([rng.binomial(200, 0.3, (8, 50)), rng.binomial(200, 0.33, (8, 50))]) / 200}
+    info = {"up": ObservableInfo("fraction", 200)}
+    for order in (["planted"] * 8 + ["prior"] * 8, ["prior"] * 8 + ["planted"] * 8):
+        x = v if order[0] == "planted" else {"up": v["up"][::-1]}
+        rec = compare_families(x, order, info=info, planted="planted")
+        (pair, t), = rec["tests"]["up"].items()
+        assert t["model"] == WELCH and t["scatter_p"] is not None, t
+        assert (t["t"] > 0) == (pair == "planted|prior") and not rec["agree"], (pair, t, rec["disagreements"])
+    with pytest.raises(ValueError, match="planted must name one of the families"):
+        compare_families(v, ["planted"] * 8 + ["prior"] * 8, info=info, planted="teacher")
+
+
+def test_a_frozen_teachers_rare_code_counts_its_units_once():
+    """The teacher holds 2 of 60 units on a code no chain of the other family holds, and every planted chain keeps
+    them: 16 units over the planted chains, but one population's 2, which would all fall on the teacher with
+    probability (1/9)² + (8/9)² ≈ 0.80 under a shared law (8 other chains); the code is not compared (compared by
+    chain means it would read 2/60 against 0 with no error: |t| infinite)."""
+    rng = np.random.default_rng(3)
+    v = {"code_fraction[z1][001]": np.concatenate([np.full((8, 40), 2 / 60), np.zeros((8, 40))]),
+         "code_fraction[z1][011]": np.concatenate([np.full((8, 1), rng.binomial(60, 0.3) / 60),
+                                                   rng.binomial(60, 0.3, (8, 1)) / 60])
+         + 0.002 * rng.standard_normal((16, 40))}
+    info = {k: ObservableInfo("fraction", 60) for k in v}
+    fam = ["planted"] * 8 + ["prior"] * 8
+    rec = compare_families(v, fam, info=info, planted="planted")
+    t = rec["tests"]["code_fraction[z1][001]"]["planted|prior"]
+    assert t["model"] == FROZEN and t["units"] == 2 and not t["compared"] and rec["agree"], (t, rec["disagreements"])
+    assert "the frozen planted population counted once" in rec["not_compared"][0], rec["not_compared"]
+    assert not compare_families(v, fam, info=info)["agree"]
+
+
+# ----------------------------------------------------------------- over-dispersion: only where units can show it
+def test_four_units_in_one_chain_do_not_fire_the_over_dispersion_test():
+    """4 units of 60 on a rare code in one chain of 8, none in the other 15: χ² of the prior family's chain means
+    against 60 independent units at the pooled p̄ = 4/960 is 7 · 8 = 56 (p ~ 1e-9), yet under that very law the 4
+    units all fall in one of the 8 chains with probability 8^(1−4) ≈ 0.002, the smallest p-value any spread of them
+    can have: not below α/M = 0.01/8, so the test is not run and the record says why.  A frequent code with the same
+    counts scaled up (40 units in one chain) is tested and flagged."""
+    rng = np.random.default_rng(1)
+    rare = np.zeros((16, 40))
+    rare[0] = 4 / 60
+    v = {"code_fraction[z1][001]": rare,
+         "code_fraction[z1][011]": np.repeat(rng.binomial(60, 0.3, (16, 1)) / 60, 40, 1)}
+    info = {k: ObservableInfo("fraction", 60) for k in v}
+    fam = ["prior"] * 8 + ["annealed"] * 8
+    rec = compare_families(v, fam, info=info)
+    assert rec["n_comparisons"] == 8 and rec["overdispersion"]["code_fraction[z1][001]"]["prior"] < 1e-8, rec
+    assert rec["agree"], rec["disagreements"]
+    assert "code_fraction[z1][001]: prior: too few units to show over-dispersion (4 on the code or off it in its " \
+           "chains; all in one chain: p 0.002 ≥ α/M 0.00125)" in rec["not_compared"], rec["not_compared"]
+    v["code_fraction[z1][001]"] = rare * 10
+    rec = compare_families(v, fam, info=info)
+    assert any(d.startswith("code_fraction[z1][001]: prior over-dispersed") for d in rec["disagreements"]), rec
+
+
+def test_a_truly_over_dispersed_family_is_flagged():
+    """Chains of one family whose code fractions of 60 units scatter 3.5× as much as binomial draws (each chain's p
+    drawn around 0.3 with √11.25 binomial sds, then its 60 units), another family of binomial chains, 8 chains
+    each, a second code beside (M = 8 tests): the wide family is flagged as over-dispersed in at least 95 of 100
+    seeds (χ² with 7 degrees of freedom at α/M = 0.125 %: power 96 %; at 3× it is 92 %, 923 of 1000 seeds
+    measured), the binomial one in at most 3 (its nominal rate α/M: expected 0.1)."""
+    wide, narrow = 0, 0
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        sd = math.sqrt(0.21 / 60)
+        p = np.clip(0.3 + math.sqrt(11.25) * sd * rng.standard_normal(8), 0, 1)
+        mu = np.concatenate([rng.binomial(60, p) / 60, rng.binomial(60, 0.3, 8) / 60])
+        v = {"code_fraction[z1][011]": np.repeat(mu[:, None], 40, 1),
+             "code_fraction[z1][101]": np.repeat(rng.binomial(60, 0.5, (16, 1)) / 60, 40, 1)}
+        rec = compare_families(v, ["wide"] * 8 + ["binomial"] * 8, info={k: ObservableInfo("fraction", 60) for k in v})
+        assert not rec["not_compared"], rec["not_compared"]
+        wide += any(d.startswith("code_fraction[z1][011]: wide over-dispersed") for d in rec["disagreements"])
+        narrow += any("binomial over-dispersed" in d for d in rec["disagreements"])
+    assert wide >= 95 and narrow <= 3, (wide, narrow)

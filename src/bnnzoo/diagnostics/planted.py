@@ -239,7 +239,8 @@ def prediction(a: tuple, b: tuple, law: tuple, q: float) -> dict:
     return {"t": t, "dof": dof, "threshold": k, "detectable": (k + float(stats.t.isf(1 - POWER, dof))) * math.sqrt(v)}
 
 
-def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float = FROZEN_BELOW) -> dict:
+def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float = FROZEN_BELOW, *,
+                    mc_a: np.ndarray | None = None, mc_b: np.ndarray | None = None) -> dict:
     """Compare one observable of a planted group with another group, by the error model the data call for.
 
     The planted population counts as frozen when the planted chains explore less than the other group's law and keep
@@ -247,7 +248,8 @@ def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float 
     (:func:`law_spread`), and either below half of that (they barely move) or their chain means scatter more than
     :data:`MEMORY` times as much as independent draws would (:func:`planted_motion`: chains that move slowly, or
     that start together and keep apart, hold on to a population).  Narrower planted chains of nearly independent
-    draws are read as another law, not as a frozen one (a posterior at a lower temperature is narrower).  When
+    draws are read as another law, not as a frozen one (a posterior at a lower temperature is narrower); planted
+    chains that do not move at all count as frozen also when the other group does not spread either.  When
     frozen, the planted mean is judged as one draw of the other group's law (:func:`prediction`); else the chain
     means are compared (:func:`compare_chain_means`, whose numbers it returns unchanged).
 
@@ -256,6 +258,9 @@ def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float 
     a, b : (chain, draw) values of one observable in the planted group and the other group (two or more chains).
     q : the tail probability of the threshold (two-sided rate / 2).
     frozen_below : the ratio of sds below which the planted population counts as frozen (0: never).
+    mc_a, mc_b : (chain,) or None
+        Each chain's Monte-Carlo variance of its mean, the floor of each group's standard error
+        (:func:`chain_mean_stats`; None: the within-chain variance over the draws, as if independent).
 
     Returns
     -------
@@ -265,10 +270,10 @@ def compare_planted(a: np.ndarray, b: np.ndarray, q: float, frozen_below: float 
         where the model is the prediction interval, "welch" ({"t", "threshold"} of the chain-mean comparison, for
         reference).
     """
-    sa, sb = chain_mean_stats(a), chain_mean_stats(b)
+    sa, sb = chain_mean_stats(a, mc_a), chain_mean_stats(b, mc_b)
     law = law_spread(b)
     within, scatter = planted_motion(a)
-    ratio = within / law[0] if law[0] > 0 else math.inf
+    ratio = within / law[0] if law[0] > 0 else (0.0 if within == 0 else math.inf)   # chains that never move: frozen
     w = welch(sa, sb, q)
     out = {"a": list(sa[:2]), "b": list(sb[:2]), **w, "model": WELCH,
            "spread": {"planted_within_sd": within, "other_sd": law[0], "ratio": ratio, "planted_scatter": scatter}}

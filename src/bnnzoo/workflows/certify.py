@@ -27,7 +27,8 @@ Start families
   Entries or settings without this mean field do not offer the family (``ZooEntry.populations.note`` says why).
 * ``"planted"`` (a planted task, :func:`bnnzoo.tasks.planted_task`, any entry): every chain starts at the teacher,
   an exact posterior draw, so this family starts at equilibrium (docs/theory.md §10); ``certify=True`` adds it on a
-  planted task, and the families' agreement then includes reaching the teacher's populations.
+  planted task, and the families' agreement then includes reaching the teacher's populations (judged by the
+  planted check's error model, "Error model" below: a frozen planted population is one draw of the law).
 
 The returned run holds all families' chains concatenated along ``chain`` in family order, with a ``family``
 coordinate on ``chain`` in every group that has chains, the comparison in the attribute ``bnnzoo_certification``
@@ -67,6 +68,18 @@ observable, at a family-wise false-alarm rate ``ALPHA`` = 1 % over all M tests (
 * over-dispersion (fractions of N units): a family's chain means scatter no more than N independent units would
   (χ² of s_f² against p̄(1 − p̄)/N + mc_f, p ≥ α/M): chains of one family that sit in different collective states.
 
+A family started at the teacher (``"planted"``) is compared with each other family by
+:func:`bnnzoo.diagnostics.planted.compare_planted`, the planted check's own choice of error model per observable:
+Welch on the chain means as above while the planted chains move through the law; when the planted population is
+frozen (every planted chain keeps the teacher's population, so their chain means scatter as one draw, not as the
+law), the teacher's value is one draw of the other family's law, and the families agree when the planted mean lies
+within m_o ± t·√(s_o² + se_p² + se_o²) of the other family's mean, s_o its per-draw sd (the same Student-t quantile,
+Satterthwaite's degrees of freedom); the scatter test is then not run (the planted chains' scatter is not a sample
+of the law's), and a code fraction's units count the teacher's population once.  Each test's record names its
+model ("model").  Chain means of a frozen planted family compared by Welch would call a typical teacher "disagreeing"
+in about 4 of 10 runs; as one draw, a difference is detected only at about 6 per-draw sds (8 chains per family):
+one draw of a law says no more (``benchmarks/results/family_power.md``).
+
 Units too few to compare: a code fraction (kind "fraction", N units per chain) carried by U units in the two
 families' chains together (U = N Σ_c μ_c over their chains, or the same count of units off the code when that is
 smaller) is a count, and a count of a few units says nothing about a scatter or a mean: were the families to share
@@ -80,9 +93,23 @@ within each family, and 1/N in every chain against 0 gives Welch's ``|t|`` infin
 out U ≤ 10–14 units; a code on 10 % of 60 units in every chain of one of two 4-chain families (about 24 units) is
 compared.
 
+The over-dispersion test has the same kind of limit.  Its null law is N independent units per chain; given the U
+units on a code (or off it) in a family's n chains, they are then spread over the chains as a multinomial with equal
+shares, and the most extreme spread, all of them in one chain, has probability n·n^(−U) = n^(1−U): the smallest
+p-value any spread of U units can have.  The χ² approximation does not see that: 4 units of 60 in one chain of 8
+give χ² = 56 on 7 degrees of freedom (p ~ 1e-9) where no spread of 4 units can reach p below 8^(−3) ≈ 0.002.  The
+test is run only when n^(1−U) < α/M, i.e. U > 1 + ln(M/α)/ln n; otherwise the record lists the family under
+"not_compared", "too few units to show over-dispersion" (unless it has no unit on the code, or none off it).  With
+8 chains per family and M ≈ 8–100 this leaves out U ≤ 4–5 units.  Its power at 8 chains is that of χ² on 7 degrees
+of freedom: at M = 8 a family whose chain means scatter 3.5× a binomial sd is flagged in about 96 % of runs, one at
+3× in about 92 % (``benchmarks/results/family_power.md``: 196 and 189 of 200 runs).
+
 With 4 chains per family the mean threshold sits near 7 standard errors; ``certify`` therefore runs
-``CERTIFY_CHAINS`` = 8 chains per family unless ``num_chains`` is given (about 4.5).  Fractions that are 0 or 1 in
-every chain of every family have zero error and agree.
+``CERTIFY_CHAINS`` = 8 chains per family unless ``num_chains`` is given (about 4.5).  No exact count test is added
+for 4-chain families: units are coupled within a chain, so a test on units pooled per family (Fisher's) is not
+valid, and the valid one, a permutation over chains, cannot go below 2/C(8, 4) = 1/35 with 4 + 4 chains, above α/M
+for any M (``benchmarks/results/family_power.md``: Welch 13 of 100 on a code at 10 % vs 0 % of 60 units, the
+permutation 0).  Fractions that are 0 or 1 in every chain of every family have zero error and agree.
 
 Criterion
 ---------
@@ -116,7 +143,7 @@ from scipy import stats
 
 from .. import azcompat
 from ..diagnostics._data import np_activation
-from ..diagnostics.planted import chain_mean_stats, welch
+from ..diagnostics.planted import FROZEN, WELCH, chain_mean_stats, compare_planted, welch
 from ..diagnostics.populations import population_observables
 from ..inference import sampling
 from ..inference.convert import jsonable, sealed, versions
@@ -147,7 +174,11 @@ ERROR_MODEL = (
     "on the mean when Welch's |t| <= the Student-t quantile (Satterthwaite dof) at 1 - alpha/(2 M), on the scatter "
     "when Brown-Forsythe p >= alpha/M, and a family's fractions are not over-dispersed against N independent units "
     "(chi2 p >= alpha/M); alpha = 0.01 over the M tests (Bonferroni); a fraction carried by so few units in a "
-    "pair's chains that all of them in one family would have p >= alpha/M is not compared on mean or scatter")
+    "pair's chains that all of them in one family would have p >= alpha/M is not compared on mean or scatter, "
+    "nor a family's fraction for over-dispersion when all its units in one chain would have p >= alpha/M; a "
+    "family started at the teacher is compared by diagnostics.planted.compare_planted: Welch while its chains "
+    "move, else (planted population frozen) a prediction interval, its mean as one draw of the other family's law, "
+    "without the scatter test")
 
 
 
@@ -653,7 +684,8 @@ def certify_run(idata, entry=None, family: str = "family") -> dict:
     if family not in post.coords:
         raise ValueError(f"the run has no {family!r} coordinate on chain: it was not made by certify")
     values = population_observables(idata, entry)
-    rec = compare_families(values, np.asarray(post.coords[family].values).astype(str), info=values.info)
+    fams = np.asarray(post.coords[family].values).astype(str)
+    rec = compare_families(values, fams, info=values.info, planted="planted" if "planted" in fams else None)
     rec["skipped_observables"] = dict(values.skipped)
     rec["ensemble"] = ensemble_criterion(idata, values, values.info)
     return rec
@@ -706,7 +738,30 @@ def _all_in_one(units: float, shares: Sequence[float]) -> float:
     return min(1.0, float(sum(s ** u for s in shares)))
 
 
-def compare_families(values: dict, chain_family, *, info: dict | None = None, alpha: float = ALPHA) -> dict:
+def _pair_test(x, mu, mc, chains, fi, fj, planted, q, stat) -> dict:
+    """The mean and scatter comparison of families ``fi`` and ``fj`` on one observable x (chain, draw) with chain
+    means ``mu`` and Monte-Carlo variances ``mc`` (chain,): Welch on the chain means, or, when one of them is the
+    ``planted`` family, :func:`bnnzoo.diagnostics.planted.compare_planted` (Welch while the planted chains move, the
+    prediction interval when the planted population is frozen, then without the scatter test: the planted chains'
+    scatter is not a sample of the law's).  "t" is always fj's mean minus fi's over its error."""
+    if planted not in (fi, fj):
+        r = welch(stat[fi], stat[fj], q)
+        r.update(model=WELCH, scatter_p=_scatter_p(mu[chains[fi]], mu[chains[fj]]))
+        return r
+    o = fj if fi == planted else fi
+    sign = 1.0 if fi == planted else -1.0                        # compare_planted's t is other − planted
+    p, c = chains[planted], chains[o]
+    r = compare_planted(x[p], x[c], q, mc_a=mc[p], mc_b=mc[c])
+    out = {k: v for k, v in r.items() if k not in ("a", "b")}
+    out["t"] = sign * r["t"]
+    if "welch" in out:
+        out["welch"] = dict(out["welch"], t=sign * out["welch"]["t"])
+    out["scatter_p"] = None if r["model"] == FROZEN else _scatter_p(mu[chains[fi]], mu[chains[fj]])
+    return out
+
+
+def compare_families(values: dict, chain_family, *, info: dict | None = None, alpha: float = ALPHA,
+                     planted: str | None = None) -> dict:
     """Compare population observables across start families (the module docstring states the error model).
 
     Parameters
@@ -720,17 +775,26 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
         also tested for over-dispersion against N independent units; None treats every observable as "network".
     alpha : float
         Family-wise false-alarm rate over all tests, in (0, 1).
+    planted : str or None
+        The family started at the teacher of a planted task (its pairs are judged by
+        :func:`bnnzoo.diagnostics.planted.compare_planted`, module docstring), or None: no such family.
 
     Returns
     -------
     dict
         "families" (names, in order of first appearance), "agree" (bool), "disagreements" (one line each:
-        "name: fam_i m_i ± se_i vs fam_j m_j ± se_j", "name: scatter ..." or "name: fam over-dispersed ..."),
-        "observables" ({name: {family: [mean, se]}}), "scatter" ({name: {family: sd of its chain means}}),
-        "tests" ({name: {"fam_i|fam_j": {"t", "dof", "threshold", "detectable", "scatter_p"}}}),
+        "name: fam_i m_i ± se_i vs fam_j m_j ± se_j", "name: planted m ± se is no plausible draw of fam's law ...",
+        "name: scatter ..." or "name: fam over-dispersed ..."), "observables" ({name: {family: [mean, se]}}),
+        "scatter" ({name: {family: sd of its chain means}}), "tests" ({name: {"fam_i|fam_j": {"t" (fam_j − fam_i
+        over its error), "dof", "threshold", "detectable", "scatter_p" (None where not tested), "model"
+        (:data:`~bnnzoo.diagnostics.planted.WELCH` or, for a frozen planted family,
+        :data:`~bnnzoo.diagnostics.planted.FROZEN`, with "spread" and "welch" as :func:`compare_planted` gives
+        them)}}), "planted" (the ``planted`` argument),
         "overdispersion" ({name: {family: p-value}}, fractions only), "error_model", "alpha", "n_comparisons",
         "chains" ({family: [chain indices]}), "not_compared" (one line per fraction and family pair carried by too
-        few units to compare, module docstring; their "tests" entry has "compared" False and "units").
+        few units to compare, their "tests" entry having "compared" False and "units", and one per fraction and
+        family with too few units to show over-dispersion, their χ² p-value kept in "overdispersion"; module
+        docstring).
 
     Raises
     ------
@@ -745,6 +809,8 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
                          f"{ {f: len(c) for f, c in chains.items()} }")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if planted is not None and planted not in chains:
+        raise ValueError(f"planted must name one of the families {fams} or be None, got {planted!r}")
     names = [k for k in values]
     for k in names:
         if np.ndim(values[k]) != 2 or np.shape(values[k])[0] != len(fam):
@@ -769,23 +835,36 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
         scatter[name] = {f: float(mu[idx].std(ddof=1)) for f, idx in chains.items()}
         tests[name] = {}
         for fi, fj in pairs:
-            r = welch(stat[fi], stat[fj], q)
-            r["scatter_p"] = _scatter_p(mu[chains[fi]], mu[chains[fj]])
+            r = _pair_test(x, mu, mc, chains, fi, fj, planted, q, stat)
             tests[name][f"{fi}|{fj}"] = r
             r["compared"] = True
+            frozen = r["model"] == FROZEN
             if name in fractions:
-                idx = np.concatenate([chains[fi], chains[fj]])
-                r["units"] = round(_units(mu[idx], max(int(getattr(info[name], "n_units", 0) or 0), 1)), 6)
-                p_min = _all_in_one(r["units"], [len(chains[fi]) / len(idx), len(chains[fj]) / len(idx)])
+                n_units = max(int(getattr(info[name], "n_units", 0) or 0), 1)
+                if frozen:       # the planted chains hold one population, the teacher's: its units count once
+                    o = fj if fi == planted else fi
+                    held = np.concatenate([[mu[chains[planted]].mean()], mu[chains[o]]])
+                    shares = [1.0 / len(held), 1.0 - 1.0 / len(held)]
+                else:
+                    held = mu[np.concatenate([chains[fi], chains[fj]])]
+                    shares = [len(chains[fi]) / len(held), len(chains[fj]) / len(held)]
+                r["units"] = round(_units(held, n_units), 6)
+                p_min = _all_in_one(r["units"], shares)
                 if p_min >= 2 * q:
                     r["compared"] = False
                     skipped.append(f"{name}: {fi} vs {fj}: too few units to compare mean or scatter "
-                                   f"({r['units']:.3g} on the code or off it in all their chains; all in one "
-                                   f"family: p {p_min:.2g} ≥ α/M {2 * q:.3g})")
+                                   f"({r['units']:.3g} on the code or off it in all their chains"
+                                   f"{', the frozen planted population counted once' if frozen else ''}; all in "
+                                   f"one family: p {p_min:.2g} ≥ α/M {2 * q:.3g})")
                     continue
-            if abs(r["t"]) > r["threshold"]:
+            if abs(r["t"]) > r["threshold"] and frozen:
+                o = fj if fi == planted else fi
+                lines.append(f"{name}: {planted} {_fmt_pair(*stat[planted][:2])} is no plausible draw of {o}'s law "
+                             f"{stat[o][0]:.3g}, sd {r['spread']['other_sd']:.2g} per draw (|t| {abs(r['t']):.2f} > "
+                             f"{r['threshold']:.2f}; planted population frozen)")
+            elif abs(r["t"]) > r["threshold"]:
                 lines.append(f"{name}: {fi} {_fmt_pair(*stat[fi][:2])} vs {fj} {_fmt_pair(*stat[fj][:2])}")
-            if r["scatter_p"] < 2 * q:
+            if r["scatter_p"] is not None and r["scatter_p"] < 2 * q:
                 lines.append(f"{name}: scatter between chains {fi} {scatter[name][fi]:.3g} vs {fj} "
                              f"{scatter[name][fj]:.3g} (Brown–Forsythe p {r['scatter_p']:.1e})")
         if name in fractions:
@@ -798,14 +877,21 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
                 chi2 = (len(idx) - 1) * s2 / ref if ref > 0 else (math.inf if s2 > 0 else 0.0)
                 p = float(stats.chi2.sf(chi2, len(idx) - 1))
                 over[name][f] = p
-                if p < 2 * q:
+                units = _units(mu[idx], n_units)
+                p_min = _all_in_one(units, [1.0 / len(idx)] * len(idx))
+                if p_min >= 2 * q:       # no spread of these few units over the chains is significant: not tested
+                    if units > 0:        # (none: the fraction is 0 or 1 in every chain, nothing to say)
+                        skipped.append(f"{name}: {f}: too few units to show over-dispersion ({units:.3g} on the code "
+                                       f"or off it in its chains; all in one chain: p {p_min:.2g} ≥ α/M "
+                                       f"{2 * q:.3g})")
+                elif p < 2 * q:
                     lines.append(f"{name}: {f} over-dispersed (chain means scatter by {math.sqrt(s2):.3g}, "
                                  f"{math.sqrt(s2 / ref):.1f}× the {n_units} independent units' "
                                  f"{math.sqrt(ref):.3g}; χ² p {p:.1e})")
     return {"families": fams, "agree": not lines, "disagreements": lines, "observables": observables,
             "scatter": scatter, "tests": tests, "overdispersion": over, "error_model": ERROR_MODEL,
             "alpha": alpha, "n_comparisons": M, "chains": {f: [int(i) for i in idx] for f, idx in chains.items()},
-            "not_compared": skipped}
+            "not_compared": skipped, "planted": planted}
 
 
 # --------------------------------------------------------------------------------------------------- criterion
