@@ -165,10 +165,10 @@ def outlier_start(task, width: int, num_chains: int, sigma_w2: float, sigma_a2: 
     Here φ_L (P, n) is the layer's input on the training points: the inputs X (n = N0) for L = 1, else the ReLU
     activations of layer L − 1 of that chain's prior-drawn lower layers (n = N).  The pseudo-inverse drops the input's singular
     values below ``RCOND`` times its largest: the training inputs (orthogonal, all singular values equal) keep all of
-    them, and the solution fits h_c exactly; a square ReLU feature matrix (N = P) has singular values down to ~10⁻³ of
-    its largest, where the exact fit would need incoming weights of norm ~30 √N, so its smallest directions are
-    dropped and h_c is fitted approximately (measured at N = P = 100: norm ~3 √N, the class's sign right on ~90–100 %
-    of the points).  The outlier's output φ(h_c) a_c / N ≈ y_c on class c is then the whole target, with readout and
+    them, and the solution fits h_c exactly, with incoming weights of norm √(PN); so does a ReLU feature matrix of
+    N ≫ P.  A square one (N = P) has singular values down to ~10⁻³ of its largest, where the exact fit would need
+    incoming weights of norm 15–40 √(PN) (measured at N = P = 100, depth 3), so its smallest directions are dropped
+    and h_c is fitted approximately (there: norm 3–4 √(PN), the class's sign right on ~90–100 % of the points).  The outlier's output φ(h_c) a_c / N ≈ y_c on class c is then the whole target, with readout and
     preactivation both of order √N (the outlier scaling of row Q1).  Every other weight is a prior draw
     (W ~ N(0, σ_w²), a ~ N(0, σ_a²)).
 
