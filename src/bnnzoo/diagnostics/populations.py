@@ -69,7 +69,7 @@ from ._data import class_means
 from .alignment import _spec_of, alignment, first_layer_overlaps, pathway_maps, second_layer_overlaps
 from .codes import code_ids, code_string
 
-__all__ = ["population_observables", "PopulationValues", "ObservableInfo", "KINDS", "ERROR_KINDS"]
+__all__ = ["population_observables", "outlier_counts", "PopulationValues", "ObservableInfo", "KINDS", "ERROR_KINDS"]
 
 KINDS = ("code_fraction", "class_kernel", "branch_mass", "outliers", "mse", "specialist_fraction",
          "second_layer_q3", "alignment", "specialist_heads", "pathway_sv")
@@ -235,12 +235,30 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
             name = "".join("+" if (int(k) >> c) & 1 else "-" for c in range(m))
             out.add(f"branch_mass[{name}]", (ids == k).mean(-1), "fraction", N)
     if "outliers" in kinds:
-        r = np.sqrt((a ** 2).sum(-1))                                               # (C, D, N)
-        med = np.median(r, axis=-1, keepdims=True)
-        flag = r > N ** 0.25 * np.maximum(med, 1e-300)
-        cls = np.argmax(a, axis=-1)
+        counts = outlier_counts(a)                                                  # (C, D, m)
         for c in range(m):
-            out.add(f"outliers[{c}]", (flag & (cls == c)).sum(-1), "network")
+            out.add(f"outliers[{c}]", counts[..., c], "network")
+
+
+def outlier_counts(a) -> np.ndarray:
+    """Outliers per class of readouts ``a`` (the ``outliers`` observable): the units whose readout norm exceeds
+    N^{1/4} times the median over the N units, counted by their largest readout component.
+
+    Parameters
+    ----------
+    a : array (..., N, m)
+        Readout vectors of the N units (leading axes: chain, draw, ...).
+
+    Returns
+    -------
+    array (..., m) of int : the outliers of each class.
+    """
+    a = np.asarray(a, float)
+    N, m = a.shape[-2:]
+    r = np.sqrt((a ** 2).sum(-1))                                                   # (..., N)
+    flag = r > N ** 0.25 * np.maximum(np.median(r, axis=-1, keepdims=True), 1e-300)
+    cls = np.argmax(a, axis=-1)
+    return np.stack([(flag & (cls == c)).sum(-1) for c in range(m)], axis=-1)
 
 
 def _mse(idata, post, out: PopulationValues) -> None:
