@@ -108,6 +108,9 @@ TRIES = 8
 proposal's pieces are computed once, so extra tries are cheap next to the code changes they buy
 (``benchmarks/results/units_tries.md``)."""
 
+DEFENSIVE = 0.0
+"""Weight of the untilted prior as one more mixture component of the proposal (defensive importance sampling)."""
+
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
 
@@ -224,7 +227,7 @@ class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
-                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP):
+                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, defensive=DEFENSIVE):
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -243,6 +246,7 @@ class _Kernel:
         self.self_term = self_term
         self.scale_step = float(scale_step)
         self.signal_step = float(signal_step)
+        self.defensive = float(defensive)
         # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
         s = np.sqrt(self.sw2 * kappa)                                            # (P,) prior sd of every h_iμ
@@ -397,6 +401,12 @@ class _Kernel:
                 logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
                 refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
                 RS = refs @ Sinv
+            if self.defensive > 0:                         # the untilted prior as one more component
+                templates = jnp.concatenate([templates, jnp.zeros((1, m), templates.dtype)])
+                logw = jnp.concatenate([logw + math.log1p(-self.defensive), jnp.full((1,), math.log(self.defensive))])
+                if refs.shape[0] > 1:                      # per-code references (one row each)
+                    refs = jnp.concatenate([refs, refs[:1]])
+                    RS = jnp.concatenate([RS, RS[:1]])
             g = templates @ (BY / N).T                                           # (K, P) linear tilts
             # the self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along the reference φ̄ (the cross term
             # 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)
@@ -559,7 +569,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
-                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, chunk_size: int | None = None,
+                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, defensive: float = DEFENSIVE,
+                 chunk_size: int | None = None,
                  store: RunStore | None = None,
                  resume: bool = False, manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
@@ -629,7 +640,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         with jax.enable_x64(True):
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
-                           scale_step=scale_step, signal_step=signal_step)
+                           scale_step=scale_step, signal_step=signal_step, defensive=defensive)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)

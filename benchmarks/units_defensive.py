@@ -1,0 +1,141 @@
+"""What the defensive component of sampler="units" buys: units that no longer stay stuck, side by side.
+
+    python benchmarks/units_defensive.py                          # the defaults below (about 15 min on 2 cores)
+    python benchmarks/units_defensive.py --runs sig_half:0,sig_half:0.1 --sweeps 10,20 --out /tmp/ud
+
+The unit-wise sampler proposes a unit's preactivations from a mixture of code templates tilted by the cavity field
+(:mod:`bnnzoo.inference.units`).  An independence proposal gets stuck where the target has much more mass than the
+proposal: a unit whose class means sit near zero (no template points there) keeps its state for the whole run.  The
+defensive component (Hesterberg's defensive importance sampling) adds the untilted prior to the mixture with weight
+``defensive``, so that the proposal covers every state the prior does.
+
+Per run (``--runs`` net:weight, comma-separated): the same task, seed and start (``--chains`` chains from the prior,
+``--sweeps`` warm-up + kept sweeps) with the defensive weight given.  Measured: the acceptance of the unit moves,
+code changes per unit per sweep, units whose code did not change in any kept sweep (and of them those on codes with
+at most one class — for the sigmoidal nets the codes the mean field gives no mass), units whose preactivations did
+not move at all in the kept sweeps (no move accepted: a stuck independence sampler), the largest R̂ and smallest bulk ESS of q_a (readout
+norm per class) over the classes, the largest R̂ of the code fractions held by at least 5 % of the units, and
+seconds per sweep (compilation excluded; the machine may be shared).
+
+Nets: ``sig_half`` sigmoidal, y− = ½; ``sig_ym01`` sigmoidal, y− = 0.1; ``relu`` ReLU, y− = −½; all on the toy task,
+N = P = ``--size``, T = 0.01, one hidden layer.
+
+Writes ``benchmarks/results/units_defensive.md`` and ``.json`` (or ``--out`` stem), after every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+
+import bnnzoo
+from bnnzoo.inference import units as U
+
+HERE = Path(__file__).resolve().parent
+NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": ("relu", -0.5)}
+DEFAULT_RUNS = "sig_half:0,sig_half:0.03,sig_half:0.1,sig_half:0.3,sig_ym01:0,sig_ym01:0.1,relu:0,relu:0.1"
+
+
+def codes_of(z, Y):
+    """Codes (chain, draw, unit): bits of the class-mean signs of the preactivations z (chain, draw, N, P)."""
+    lab = np.argmax(Y, axis=1)
+    m = Y.shape[1]
+    A = (lab[:, None] == np.arange(m)).astype(float)
+    A /= A.sum(0)
+    return np.sum((z @ A > 0) * (1 << np.arange(m)), axis=-1)
+
+
+def never_moved(z, task, size, activation):
+    """(chain, unit) True where no unit move was accepted in the kept sweeps: the direction of the unit's
+    preactivations off the signal directions (prior-whitened), which the common-scale and signal moves leave alone,
+    stayed the same."""
+    kern = U._Kernel(task.X, task.Y, width=size, activation=activation, temperature=0.01, sigma_a2=1.0,
+                     sigma_w2=1.0)
+    s, Q = np.asarray(kern.s), np.asarray(kern.Q)
+    G = z / s
+    R = G - (G @ Q) @ Q.T
+    R /= np.linalg.norm(R, axis=-1, keepdims=True)
+    return np.all(np.abs(R - R[:, :1]).max(axis=-1) < 1e-4, axis=1)
+
+
+def one(net, weight, size, chains, warmup, samples, seed=0):
+    """One run of the unit-wise sampler with defensive weight ``weight``; its measurements as a dict."""
+    activation, y_neg = NETS[net]
+    task = bnnzoo.toy_task(P=size, y_neg=y_neg)
+    out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
+                                   seed=seed, width=size, activation=activation, temperature=0.01,
+                                   defensive=weight, record=("z",), exclude=("W1",))
+    z = np.asarray(out["z1"], float)
+    codes = codes_of(z, np.asarray(task.Y))
+    frozen = never_moved(z, task, size, activation)
+    stuck = np.all(codes == codes[:, :1], axis=1)                                   # (chain, unit)
+    classes = np.array([bin(k).count("1") for k in range(1 << task.Y.shape[1])])
+    fracs = {int(k): (codes == k).mean(-1) for k in np.unique(codes)}
+    frequent = {k: f for k, f in fracs.items() if f.mean() >= 0.05}
+    q = np.asarray(out["q_a"])
+    t = info["timing"]
+    return dict(net=net, defensive=weight, size=size, chains=chains, warmup=warmup, samples=samples, seed=seed,
+                acceptance=float(np.mean(st["acceptance_rate"])),
+                code_changes_per_unit_sweep=float(np.mean(st["code_change_rate"])),
+                stuck_units=int(stuck.sum()), stuck_on_one_class=int((stuck & (classes[codes[:, 0]] <= 1)).sum()),
+                units=int(stuck.size), never_moved=int(frozen.sum()),
+                q_a_rhat_max=float(max(az.rhat(q[..., r]) for r in range(q.shape[-1]))),
+                q_a_ess_min=float(min(az.ess(q[..., r]) for r in range(q.shape[-1]))),
+                code_rhat_max=float(max(az.rhat(f) for f in frequent.values())),
+                code_fractions={f"{k:0{task.Y.shape[1]}b}"[::-1]: round(float(f.mean()), 4) for k, f in fracs.items()},
+                s_per_sweep=(t["warmup_s"] + t["sampling_s"]) / (warmup + samples))
+
+
+def write(stem, args, rows, total):
+    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
+    md = [f"# sampler='units': the defensive (untilted prior) component of the proposal\n",
+          f"`python benchmarks/units_defensive.py --runs {args.runs} --size {args.size} --chains {args.chains} "
+          f"--sweeps {args.sweeps}`\n",
+          f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
+          f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}. "
+          f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed 0, "
+          f"{args.sweeps.replace(',', ' warm-up + ')} kept sweeps.\n",
+          "| net | defensive weight | acceptance | code changes per unit per sweep | units stuck on one code "
+          "(on a code of ≤ 1 class) / units | units never moved | max R̂ of q_a | min ESS of q_a | max R̂ of code fractions ≥ 5 % | "
+          "s per sweep |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['net']} | {r['defensive']} | {r['acceptance']:.3f} | {r['code_changes_per_unit_sweep']:.4f} "
+                  f"| {r['stuck_units']} ({r['stuck_on_one_class']}) / {r['units']} | {r['never_moved']} | "
+                  f"{r['q_a_rhat_max']:.3f} | "
+                  f"{r['q_a_ess_min']:.0f} | {r['code_rhat_max']:.3f} | {r['s_per_sweep']:.3f} |")
+    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", default=DEFAULT_RUNS, help="net:weight pairs, comma-separated (nets: "
+                                                         f"{', '.join(NETS)})")
+    p.add_argument("--size", type=int, default=60, help="N = P")
+    p.add_argument("--chains", type=int, default=8)
+    p.add_argument("--sweeps", default="100,400", help="warm-up,kept sweeps")
+    p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_defensive)")
+    args = p.parse_args(argv)
+    runs = [(n, float(w)) for n, w in (r.split(":") for r in args.runs.split(","))]
+    bad = [n for n, _ in runs if n not in NETS]
+    if bad:
+        raise SystemExit(f"--runs: unknown net(s) {bad}; valid: {', '.join(NETS)}")
+    warmup, samples = (int(x) for x in args.sweeps.split(","))
+    stem = Path(args.out or HERE / "results" / "units_defensive")
+    rows, t0 = [], time.time()
+    for net, w in runs:
+        rows.append(one(net, w, args.size, args.chains, warmup, samples))
+        print(json.dumps(rows[-1]), flush=True)
+        write(stem, args, rows, time.time() - t0)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
