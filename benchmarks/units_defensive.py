@@ -40,7 +40,8 @@ from bnnzoo.inference import units as U
 
 HERE = Path(__file__).resolve().parent
 NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": ("relu", -0.5)}
-DEFAULT_RUNS = "sig_half:0,sig_half:0.03,sig_half:0.1,sig_half:0.3,sig_ym01:0,sig_ym01:0.1,relu:0,relu:0.1"
+DEFAULT_RUNS = ("sig_half:0:off,sig_half:0.03:off,sig_half:0.1:off,sig_half:0.3:off,sig_ym01:0:off,sig_ym01:0.1:off,"
+                "relu:0:off,relu:0.1:off,sig_half:0:on,sig_ym01:0:on,relu:0:on")
 
 
 def codes_of(z, Y):
@@ -65,13 +66,14 @@ def never_moved(z, task, size, activation):
     return np.all(np.abs(R - R[:, :1]).max(axis=-1) < 1e-4, axis=1)
 
 
-def one(net, weight, size, chains, warmup, samples, seed=0):
-    """One run of the unit-wise sampler with defensive weight ``weight``; its measurements as a dict."""
+def one(net, weight, own, size, chains, warmup, samples, seed=0):
+    """One run of the unit-wise sampler with defensive weight ``weight`` and the own-readout step on or off; its
+    measurements as a dict."""
     activation, y_neg = NETS[net]
     task = bnnzoo.toy_task(P=size, y_neg=y_neg)
     out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
                                    seed=seed, width=size, activation=activation, temperature=0.01,
-                                   defensive=weight, record=("z",), exclude=("W1",))
+                                   defensive=weight, own=own, record=("z",), exclude=("W1",))
     z = np.asarray(out["z1"], float)
     codes = codes_of(z, np.asarray(task.Y))
     frozen = never_moved(z, task, size, activation)
@@ -81,7 +83,7 @@ def one(net, weight, size, chains, warmup, samples, seed=0):
     frequent = {k: f for k, f in fracs.items() if f.mean() >= 0.05}
     q = np.asarray(out["q_a"])
     t = info["timing"]
-    return dict(net=net, defensive=weight, size=size, chains=chains, warmup=warmup, samples=samples, seed=seed,
+    return dict(net=net, defensive=weight, own=own, size=size, chains=chains, warmup=warmup, samples=samples, seed=seed,
                 acceptance=float(np.mean(st["acceptance_rate"])),
                 code_changes_per_unit_sweep=float(np.mean(st["code_change_rate"])),
                 stuck_units=int(stuck.sum()), stuck_on_one_class=int((stuck & (classes[codes[:, 0]] <= 1)).sum()),
@@ -102,12 +104,12 @@ def write(stem, args, rows, total):
           f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}. "
           f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed 0, "
           f"{args.sweeps.replace(',', ' warm-up + ')} kept sweeps.\n",
-          "| net | defensive weight | acceptance | code changes per unit per sweep | units stuck on one code "
+          "| net | defensive weight | own-readout step | acceptance | code changes per unit per sweep | units stuck on one code "
           "(on a code of ≤ 1 class) / units | units never moved | max R̂ of q_a | min ESS of q_a | max R̂ of code fractions ≥ 5 % | "
           "s per sweep |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        md.append(f"| {r['net']} | {r['defensive']} | {r['acceptance']:.3f} | {r['code_changes_per_unit_sweep']:.4f} "
+        md.append(f"| {r['net']} | {r['defensive']} | {'on' if r.get('own') else 'off'} | {r['acceptance']:.3f} | {r['code_changes_per_unit_sweep']:.4f} "
                   f"| {r['stuck_units']} ({r['stuck_on_one_class']}) / {r['units']} | {r['never_moved']} | "
                   f"{r['q_a_rhat_max']:.3f} | "
                   f"{r['q_a_ess_min']:.0f} | {r['code_rhat_max']:.3f} | {r['s_per_sweep']:.3f} |")
@@ -116,22 +118,22 @@ def write(stem, args, rows, total):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", default=DEFAULT_RUNS, help="net:weight pairs, comma-separated (nets: "
+    p.add_argument("--runs", default=DEFAULT_RUNS, help="net:weight:own (own: on or off), comma-separated (nets: "
                                                          f"{', '.join(NETS)})")
     p.add_argument("--size", type=int, default=60, help="N = P")
     p.add_argument("--chains", type=int, default=8)
     p.add_argument("--sweeps", default="100,400", help="warm-up,kept sweeps")
     p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_defensive)")
     args = p.parse_args(argv)
-    runs = [(n, float(w)) for n, w in (r.split(":") for r in args.runs.split(","))]
-    bad = [n for n, _ in runs if n not in NETS]
+    runs = [(n, float(w), o == "on") for n, w, o in (r.split(":") for r in args.runs.split(","))]
+    bad = [n for n, *_ in runs if n not in NETS]
     if bad:
         raise SystemExit(f"--runs: unknown net(s) {bad}; valid: {', '.join(NETS)}")
     warmup, samples = (int(x) for x in args.sweeps.split(","))
     stem = Path(args.out or HERE / "results" / "units_defensive")
     rows, t0 = [], time.time()
-    for net, w in runs:
-        rows.append(one(net, w, args.size, args.chains, warmup, samples))
+    for net, w, own in runs:
+        rows.append(one(net, w, own, args.size, args.chains, warmup, samples))
         print(json.dumps(rows[-1]), flush=True)
         write(stem, args, rows, time.time() - t0)
     return rows

@@ -111,6 +111,10 @@ proposal's pieces are computed once, so extra tries are cheap next to the code c
 DEFENSIVE = 0.0
 """Weight of the untilted prior as one more mixture component of the proposal (defensive importance sampling)."""
 
+OWN = True
+"""Whether every unit also takes one MH step whose proposal is tilted by the unit's own posterior-mean readout
+(a state-dependent proposal, its reverse density in the ratio): it covers the states no code template reaches."""
+
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
 
@@ -227,7 +231,8 @@ class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
-                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, defensive=DEFENSIVE):
+                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, defensive=DEFENSIVE,
+                 own=OWN):
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -246,7 +251,10 @@ class _Kernel:
         self.self_term = self_term
         self.scale_step = float(scale_step)
         self.signal_step = float(signal_step)
+        if not 0.0 <= float(defensive) < 1.0:
+            raise ValueError(f"defensive must be a weight in [0, 1), got {defensive!r}")
         self.defensive = float(defensive)
+        self.own = bool(own)
         # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
         s = np.sqrt(self.sw2 * kappa)                                            # (P,) prior sd of every h_iμ
@@ -422,7 +430,7 @@ class _Kernel:
             logZ = logsumexp(logm, axis=-1)                                      # (K, P)
             # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
             h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
-                uni[:, 1:])])                                                    # (1 + T, P)
+                uni[:T, 1:])])                                                   # (1 + T, P)
             ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
             Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
             lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
@@ -436,6 +444,32 @@ class _Kernel:
             (pick, acc), _ = jax.lax.scan(one_try, (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
                                           jnp.arange(T, dtype=jnp.int32))
             h, ph, w = h_all[pick], ph_all[pick], Bph[pick]
+            if self.own:                                   # one more step, tilted by the unit's own readout
+                BRk = (RS + (c / den) * (refs @ u)[:, None] * u[None, :]) if self.self_term == "ref" else None
+
+                def own_tilt(h_, ph_, Bph_):
+                    """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
+                    t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
+                    g1 = (BY / N) @ t
+                    t2o = (t @ t) / N**2
+                    k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
+                    d1 = t2o * Bdiag if self.self_term != "none" else jnp.zeros_like(g1)
+                    if BRk is not None:
+                        g1 = g1 - t2o * (BRk[k] - Bdiag * refs[k])
+                    logm1, mean1, sd1 = self.pieces(g1[None], d1[None])
+                    return g1[None], d1[None], logsumexp(logm1, axis=-1), logm1, mean1, sd1
+
+                g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
+                h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
+                ph2 = self.phi(h2)
+                w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
+                lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
+                g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
+                zero = jnp.zeros(1)
+                ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
+                                                              - self.log_q(h2, g_f, d_f, Z_f, zero))
+                h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
+                acc = acc + ok
             rho = c / (1.0 + c * (ph @ w))
             Sinv = Sinv + (c / den) * jnp.outer(u, u) - rho * jnp.outer(w, w)
             SY = BY - rho * jnp.outer(w, w @ self.Y)
@@ -451,7 +485,7 @@ class _Kernel:
             return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, SY, codes.at[i].set(code), sums, M), (acc, changed)
 
         k_moves, k_mse, k_scale = jax.random.split(key, 3)
-        unis = jax.random.uniform(k_moves, (N, T, 2 + 2 * P), H.dtype, minval=1e-300)
+        unis = jax.random.uniform(k_moves, (N, T + self.own, 2 + 2 * P), H.dtype, minval=1e-300)
         carry = (H, Phi, Sinv, Sinv @ self.Y, codes, sums, sums @ Sinv)
         (H, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
         scale_ok = jnp.zeros((), bool)
@@ -462,7 +496,7 @@ class _Kernel:
             H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * T), changed.sum() / N, mse, scale_ok, signal_ok
+        return H, acc.sum() / (N * (T + self.own)), changed.sum() / N, mse, scale_ok, signal_ok
 
     def signal_move(self, H, key):
         """A Metropolis move of every unit's component along the targets' directions (span of the class indicators
@@ -570,7 +604,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
                  scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, defensive: float = DEFENSIVE,
-                 chunk_size: int | None = None,
+                 own: bool = OWN, chunk_size: int | None = None,
                  store: RunStore | None = None,
                  resume: bool = False, manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
@@ -640,7 +674,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         with jax.enable_x64(True):
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
-                           scale_step=scale_step, signal_step=signal_step, defensive=defensive)
+                           scale_step=scale_step, signal_step=signal_step, defensive=defensive, own=own)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -763,7 +797,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "kernel_means": kmeans,
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
-                           scale_step=float(scale_step), signal_step=float(signal_step), components=int(kern.K),
+                           scale_step=float(scale_step), signal_step=float(signal_step),
+                           defensive=float(defensive), own=bool(own), components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
     return samples, stats, info
