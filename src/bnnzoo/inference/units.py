@@ -54,7 +54,16 @@ noise directions.  Once per sweep that part of every unit is multiplied by one �
 linear net it raises the ESS of q_a many times over; on the sigmoidal net it made no clear difference
 (``benchmarks/results/units_signal.md``).
 
-**Where it is weak.**  With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
+**The own-readout step.**  An independence sampler stays where the target has far more mass than the proposal: a
+unit whose readout is unlike its code's template (e.g. weak on one of its classes) can reject every try for hundreds
+of sweeps.  After its tries every unit takes one more MH step whose proposal has the same tilted form with the template
+replaced by the unit's own posterior-mean readout given the cavity, t(φ) = (σ_a²/N) φᵀBY / (1 + c φᵀBφ) (the self
+term along the reference φ̄ of the unit's code).  That proposal depends on the state, so the ratio carries the reverse
+density: π(h') q(h | t(φ')) / (π(h) q(h' | t(φ))).  On by default, as ``benchmarks/results/units_own.md`` decides;
+``own=False`` leaves it out.
+
+**Where it is weak.**  Units can still reject every move for the whole run (``benchmarks/results/units_own.md``).
+With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
 the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
 9–17 %); a ReLU net with N = 2, P = 3 reached an ESS of 7 for f in 6000 draws.
 
@@ -108,12 +117,9 @@ TRIES = 8
 proposal's pieces are computed once, so extra tries are cheap next to the code changes they buy
 (``benchmarks/results/units_tries.md``)."""
 
-DEFENSIVE = 0.0
-"""Weight of the untilted prior as one more mixture component of the proposal (defensive importance sampling)."""
-
 OWN = True
-"""Whether every unit also takes one MH step whose proposal is tilted by the unit's own posterior-mean readout
-(a state-dependent proposal, its reverse density in the ratio): it covers the states no code template reaches."""
+"""Whether every unit also takes one MH step whose proposal is tilted by the unit's own posterior-mean readout (module
+docstring, "The own-readout step")."""
 
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
@@ -231,8 +237,7 @@ class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
-                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, defensive=DEFENSIVE,
-                 own=OWN):
+                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=OWN):
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -251,9 +256,6 @@ class _Kernel:
         self.self_term = self_term
         self.scale_step = float(scale_step)
         self.signal_step = float(signal_step)
-        if not 0.0 <= float(defensive) < 1.0:
-            raise ValueError(f"defensive must be a weight in [0, 1), got {defensive!r}")
-        self.defensive = float(defensive)
         self.own = bool(own)
         # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
@@ -409,12 +411,6 @@ class _Kernel:
                 logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
                 refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
                 RS = refs @ Sinv
-            if self.defensive > 0:                         # the untilted prior as one more component
-                templates = jnp.concatenate([templates, jnp.zeros((1, m), templates.dtype)])
-                logw = jnp.concatenate([logw + math.log1p(-self.defensive), jnp.full((1,), math.log(self.defensive))])
-                if refs.shape[0] > 1:                      # per-code references (one row each)
-                    refs = jnp.concatenate([refs, refs[:1]])
-                    RS = jnp.concatenate([RS, RS[:1]])
             g = templates @ (BY / N).T                                           # (K, P) linear tilts
             # the self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along the reference φ̄ (the cross term
             # 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)
@@ -603,10 +599,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
-                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, defensive: float = DEFENSIVE,
-                 own: bool = OWN, chunk_size: int | None = None,
-                 store: RunStore | None = None,
-                 resume: bool = False, manifest: dict | None = None):
+                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool = OWN,
+                 chunk_size: int | None = None, store: RunStore | None = None, resume: bool = False,
+                 manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
     ``bnnzoo.sample(..., sampler="units")`` runs.  All chains advance together (batched).
@@ -614,7 +609,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     Parameters beyond the model's: ``init`` "prior" (every chain's preactivations drawn from the prior) or a dict
     of starting values {site: array (chain, ...)} holding "W1" (chain, N, N0) — the chains start at H = W1 Xᵀ/√N0
     (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH
-    proposals per unit and sweep (the same cavity; each a valid independence MH step), ``breaks`` the breakpoints
+    proposals per unit and sweep (the same cavity; each a valid independence MH step; 0 allowed when ``own``),
+    ``own`` whether each unit then takes the own-readout step (module docstring), ``breaks`` the breakpoints
     of φ̃ in prior-sd units; ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
     None: one block); ``store`` a :class:`~bnnzoo.inference.store.RunStore` that receives every finished block
     and a checkpoint of the chains' preactivations after it, with the run's ``manifest`` (its identity); ``resume``
@@ -624,8 +620,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     Returns ``(samples, stats, info)`` as :func:`bnnzoo.inference.gibbs_linear.gibbs_chains`: samples {site: (chain,
     draw, ...)} with W1 (unless in ``exclude``), a, f, q_a, mse, z1 when recorded, the layer's summaries when
     ``record`` holds "summaries", f_test when ``X_test`` is given; stats {"diverging", "n_steps" (sweeps per kept
-    draw), "acceptance_rate" (accepted fraction of the unit moves since the last kept draw), "code_change_rate"
-    (fraction of units whose code — class-mean signs of h — changed per sweep)}; info {"timing", "warmup_mse" (chain,
+    draw), "acceptance_rate" (accepted fraction of the unit moves — the tries and the own-readout steps — since the
+    last kept draw), "code_change_rate" (fraction of units whose code — class-mean signs of h — changed per sweep)};
+    info {"timing", "warmup_mse" (chain,
     sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
     sweep), "kernel_means", "kernel_draws", "kernel" (the proposal's settings), "chunk_size", "resumed_from_block"
     (-1: a fresh run)}.
@@ -643,8 +640,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     why = refusal(dict(depth=depth, readout=readout), X)
     if why:
         raise ValueError(why)
-    if int(width) < 1 or int(tries) < 1:
-        raise ValueError("need width >= 1 and tries >= 1")
+    if int(width) < 1 or int(tries) < (0 if own else 1):
+        raise ValueError(f"need width >= 1 and tries >= {0 if own else 1} (own={bool(own)}), got width={width}, "
+                         f"tries={tries}")
     P = X.shape[0]
     sa2 = default_sigma_a2(activation, readout, P, 1) if sigma_a2 is None else float(sigma_a2)
     C, n_keep, thin = int(num_chains), int(num_samples) // int(thinning), int(thinning)
@@ -674,7 +672,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         with jax.enable_x64(True):
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
-                           scale_step=scale_step, signal_step=signal_step, defensive=defensive, own=own)
+                           scale_step=scale_step, signal_step=signal_step, own=own)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -798,7 +796,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
                            scale_step=float(scale_step), signal_step=float(signal_step),
-                           defensive=float(defensive), own=bool(own), components=int(kern.K),
+                           own=bool(own), components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
     return samples, stats, info
