@@ -139,12 +139,13 @@ def test_auto_picks_it_for_certified_sigmoidal_runs_only():
 
 
 def test_starts_from_given_weights():
-    """init={"W1": ...} starts every chain at H = W1 Xᵀ/√N0: after one sweep the units whose move was refused
-    are still there (and no unit of a prior-started run is)."""
+    """init={"W1": ...} starts every chain at H = W1 Xᵀ/√N0: after one sweep (independence tries only, so that
+    some are refused) the units whose moves were all refused are still there (and no unit of a prior-started run
+    is)."""
     task = bnnzoo.toy_task(P=8)
     W = np.random.default_rng(3).standard_normal((2, 6, 28))
     out, _, _ = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=0, num_samples=1, width=6,
-                               temperature=0.05, init={"W1": W}, record=("z",))
+                               temperature=0.05, init={"W1": W}, record=("z",), own=False)
     H0 = W @ task.X.T / np.sqrt(28)
     z = out["z1"][:, 0]                                    # (chain, neuron, point) after one sweep
     same = np.all(np.isclose(z, H0, rtol=1e-5, atol=1e-5), axis=-1)
