@@ -139,12 +139,13 @@ def test_auto_picks_it_for_certified_sigmoidal_runs_only():
 
 
 def test_starts_from_given_weights():
-    """init={"W1": ...} starts every chain at H = W1 Xᵀ/√N0: after one sweep the units whose move was refused
-    are still there (and no unit of a prior-started run is)."""
+    """init={"W1": ...} starts every chain at H = W1 Xᵀ/√N0: after one sweep (independence tries only, so that
+    some are refused) the units whose moves were all refused are still there (and no unit of a prior-started run
+    is)."""
     task = bnnzoo.toy_task(P=8)
     W = np.random.default_rng(3).standard_normal((2, 6, 28))
     out, _, _ = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=0, num_samples=1, width=6,
-                               temperature=0.05, init={"W1": W}, record=("z",))
+                               temperature=0.05, init={"W1": W}, record=("z",), own=False)
     H0 = W @ task.X.T / np.sqrt(28)
     z = out["z1"][:, 0]                                    # (chain, neuron, point) after one sweep
     same = np.all(np.isclose(z, H0, rtol=1e-5, atol=1e-5), axis=-1)
@@ -285,11 +286,12 @@ def test_tiny_net_matches_importance_sampling_from_the_prior():
 
 
 def _z_test_against(post, ref, ref_se, prior_mean) -> int:
-    """Every entry of q_a and f within 4 combined standard errors of the reference (each with ESS > 100); returns
-    how many entries sit more than 10 errors from their prior mean (the check's power: it can fail there)."""
+    """Every entry of q_a and f (``post[name]``: a DataArray or an array (chain, draw, ...)) within 4 combined
+    standard errors of the reference (each with ESS > 100); returns how many entries sit more than 10 errors from
+    their prior mean (the check's power: it can fail there)."""
     shown = 0
     for name in ("q_a", "f"):
-        draws = post[name].values
+        draws = np.asarray(getattr(post[name], "values", post[name]))
         flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
         for j in range(flat.shape[-1]):
             mean, se, ess = _ess_mean(flat[..., j])
@@ -300,6 +302,22 @@ def _z_test_against(post, ref, ref_se, prior_mean) -> int:
             if abs(prior_mean[name].ravel()[j] - r) > 10 * np.hypot(se, rse):
                 shown += 1
     return shown
+
+
+def test_own_readout_step_alone_matches_importance_sampling():
+    """The own-readout step alone (no independence tries), whose proposal depends on the unit's state: the same tiny
+    net and reference as above, so a wrong reverse density in its ratio shows."""
+    P, N, T, sa2 = 3, 2, 0.1, 1.0
+    task = bnnzoo.toy_task(P=P, y_neg=0.5, P_test=3, N0=8)
+    ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7)
+    out, stats, info = U.units_chains(task.X, task.Y, num_chains=4, num_warmup=40, num_samples=600, seed=2, width=N,
+                                      activation="sigmoid", temperature=T, sigma_a2=sa2, tries=0, own=True,
+                                      exclude=("W1",))
+    assert info["kernel"]["own"] and info["kernel"]["tries"] == 0
+    assert 0.05 < float(np.mean(stats["acceptance_rate"])) < 1.0
+    assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
+    with pytest.raises(ValueError, match="tries >= 1"):
+        U.units_chains(task.X, task.Y, num_chains=1, num_warmup=1, num_samples=1, width=N, tries=0, own=False)
 
 
 def _importance_reference(task, N, T, sa2, *, n, seed, activation="sigmoid"):

@@ -81,3 +81,23 @@ def test_family_power_runs_and_writes_its_three_tables(tmp_path):
     text = out.with_suffix(".md").read_text()
     assert text.count("## ") == 3 and "| 0 | 4 |" in text and "| 3.5 | 4 |" in text, text
     assert "2/C(8,4) = 0.0286" in text and "| 8 | 10 % vs 0 % | 2 | 8 | 0.00125 |" in text, text
+
+
+@pytest.mark.slow
+def test_units_own_tiny(tmp_path):
+    """The own-readout step benchmark at N = P = 8: one row per run, counts within their bounds, and a bad run
+    spec refused with one line."""
+    out = tmp_path / "own"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_own.py"), "--runs", "sig_half:off,relu:on",
+                          "--size", "8", "--chains", "2", "--sweeps", "3,5", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [(r["net"], r["own"]) for r in rows] == [("sig_half", False), ("relu", True)]
+    for r in rows:
+        assert 0 <= r["never_moved"] <= r["units"] == 16 and 0 <= r["stuck_on_one_class"] <= r["stuck_units"] <= 16
+        assert 0 < r["acceptance"] <= 1 and r["s_per_sweep"] > 0
+    assert "| relu | on |" in out.with_suffix(".md").read_text()
+    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_own.py"), "--runs", "sig:on"],
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode != 0 and "--runs" in bad.stderr and "Traceback" not in bad.stderr

@@ -54,7 +54,16 @@ noise directions.  Once per sweep that part of every unit is multiplied by one �
 linear net it raises the ESS of q_a many times over; on the sigmoidal net it made no clear difference
 (``benchmarks/results/units_signal.md``).
 
-**Where it is weak.**  With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
+**The own-readout step.**  An independence sampler stays where the target has far more mass than the proposal: a
+unit whose readout is unlike its code's template (e.g. weak on one of its classes) can reject every try for hundreds
+of sweeps.  After its tries every unit takes one more MH step whose proposal has the same tilted form with the template
+replaced by the unit's own posterior-mean readout given the cavity, t(φ) = (σ_a²/N) φᵀBY / (1 + c φᵀBφ) (the self
+term along the reference φ̄ of the unit's code).  That proposal depends on the state, so the ratio carries the reverse
+density: π(h') q(h | t(φ')) / (π(h) q(h' | t(φ))).  On by default, as ``benchmarks/results/units_own.md`` decides;
+``own=False`` leaves it out.
+
+**Where it is weak.**  Units can still reject every move for the whole run (``benchmarks/results/units_own.md``).
+With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
 the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
 9–17 %); a ReLU net with N = 2, P = 3 reached an ESS of 7 for f in 6000 draws.
 
@@ -107,6 +116,10 @@ TRIES = 8
 """Independence proposals per unit and sweep from the same cavity (each a valid MH step): the cavity and the
 proposal's pieces are computed once, so extra tries are cheap next to the code changes they buy
 (``benchmarks/results/units_tries.md``)."""
+
+OWN = True
+"""Whether every unit also takes one MH step whose proposal is tilted by the unit's own posterior-mean readout (module
+docstring, "The own-readout step")."""
 
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
@@ -224,7 +237,7 @@ class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
-                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP):
+                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=OWN):
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -243,6 +256,7 @@ class _Kernel:
         self.self_term = self_term
         self.scale_step = float(scale_step)
         self.signal_step = float(signal_step)
+        self.own = bool(own)
         # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
         s = np.sqrt(self.sw2 * kappa)                                            # (P,) prior sd of every h_iμ
@@ -412,7 +426,7 @@ class _Kernel:
             logZ = logsumexp(logm, axis=-1)                                      # (K, P)
             # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
             h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
-                uni[:, 1:])])                                                    # (1 + T, P)
+                uni[:T, 1:])])                                                   # (1 + T, P)
             ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
             Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
             lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
@@ -426,6 +440,32 @@ class _Kernel:
             (pick, acc), _ = jax.lax.scan(one_try, (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
                                           jnp.arange(T, dtype=jnp.int32))
             h, ph, w = h_all[pick], ph_all[pick], Bph[pick]
+            if self.own:                                   # one more step, tilted by the unit's own readout
+                BRk = (RS + (c / den) * (refs @ u)[:, None] * u[None, :]) if self.self_term == "ref" else None
+
+                def own_tilt(h_, ph_, Bph_):
+                    """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
+                    t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
+                    g1 = (BY / N) @ t
+                    t2o = (t @ t) / N**2
+                    k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
+                    d1 = t2o * Bdiag if self.self_term != "none" else jnp.zeros_like(g1)
+                    if BRk is not None:
+                        g1 = g1 - t2o * (BRk[k] - Bdiag * refs[k])
+                    logm1, mean1, sd1 = self.pieces(g1[None], d1[None])
+                    return g1[None], d1[None], logsumexp(logm1, axis=-1), logm1, mean1, sd1
+
+                g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
+                h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
+                ph2 = self.phi(h2)
+                w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
+                lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
+                g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
+                zero = jnp.zeros(1)
+                ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
+                                                              - self.log_q(h2, g_f, d_f, Z_f, zero))
+                h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
+                acc = acc + ok
             rho = c / (1.0 + c * (ph @ w))
             Sinv = Sinv + (c / den) * jnp.outer(u, u) - rho * jnp.outer(w, w)
             SY = BY - rho * jnp.outer(w, w @ self.Y)
@@ -441,7 +481,7 @@ class _Kernel:
             return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, SY, codes.at[i].set(code), sums, M), (acc, changed)
 
         k_moves, k_mse, k_scale = jax.random.split(key, 3)
-        unis = jax.random.uniform(k_moves, (N, T, 2 + 2 * P), H.dtype, minval=1e-300)
+        unis = jax.random.uniform(k_moves, (N, T + self.own, 2 + 2 * P), H.dtype, minval=1e-300)
         carry = (H, Phi, Sinv, Sinv @ self.Y, codes, sums, sums @ Sinv)
         (H, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
         scale_ok = jnp.zeros((), bool)
@@ -452,7 +492,7 @@ class _Kernel:
             H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * T), changed.sum() / N, mse, scale_ok, signal_ok
+        return H, acc.sum() / (N * (T + self.own)), changed.sum() / N, mse, scale_ok, signal_ok
 
     def signal_move(self, H, key):
         """A Metropolis move of every unit's component along the targets' directions (span of the class indicators
@@ -559,9 +599,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
-                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, chunk_size: int | None = None,
-                 store: RunStore | None = None,
-                 resume: bool = False, manifest: dict | None = None):
+                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool = OWN,
+                 chunk_size: int | None = None, store: RunStore | None = None, resume: bool = False,
+                 manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
     ``bnnzoo.sample(..., sampler="units")`` runs.  All chains advance together (batched).
@@ -569,7 +609,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     Parameters beyond the model's: ``init`` "prior" (every chain's preactivations drawn from the prior) or a dict
     of starting values {site: array (chain, ...)} holding "W1" (chain, N, N0) — the chains start at H = W1 Xᵀ/√N0
     (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH
-    proposals per unit and sweep (the same cavity; each a valid independence MH step), ``breaks`` the breakpoints
+    proposals per unit and sweep (the same cavity; each a valid independence MH step; 0 allowed when ``own``),
+    ``own`` whether each unit then takes the own-readout step (module docstring), ``breaks`` the breakpoints
     of φ̃ in prior-sd units; ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
     None: one block); ``store`` a :class:`~bnnzoo.inference.store.RunStore` that receives every finished block
     and a checkpoint of the chains' preactivations after it, with the run's ``manifest`` (its identity); ``resume``
@@ -579,8 +620,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     Returns ``(samples, stats, info)`` as :func:`bnnzoo.inference.gibbs_linear.gibbs_chains`: samples {site: (chain,
     draw, ...)} with W1 (unless in ``exclude``), a, f, q_a, mse, z1 when recorded, the layer's summaries when
     ``record`` holds "summaries", f_test when ``X_test`` is given; stats {"diverging", "n_steps" (sweeps per kept
-    draw), "acceptance_rate" (accepted fraction of the unit moves since the last kept draw), "code_change_rate"
-    (fraction of units whose code — class-mean signs of h — changed per sweep)}; info {"timing", "warmup_mse" (chain,
+    draw), "acceptance_rate" (accepted fraction of the unit moves — the tries and the own-readout steps — since the
+    last kept draw), "code_change_rate" (fraction of units whose code — class-mean signs of h — changed per sweep)};
+    info {"timing", "warmup_mse" (chain,
     sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
     sweep), "kernel_means", "kernel_draws", "kernel" (the proposal's settings), "chunk_size", "resumed_from_block"
     (-1: a fresh run)}.
@@ -598,8 +640,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     why = refusal(dict(depth=depth, readout=readout), X)
     if why:
         raise ValueError(why)
-    if int(width) < 1 or int(tries) < 1:
-        raise ValueError("need width >= 1 and tries >= 1")
+    if int(width) < 1 or int(tries) < (0 if own else 1):
+        raise ValueError(f"need width >= 1 and tries >= {0 if own else 1} (own={bool(own)}), got width={width}, "
+                         f"tries={tries}")
     P = X.shape[0]
     sa2 = default_sigma_a2(activation, readout, P, 1) if sigma_a2 is None else float(sigma_a2)
     C, n_keep, thin = int(num_chains), int(num_samples) // int(thinning), int(thinning)
@@ -629,7 +672,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         with jax.enable_x64(True):
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
-                           scale_step=scale_step, signal_step=signal_step)
+                           scale_step=scale_step, signal_step=signal_step, own=own)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -752,7 +795,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "kernel_means": kmeans,
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
-                           scale_step=float(scale_step), signal_step=float(signal_step), components=int(kern.K),
+                           scale_step=float(scale_step), signal_step=float(signal_step),
+                           own=bool(own), components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
     return samples, stats, info

@@ -1,0 +1,143 @@
+"""What the own-readout step of sampler="units" buys: units that stay stuck, code changes, mixing — side by side.
+
+    python benchmarks/units_own.py                                   # the defaults below (about 20 min on 2 cores)
+    python benchmarks/units_own.py --runs sig_half:off,sig_half:on --sweeps 10,20 --out /tmp/uo
+
+The unit-wise sampler moves a unit by independence proposals from a mixture of code templates tilted by the cavity
+field (:mod:`bnnzoo.inference.units`).  An independence sampler stays where the target has much more mass than the
+proposal: a unit whose readout is unlike its code's template can reject every proposal for hundreds of sweeps.  The
+own-readout step (``own=True``) adds one MH step per unit whose proposal is tilted by the unit's own posterior-mean
+readout (its reverse density in the ratio).
+
+Per run (``--runs`` net:own, own ``on`` or ``off``, comma-separated): the same task, seed and start (``--chains``
+chains from the prior, ``--sweeps`` warm-up + kept sweeps).  Measured: the acceptance of the unit moves (the
+own-readout step counted as one more move), code changes per unit per sweep, units whose code did not change in any
+kept sweep (and of them those on codes with at most one class — for the sigmoidal nets the codes the mean field gives
+no mass), units whose preactivations did not move at all in the kept sweeps (no move accepted), the largest R̂ and
+smallest bulk ESS of q_a (readout norm per class) over the classes, the largest R̂ of the code fractions held by at
+least 5 % of the units, and seconds per sweep (compilation excluded; the machine may be shared).
+
+Nets: ``sig_half`` sigmoidal, y− = ½; ``sig_ym01`` sigmoidal, y− = 0.1; ``relu`` ReLU, y− = −½; all on the toy task,
+N = P = ``--size``, T = 0.01, one hidden layer.
+
+Writes ``benchmarks/results/units_own.md`` and ``.json`` (or ``--out`` stem), after every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+
+import bnnzoo
+from bnnzoo.inference import units as U
+
+HERE = Path(__file__).resolve().parent
+NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": ("relu", -0.5)}
+DEFAULT_RUNS = "sig_half:off,sig_half:on,sig_ym01:off,sig_ym01:on,relu:off,relu:on"
+
+
+def codes_of(z, Y):
+    """Codes (chain, draw, unit): bits of the class-mean signs of the preactivations z (chain, draw, N, P)."""
+    lab = np.argmax(Y, axis=1)
+    m = Y.shape[1]
+    A = (lab[:, None] == np.arange(m)).astype(float)
+    A /= A.sum(0)
+    return np.sum((z @ A > 0) * (1 << np.arange(m)), axis=-1)
+
+
+def never_moved(z, task, size, activation):
+    """(chain, unit) True where no unit move was accepted in the kept sweeps: the direction of the unit's
+    preactivations off the signal directions (prior-whitened), which the common-scale and signal moves leave alone,
+    stayed the same."""
+    kern = U._Kernel(task.X, task.Y, width=size, activation=activation, temperature=0.01, sigma_a2=1.0,
+                     sigma_w2=1.0)
+    s, Q = np.asarray(kern.s), np.asarray(kern.Q)
+    G = z / s
+    R = G - (G @ Q) @ Q.T
+    R /= np.linalg.norm(R, axis=-1, keepdims=True)
+    return np.all(np.abs(R - R[:, :1]).max(axis=-1) < 1e-4, axis=1)
+
+
+def one(net, own, size, chains, warmup, samples, seed=0):
+    """One run of the unit-wise sampler with the own-readout step on or off; its measurements as a dict."""
+    activation, y_neg = NETS[net]
+    task = bnnzoo.toy_task(P=size, y_neg=y_neg)
+    out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
+                                   seed=seed, width=size, activation=activation, temperature=0.01,
+                                   own=own, record=("z",), exclude=("W1",))
+    z = np.asarray(out["z1"], float)
+    codes = codes_of(z, np.asarray(task.Y))
+    frozen = never_moved(z, task, size, activation)
+    stuck = np.all(codes == codes[:, :1], axis=1)                                   # (chain, unit)
+    classes = np.array([bin(k).count("1") for k in range(1 << task.Y.shape[1])])
+    fracs = {int(k): (codes == k).mean(-1) for k in np.unique(codes)}
+    frequent = {k: f for k, f in fracs.items() if f.mean() >= 0.05}
+    q = np.asarray(out["q_a"])
+    t = info["timing"]
+    return dict(net=net, own=own, size=size, chains=chains, warmup=warmup, samples=samples, seed=seed,
+                acceptance=float(np.mean(st["acceptance_rate"])),
+                code_changes_per_unit_sweep=float(np.mean(st["code_change_rate"])),
+                stuck_units=int(stuck.sum()), stuck_on_one_class=int((stuck & (classes[codes[:, 0]] <= 1)).sum()),
+                units=int(stuck.size), never_moved=int(frozen.sum()),
+                q_a_rhat_max=float(max(az.rhat(q[..., r]) for r in range(q.shape[-1]))),
+                q_a_ess_min=float(min(az.ess(q[..., r]) for r in range(q.shape[-1]))),
+                code_rhat_max=float(max(az.rhat(f) for f in frequent.values())),
+                code_fractions={f"{k:0{task.Y.shape[1]}b}"[::-1]: round(float(f.mean()), 4) for k, f in fracs.items()},
+                s_per_sweep=(t["warmup_s"] + t["sampling_s"]) / (warmup + samples))
+
+
+def write(stem, args, rows, total):
+    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
+    md = [f"# sampler='units': the own-readout step\n",
+          f"`python benchmarks/units_own.py --runs {args.runs} --size {args.size} --chains {args.chains} "
+          f"--sweeps {args.sweeps}`\n",
+          f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
+          f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}. "
+          f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}, "
+          f"{args.sweeps.replace(',', ' warm-up + ')} kept sweeps.\n",
+          "| net | own-readout step | acceptance | code changes per unit per sweep | units stuck on one code "
+          "(on a code of ≤ 1 class) / units | units never moved | max R̂ of q_a | min ESS of q_a | "
+          "max R̂ of code fractions ≥ 5 % | s per sweep |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['net']} | {'on' if r['own'] else 'off'} | {r['acceptance']:.3f} | "
+                  f"{r['code_changes_per_unit_sweep']:.4f} "
+                  f"| {r['stuck_units']} ({r['stuck_on_one_class']}) / {r['units']} | {r['never_moved']} | "
+                  f"{r['q_a_rhat_max']:.3f} | "
+                  f"{r['q_a_ess_min']:.0f} | {r['code_rhat_max']:.3f} | {r['s_per_sweep']:.3f} |")
+    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", default=DEFAULT_RUNS, help="net:own (own: on or off), comma-separated (nets: "
+                                                         f"{', '.join(NETS)})")
+    p.add_argument("--size", type=int, default=60, help="N = P")
+    p.add_argument("--chains", type=int, default=8)
+    p.add_argument("--sweeps", default="100,400", help="warm-up,kept sweeps")
+    p.add_argument("--seed", type=int, default=0, help="the seed of every run (task, start and moves)")
+    p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_own)")
+    args = p.parse_args(argv)
+    runs = [tuple(r.split(":")) for r in args.runs.split(",")]
+    bad = [r for r in runs if len(r) != 2 or r[0] not in NETS or r[1] not in ("on", "off")]
+    if bad:
+        raise SystemExit(f"--runs: each run must be net:on or net:off with net among {', '.join(NETS)}; got {bad}")
+    warmup, samples = (int(x) for x in args.sweeps.split(","))
+    stem = Path(args.out or HERE / "results" / "units_own")
+    rows, t0 = [], time.time()
+    for net, own in runs:
+        rows.append(one(net, own == "on", args.size, args.chains, warmup, samples, seed=args.seed))
+        print(json.dumps(rows[-1]), flush=True)
+        write(stem, args, rows, time.time() - t0)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
