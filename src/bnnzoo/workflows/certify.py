@@ -76,9 +76,9 @@ law), the teacher's value is one draw of the other family's law, and the familie
 within m_o ± t·√(s_o² + se_p² + se_o²) of the other family's mean, s_o its per-draw sd (the same Student-t quantile,
 Satterthwaite's degrees of freedom); the scatter test is then not run (the planted chains' scatter is not a sample
 of the law's), and a code fraction's units count the teacher's population once.  Each test's record names its
-model ("model").  Chain means of a frozen planted family compared by Welch would call a typical teacher "disagreeing"
-in about 4 of 10 runs; as one draw, a difference is detected only at about 6 per-draw sds (8 chains per family):
-one draw of a law says no more (``benchmarks/results/family_power.md``).
+model ("model").  Chain means of a frozen planted family compared by Welch would call a typical teacher
+"disagreeing" far more often than α; as one draw, only a difference of several per-draw sds is detected: one draw of
+a law says no more (false alarms and detection rates: ``benchmarks/results/family_power.md``).
 
 Units too few to compare: a code fraction (kind "fraction", N units per chain) carried by U units in the two
 families' chains together (U = N Σ_c μ_c over their chains, or the same count of units off the code when that is
@@ -101,15 +101,13 @@ give χ² = 56 on 7 degrees of freedom (p ~ 1e-9) where no spread of 4 units can
 test is run only when n^(1−U) < α/M, i.e. U > 1 + ln(M/α)/ln n; otherwise the record lists the family under
 "not_compared", "too few units to show over-dispersion" (unless it has no unit on the code, or none off it).  With
 8 chains per family and M ≈ 8–100 this leaves out U ≤ 4–5 units.  Its power at 8 chains is that of χ² on 7 degrees
-of freedom: at M = 8 a family whose chain means scatter 3.5× a binomial sd is flagged in about 96 % of runs, one at
-3× in about 92 % (``benchmarks/results/family_power.md``: 196 and 189 of 200 runs).
+of freedom (the measured rates at 3 and 3.5 binomial sds: ``benchmarks/results/family_power.md``).
 
 With 4 chains per family the mean threshold sits near 7 standard errors; ``certify`` therefore runs
 ``CERTIFY_CHAINS`` = 8 chains per family unless ``num_chains`` is given (about 4.5).  No exact count test is added
 for 4-chain families: units are coupled within a chain, so a test on units pooled per family (Fisher's) is not
 valid, and the valid one, a permutation over chains, cannot go below 2/C(8, 4) = 1/35 with 4 + 4 chains, above α/M
-for any M (``benchmarks/results/family_power.md``: Welch 13 of 100 on a code at 10 % vs 0 % of 60 units, the
-permutation 0).  Fractions that are 0 or 1 in every chain of every family have zero error and agree.
+for any M (both tests' power on a code at 10 % vs 0 % of 60 units: ``benchmarks/results/family_power.md``).  Fractions that are 0 or 1 in every chain of every family have zero error and agree.
 
 Criterion
 ---------
