@@ -411,17 +411,22 @@ class _Kernel:
                 logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
                 refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
                 RS = refs @ Sinv
-            g = templates @ (BY / N).T                                           # (K, P) linear tilts
-            # the self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along the reference φ̄ (the cross term
-            # 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)
-            t2 = jnp.sum(templates**2, axis=1)[:, None] / N**2                  # (K, 1)
-            if self.self_term != "none":
-                d = t2 * Bdiag[None, :]                                          # (K, P)
-                if self.self_term == "ref":
-                    BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :]
-                    g = g - t2 * (BR - Bdiag[None, :] * refs)
-            else:
-                d = jnp.zeros_like(g)
+            # B φ̄ of the references (the "ref" self term), shared by the code mixture and the own-readout step
+            BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :] if self.self_term == "ref" else None
+
+            def tilts(tm, rf, br):
+                """(g, d), each (K, P): the linear tilts and self terms of templates ``tm`` (K, m) with references
+                ``rf`` and their B rf (K, P).  The self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along
+                the reference φ̄ (the cross term 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)."""
+                g_ = tm @ (BY / N).T
+                t2 = jnp.sum(tm**2, axis=1)[:, None] / N**2                      # (K, 1)
+                if self.self_term == "none":
+                    return g_, jnp.zeros_like(g_)
+                if br is not None:
+                    g_ = g_ - t2 * (br - Bdiag[None, :] * rf)
+                return g_, t2 * Bdiag[None, :]
+
+            g, d = tilts(templates, refs, BR)
             logm, mean, sd = self.pieces(g, d)
             logZ = logsumexp(logm, axis=-1)                                      # (K, P)
             # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
@@ -441,19 +446,13 @@ class _Kernel:
                                           jnp.arange(T, dtype=jnp.int32))
             h, ph, w = h_all[pick], ph_all[pick], Bph[pick]
             if self.own:                                   # one more step, tilted by the unit's own readout
-                BRk = (RS + (c / den) * (refs @ u)[:, None] * u[None, :]) if self.self_term == "ref" else None
-
                 def own_tilt(h_, ph_, Bph_):
                     """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
                     t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
-                    g1 = (BY / N) @ t
-                    t2o = (t @ t) / N**2
                     k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
-                    d1 = t2o * Bdiag if self.self_term != "none" else jnp.zeros_like(g1)
-                    if BRk is not None:
-                        g1 = g1 - t2o * (BRk[k] - Bdiag * refs[k])
-                    logm1, mean1, sd1 = self.pieces(g1[None], d1[None])
-                    return g1[None], d1[None], logsumexp(logm1, axis=-1), logm1, mean1, sd1
+                    g1, d1 = tilts(t[None], refs[k][None], None if BR is None else BR[k][None])
+                    logm1, mean1, sd1 = self.pieces(g1, d1)
+                    return g1, d1, logsumexp(logm1, axis=-1), logm1, mean1, sd1
 
                 g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
                 h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
