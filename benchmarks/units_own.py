@@ -1,15 +1,19 @@
-"""What the own-readout step of sampler="units" buys: units that stay stuck, code changes, mixing — side by side.
+"""What the own-readout step and the local steps of sampler="units" buy: units that stay stuck, code changes,
+mixing — side by side.
 
     python benchmarks/units_own.py                                   # the defaults below (about 20 min on 2 cores)
     python benchmarks/units_own.py --runs sig_half:off,sig_half:on --sweeps 10,20 --out /tmp/uo
+    python benchmarks/units_own.py --runs sig_half:on:0,sig_half:on:4 --out benchmarks/results/units_local
 
 The unit-wise sampler moves a unit by independence proposals from a mixture of code templates tilted by the cavity
 field (:mod:`bnnzoo.inference.units`).  An independence sampler stays where the target has much more mass than the
 proposal: a unit whose readout is unlike its code's template can reject every proposal for hundreds of sweeps.  The
 own-readout step (``own=True``) adds one MH step per unit whose proposal is tilted by the unit's own posterior-mean
-readout (its reverse density in the ratio).
+readout (its reverse density in the ratio).  The local steps (``local``) add MALA steps per unit on its conditional
+given the others, which move a unit whatever its proposal mixture offers.
 
-Per run (``--runs`` net:own, own ``on`` or ``off``, comma-separated): the same task, seed and start (``--chains``
+Per run (``--runs`` net:own[:local], own ``on`` or ``off``, local the number of local steps per unit and sweep,
+default 0; comma-separated): the same task, seed and start (``--chains``
 chains from the prior, ``--sweeps`` warm-up + kept sweeps).  Measured: the acceptance of the unit moves (the
 own-readout step counted as one more move), code changes per unit per sweep, units whose code did not change in any
 kept sweep (and of them those on codes with at most one class — for the sigmoidal nets the codes the mean field gives
@@ -65,13 +69,14 @@ def never_moved(z, task, size, activation):
     return np.all(np.abs(R - R[:, :1]).max(axis=-1) < 1e-4, axis=1)
 
 
-def one(net, own, size, chains, warmup, samples, seed=0):
-    """One run of the unit-wise sampler with the own-readout step on or off; its measurements as a dict."""
+def one(net, own, size, chains, warmup, samples, seed=0, local=0):
+    """One run of the unit-wise sampler with the own-readout step on or off and ``local`` local steps; its
+    measurements as a dict."""
     activation, y_neg = NETS[net]
     task = bnnzoo.toy_task(P=size, y_neg=y_neg)
     out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
                                    seed=seed, width=size, activation=activation, temperature=0.01,
-                                   own=own, record=("z",), exclude=("W1",))
+                                   own=own, local=local, record=("z",), exclude=("W1",))
     z = np.asarray(out["z1"], float)
     codes = codes_of(z, np.asarray(task.Y))
     frozen = never_moved(z, task, size, activation)
@@ -81,7 +86,7 @@ def one(net, own, size, chains, warmup, samples, seed=0):
     frequent = {k: f for k, f in fracs.items() if f.mean() >= 0.05}
     q = np.asarray(out["q_a"])
     t = info["timing"]
-    return dict(net=net, own=own, size=size, chains=chains, warmup=warmup, samples=samples, seed=seed,
+    return dict(net=net, own=own, local=local, size=size, chains=chains, warmup=warmup, samples=samples, seed=seed,
                 acceptance=float(np.mean(st["acceptance_rate"])),
                 code_changes_per_unit_sweep=float(np.mean(st["code_change_rate"])),
                 stuck_units=int(stuck.sum()), stuck_on_one_class=int((stuck & (classes[codes[:, 0]] <= 1)).sum()),
@@ -95,19 +100,19 @@ def one(net, own, size, chains, warmup, samples, seed=0):
 
 def write(stem, args, rows, total):
     stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
-    md = [f"# sampler='units': the own-readout step\n",
+    md = [f"# sampler='units': the own-readout step and the local steps\n",
           f"`python benchmarks/units_own.py --runs {args.runs} --size {args.size} --chains {args.chains} "
           f"--sweeps {args.sweeps}`\n",
           f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
           f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}. "
           f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}, "
           f"{args.sweeps.replace(',', ' warm-up + ')} kept sweeps.\n",
-          "| net | own-readout step | acceptance | code changes per unit per sweep | units stuck on one code "
+          "| net | own-readout step | local steps | acceptance | code changes per unit per sweep | units stuck on one code "
           "(on a code of ≤ 1 class) / units | units never moved | max R̂ of q_a | min ESS of q_a | "
           "max R̂ of code fractions ≥ 5 % | s per sweep |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        md.append(f"| {r['net']} | {'on' if r['own'] else 'off'} | {r['acceptance']:.3f} | "
+        md.append(f"| {r['net']} | {'on' if r['own'] else 'off'} | {r.get('local', 0)} | {r['acceptance']:.3f} | "
                   f"{r['code_changes_per_unit_sweep']:.4f} "
                   f"| {r['stuck_units']} ({r['stuck_on_one_class']}) / {r['units']} | {r['never_moved']} | "
                   f"{r['q_a_rhat_max']:.3f} | "
@@ -126,14 +131,17 @@ def main(argv=None):
     p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_own)")
     args = p.parse_args(argv)
     runs = [tuple(r.split(":")) for r in args.runs.split(",")]
-    bad = [r for r in runs if len(r) != 2 or r[0] not in NETS or r[1] not in ("on", "off")]
+    bad = [r for r in runs if len(r) not in (2, 3) or r[0] not in NETS or r[1] not in ("on", "off")
+           or len(r) == 3 and not r[2].isdigit()]
     if bad:
-        raise SystemExit(f"--runs: each run must be net:on or net:off with net among {', '.join(NETS)}; got {bad}")
+        raise SystemExit(f"--runs: each run must be net:on or net:off, optionally :local (a count), with net among "
+                         f"{', '.join(NETS)}; got {bad}")
     warmup, samples = (int(x) for x in args.sweeps.split(","))
     stem = Path(args.out or HERE / "results" / "units_own")
     rows, t0 = [], time.time()
-    for net, own in runs:
-        rows.append(one(net, own == "on", args.size, args.chains, warmup, samples, seed=args.seed))
+    for net, own, *local in runs:
+        rows.append(one(net, own == "on", args.size, args.chains, warmup, samples, seed=args.seed,
+                        local=int(local[0]) if local else 0))
         print(json.dumps(rows[-1]), flush=True)
         write(stem, args, rows, time.time() - t0)
     return rows

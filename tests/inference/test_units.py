@@ -320,6 +320,22 @@ def test_own_readout_step_alone_matches_importance_sampling():
         U.units_chains(task.X, task.Y, num_chains=1, num_warmup=1, num_samples=1, width=N, tries=0, own=False)
 
 
+@pytest.mark.parametrize("act", ["sigmoid", "relu"])
+def test_local_steps_alone_match_importance_sampling(act):
+    """The local (MALA) steps alone (no independence tries, no own-readout step): their proposal moves from the
+    state and uses the gradient at both ends, so a wrong reverse density shows against the same reference; ReLU
+    checks the kink of φ (the gradient is defined almost everywhere)."""
+    P, N, T, sa2 = 3, 2, 0.1, 1.0
+    task = bnnzoo.toy_task(P=P, y_neg=0.5, P_test=3, N0=8)
+    ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7, activation=act)
+    out, stats, info = U.units_chains(task.X, task.Y, num_chains=8, num_warmup=40, num_samples=2500, seed=3, width=N,
+                                      activation=act, temperature=T, sigma_a2=sa2, tries=0, own=False, local=4,
+                                      local_step=(0.5, 2.0), exclude=("W1",))
+    assert info["kernel"]["local"] == 4 and info["kernel"]["tries"] == 0
+    assert 0.05 < float(np.mean(stats["acceptance_rate"])) < 1.0
+    assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
+
+
 def _importance_reference(task, N, T, sa2, *, n, seed, activation="sigmoid"):
     """Posterior means of q_a (m,) and f (P, m) by importance sampling from the prior of H, and their SEs; and the
     prior means (for the test's power)."""

@@ -62,6 +62,12 @@ term along the reference φ̄ of the unit's code).  That proposal depends on the
 density: π(h') q(h | t(φ')) / (π(h) q(h' | t(φ))).  On by default, as ``benchmarks/results/units_own.md`` decides;
 ``own=False`` leaves it out.
 
+**The local steps.**  ``local`` Metropolis-adjusted Langevin (MALA) steps per unit after its other moves, on the
+unit's conditional π(h_i | the others) = prior × e^{ℓ(φ(h_i))}: h' = h + ½ε²s²∇ log π(h) + ε s ξ (elementwise in the
+prior sd s_μ), accepted with the reverse density in the ratio; every step draws its size ε log-uniformly in
+:data:`LOCAL_STEP` (independent of the state).  The gradient is exact and costs one O(P²) product B φ', the one the
+acceptance needs anyway.  They move a unit that no proposal of the mixture covers, by small steps.
+
 **Where it is weak.**  Units can still reject every move for the whole run (``benchmarks/results/units_own.md``).
 With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
 the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
@@ -120,6 +126,14 @@ proposal's pieces are computed once, so extra tries are cheap next to the code c
 OWN = True
 """Whether every unit also takes one MH step whose proposal is tilted by the unit's own posterior-mean readout (module
 docstring, "The own-readout step")."""
+
+LOCAL = 0
+"""Local (MALA) steps per unit and sweep after its other moves (module docstring, "The local steps"); 0 leaves
+them out."""
+
+LOCAL_STEP = (0.1, 0.7)
+"""Range of the local steps' size in prior sd units: each step draws its size log-uniformly in it (a random choice
+independent of the state, so every step is reversible on its own)."""
 
 MAX_CODE_CLASSES = 4
 """Up to this many code classes the mixture has one component per code (2^C); beyond it one per other unit."""
@@ -237,7 +251,8 @@ class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
-                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=OWN):
+                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=OWN, local=LOCAL,
+                 local_step=LOCAL_STEP):
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -257,6 +272,11 @@ class _Kernel:
         self.scale_step = float(scale_step)
         self.signal_step = float(signal_step)
         self.own = bool(own)
+        self.local = int(local)
+        self.local_step = tuple(float(x) for x in local_step)
+        if self.local < 0 or len(self.local_step) != 2 or not 0 < self.local_step[0] <= self.local_step[1]:
+            raise ValueError(f"need local >= 0 and local_step = (lo, hi) with 0 < lo <= hi, got local={local}, "
+                             f"local_step={local_step}")
         # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
         s = np.sqrt(self.sw2 * kappa)                                            # (P,) prior sd of every h_iμ
@@ -442,8 +462,8 @@ class _Kernel:
                 ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
                 return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
 
-            (pick, acc), _ = jax.lax.scan(one_try, (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
-                                          jnp.arange(T, dtype=jnp.int32))
+            start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+            (pick, acc), _ = (jax.lax.scan(one_try, start, jnp.arange(T, dtype=jnp.int32)) if T else (start, None))
             h, ph, w = h_all[pick], ph_all[pick], Bph[pick]
             if self.own:                                   # one more step, tilted by the unit's own readout
                 def own_tilt(h_, ph_, Bph_):
@@ -465,6 +485,36 @@ class _Kernel:
                                                               - self.log_q(h2, g_f, d_f, Z_f, zero))
                 h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
                 acc = acc + ok
+            if self.local:                                 # MALA steps on π(h_i | the others), prior-preconditioned
+                def state(h_):
+                    """(φ, B φ, log π(h_ | cavity) up to a constant, its gradient in h_)."""
+                    ph_, dph = jax.jvp(self.phi, (h_,), (jnp.ones_like(h_),))
+                    w_ = Sinv @ ph_ + (c / den) * (u @ ph_) * u
+                    q_, r_ = ph_ @ w_, ph_ @ BY
+                    z_ = 1.0 + c * q_
+                    lp_ = self.log_prior(h_) + ell(q_, r_)
+                    gphi = (-m * c / z_ - c**2 * jnp.sum(r_**2) / z_**2) * w_ + (c / z_) * (BY @ r_)
+                    return ph_, w_, lp_, dph * gphi - h_ / self.s**2
+
+                def mala(st, x):
+                    h_, ph_, w_, lp_, gr_, n_ok = st
+                    xi, ue, ua = x
+                    lo, hi = self.local_step
+                    e = self.s * (lo * (hi / lo) ** ue)                          # the step, prior sd units
+                    mu = h_ + 0.5 * e**2 * gr_
+                    h1 = mu + e * xi
+                    ph1, w1, lp1, gr1 = state(h1)
+                    back = h_ - h1 - 0.5 * e**2 * gr1
+                    log_a = lp1 - lp_ - 0.5 * jnp.sum((back / e) ** 2) + 0.5 * jnp.sum(xi**2)
+                    ok_ = jnp.log(ua) < log_a
+                    pick_ = lambda a1, a0: jnp.where(ok_, a1, a0)
+                    return (pick_(h1, h_), pick_(ph1, ph_), pick_(w1, w_), pick_(lp1, lp_), pick_(gr1, gr_),
+                            n_ok + ok_), None
+
+                xs = (loc_n[i], loc_u[i, :, 0], loc_u[i, :, 1])
+                (h, ph, w, _, _, n_loc), _ = jax.lax.scan(mala, (h, ph, w, *state(h)[2:], jnp.zeros((), jnp.int32)),
+                                                          xs)
+                acc = acc + n_loc
             rho = c / (1.0 + c * (ph @ w))
             Sinv = Sinv + (c / den) * jnp.outer(u, u) - rho * jnp.outer(w, w)
             SY = BY - rho * jnp.outer(w, w @ self.Y)
@@ -481,6 +531,10 @@ class _Kernel:
 
         k_moves, k_mse, k_scale = jax.random.split(key, 3)
         unis = jax.random.uniform(k_moves, (N, T + self.own, 2 + 2 * P), H.dtype, minval=1e-300)
+        if self.local:                     # their own key: the other moves' draws are those of a run without them
+            k_loc1, k_loc2 = jax.random.split(jax.random.fold_in(key, 7))
+            loc_n = jax.random.normal(k_loc1, (N, self.local, P), H.dtype)
+            loc_u = jax.random.uniform(k_loc2, (N, self.local, 2), H.dtype, minval=1e-300)
         carry = (H, Phi, Sinv, Sinv @ self.Y, codes, sums, sums @ Sinv)
         (H, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
         scale_ok = jnp.zeros((), bool)
@@ -491,7 +545,7 @@ class _Kernel:
             H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * (T + self.own)), changed.sum() / N, mse, scale_ok, signal_ok
+        return H, acc.sum() / (N * (T + self.own + self.local)), changed.sum() / N, mse, scale_ok, signal_ok
 
     def signal_move(self, H, key):
         """A Metropolis move of every unit's component along the targets' directions (span of the class indicators
@@ -599,7 +653,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
                  scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool = OWN,
-                 chunk_size: int | None = None, store: RunStore | None = None, resume: bool = False,
+                 local: int = LOCAL, local_step=LOCAL_STEP, chunk_size: int | None = None, store: RunStore | None = None, resume: bool = False,
                  manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
@@ -639,8 +693,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     why = refusal(dict(depth=depth, readout=readout), X)
     if why:
         raise ValueError(why)
-    if int(width) < 1 or int(tries) < (0 if own else 1):
-        raise ValueError(f"need width >= 1 and tries >= {0 if own else 1} (own={bool(own)}), got width={width}, "
+    need = 0 if own or int(local) > 0 else 1
+    if int(width) < 1 or int(tries) < need:
+        raise ValueError(f"need width >= 1 and tries >= {need} (own={bool(own)}, local={local}), got width={width}, "
                          f"tries={tries}")
     P = X.shape[0]
     sa2 = default_sigma_a2(activation, readout, P, 1) if sigma_a2 is None else float(sigma_a2)
@@ -671,7 +726,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         with jax.enable_x64(True):
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
-                           scale_step=scale_step, signal_step=signal_step, own=own)
+                           scale_step=scale_step, signal_step=signal_step, own=own, local=local,
+                           local_step=local_step)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -795,7 +851,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "kernel_draws": {k: np.arange(1, v.shape[1] + 1) * int(kernel_means[k]) - 1 for k, v in kmeans.items()},
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
                            scale_step=float(scale_step), signal_step=float(signal_step),
-                           own=bool(own), components=int(kern.K),
+                           own=bool(own), local=int(local), local_step=[float(x) for x in local_step],
+                           components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
     return samples, stats, info
