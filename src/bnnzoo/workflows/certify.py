@@ -900,7 +900,10 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
 
 # --------------------------------------------------------------------------------------------------- criterion
 def _fmt_rhat(r: float) -> str:
-    """R̂ to two decimals; "> 100" for chains that each hold a (nearly) fixed, different value."""
+    """R̂ to two decimals; "> 100" for chains that each hold a nearly fixed, different value; "inf (chains constant
+    and different)" for chains that each hold a fixed, different value (:func:`bnnzoo.azcompat.rhat`)."""
+    if r == math.inf:
+        return "inf (chains constant and different)"
     return f"{r:.2f}" if r < 100 else "> 100"
 
 
