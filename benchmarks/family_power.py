@@ -33,30 +33,18 @@ import numpy as np
 from scipy import stats
 
 from bnnzoo.diagnostics.populations import ObservableInfo
+from bnnzoo.testing import frozen_planted_families
 from bnnzoo.workflows.certify import ALPHA, compare_families
 
 
 # ------------------------------------------------------------------------------------------ 1. frozen planted family
-def frozen_planted(rng, shift_sd=0.0, n=8, N=200, p=0.3, D=50):
-    """n planted chains at the teacher's code fraction (a binomial draw of N units at p, shifted by ``shift_sd``
-    binomial sds) and n other chains each at its own binomial draw, every chain moving a little (AR(1),
-    autocorrelation time 19, sd a fifth of the binomial sd)."""
-    sd = math.sqrt(p * (1 - p) / N)
-    mu = np.concatenate([np.full(n, rng.binomial(N, p) / N + shift_sd * sd), rng.binomial(N, p, n) / N])
-    z = np.empty((2 * n, D))
-    z[:, 0] = rng.standard_normal(2 * n)
-    for d in range(1, D):
-        z[:, d] = 0.9 * z[:, d - 1] + math.sqrt(1 - 0.81) * rng.standard_normal(2 * n)
-    return {"up": mu[:, None] + 0.2 * sd * z}, ["planted"] * n + ["prior"] * n, {"up": ObservableInfo("fraction", N)}
-
-
 def part_planted(reps: int) -> list[str]:
     rows = ["| teacher shift (binomial sds) | repeats | disagree, Welch on chain means | disagree, planted error "
             "model |", "|---|---|---|---|"]
     for shift, seed0 in ((0.0, 0), (5.0, 1000), (6.0, 1000), (7.0, 1000), (8.0, 1000), (9.0, 1000)):
         welch = planted = 0
         for s in range(reps):
-            v, fam, info = frozen_planted(np.random.default_rng(seed0 + s), shift)
+            v, fam, info = frozen_planted_families(np.random.default_rng(seed0 + s), shift)
             welch += not compare_families(v, fam, info=info)["agree"]
             planted += not compare_families(v, fam, info=info, planted="planted")["agree"]
         rows.append(f"| {shift:g} | {reps} | {welch} | {planted} |")

@@ -41,8 +41,6 @@ import time
 
 import numpy as np
 
-from bnnzoo.theory.deep_linear import deep_linear_saddle_point, deep_linear_zero_temperature
-
 from . import _common as C
 
 NAME = "depth"
@@ -330,6 +328,8 @@ def linear_theory_check(rd, task, depth: int, sigma_a2: float, temperature: floa
     (``..._finite_T``), with ``theory_T_shift`` = ‖U(T) − U(0)‖/‖U(0)‖.  The T → 0 theory is
     ``deep_linear_zero_temperature`` when Yᵀ K0⁻¹ Y is invertible and ``deep_linear_saddle_point`` at T = 0
     otherwise (y− = −½: every target row sums to zero); both are in ``bnnzoo.theory.deep_linear``."""
+    from bnnzoo.theory.deep_linear import deep_linear_saddle_point, deep_linear_zero_temperature
+
     U, se = C.readout_U(rd)
     if np.linalg.matrix_rank(task.Y) == task.Y.shape[1]:
         th0 = deep_linear_zero_temperature(task.X, task.Y, depth=depth, sigma_a2=sigma_a2)

@@ -57,6 +57,34 @@ def test_ess_rhat_and_plot(tmp_path):
     assert (tmp_path / "t.png").stat().st_size > 1000
 
 
+def test_rhat_where_every_split_chain_is_constant():
+    """Zero within-chain variance: R̂ = +inf where the split chains are constant and different (ArviZ alone gives
+    about 1e16 or inf by chance of rounding), NaN where they all hold one value (0/0); an entry where two of the
+    four chains move keeps ArviZ's own value (finite), in any order of the dims, and a run or a Dataset alike."""
+    rng = np.random.default_rng(0)
+    C, D = 4, 201
+    x = np.empty((C, D, 6))
+    x[..., 0] = np.array([3.0, 3.0, 4.0, 4.0])[:, None]               # constant, two values
+    x[..., 1] = np.array([0.1, 0.2, 0.3, 0.7])[:, None]               # constant, four values
+    x[..., 2] = 5.0                                                   # one value everywhere
+    x[..., 3] = np.array([1.0, 1.0, 2.0, 2.0])[:, None]
+    x[:2, :, 3] = rng.standard_normal((2, D))                         # two chains move
+    x[..., 4] = rng.standard_normal((C, D))
+    x[..., 5] = 1.0
+    x[0, D // 2 + 1:, 5] = 2.0                                        # a step between the halves of chain 0
+    x[:, D // 2, 5] = 9.0                                             # the middle draw, which the split leaves out
+    ds = xr.Dataset({"x": (("chain", "draw", "e"), x)})
+    r = azcompat.rhat(ds)["x"].values
+    assert r[0] == np.inf and r[1] == np.inf and np.isnan(r[2]) and r[5] == np.inf, r
+    arviz_own = azcompat._stat("rhat", ds, None)["x"].values
+    assert np.isfinite(r[3]) and r[3] > 1.1 and r[3] == arviz_own[3], (r, arviz_own)
+    assert abs(r[4] - 1) < 0.05 and r[4] == arviz_own[4], (r, arviz_own)
+    turned = xr.Dataset({"x": (("e", "draw", "chain"), x.transpose(2, 1, 0))})
+    np.testing.assert_array_equal(azcompat.rhat(turned)["x"].values, r)
+    run = azcompat.make_idata({"posterior": ds}, {})
+    np.testing.assert_array_equal(azcompat.rhat(run, var_names=["x"])["x"].values, r)
+
+
 def test_large_variables_read_in_parallel_as_xarray_reads_them(tmp_path):
     """The variables from_netcdf inflates on every core (chunked, shuffle + deflate, no decoding) come back with the
     values, dtype, attributes and encoding xarray's own reader gives; those it leaves to xarray (an encoded bool, a

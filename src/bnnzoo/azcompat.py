@@ -348,9 +348,44 @@ def ess(idata, var_names=None, method: str = "bulk") -> xr.Dataset:
 
 
 def rhat(idata, var_names=None) -> xr.Dataset:
-    """Rank-normalised split R-hat per variable and coordinate."""
+    """Rank-normalised split R-hat per variable and coordinate (ArviZ's), exact where it is degenerate.
+
+    Where every split chain (the first and the last ``draw // 2`` draws of each chain, as ArviZ splits them) is
+    constant, the within-chain variance is zero: R-hat is then +inf when the split chains hold different values
+    (between-chain variance > 0) and NaN when they all hold one value (0/0).  ArviZ divides by that zero, or by the
+    rounding noise of the rank-normalised values' variance, and returns inf, NaN or a number near 1e16 by chance of
+    rounding.  Elsewhere, and with fewer than 2 chains or 4 draws (NaN), ArviZ's value is returned unchanged.
+
+    Parameters
+    ----------
+    idata : a run (InferenceData / DataTree: its posterior) or an ``xarray.Dataset`` with (chain, draw, ...)
+        variables.
+    var_names : the variables (default all).
+
+    Returns
+    -------
+    xarray.Dataset
+        R-hat per variable, with each variable's dims after (chain, draw).
+    """
     out = _stat("rhat", idata, var_names)
-    return out.to_dataset() if isinstance(out, xr.DataTree) else out
+    out = out.to_dataset() if isinstance(out, xr.DataTree) else out
+    post = idata if isinstance(idata, xr.Dataset) else get_group(idata, "posterior")
+    for name in out.data_vars:
+        x = post[name]
+        C, D = x.sizes.get("chain", 0), x.sizes.get("draw", 0)
+        if C < 2 or D < 4:
+            continue
+        x = x.transpose("chain", "draw", ...)
+        v = np.asarray(x.values, float)
+        h = D // 2
+        halves = np.concatenate([v[:, :h], v[:, D - h:]], axis=0)            # (2C, h, ...)
+        constant = np.all(halves == halves[:, :1], axis=(0, 1))
+        if not constant.any():
+            continue
+        one_value = np.all(halves == halves[:1, :1], axis=(0, 1))
+        r = out[name].transpose(*x.dims[2:])
+        out[name] = r.copy(data=np.where(constant, np.where(one_value, np.nan, np.inf), np.asarray(r.values, float)))
+    return out
 
 
 def plot_ppc(idata, var_names: Iterable[str] = ("y",), group: str = "posterior", **kwargs):

@@ -1,4 +1,5 @@
-"""Reusable statistical checks of MCMC draws against a known truth (in the spirit of Inference Gym's test_util).
+"""Reusable statistical checks of MCMC draws against a known truth (in the spirit of Inference Gym's test_util), and
+synthetic cases with a known answer.
 
 The claim "the sampler's posterior mean of X equals the truth" is checked by an ESS-aware z-test: the Monte-Carlo
 standard error of the mean is sd / √ESS with ArviZ's rank-normalised bulk ESS, combined in quadrature with the
@@ -7,6 +8,7 @@ truth's own standard error when the truth is itself a Monte-Carlo estimate (e.g.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,9 +16,10 @@ import xarray as xr
 from scipy.stats import norm
 
 from . import azcompat
+from .diagnostics.populations import ObservableInfo
 from .tasks import Task
 
-__all__ = ["ZTest", "mcse_mean", "z_test", "assert_mean_matches", "gaussian_task"]
+__all__ = ["ZTest", "mcse_mean", "z_test", "assert_mean_matches", "gaussian_task", "frozen_planted_families"]
 
 
 def mcse_mean(draws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -82,3 +85,37 @@ def gaussian_task(P: int, N0: int, m: int, seed: int):
     X = rng.standard_normal((P, N0))
     Y = rng.standard_normal((P, m))
     return Task(X=X, Y=Y, labels=np.zeros(P, int), name="gaussian", meta=dict(P=P, N0=N0, seed=seed))
+
+
+def frozen_planted_families(rng: np.random.Generator, shift_sd: float = 0.0, n: int = 8, N: int = 200,
+                            p: float = 0.3, D: int = 50) -> tuple[dict, list, dict]:
+    """Two start families of a code fraction with a known law, the first one planted and frozen, for checks of
+    :func:`bnnzoo.workflows.certify.compare_families` (``planted="planted"``).
+
+    Every "planted" chain keeps the teacher's population: a code fraction of N units drawn once at probability p
+    (binomial), shifted by ``shift_sd`` binomial sds sqrt(p(1 − p)/N); every "prior" chain holds a population of its
+    own, an independent binomial draw of the same law.  Within each chain the fraction moves a little: an AR(1)
+    series with coefficient 0.9 (integrated autocorrelation time 19) and sd a fifth of the binomial sd.
+
+    Parameters
+    ----------
+    rng : the random generator.
+    shift_sd : the teacher's shift from its binomial draw, in binomial sds.
+    n : chains per family.
+    N : units per chain.
+    p : the law's probability of the code.
+    D : draws per chain.
+
+    Returns
+    -------
+    tuple
+        (values {"up": (2n, D) array}, the chains' families (n × "planted", then n × "prior"),
+        info {"up": ObservableInfo("fraction", N)}), the arguments of ``compare_families``.
+    """
+    sd = math.sqrt(p * (1 - p) / N)
+    mu = np.concatenate([np.full(n, rng.binomial(N, p) / N + shift_sd * sd), rng.binomial(N, p, n) / N])
+    z = np.empty((2 * n, D))
+    z[:, 0] = rng.standard_normal(2 * n)
+    for d in range(1, D):
+        z[:, d] = 0.9 * z[:, d - 1] + math.sqrt(1 - 0.81) * rng.standard_normal(2 * n)
+    return {"up": mu[:, None] + 0.2 * sd * z}, ["planted"] * n + ["prior"] * n, {"up": ObservableInfo("fraction", N)}

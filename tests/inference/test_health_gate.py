@@ -186,6 +186,32 @@ def test_one_chain_without_a_split_rhat_is_inconclusive():
     assert "one chain, no split R̂" in h.reason
 
 
+def test_chains_constant_and_different_are_named_so_and_constant_equal_ones_pass():
+    """n_outliers frozen per chain at different counts: R̂ = inf (zero within-chain variance), the run relaxing and
+    not mixed, the evidence saying "constant and different" (not ArviZ's ~1e16, and not "failed" as an R̂ that could
+    not be computed); one chain whose halves hold different counts: split R̂ inf, named so (and a drift); entries of
+    f frozen per chain at different values: counted, max R̂ inf.  Frozen at one count in every chain: R̂ 1, not
+    flagged."""
+    rng = np.random.default_rng(0)
+    run, mse = _run(_iid(C=4, D=300)), rng.normal(1.0, 0.1, (4, 300))
+    frozen = np.repeat(np.array([[3.0], [3.0], [4.0], [5.0]]), 300, axis=1)
+    h = sampler_health(run, observables={"n_outliers": frozen, "mse": mse})
+    assert h.status == "relaxing" and not h.mixed and h.rhat["n_outliers"] == math.inf and not h.reasons, h
+    assert h.relaxing == ("chains disagree on n_outliers (R̂ inf: the chains are constant and different)",), h
+    h = sampler_health(run, observables={"n_outliers": np.full((4, 300), 2.0), "mse": mse})
+    assert h.status == "equilibrated" and h.mixed and h.rhat["n_outliers"] == 1.0 and not h.relaxing, h
+    one = np.repeat([[1.0, 2.0]], 150, axis=1)                       # (1, 300): 1 in the first half, 2 in the second
+    h = sampler_health(_run(_iid(C=1, D=300)), observables={"n_outliers": one, "mse": mse[:1]})
+    assert h.rhat["n_outliers"] == math.inf and h.relaxing[0] == (
+        "n_outliers differs between the halves of the chain (split R̂ inf: the halves are constant and different)"), h
+    f = rng.normal(size=(4, 300, 5))
+    f[..., :2] = frozen[..., None]
+    h = sampler_health(run, observables={"f": f, "mse": mse})
+    assert h.entries["f"]["rhat_above"] == 2 and h.rhat["f"] == math.inf, h
+    assert ("chains disagree on f: 2 of 5 outputs R̂ > 1.1 (max inf: 2 constant within the chains and different "
+            "between them)") in h.relaxing, h.relaxing
+
+
 # -------------------------------------------------------------------------------------------- f by its worst entries
 def test_f_is_judged_by_its_worst_entries():
     """60 outputs (20 points × 3 classes), 9 with chain means 2 sds apart: the median R̂ is ≈ 1, the run is still

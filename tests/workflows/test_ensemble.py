@@ -13,6 +13,7 @@ from bnnzoo.diagnostics.planted import FROZEN, WELCH
 from bnnzoo.diagnostics.populations import ObservableInfo
 from bnnzoo.workflows.certify import CERTIFY_CHAINS, certify_run, compare_families, ensemble_criterion
 from bnnzoo.inference.health import CERTIFICATION_ATTR, MAX_RHAT, sampler_health
+from bnnzoo.testing import frozen_planted_families
 
 from .test_certify import _bits, _run
 
@@ -276,20 +277,6 @@ def test_frozen_populations_of_many_units_still_choose_the_ensemble_criterion():
 
 
 # ------------------------------------------------------------------- a frozen planted family: judged as one draw
-def _frozen_planted(rng, shift_sd=0.0, n=8, N=200, p=0.3, D=50):
-    """A planted family whose every chain keeps the teacher's population, against ``n`` chains that each hold a
-    population of their own (frozen: code fraction of N units, binomial draws at p): the teacher is one draw of
-    that law, shifted by ``shift_sd`` per-draw sds; within each chain the fraction moves a little (AR(1),
-    autocorrelation time 19, sd a fifth of the law's)."""
-    sd = math.sqrt(p * (1 - p) / N)
-    mu = np.concatenate([np.full(n, rng.binomial(N, p) / N + shift_sd * sd), rng.binomial(N, p, n) / N])
-    z = np.empty((2 * n, D))
-    z[:, 0] = rng.standard_normal(2 * n)
-    for d in range(1, D):
-        z[:, d] = 0.9 * z[:, d - 1] + math.sqrt(1 - 0.81) * rng.standard_normal(2 * n)
-    return {"up": mu[:, None] + 0.2 * sd * z}, ["planted"] * n + ["prior"] * n, {"up": ObservableInfo("fraction", N)}
-
-
 def test_a_frozen_planted_family_is_judged_as_one_draw_of_the_other_familys_law():
     """The teacher's population is one draw of the law: compared by Welch on chain means (as another family's
     would be) it differs from the other family's mean by √n of its standard errors, and the families "disagree" in
@@ -303,21 +290,21 @@ def test_a_frozen_planted_family_is_judged_as_one_draw_of_the_other_familys_law(
     from it by a few sds; benchmarks/results/family_power.md)."""
     welch_fa, fa, fa_mean = 0, 0, 0
     for seed in range(200):
-        v, fam, info = _frozen_planted(np.random.default_rng(seed))
+        v, fam, info = frozen_planted_families(np.random.default_rng(seed))
         welch_fa += not compare_families(v, fam, info=info)["agree"]
         rec = compare_families(v, fam, info=info, planted="planted")
         fa += not rec["agree"]
         t = rec["tests"]["up"]["planted|prior"]
         assert t["model"] == FROZEN and t["scatter_p"] is None and rec["planted"] == "planted", t
     for seed in range(300):
-        v, fam, info = _frozen_planted(np.random.default_rng(1000 + seed))
+        v, fam, info = frozen_planted_families(np.random.default_rng(1000 + seed))
         rec = compare_families(v, fam, info=info, alpha=0.2, planted="planted")
         fa_mean += any("no plausible draw" in d for d in rec["disagreements"])
     assert welch_fa > 50 and fa <= 4 and abs(fa_mean / 300 - 0.05) < 0.035, (welch_fa, fa, fa_mean)
     sd = math.sqrt(0.3 * 0.7 / 200)
     caught, detectable = 0, []
     for seed in range(100):
-        v, fam, info = _frozen_planted(np.random.default_rng(2000 + seed), shift_sd=9.0)
+        v, fam, info = frozen_planted_families(np.random.default_rng(2000 + seed), shift_sd=9.0)
         rec = compare_families(v, fam, info=info, planted="planted")
         detectable.append(rec["tests"]["up"]["planted|prior"]["detectable"] / sd)
         caught += any(d.startswith("up: planted") and "no plausible draw of prior's law" in d

@@ -40,7 +40,12 @@ Rules:
 * R̂ is the rank-normalised R̂ of ArviZ (Vehtari et al. 2021, through :mod:`bnnzoo.azcompat`): between chains when
   the run has two or more, else the split R̂ between the two halves of the single chain (ArviZ gives no R̂ for one
   chain, so the halves are passed as two chains).  An R̂ that is NaN (it cannot be computed) never passes: the run
-  is "failed" (one chain: ``"one chain, no split R̂"``).
+  is "failed" (one chain: ``"one chain, no split R̂"``).  Chains that are each constant but differ from one another
+  have zero within-chain variance and R̂ = +inf (:func:`bnnzoo.azcompat.rhat`, where ArviZ alone returns about 1e16
+  or inf by chance of rounding): the chains disagree, named "constant and different" in the evidence.  This reaches
+  ``n_outliers`` (a frozen count is an equilibrium value, not a stuck sampler) and single entries of ``f``; an
+  observable constant within every chain otherwise fails as a sampler that did not move, and ``n_outliers`` at one
+  count in every chain counts as mixed (R̂ 1).
 * An observable with many entries (``f``) is judged by its worst entries: the largest R̂ and the smallest bulk ESS
   over entries, and the number of entries above the R̂ threshold (``"f: 9 of 60 outputs R̂ > 1.1"``); any entry
   above the threshold makes the run relaxing.  Entries constant over the whole run (e.g. an output pinned at 0) are
@@ -562,7 +567,7 @@ def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None, en
         J.tolerance[name] = tol
         why = (f"tolerance {tol / sd_within:.2g} within-chain sd" if sd_within > 0 else f"tolerance {tol:.3g}")
     J.tested.append(name)
-    if not math.isfinite(rh):
+    if math.isnan(rh):
         J.no_rhat(name)
         return
     in_sd = f"{spread / sd_within:.2g} within-chain sd apart" if sd_within > 0 else f"{spread:.3g} apart"
@@ -588,8 +593,10 @@ def _judge_scalar(J: _Judged, name: str, x: np.ndarray, pop_se: float | None, en
     if rh > MAX_RHAT:
         J.mixed = False
     if disagree:
-        J.relaxing.append((f"chains disagree on {name} (R̂ {rh:.2f} > {MAX_RHAT}" if not J.one_chain else
-                           f"{name} differs between the halves of the chain (split R̂ {rh:.2f} > {MAX_RHAT}")
+        stated = (f"{rh:.2f} > {MAX_RHAT}" if math.isfinite(rh) else
+                  "inf: the " + ("chains" if not J.one_chain else "halves") + " are constant and different")
+        J.relaxing.append((f"chains disagree on {name} (R̂ {stated}" if not J.one_chain else
+                           f"{name} differs between the halves of the chain (split R̂ {stated}")
                           + (rest + ")" if rest else f"; {what} {in_sd}, {why})" if why else ")"))
     elif rr is not None:
         J.excused.append(f"{name} R̂ {rh:.2f} ({what} {in_sd}; {ens_note}: ensemble criterion)")
@@ -631,9 +638,12 @@ def _judge_entries(J: _Judged, name: str, x: np.ndarray, noun: str) -> None:
     k = int(bad_r.sum())
     if k:
         J.mixed = False
+        n_inf = int(np.isinf(r).sum())
         J.relaxing.append(("chains disagree on " if not J.one_chain else "halves of the chain disagree on ")
                           + f"{name}: {k} of {n} {noun} {'split ' if J.one_chain else ''}R̂ > {MAX_RHAT} "
-                            f"(max {J.rhat[name]:.2f})")
+                          + (f"(max {J.rhat[name]:.2f})" if not n_inf else
+                             f"(max inf: {n_inf} constant within the {'chains' if not J.one_chain else 'halves'} "
+                             f"and different between them)"))
     elif bad_e.any() and J.series:
         J.low_ess.append(f"{name} {J.ess[name]:.0f} ({int(bad_e.sum())} of {n} {noun})")
 

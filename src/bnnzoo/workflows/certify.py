@@ -103,11 +103,13 @@ test is run only when n^(1−U) < α/M, i.e. U > 1 + ln(M/α)/ln n; otherwise th
 8 chains per family and M ≈ 8–100 this leaves out U ≤ 4–5 units.  Its power at 8 chains is that of χ² on 7 degrees
 of freedom (the measured rates at 3 and 3.5 binomial sds: ``benchmarks/results/family_power.md``).
 
-With 4 chains per family the mean threshold sits near 7 standard errors; ``certify`` therefore runs
-``CERTIFY_CHAINS`` = 8 chains per family unless ``num_chains`` is given (about 4.5).  No exact count test is added
-for 4-chain families: units are coupled within a chain, so a test on units pooled per family (Fisher's) is not
-valid, and the valid one, a permutation over chains, cannot go below 2/C(8, 4) = 1/35 with 4 + 4 chains, above α/M
-for any M (both tests' power on a code at 10 % vs 0 % of 60 units: ``benchmarks/results/family_power.md``).  Fractions that are 0 or 1 in every chain of every family have zero error and agree.
+With 4 chains per family the mean threshold sits near 9 standard errors; ``certify`` therefore runs ``CERTIFY_CHAINS``
+= 8 chains per family unless ``num_chains`` is given (about 5; at M = 72 tests, see ``CERTIFY_CHAINS``).  No exact
+count test is added for 4-chain families: units are coupled within a chain, so a test on units pooled per family
+(Fisher's) is not valid, and the valid one, a permutation over chains, cannot go below 2/C(8, 4) = 1/35 with 4 + 4
+chains, above α/M for any M (both tests' power on a code at 10 % vs 0 % of 60 units:
+``benchmarks/results/family_power.md``).  Fractions that are 0 or 1 in every chain of every family have zero error and
+agree.
 
 Criterion
 ---------
@@ -181,8 +183,12 @@ ERROR_MODEL = (
 
 
 CERTIFY_CHAINS = 8
-"""Chains per start family when ``certify`` is asked for without ``num_chains``: with 8 chains Welch's threshold
-at a certification's Bonferroni level is about 4.5 standard errors, with 4 about 7."""
+"""Chains per start family when ``certify`` is asked for without ``num_chains``.  Two families comparing 20
+observables of which 16 are fractions (for example a fully-connected net on 3 classes: 8 code fractions, 8 branch
+masses, 3 outlier counts and the training error) make M = 2·20 + 16·2 = 72 tests; Welch's threshold, the Student-t
+quantile at 1 − α/(2M) with α = 1 % and Satterthwaite's 2(n − 1) degrees of freedom (n chains per family, equal
+scatter; fewer degrees of freedom and a higher threshold when one family scatters more), is then 5.2 standard errors
+with 8 chains and 8.6 with 4.  Three families (M = 168): 5.7 and 10.0."""
 
 
 def sample(model, task, *, certify: bool | Sequence[str] = False, **kwargs):
@@ -894,7 +900,10 @@ def compare_families(values: dict, chain_family, *, info: dict | None = None, al
 
 # --------------------------------------------------------------------------------------------------- criterion
 def _fmt_rhat(r: float) -> str:
-    """R̂ to two decimals; "> 100" for chains that each hold a (nearly) fixed, different value."""
+    """R̂ to two decimals; "> 100" for chains that each hold a nearly fixed, different value; "inf (chains constant
+    and different)" for chains that each hold a fixed, different value (:func:`bnnzoo.azcompat.rhat`)."""
+    if r == math.inf:
+        return "inf (chains constant and different)"
     return f"{r:.2f}" if r < 100 else "> 100"
 
 
