@@ -107,8 +107,8 @@ def write(stem, args, rows, total):
           f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}. "
           f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}, "
           f"{args.sweeps.replace(',', ' warm-up + ')} kept sweeps.\n",
-          "| net | own-readout step | local steps | acceptance | code changes per unit per sweep | units stuck on one code "
-          "(on a code of ≤ 1 class) / units | units never moved | max R̂ of q_a | min ESS of q_a | "
+          "| net | own-readout step | local steps | acceptance | code changes per unit per sweep | units stuck on one "
+          "code (on a code of ≤ 1 class) / units | units never moved | max R̂ of q_a | min ESS of q_a | "
           "max R̂ of code fractions ≥ 5 % | s per sweep |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -145,7 +145,7 @@ def test_starts_from_given_weights():
     task = bnnzoo.toy_task(P=8)
     W = np.random.default_rng(3).standard_normal((2, 6, 28))
     out, _, _ = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=0, num_samples=1, width=6,
-                               temperature=0.05, init={"W1": W}, record=("z",), own=False)
+                               temperature=0.05, init={"W1": W}, record=("z",), own=False, local=0)
     H0 = W @ task.X.T / np.sqrt(28)
     z = out["z1"][:, 0]                                    # (chain, neuron, point) after one sweep
     same = np.all(np.isclose(z, H0, rtol=1e-5, atol=1e-5), axis=-1)
@@ -312,12 +312,12 @@ def test_own_readout_step_alone_matches_importance_sampling():
     ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7)
     out, stats, info = U.units_chains(task.X, task.Y, num_chains=4, num_warmup=40, num_samples=600, seed=2, width=N,
                                       activation="sigmoid", temperature=T, sigma_a2=sa2, tries=0, own=True,
-                                      exclude=("W1",))
+                                      local=0, exclude=("W1",))
     assert info["kernel"]["own"] and info["kernel"]["tries"] == 0
     assert 0.05 < float(np.mean(stats["acceptance_rate"])) < 1.0
     assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
     with pytest.raises(ValueError, match="tries >= 1"):
-        U.units_chains(task.X, task.Y, num_chains=1, num_warmup=1, num_samples=1, width=N, tries=0, own=False)
+        U.units_chains(task.X, task.Y, num_chains=1, num_warmup=1, num_samples=1, width=N, tries=0, own=False, local=0)
 
 
 @pytest.mark.parametrize("act", ["sigmoid", "relu"])

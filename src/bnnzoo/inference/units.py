@@ -127,9 +127,9 @@ OWN = True
 """Whether every unit also takes one MH step whose proposal is tilted by the unit's own posterior-mean readout (module
 docstring, "The own-readout step")."""
 
-LOCAL = 0
+LOCAL = 4
 """Local (MALA) steps per unit and sweep after its other moves (module docstring, "The local steps"); 0 leaves
-them out."""
+them out.  On by default, as ``benchmarks/results/units_local.md`` decides."""
 
 LOCAL_STEP = (0.1, 0.7)
 """Range of the local steps' size in prior sd units: each step draws its size log-uniformly in it (a random choice
@@ -653,7 +653,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
                  scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool = OWN,
-                 local: int = LOCAL, local_step=LOCAL_STEP, chunk_size: int | None = None, store: RunStore | None = None, resume: bool = False,
+                 local: int = LOCAL, local_step=LOCAL_STEP, chunk_size: int | None = None,
+                 store: RunStore | None = None, resume: bool = False,
                  manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
     Metropolis–Hastings moves with the readout integrated out (module docstring) — what
@@ -663,7 +664,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     of starting values {site: array (chain, ...)} holding "W1" (chain, N, N0) — the chains start at H = W1 Xᵀ/√N0
     (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH
     proposals per unit and sweep (the same cavity; each a valid independence MH step; 0 allowed when ``own``),
-    ``own`` whether each unit then takes the own-readout step (module docstring), ``breaks`` the breakpoints
+    ``own`` whether each unit then takes the own-readout step and ``local`` how many local (MALA) steps, their
+    sizes log-uniform in ``local_step`` (prior sd units; module docstring), ``breaks`` the breakpoints
     of φ̃ in prior-sd units; ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
     None: one block); ``store`` a :class:`~bnnzoo.inference.store.RunStore` that receives every finished block
     and a checkpoint of the chains' preactivations after it, with the run's ``manifest`` (its identity); ``resume``
@@ -673,10 +675,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     Returns ``(samples, stats, info)`` as :func:`bnnzoo.inference.gibbs_linear.gibbs_chains`: samples {site: (chain,
     draw, ...)} with W1 (unless in ``exclude``), a, f, q_a, mse, z1 when recorded, the layer's summaries when
     ``record`` holds "summaries", f_test when ``X_test`` is given; stats {"diverging", "n_steps" (sweeps per kept
-    draw), "acceptance_rate" (accepted fraction of the unit moves — the tries and the own-readout steps — since the
-    last kept draw), "code_change_rate" (fraction of units whose code — class-mean signs of h — changed per sweep)};
-    info {"timing", "warmup_mse" (chain,
-    sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
+    draw), "acceptance_rate" (accepted fraction of the unit moves — the tries, the own-readout and the local steps —
+    since the last kept draw), "code_change_rate" (fraction of units whose code — class-mean signs of h — changed
+    per sweep)}; info {"timing", "warmup_mse" (chain, sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
     sweep), "kernel_means", "kernel_draws", "kernel" (the proposal's settings), "chunk_size", "resumed_from_block"
     (-1: a fresh run)}.
 
