@@ -68,7 +68,8 @@ prior sd s_μ), accepted with the reverse density in the ratio; every step draws
 :data:`LOCAL_STEP` (independent of the state).  The gradient is exact and costs one O(P²) product B φ', the one the
 acceptance needs anyway.  They move a unit that no proposal of the mixture covers, by small steps.
 
-**Where it is weak.**  Units can still reject every move for the whole run (``benchmarks/results/units_own.md``).
+**Where it is weak.**  Without the local steps units can reject every move for the whole run
+(``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``).
 With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
 the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
 9–17 %); a ReLU net with N = 2, P = 3 reached an ESS of 7 for f in 6000 draws.
