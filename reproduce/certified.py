@@ -25,7 +25,13 @@ the run compares two families sampled separately and combined (:func:`bnnzoo.wor
 :func:`~bnnzoo.workflows.certify.certify_run`): ``prior`` (prior draws) and ``outliers``, every chain started at the
 state the paper reports (Fig. 2; Fig. 3 for the last hidden layer of ``relu3``): one outlier unit per class in the
 last hidden layer on prior-drawn bulk units and prior-drawn lower layers (:func:`outlier_start`).  A population the
-prior family reaches only slowly is then approached from both sides.
+prior family reaches only slowly is then approached from both sides.  ``--seed-family outliers_eq`` seeds the same
+state into an equilibrated net instead: the prior family runs first, and the ``outliers`` family starts from each
+chain's last draw with the outliers of each class in the last hidden layer merged into one unit
+(:func:`equilibrium_outlier_start`; the lower layers and the bulk are the equilibrated ones, the training error stays
+near theirs), with its own warm-up ``--seed-warmup``; the run records the start's outlier counts and training error
+beside the prior family's last draws, the outlier count per tenth of the draws of each family, and each family's
+sampler health alone.
 
 Temperature: ``--temperature`` (default T = 0.01, the paper's) for every row.
 
@@ -33,7 +39,7 @@ Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2
 GPU).  Only summaries are stored (one JSON file), never draws.
 
 Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|snaper|...]
-[--seed-family outliers] [--temperature T] [--overwrite]``.
+[--seed-family outliers|outliers_eq [--seed-warmup n]] [--temperature T] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ import time
 
 import numpy as np
 
+from bnnzoo import azcompat
 from bnnzoo.diagnostics.populations import outlier_counts
+from bnnzoo.inference.health import sampler_health
+from bnnzoo.models.fcn import fcn_forward
 from bnnzoo.workflows.certify import CERTIFY_CHAINS
 
 from . import _common as C
@@ -246,19 +255,22 @@ def equilibrium_outlier_start(task, state: dict) -> dict:
     from an equilibrated state (e.g. each chain's last draw of the prior family): the lower layers and the bulk
     units are the state's.
 
-    Per chain: every outlier unit of the state (the readout criterion of ``populations.outlier_counts``: readout norm
-    above N^{1/4} × the median) joins the bulk, its readout rescaled to the median readout norm and its incoming
-    weights to the median incoming-weight norm (directions kept).  Then one unit per class (the state's outliers
-    first, in order of readout norm, then bulk units) becomes the class's outlier as in :func:`outlier_start`:
-    readout √N · y_c and incoming weights whose preactivation is h_c = √N on class c and −√N elsewhere (least squares
-    on the layer's input from the state's lower layers, singular values below ``RCOND`` times the largest dropped,
-    plus the unit's own weights projected orthogonal to the span used).  The output's residual Y − f is fitted by the
-    least-norm change of the other units' readouts (least squares on their activations, ``RCOND`` as above; a unit
-    whose readout norm the fit lifts above N^{1/4} × the median / ``PROMOTE`` is left out of the fit, and the fit
-    repeated), so the training error stays near the state's (the test states the factor).  Last, an outlier whose
-    readout norm is below ``PROMOTE`` × N^{1/4} × the median gets its readout scaled up to that and its incoming
-    weights down by the same factor (the ReLU's homogeneity: the output is unchanged; repeated while the median
-    moves).
+    Per chain, for class c with outlier units S (the readout criterion of ``populations.outlier_counts``: readout
+    norm r_i above N^{1/4} × the median, largest readout component c; none: the unit whose readout is largest along
+    class c), the unit u ∈ S of largest r_u becomes the class's one outlier.  By the ReLU's homogeneity
+    Σ_{i∈S} φ(h_i) a_i equals φ(Σ_i r_i h_i) â wherever the preactivations h_i share their sign and the readout
+    directions â_i agree, so u gets the incoming weights s Σ_i r_i w_i and the readout â/s, â the unit vector of
+    Σ_i a_i (the class's target row where Σ_i a_i is largest along another class) and s the factor that keeps u's
+    ratio of readout norm to incoming-weight norm.  Where the h_i differ in sign, the incoming weights are corrected
+    (least squares on the layer's input, singular values below ``RCOND`` times the largest dropped) towards the
+    preactivation Σ_i r_i φ(h_i).  The other units of S join the bulk: their readouts are rescaled to the median
+    readout norm and their incoming weights to the median incoming-weight norm (directions kept).  The output's
+    residual Y − f is then fitted by the least-norm change of the other bulk units' readouts (least squares on their
+    activations, ``RCOND`` as above; a unit whose readout norm the fit lifts above N^{1/4} × the median /
+    ``FIT_MARGIN`` is left out of the fit, and the fit repeated), so the training error stays near the state's (the
+    test states the factor).  Last, an outlier whose readout norm is below ``PROMOTE`` × N^{1/4} × the median gets
+    its readout scaled up to that and its incoming weights down by the same factor (the output is unchanged;
+    repeated while the median moves).
 
     Parameters
     ----------
@@ -342,8 +354,6 @@ def equilibrium_outlier_start(task, state: dict) -> dict:
 def training_error(task, params: dict) -> np.ndarray:
     """The training error (mean over points and outputs of (f − y)², the ``mse`` observable) of a ReLU net's weights
     {"W1".., "a"} with a leading chain axis; returns (chain,)."""
-    from bnnzoo.models.fcn import fcn_forward
-
     f = np.asarray(fcn_forward(task.X, params, activation="relu"), float)
     return ((f - np.asarray(task.Y, float)) ** 2).mean(axis=(-1, -2))
 
@@ -352,8 +362,6 @@ def outlier_trajectory(run, parts: int = 10) -> dict:
     """Outliers per class (``populations.outlier_counts``) along a run, averaged over each of ``parts`` equal
     stretches of the kept draws (and of the warm-up, where the run stored it): {"kept": (parts, chain, m),
     "warmup": (parts, chain, m)} as lists."""
-    from bnnzoo import azcompat
-
     out = {}
     for key, group in (("kept", "posterior"), ("warmup", "warmup_posterior")):
         if group not in azcompat.group_names(run) or "a" not in azcompat.get_group(run, group):
@@ -367,9 +375,6 @@ def outlier_trajectory(run, parts: int = 10) -> dict:
 def family_health(run) -> dict:
     """One family's sampler health alone: status, max R̂, smallest E-BFMI, divergences and the step size per chain
     (median over the kept draws)."""
-    from bnnzoo import azcompat
-    from bnnzoo.inference.health import sampler_health
-
     h = sampler_health(run)
     ss = azcompat.get_group(run, "sample_stats")
     step = np.median(np.asarray(ss["step_size"].values, float), axis=1).tolist() if "step_size" in ss else None
@@ -379,8 +384,7 @@ def family_health(run) -> dict:
 
 
 def _without_warmup(run):
-    from bnnzoo import azcompat
-
+    """The run without its warm-up groups."""
     groups = {g: azcompat.get_group(run, g) for g in azcompat.group_names(run) if not g.startswith("warmup")}
     return azcompat.make_idata(groups, azcompat.get_attrs(run))
 
