@@ -373,14 +373,18 @@ def outlier_trajectory(run, parts: int = 10) -> dict:
 
 
 def family_health(run) -> dict:
-    """One family's sampler health alone: status, max R̂, smallest E-BFMI, divergences and the step size per chain
-    (median over the kept draws)."""
+    """One family's sampler health alone: status, max R̂, smallest E-BFMI, divergences, and per chain the step size
+    and leapfrog steps per draw (medians over the kept draws) and the mean acceptance rate."""
     h = sampler_health(run)
     ss = azcompat.get_group(run, "sample_stats")
-    step = np.median(np.asarray(ss["step_size"].values, float), axis=1).tolist() if "step_size" in ss else None
+    def per_chain(name, how):
+        return how(np.asarray(ss[name].values, float), axis=1).tolist() if name in ss else None
+
     return dict(status=h.status, reason=h.reason,
                 max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")]),
-                rhat=dict(h.rhat), ebfmi_min=h.ebfmi_min, divergences=h.divergences, step_size=step)
+                rhat=dict(h.rhat), ebfmi_min=h.ebfmi_min, divergences=h.divergences,
+                step_size=per_chain("step_size", np.median), acceptance_rate=per_chain("acceptance_rate", np.mean),
+                n_steps=per_chain("n_steps", np.median))
 
 
 def _without_warmup(run):
