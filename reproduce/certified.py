@@ -25,7 +25,13 @@ the run compares two families sampled separately and combined (:func:`bnnzoo.wor
 :func:`~bnnzoo.workflows.certify.certify_run`): ``prior`` (prior draws) and ``outliers``, every chain started at the
 state the paper reports (Fig. 2; Fig. 3 for the last hidden layer of ``relu3``): one outlier unit per class in the
 last hidden layer on prior-drawn bulk units and prior-drawn lower layers (:func:`outlier_start`).  A population the
-prior family reaches only slowly is then approached from both sides.
+prior family reaches only slowly is then approached from both sides.  ``--seed-family outliers_eq`` seeds the same
+state into an equilibrated net instead: the prior family runs first, and the ``outliers`` family starts from each
+chain's last draw with the outliers of each class in the last hidden layer merged into one unit
+(:func:`equilibrium_outlier_start`; the lower layers and the bulk are the equilibrated ones, the training error stays
+near theirs), with its own warm-up ``--seed-warmup``; the run records the start's outlier counts and training error
+beside the prior family's last draws, the outlier count per tenth of the draws of each family, and each family's
+sampler health alone.
 
 Temperature: ``--temperature`` (default T = 0.01, the paper's) for every row.
 
@@ -33,7 +39,7 @@ Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2
 GPU).  Only summaries are stored (one JSON file), never draws.
 
 Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|snaper|...]
-[--seed-family outliers] [--temperature T] [--overwrite]``.
+[--seed-family outliers|outliers_eq [--seed-warmup n]] [--temperature T] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ import time
 
 import numpy as np
 
+from bnnzoo import azcompat
 from bnnzoo.diagnostics.populations import outlier_counts
+from bnnzoo.inference.health import sampler_health
+from bnnzoo.models.fcn import fcn_forward
 from bnnzoo.workflows.certify import CERTIFY_CHAINS
 
 from . import _common as C
@@ -54,6 +63,12 @@ NAME = "certified"
 CLAIMS = ("S1", "S5", "Q1", "D2", "D3", "D4", "D5", "E4", "P1")
 T = 0.01
 RCOND = 0.03      # outlier_start: singular values of the outliers' input kept (relative to the largest)
+SEED_FAMILIES = ("outliers", "outliers_eq")
+# what a seeded run records about its starts and families (seeded_run), kept in the row's result under "seeded"
+SEEDED_RECORD = ("starts", "seeds", "start_outliers_per_class", "equilibrated_outliers_per_class", "equilibrated_mse",
+                 "start_mse", "start_mse_ratio", "warmup_per_family", "outlier_trajectory", "family_health")
+FIT_MARGIN = 1.25  # equilibrium_outlier_start: the readout fit keeps bulk units below N^{1/4} × median / this
+PROMOTE = 2.0     # equilibrium_outlier_start: a merged outlier's readout norm is at least this × N^{1/4} × median
 # per row: the zoo entry, depth, targets' y−, the claims (rows of docs/reproduction.md) it certifies and what they say
 ROWS = {
     "ym01": dict(entry="sigmoidal", depth=1, y_neg=0.1, claims=("S5",),
@@ -125,6 +140,9 @@ def analyse(run, row: str, task, P: int, temperature: float = T) -> dict:
                            populations=h.populations, criterion=h.criterion),
                certification={k: cert[k] for k in ("families", "agree", "disagreements", "observables", "scatter",
                                                    "overdispersion", "ensemble", "error_model") if k in cert})
+    seeded = {k: cert[k] for k in SEEDED_RECORD if k in cert}
+    if seeded:
+        out["seeded"] = seeded
     out["certification"]["detectable"] = {name: {pair: t["detectable"] for pair, t in tests.items()}
                                           for name, tests in cert.get("tests", {}).items()}
     if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
@@ -223,6 +241,158 @@ def outlier_start(task, width: int, num_chains: int, sigma_w2: float, sigma_a2: 
     return {**{f"W{l + 1}": W for l, W in enumerate(Ws)}, "a": a}
 
 
+def _layer_inputs(X, Ws: list, k: int) -> np.ndarray:
+    """The last hidden layer's input on the training points, (P, n), for chain ``k`` of weights ``Ws`` (the
+    forward pass of ``bnnzoo.models.fcn``: preactivation W φᵀ/√n, ReLU)."""
+    phi = X
+    for W in Ws[:-1]:
+        phi = np.maximum(phi @ W[k].T / math.sqrt(phi.shape[1]), 0.0)
+    return phi
+
+
+def equilibrium_outlier_start(task, state: dict) -> dict:
+    """Starting values with one outlier unit per class in the last hidden layer (Fig. 3's feature layer), made
+    from an equilibrated state (e.g. each chain's last draw of the prior family): the lower layers and the bulk
+    units are the state's.
+
+    Per chain, for class c with outlier units S (the readout criterion of ``populations.outlier_counts``: readout
+    norm r_i above N^{1/4} × the median, largest readout component c; none: the unit whose readout is largest along
+    class c), the unit u ∈ S of largest r_u becomes the class's one outlier.  By the ReLU's homogeneity
+    Σ_{i∈S} φ(h_i) a_i equals φ(Σ_i r_i h_i) â wherever the preactivations h_i share their sign and the readout
+    directions â_i agree, so u gets the incoming weights s Σ_i r_i w_i and the readout â/s, â the unit vector of
+    Σ_i a_i (the class's target row where Σ_i a_i is largest along another class) and s the factor that keeps u's
+    ratio of readout norm to incoming-weight norm.  Where the h_i differ in sign, the incoming weights are corrected
+    (least squares on the layer's input, singular values below ``RCOND`` times the largest dropped) towards the
+    preactivation Σ_i r_i φ(h_i).  The other units of S join the bulk: their readouts are rescaled to the median
+    readout norm and their incoming weights to the median incoming-weight norm (directions kept).  The output's
+    residual Y − f is then fitted by the least-norm change of the other bulk units' readouts (least squares on their
+    activations, ``RCOND`` as above; a unit whose readout norm the fit lifts above N^{1/4} × the median /
+    ``FIT_MARGIN`` is left out of the fit, and the fit repeated), so the training error stays near the state's (the
+    test states the factor).  Last, an outlier whose readout norm is below ``PROMOTE`` × N^{1/4} × the median gets
+    its readout scaled up to that and its incoming weights down by the same factor (the output is unchanged;
+    repeated while the median moves).
+
+    Parameters
+    ----------
+    task : Task
+        The training set: inputs ``X`` (P, N0), targets ``Y`` (P, m), the class of a point being its argmax.
+    state : dict
+        {"W1": (chain, N, N0), "W2".."WL": (chain, N, N), "a": (chain, N, m)}: one state per chain.
+
+    Returns
+    -------
+    dict : the starting values, same keys and shapes as ``state`` (new arrays; ``state`` is not changed).
+
+    Raises
+    ------
+    ValueError
+        ``state`` without "W1" and "a", or with N smaller than the number of classes.
+    """
+    if "W1" not in state or "a" not in state:
+        raise ValueError(f"state must hold the weights 'W1'..'WL' and 'a', got keys {sorted(state)}")
+    X, Y = np.asarray(task.X, float), np.asarray(task.Y, float)
+    L = 1
+    while f"W{L + 1}" in state:
+        L += 1
+    Ws = [np.array(state[f"W{l}"], float) for l in range(1, L + 1)]
+    a = np.array(state["a"], float)
+    num_chains, N, m = a.shape
+    labels = np.argmax(Y, axis=1)
+    if N < m:
+        raise ValueError(f"the state's width must be >= the {m} classes, got {N}")
+    for k in range(num_chains):
+        phi = _layer_inputs(X, Ws, k)
+        n = phi.shape[1]
+        W = Ws[-1][k]                                              # (N, n)
+        pinv = np.linalg.pinv(phi, rcond=RCOND)                    # (n, P)
+        r, w_norm = np.sqrt((a[k] ** 2).sum(-1)), np.sqrt((W ** 2).sum(-1))
+        med_r, med_w = np.median(r), np.median(w_norm)
+        flag, cls = r > N ** 0.25 * med_r, np.argmax(a[k], axis=-1)
+        kept, merged = [], []
+        for c in range(m):
+            S = np.flatnonzero(flag & (cls == c))
+            if S.size == 0:                                        # no outlier: the unit largest along class c
+                S = np.array([int(np.argmax(np.where(np.isin(np.arange(N), kept), -np.inf, a[k][:, c])))])
+            u = int(S[np.argmax(r[S])])
+            h = phi @ W[S].T / math.sqrt(n)                        # (P, |S|): the units' preactivations
+            g, h_sum = np.maximum(h, 0.0) @ r[S], h @ r[S]
+            fix = np.where(g > 0, g, np.minimum(h_sum, 0.0)) - h_sum   # where the units' signs differ
+            w_sum = (r[S, None] * W[S]).sum(0) + math.sqrt(n) * (pinv @ fix)
+            a_dir = a[k][S].sum(0)
+            if np.argmax(a_dir) != c:                             # not along class c: the class's target row
+                a_dir = Y[labels == c][0]
+            a_dir = a_dir / np.linalg.norm(a_dir)
+            scale = math.sqrt(w_norm[u] / (r[u] * np.linalg.norm(w_sum)))
+            others = S[S != u]
+            a[k, others] *= (med_r / r[others])[:, None]
+            W[others] *= (med_w / w_norm[others])[:, None]
+            W[u], a[k, u] = scale * w_sum, a_dir / scale
+            kept.append(u)
+            merged.extend(others.tolist())
+        act = np.maximum(phi @ W.T / math.sqrt(n), 0.0)            # (P, N): the last hidden layer
+        resid = Y - act @ a[k] / N
+        free = np.setdiff1d(np.arange(N), kept + merged)
+        while free.size:                                           # a unit the fit lifts near the criterion leaves
+            fitted = a[k].copy()
+            fitted[free] += N * (np.linalg.pinv(act[:, free], rcond=RCOND) @ resid)
+            r = np.sqrt((fitted ** 2).sum(-1))
+            high = r[free] > N ** 0.25 * np.median(r) / FIT_MARGIN
+            if not high.any():
+                a[k] = fitted
+                break
+            free = free[~high]
+        for _ in range(N):                                         # homogeneity: φ(h/κ) κa = φ(h) a
+            r = np.sqrt((a[k] ** 2).sum(-1))
+            kappa = np.maximum(1.0, PROMOTE * N ** 0.25 * np.median(r) / r[kept])
+            if (kappa == 1.0).all():
+                break
+            a[k, kept] *= kappa[:, None]
+            W[kept] /= kappa[:, None]
+    return {**{f"W{l + 1}": W for l, W in enumerate(Ws)}, "a": a}
+
+
+def training_error(task, params: dict) -> np.ndarray:
+    """The training error (mean over points and outputs of (f − y)², the ``mse`` observable) of a ReLU net's weights
+    {"W1".., "a"} with a leading chain axis; returns (chain,)."""
+    f = np.asarray(fcn_forward(task.X, params, activation="relu"), float)
+    return ((f - np.asarray(task.Y, float)) ** 2).mean(axis=(-1, -2))
+
+
+def outlier_trajectory(run, parts: int = 10) -> dict:
+    """Outliers per class (``populations.outlier_counts``) along a run, averaged over each of ``parts`` equal
+    stretches of the kept draws (and of the warm-up, where the run stored it): {"kept": (parts, chain, m),
+    "warmup": (parts, chain, m)} as lists."""
+    out = {}
+    for key, group in (("kept", "posterior"), ("warmup", "warmup_posterior")):
+        if group not in azcompat.group_names(run) or "a" not in azcompat.get_group(run, group):
+            continue
+        counts = outlier_counts(np.asarray(azcompat.get_group(run, group)["a"].values))   # (chain, draw, m)
+        out[key] = [np.round(b.mean(axis=1), 3).tolist()
+                    for b in np.array_split(counts, min(parts, counts.shape[1]), axis=1)]
+    return out
+
+
+def family_health(run) -> dict:
+    """One family's sampler health alone: status, max R̂, smallest E-BFMI, divergences, and per chain the step size
+    and leapfrog steps per draw (medians over the kept draws) and the mean acceptance rate."""
+    h = sampler_health(run)
+    ss = azcompat.get_group(run, "sample_stats")
+    def per_chain(name, how):
+        return how(np.asarray(ss[name].values, float), axis=1).tolist() if name in ss else None
+
+    return dict(status=h.status, reason=h.reason,
+                max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")]),
+                rhat=dict(h.rhat), ebfmi_min=h.ebfmi_min, divergences=h.divergences,
+                step_size=per_chain("step_size", np.median), acceptance_rate=per_chain("acceptance_rate", np.mean),
+                n_steps=per_chain("n_steps", np.median))
+
+
+def _without_warmup(run):
+    """The run without its warm-up groups."""
+    groups = {g: azcompat.get_group(run, g) for g in azcompat.group_names(run) if not g.startswith("warmup")}
+    return azcompat.make_idata(groups, azcompat.get_attrs(run))
+
+
 def seeded_run(entry, task, args, s: dict, sample_kw: dict):
     """The prior family and the ``outliers`` family (:func:`outlier_start`), sampled separately and combined with
     their certification (:func:`bnnzoo.workflows.certify.certify_run`) in the run's attributes, as
@@ -233,18 +403,40 @@ def seeded_run(entry, task, args, s: dict, sample_kw: dict):
     from bnnzoo.workflows.certify import certify_run, concat_families
 
     depth = sample_kw["depth"]
-    var = entry.prior_variances(task.X, **dict(entry.defaults, width=s["N"], depth=depth))
-    init = outlier_start(task, s["N"], args.chains, var["W1"], var["a"], args.seed + 4, depth=depth)
-    C.log(f"outliers family at its start: outliers per class per chain (readout criterion) "
-          f"{outlier_counts(init['a']).tolist()}")
-    runs = {"prior": bnnzoo.sample(entry, task, seed=args.seed, **sample_kw),
-            "outliers": bnnzoo.sample(entry, task, seed=args.seed + 4, init=init, **sample_kw)}
+    extra = {}
+    if args.seed_family == "outliers_eq":
+        prior = bnnzoo.sample(entry, task, seed=args.seed, **sample_kw)
+        post = azcompat.get_group(prior, "posterior")
+        state = {k: np.asarray(post[k].values)[:, -1] for k in [f"W{l + 1}" for l in range(depth)] + ["a"]}
+        init = equilibrium_outlier_start(task, state)
+        mse_eq, mse_start = training_error(task, state), training_error(task, init)
+        C.log(f"outliers family at its start (from the prior family's last draws): outliers per class per chain "
+              f"{outlier_counts(state['a']).tolist()} -> {outlier_counts(init['a']).tolist()}, training error "
+              f"{np.round(mse_eq, 7).tolist()} -> {np.round(mse_start, 7).tolist()}")
+        seeded_kw = dict(sample_kw, num_warmup=args.seed_warmup or sample_kw["num_warmup"])
+        runs = {"prior": prior, "outliers": bnnzoo.sample(entry, task, seed=args.seed + 4, init=init, **seeded_kw)}
+        extra = dict(equilibrated_outliers_per_class=outlier_counts(state["a"]).tolist(),
+                     equilibrated_mse=mse_eq.tolist(), start_mse=mse_start.tolist(),
+                     start_mse_ratio=(mse_start / mse_eq).tolist(),
+                     warmup_per_family={"prior": sample_kw["num_warmup"], "outliers": seeded_kw["num_warmup"]},
+                     outlier_trajectory={f: outlier_trajectory(r) for f, r in runs.items()},
+                     family_health={f: family_health(r) for f, r in runs.items()})
+        start = (f"the prior family's last draw per chain with the outliers of each class in hidden layer {depth} "
+                 f"merged into one unit (reproduce/certified.py: equilibrium_outlier_start), warm-up "
+                 f"{seeded_kw['num_warmup']}")
+        runs = {f: _without_warmup(r) for f, r in runs.items()}   # the families' warm-ups may differ in length
+    else:
+        var = entry.prior_variances(task.X, **dict(entry.defaults, width=s["N"], depth=depth))
+        init = outlier_start(task, s["N"], args.chains, var["W1"], var["a"], args.seed + 4, depth=depth)
+        C.log(f"outliers family at its start: outliers per class per chain (readout criterion) "
+              f"{outlier_counts(init['a']).tolist()}")
+        runs = {"prior": bnnzoo.sample(entry, task, seed=args.seed, **sample_kw),
+                "outliers": bnnzoo.sample(entry, task, seed=args.seed + 4, init=init, **sample_kw)}
+        start = f"one outlier unit per class in hidden layer {depth} (reproduce/certified.py: outlier_start)"
     combined = concat_families(runs)
     record = certify_run(combined, entry)
     record.update(seeds={"prior": args.seed, "outliers": args.seed + 4}, num_chains_per_family=args.chains,
-                  starts={"outliers": f"one outlier unit per class in hidden layer {depth} "
-                                      f"(reproduce/certified.py: outlier_start)"},
-                  start_outliers_per_class=outlier_counts(init["a"]).tolist())
+                  starts={"outliers": start}, start_outliers_per_class=outlier_counts(init["a"]).tolist(), **extra)
     groups = {g: azcompat.get_group(combined, g) for g in azcompat.group_names(combined)}
     attrs = dict(azcompat.get_attrs(combined), bnnzoo_certification=json.dumps(record),
                  num_chains=2 * args.chains)
@@ -286,8 +478,11 @@ def run(argv=None) -> int:
     p.add_argument("--y-neg", dest="y_neg", type=float, default=None,
                    help="the targets' y− of every row instead of the row's own (e.g. the y− sweep with --rows ym01)")
     p.add_argument("--seed-family", dest="seed_family", default=None,
-                   help="'outliers' (row relu or relu3 alone): compare the prior family with one started at one "
-                        "outlier unit per class instead of the prior and annealed families")
+                   help="'outliers' or 'outliers_eq' (row relu or relu3 alone): compare the prior family with one "
+                        "started at one outlier unit per class (on prior draws; 'outliers_eq': on the prior "
+                        "family's last draws) instead of the prior and annealed families")
+    p.add_argument("--seed-warmup", dest="seed_warmup", type=int, default=None,
+                   help="warm-up steps of the 'outliers_eq' family (default: --warmup's)")
     p.add_argument("--temperature", type=float, default=T, help=f"the temperature of every row (default {T})")
     args = p.parse_args(argv)
     C.check_args(args)
@@ -295,16 +490,16 @@ def run(argv=None) -> int:
     bad = [r for r in rows if r not in ROWS]
     if bad or not rows:
         raise ValueError(f"--rows must name rows among {', '.join(ROWS)}, got {args.rows!r}")
-    if args.seed_family not in (None, "outliers") or (args.seed_family and rows not in (["relu"], ["relu3"])):
-        raise ValueError(f"--seed-family must be 'outliers' with --rows relu or relu3 alone, got "
+    if args.seed_family not in (None, *SEED_FAMILIES) or (args.seed_family and rows not in (["relu"], ["relu3"])):
+        raise ValueError(f"--seed-family must be 'outliers' or 'outliers_eq' with --rows relu or relu3 alone, got "
                          f"{args.seed_family!r} with --rows {args.rows!r}")
     if not (math.isfinite(args.temperature) and args.temperature > 0):
         raise ValueError(f"--temperature must be a finite number > 0, got {args.temperature}")
     if args.chains < 2:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
-    for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1)):
+    for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1), ("seed_warmup", 1)):
         if getattr(args, name) is not None and getattr(args, name) < lo:
-            raise ValueError(f"--{name} must be an integer >= {lo}, got {getattr(args, name)}")
+            raise ValueError(f"--{name.replace('_', '-')} must be an integer >= {lo}, got {getattr(args, name)}")
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite, certified=True)
     res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
                seed_family=args.seed_family, temperature=args.temperature, rows={})

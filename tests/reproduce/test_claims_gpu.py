@@ -1,5 +1,6 @@
 """``reproduce/claims_gpu.sh``: the device script of the claims that need one GPU, at CI size on the CPU, and the
-outlier start of its seeded ReLU family (``certified.py --seed-family outliers``).  Slow: every job samples."""
+outlier starts of its seeded ReLU families (``certified.py --seed-family outliers|outliers_eq``).  Slow: every job
+samples."""
 
 import json
 import os
@@ -92,3 +93,49 @@ def test_the_deep_outlier_start_holds_one_feature_layer_outlier_per_class(N, P):
         else:
             on = np.abs(f).sum(-1) > 0                                       # (chain, P): the ReLU is open
             assert ((on == (labels == c)).mean(-1) >= 0.85).all(), c
+
+
+def test_the_equilibrium_outlier_start_holds_one_feature_layer_outlier_per_class():
+    """Row relu3's ``outliers_eq`` family at ``--size ci``: from each chain's last draw of a prior-family run, the
+    start holds one outlier per class in every chain by the readout criterion (``populations.outlier_counts``), keeps
+    the lower layers and the incoming weights of the state's bulk units (all but at most one per class), and its
+    training error stays within a factor 2 of the state's (measured 0.08–1.07 over 16 chains at N = P = 8 and
+    0.93–1.5 over 4 at N = P = 100, from short prior runs).  The training error of the state itself
+    (``training_error``, a numpy forward pass) is the sampler's recorded ``mse`` (float32: 1e-5)."""
+    import bnnzoo
+    from bnnzoo import azcompat
+    from bnnzoo.diagnostics.populations import outlier_counts
+
+    mod = load_script("certified")
+    s = mod.size_of("ci", "relu3")
+    entry = bnnzoo.get_entry("relu")
+    task = entry.make_task(**dict(entry.task_defaults, P=s["N"], N0=s["N"] + 20, y_neg=-0.5))
+    run = bnnzoo.sample(entry, task, seed=0, width=s["N"], depth=3, temperature=mod.T, num_chains=4,
+                        num_warmup=s["warmup"], num_samples=s["samples"], progress=False)
+    post = azcompat.get_group(run, "posterior")
+    state = {k: np.asarray(post[k].values)[:, -1] for k in ("W1", "W2", "W3", "a")}
+    mse = mod.training_error(task, state)
+    np.testing.assert_allclose(mse, np.asarray(post["mse"].values)[:, -1], rtol=1e-5, atol=1e-7)
+    init = mod.equilibrium_outlier_start(task, state)
+    m = task.Y.shape[1]
+    assert outlier_counts(init["a"]).tolist() == [[1] * m] * 4
+    for name in ("W1", "W2"):
+        np.testing.assert_array_equal(init[name], state[name], err_msg=name)
+    ratio = mod.training_error(task, init) / mse
+    assert (ratio < 2.0).all(), ratio
+    # incoming weights move only for the state's outliers and at most one unit per class (the merged outliers)
+    changed = (init["W3"] != state["W3"]).any(-1)                  # (chain, N)
+    r = np.sqrt((state["a"] ** 2).sum(-1))
+    was_outlier = r > s["N"] ** 0.25 * np.median(r, axis=-1, keepdims=True)
+    assert ((changed & ~was_outlier).sum(-1) <= m).all(), (changed & ~was_outlier).sum(-1)
+    assert np.isfinite(init["a"]).all() and np.isfinite(init["W3"]).all()
+
+
+def test_the_seed_family_option_names_its_values():
+    """A seed family other than 'outliers' / 'outliers_eq', or one with a row that has none, is refused."""
+    mod = load_script("certified")
+    for argv in (["--seed-family", "bulk", "--rows", "relu3"], ["--seed-family", "outliers_eq", "--rows", "sig2"]):
+        with pytest.raises(ValueError, match="--seed-family must be 'outliers' or 'outliers_eq'"):
+            mod.run(["--size", "ci", *argv])
+    with pytest.raises(ValueError, match="--seed-warmup must be an integer >= 1"):
+        mod.run(["--size", "ci", "--rows", "relu3", "--seed-family", "outliers_eq", "--seed-warmup", "0"])
