@@ -10,8 +10,8 @@
   :data:`VERDICTS`) and the result files behind it.  Rendering refuses a claims file whose verdict is not in the
   vocabulary, whose runs have no result file, whose quoted numbers (``[[claim.check]]``) differ from the JSON, which
   calls a population claim reproduced on runs the present criterion did not certify, which is "contradicted" without
-  saying where (or says where and is not "contradicted"), or which quotes a slope without its fit less its most
-  influential point.
+  saying where (or says where and is not "contradicted"), whose value, note or contradiction states a verdict other
+  than its own (:data:`STATED_VERDICT`), or which quotes a slope without its fit less its most influential point.
 
 ``python -m reproduce render`` writes both; ``--check`` writes nothing and exits 1 when the committed reproduction
 page differs from what the claims and the JSON give (or the claims fail a check above).
@@ -46,6 +46,29 @@ a population claim is "reproduced" only on a certified run (:func:`claims_errors
 SLOPE = re.compile(r"\b(slope|exponent)s?\b", re.IGNORECASE)
 """A row whose sampled value quotes a fitted slope or exponent: it must state the fit without its most influential
 point (field ``influence``, made by ``python -m reproduce.influence``)."""
+_WORD = ("(reproduced at paper size|reproduced at reduced size|reproduced|agrees, not certified|partly|contradicted"
+         "|unresolved|metastable|not run|out of scope)")
+STATED_VERDICT = (
+    re.compile(r"(?:^|[.;:(—]\s*|\b(?:the|this|its|our)\s+(?:row's\s+)?)verdict\s*(?:(?:is|was|stays|stayed|remains"
+               r"|remained|becomes|became|would be|goes|went|moves|moved)\s+)?(?:from\s+)?[:=]?\s*[*\"“]*" + _WORD
+               + r"\b", re.IGNORECASE),
+    re.compile(r"(?<![*\w])\*{1,2}" + _WORD + r"[.,;:]?\*{1,2}(?![*\w])", re.IGNORECASE),
+    re.compile(r"\b(?:stays|stayed|remains|remained)\s+\**(reproduced|partly|contradicted|unresolved|not run"
+               r"|out of scope)\b", re.IGNORECASE),
+    re.compile(r"\b(?:the claim of this row|this row's claim|this row|this claim)(?:\s*\([^)]*\))?\s+(?:is|was|stays"
+               r"|stayed|remains|remained)\s+(?:still\s+|now\s+)?\**" + _WORD + r"\b", re.IGNORECASE),
+    re.compile(r"^\W*" + _WORD + r"\b", re.IGNORECASE),
+)
+"""What states a verdict in a row's text (its ``value``, ``note`` and ``contradiction``): "verdict" as the row's own
+(at the start of a clause or after "the", "this", "its", "our" or "this row's"), with an optional verb ("is", "stays",
+"stayed", "became", ...) and a verdict word ("Verdict *partly*", "verdict: reproduced", "The verdict stayed
+*unresolved*"); a verdict word set in emphasis as a whole ("**unresolved**", "*metastable*": the page sets verdicts in
+emphasis); "stays", "remains" (or their past) followed by a verdict word other than "metastable" and "agrees" (which are
+also health labels and plain English); "this row (or claim) is / stays ..." followed by a verdict word; and a verdict
+word opening the text.  A row may state only its own verdict this way (:func:`stated_verdicts`).  Not caught: a verdict
+word in running text ("SNAPER runs were metastable", "the d³ law is not reproduced"), a qualified verdict ("the combined
+verdict", "row C1's verdict", "no verdict"), and health labels that are not verdict words ("relaxing",
+"equilibrated")."""
 PAPERS = ("van Meegen & Sompolinsky", "Nam et al.", "Rubin, Davidovich & Ringel", "Saxe, Sodhani & Lewallen",
           "Saxe, McClelland & Ganguli")
 MAX_LIST = 12
@@ -263,6 +286,30 @@ def _certified_equilibrated(d: dict) -> bool:
                for r in (d.get("rows") or {}).values())
 
 
+def stated_verdicts(text: str) -> list[str]:
+    """The verdict words ``text`` states as a row's verdict, by the patterns of :data:`STATED_VERDICT`.
+
+    Parameters
+    ----------
+    text : str
+        A row's ``value``, ``note`` or ``contradiction``.
+
+    Returns
+    -------
+    list of str
+        Each verdict word stated (lower case), in the order of the text; a word that several patterns catch at
+        one place counts once.
+    """
+    text = " ".join(str(text).split())
+    found = {m.start(1): m.group(1).lower() for pat in STATED_VERDICT for m in pat.finditer(text)}
+    return [found[i] for i in sorted(found)]
+
+
+def _states_other_verdict(word: str, verdict: str) -> bool:
+    """Whether stating ``word`` contradicts the row's ``verdict`` ("reproduced" alone fits both reproduced verdicts)."""
+    return not (word == verdict or (word == "reproduced" and verdict.startswith("reproduced")))
+
+
 def claims_errors(claims: dict, results: Path = RESULTS) -> list[str]:
     """Every way ``claims`` (parsed ``claims.toml``) disagrees with the vocabulary or the result files; [] if none."""
     errs = []
@@ -298,6 +345,11 @@ def claims_errors(claims: dict, results: Path = RESULTS) -> list[str]:
         if (v == "contradicted") != bool(str(c.get("contradiction", "")).strip()):
             errs.append(f"{cid}: a row is 'contradicted' exactly when its field 'contradiction' states where the "
                         f"run disagrees with the paper beyond its error (verdict {v!r})")
+        for field in ("value", "note", "contradiction"):
+            other = sorted({w for w in stated_verdicts(c.get(field, "")) if _states_other_verdict(w, str(v))})
+            if other:
+                errs.append(f"{cid}: its {field} states the verdict {', '.join(repr(w) for w in other)}, its verdict "
+                            f"is {v!r}: say it as evidence, or as an earlier run's result in running text")
         if SLOPE.search(str(c.get("value", ""))) and not re.search(r"\bwithout\b|\btwo points\b",
                                                                     str(c.get("influence", ""))):
             errs.append(f"{cid}: its value quotes a slope or exponent: state the fit with and without its most "

@@ -167,3 +167,39 @@ def test_every_population_row_states_its_certificate(tmp_path):
     for change, message in cases:
         errs = R.claims_errors(dict(claims, claim=[dict(base, **change)]), tmp_path)
         assert (errs == []) if message is None else any(message in e for e in errs), (change, errs)
+
+
+@pytest.mark.parametrize("verdict, field, text, stated", [
+    ("contradicted", "note", "three schemes, not four. Verdict *partly*: the schemes change", ["partly"]),
+    ("partly", "note", "the ReLU run; verdict: reproduced at reduced size", ["reproduced at reduced size"]),
+    ("partly", "note", "The verdict stayed *unresolved* while the runs were metastable", ["unresolved"]),
+    ("contradicted", "note", "whether there are three or four is **unresolved** until", ["unresolved"]),
+    ("partly", "value", "0.31 ± 0.02; the count stays unresolved", ["unresolved"]),
+    ("contradicted", "note", "the claim of this row (codes frozen) is reproduced at Fig. 3's size", ["reproduced"]),
+    ("partly", "note", "reproduced (qualitatively); the exponent is 2.4 s.e. below 3", ["reproduced"]),
+    ("partly", "contradiction", "both runs are *metastable* by the present criterion", ["metastable"]),
+])
+def test_a_row_states_no_verdict_but_its_own(tmp_path, verdict, field, text, stated):
+    """A value, note or contradiction that states another verdict is refused; the same words as the row's own
+    verdict, and verdict words in running text or qualified, are not."""
+    (tmp_path / "r_cpu.json").write_text(json.dumps({"populations_certified": False}))
+    assert R.stated_verdicts(text) == stated
+    extra = dict(contradiction="beyond its error") if verdict == "contradicted" else {}
+    row = _row(verdict=verdict, **dict(extra, **{field: text}))
+    assert any(f"its {field} states the verdict" in e and repr(stated[0]) in e for e in _errs(row, tmp_path))
+    own = stated[0] if stated[0] != "reproduced" else "reproduced at reduced size"
+    if field != "contradiction" or own == "contradicted":
+        kw = dict(contradiction="beyond its error") if own == "contradicted" else {}
+        assert _errs(_row(verdict=own, **dict(kw, **{field: text})), tmp_path) == []
+
+
+@pytest.mark.parametrize("text", [
+    "the SNAPER runs were metastable (code 100 on 0.177 / 0.083 / 0.005 by family)",
+    "relaxing by the present gate; *populations not certified* (one start family)",
+    "the combined verdict \"metastable\" comes from one code's scatter; row C1's verdict quotes ½; no verdict",
+    "GD: reproduced at every width. Bayesian: not reproduced; the d³ law is not reproduced",
+    "an earlier SNAPER run was metastable and a longer one relaxing, so they are superseded",
+    "the sigmoidal net at N = P = 200 was not run",
+])
+def test_verdict_words_in_running_text_state_no_verdict(text):
+    assert R.stated_verdicts(text) == []
