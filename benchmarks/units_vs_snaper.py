@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 import warnings
@@ -79,6 +80,7 @@ def one_run(sampler, N, chains, warmup, samples, seed, window, y_neg=0.5):
     frac = {code_string(k, 3): float(np.mean(last == k)) for k in range(8)}
     qa = np.asarray(post["q_a"].values, float)                            # (chain, draw, class)
     rhat_qa = max(float(az.rhat(qa[..., c])) for c in range(qa.shape[-1]))
+    ess_qa = min(float(az.ess(qa[..., c])) for c in range(qa.shape[-1]))
     out = dict(sampler=sampler, N=N, P=N, y_neg=y_neg, rhat_q_a=rhat_qa, chains=chains, warmup=warmup, samples=samples, seed=seed, window=window,
                wall_s=round(wall, 1), warmup_s=round(float(timing.get("warmup_s", float("nan"))), 1),
                sampling_s=round(sampling_s, 1), acceptance=float(ss["acceptance_rate"].mean()),
@@ -89,7 +91,8 @@ def one_run(sampler, N, chains, warmup, samples, seed, window, y_neg=0.5):
                between_branches_total=int(between.sum()),
                between_branches_per_unit_per_s=float(between.sum() / units / sampling_s),
                units_changed_branch_first_to_last=int(turnover.sum()),
-               code_fractions_last_window=frac, mse=float(post["mse"].mean()))
+               code_fractions_last_window=frac, mse=float(post["mse"].mean()),
+               ess_q_a=ess_qa, ess_q_a_per_s=ess_qa / sampling_s)
     if "code_change_rate" in ss:
         out["code_changes_per_unit_per_sweep"] = float(ss["code_change_rate"].mean())
     return out
@@ -180,7 +183,7 @@ def main(argv=None):
     sizes = [int(s) for s in args.sizes.split(",")]
     uw = [int(s) for s in args.units_warmup.split(",")]
     us = [int(s) for s in args.units_samples.split(",")]
-    rows, t_all = [], time.perf_counter()
+    rows, t_all, load0 = [], time.perf_counter(), os.getloadavg()[0]
     theory = {}
     for j, N in enumerate(sizes):
         mf = single_neuron_meanfield(bnnzoo.toy_task(P=N, y_neg=args.y_neg), nonlinearity="sigmoid", temperature=0.01,
@@ -197,7 +200,8 @@ def main(argv=None):
     stem = Path(args.out or HERE / "results" / "units_vs_snaper")
     stem.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(python=platform.python_version(), jax=jax.__version__, numpy=np.__version__,
-                cpu_count=__import__("os").cpu_count(), total_s=round(total, 1), args=vars(args))
+                cpu_count=os.cpu_count(), total_s=round(total, 1), args=vars(args),
+                load_average=[round(load0, 1), round(os.getloadavg()[0], 1)])
     stem.with_suffix(".json").write_text(json.dumps(dict(meta=meta, rows=rows, meanfield=theory), indent=1))
     render(stem)
 
@@ -214,7 +218,10 @@ def render(stem):
         if v is not None and k not in ("out", "render", "proposals") and not (k == "samplers" and v == "units,snaper"))
     md = ["# Code switches: sampler='units' against SNAPER, sigmoidal net", "",
           f"`{cmd}`", "",
-          f"Machine: {meta['cpu_count']} CPU cores, no other job running; total {meta['total_s']} s. "
+          f"Machine: {meta['cpu_count']} CPU cores, "
+          + ("no other job running" if "load_average" not in meta else
+             "1-minute load average {} at the start, {} at the end".format(*meta["load_average"]))
+          + f"; total {meta['total_s']} s. "
           f"Python {meta['python']}, jax {meta['jax']}.", "",
           f"Toy task, y− = {args.get('y_neg', 0.5)}, T = 0.01, one hidden layer, prior starts, the same task and seed for both samplers. "
           "A *persistent switch* is a change of a unit's modal code between consecutive windows of "
@@ -223,13 +230,14 @@ def render(stem):
           "proposal; SNAPER — mean HMC acceptance probability (not the same quantity). Time: sampling only "
           "(warm-up and compilation excluded; the units sampler's includes its per-draw Python loop). R̂ of q_a: "
           "ArviZ's rank-normalised R̂ over the chains, the largest over the classes — whether the chains' readout "
-          "norms, which a chain's population of codes sets, agree.", "",
+          "norms, which a chain's population of codes sets, agree; ESS of q_a: the smallest bulk ESS over the "
+          "classes, and per second of sampling.", "",
           "| N = P | sampler | warm-up + draws | acceptance | warm-up s | sampling s | persistent switches "
           "(units switching / units) | per unit per s | per unit per 1000 draws | of them between branches: "
           "count, per unit per s | units on another branch at the end than at the start "
           "| code changes per unit per sweep "
-          "| code fractions, last window: 011 / 101 / 110 / 111 / 100 (other) | mean field | R̂ of q_a |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| code fractions, last window: 011 / 101 / 110 / 111 / 100 (other) | mean field | R̂ of q_a | ESS of q_a (per s) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r["code_fractions_last_window"]
         other = max(0.0, 1.0 - sum(f[c] for c in ("011", "101", "110", "111", "100")))
@@ -246,7 +254,8 @@ def render(stem):
                   f"({other:.3f}) | "
                   f"{th.get('011', 0):.3f} / {th.get('101', 0):.3f} / {th.get('110', 0):.3f} / "
                   f"{th.get('111', 0):.3f} / {th.get('100', 0):.3f} | "
-                  f"{r['rhat_q_a']:.2f} |" if "rhat_q_a" in r else "— |")
+                  + (f"{r['rhat_q_a']:.2f} |" if "rhat_q_a" in r else "— |")
+                  + (f" {r['ess_q_a']:.0f} ({r['ess_q_a_per_s']:.1f}) |" if "ess_q_a" in r else " — |"))
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
