@@ -78,8 +78,8 @@ round(``pairs`` · N) Metropolis rotations of two units' rows, the same angle θ
 sign.  The rotation keeps the prior (isotropic in each point's pair) and n_i + n_j (n = |h/s|², prior-whitened); the
 pair is drawn with its first unit ∝ n and its second ∝ n among the rest (the outliers are drawn often), so the ratio
 carries the pair's probability after over before the move; the likelihood changes by a rank-4 update of Σ (a 4 × 4
-system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  ``benchmarks/results/units_pairs.md``
-decides the default.
+system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  On the ReLU net at N = P = 60 they made
+the outlier count per class agree across chains (``benchmarks/results/units_pairs.md``); q_a still mixes slowly.
 
 **Where it is weak.**  Without the local steps units can reject every move for the whole run
 (``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``,
@@ -148,7 +148,7 @@ them out.  On by default, as ``benchmarks/results/units_local.md`` decides."""
 
 PAIRS = 0.5
 """Pair rotations per unit and sweep (module docstring, "The pair rotations"): round(PAIRS · N) rotations of two
-units' preactivation rows; 0 leaves them out."""
+units' preactivation rows; 0 leaves them out.  On by default, as ``benchmarks/results/units_pairs.md`` decides."""
 
 PAIR_ANGLE = (0.05, 1.5)
 """Range of a pair rotation's angle |θ| in radians: log-uniform in it, with a random sign (a symmetric law)."""
