@@ -146,7 +146,7 @@ def test_starts_from_given_weights():
     task = bnnzoo.toy_task(P=8)
     W = np.random.default_rng(3).standard_normal((2, 6, 28))
     out, _, _ = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=0, num_samples=1, width=6,
-                               temperature=0.05, init={"W1": W}, record=("z",), own=False, local=0)
+                               temperature=0.05, init={"W1": W}, record=("z",), own=False, local=0, pairs=0)
     H0 = W @ task.X.T / np.sqrt(28)
     z = out["z1"][:, 0]                                    # (chain, neuron, point) after one sweep
     same = np.all(np.isclose(z, H0, rtol=1e-5, atol=1e-5), axis=-1)
