@@ -124,9 +124,16 @@ def main(argv=None):
     p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_pairs)")
     args = p.parse_args(argv)
     runs = [tuple(r.split(":")) for r in args.runs.split(",")]
-    bad = [r for r in runs if len(r) != 2 or r[0] not in NETS]
+    def number(x):
+        try:
+            return float(x) >= 0
+        except ValueError:
+            return False
+
+    bad = [r for r in runs if len(r) != 2 or r[0] not in NETS or not number(r[1])]
     if bad:
-        raise SystemExit(f"--runs: each run must be net:pairs with net among {', '.join(NETS)}; got {bad}")
+        raise SystemExit(f"--runs: each run must be net:pairs (pairs a number >= 0) with net among "
+                         f"{', '.join(NETS)}; got {bad}")
     warmup, samples = (int(x) for x in args.sweeps.split(","))
     stem = Path(args.out or HERE / "results" / "units_pairs")
     rows, t0 = [], time.time()
