@@ -248,6 +248,13 @@ def _spd_logdet_quad(S, Y):
     return 2.0 * jnp.sum(jnp.log(jnp.diag(L))), jnp.sum(Y * cho_solve((L, True), Y))
 
 
+@_unbatched
+def _small_solve(M, R):
+    """(sign of det M, log |det M|, M⁻¹ R) for a small square M (the pair rotations' 4 × 4 system)."""
+    sign, logdet = jnp.linalg.slogdet(M)
+    return sign, logdet, jnp.linalg.solve(M, R)
+
+
 def _truncnorm(u, lo, hi):
     """Standard-normal draws truncated to [lo, hi] (elementwise; either may be ±inf) from uniforms u, by the inverse
     CDF on the side of the tail."""
@@ -625,9 +632,9 @@ class _Kernel:
         U4 = jnp.stack([pi_, pj_, Phi[i], Phi[j]], axis=1)                       # (P, 4)
         V = Sinv @ U4
         M = jnp.eye(4, dtype=H.dtype) + D[:, None] * (U4.T @ V)                  # I + D Uᵀ Σ⁻¹ U
-        sign, logdet = jnp.linalg.slogdet(M)
         VY = V.T @ self.Y                                                        # (4, m)
-        dquad = -jnp.sum(VY * jnp.linalg.solve(M, D[:, None] * VY))               # change of tr(Yᵀ Σ⁻¹ Y)
+        sign, logdet, sol = _small_solve(M, D[:, None] * jnp.concatenate([VY, V.T], axis=1))
+        dquad = -jnp.sum(VY * sol[:, :m])                                        # change of tr(Yᵀ Σ⁻¹ Y)
         ni1, nj1 = jnp.sum((hi_ / self.s) ** 2), jnp.sum((hj_ / self.s) ** 2)
 
         def log_pick(a, b):
@@ -635,7 +642,7 @@ class _Kernel:
 
         log_a = jnp.where(sign > 0, -0.5 * m * logdet - 0.5 * dquad + log_pick(ni1, nj1) - log_pick(n[i], n[j]),
                           -jnp.inf)
-        Sinv1 = Sinv - V @ jnp.linalg.solve(M, D[:, None] * V.T)
+        Sinv1 = Sinv - V @ sol[:, m:]
         return log_a, (H.at[i].set(hi_).at[j].set(hj_), Phi.at[i].set(pi_).at[j].set(pj_),
                        0.5 * (Sinv1 + Sinv1.T), n.at[i].set(ni1).at[j].set(nj1))
 
