@@ -12,6 +12,7 @@ Exactness is shown piece by piece and end to end:
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -145,7 +146,7 @@ def test_starts_from_given_weights():
     task = bnnzoo.toy_task(P=8)
     W = np.random.default_rng(3).standard_normal((2, 6, 28))
     out, _, _ = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=0, num_samples=1, width=6,
-                               temperature=0.05, init={"W1": W}, record=("z",), own=False, local=0)
+                               temperature=0.05, init={"W1": W}, record=("z",), own=False, local=0, pairs=0)
     H0 = W @ task.X.T / np.sqrt(28)
     z = out["z1"][:, 0]                                    # (chain, neuron, point) after one sweep
     same = np.all(np.isclose(z, H0, rtol=1e-5, atol=1e-5), axis=-1)
@@ -180,6 +181,41 @@ def _kernel(act="sigmoid", N=5, P=6, y_neg=0.5, **kw):
     task = bnnzoo.toy_task(P=P, y_neg=y_neg)
     return U._Kernel(task.X, task.Y, width=N, activation=act, temperature=0.05, sigma_a2=1.0 / P, sigma_w2=1.3,
                      **kw)
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid"])
+def test_pair_rotation_ratio_is_the_full_target(act):
+    """A pair rotation's log acceptance ratio equals log π(H') − log π(H) (the full target, Cholesky) plus the log
+    ratio of the pair's probabilities (first unit ∝ n, second ∝ n among the rest, enumerated here); its carried Σ'⁻¹
+    is Σ(H')⁻¹, and rotating back by −θ returns H with the opposite ratio."""
+    with jax.enable_x64(True):
+        k = _kernel(act, N=5, P=6)
+        rng = np.random.default_rng(3)
+        H = jnp.asarray(2.0 * rng.standard_normal((k.N, k.P)))
+        s2 = np.asarray(k.s) ** 2
+
+        def pair_prob(H_, i, j):
+            n = np.sum(np.asarray(H_) ** 2 / s2, axis=1)
+            t = n.sum()
+            return n[i] / t * n[j] / (t - n[i]) + n[j] / t * n[i] / (t - n[j])
+
+        Phi = k.phi(H)
+        Sinv = jnp.linalg.inv(k.c * Phi.T @ Phi + k.v * jnp.eye(k.P))
+        n = jnp.sum(H**2 / k.s**2, axis=1)
+        rot = jax.jit(k.pair_rotation)
+        for i, j, th in ((0, 3, 0.4), (4, 1, -1.2), (2, 0, 0.07)):
+            log_a, (H1, Phi1, Sinv1, n1) = rot(H, Phi, Sinv, n, i, j, th)
+            want = (float(k.log_target(H1) - k.log_target(H))
+                    + math.log(pair_prob(H1, i, j)) - math.log(pair_prob(H, i, j)))
+            assert abs(float(log_a) - want) < 1e-6 * max(1.0, abs(want)), (i, j, th, float(log_a), want)
+            assert abs(want) > 1e-3                                  # the rotation changes the target
+            np.testing.assert_allclose(np.sum(np.asarray(H1)[[i, j]] ** 2, 0), np.sum(np.asarray(H)[[i, j]] ** 2, 0),
+                                       rtol=1e-12)                   # per point: the prior is kept
+            S1 = k.c * np.asarray(Phi1).T @ np.asarray(Phi1) + k.v * np.eye(k.P)
+            np.testing.assert_allclose(np.asarray(Sinv1) @ S1, np.eye(k.P), atol=1e-8)
+            back, (H2, *_) = rot(H1, Phi1, Sinv1, n1, i, j, -th)
+            np.testing.assert_allclose(np.asarray(H2), np.asarray(H), atol=1e-12)
+            assert abs(float(back) + float(log_a)) < 1e-6 * max(1.0, abs(want))
 
 
 def test_cavity_form_is_the_full_target():
@@ -312,7 +348,7 @@ def test_own_readout_step_alone_matches_importance_sampling():
     ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7)
     out, stats, info = U.units_chains(task.X, task.Y, num_chains=4, num_warmup=40, num_samples=600, seed=2, width=N,
                                       activation="sigmoid", temperature=T, sigma_a2=sa2, tries=0, own=True,
-                                      local=0, exclude=("W1",))
+                                      local=0, pairs=0, exclude=("W1",))
     assert info["kernel"]["own"] and info["kernel"]["tries"] == 0
     assert 0.05 < float(np.mean(stats["acceptance_rate"])) < 1.0
     assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
@@ -330,10 +366,27 @@ def test_local_steps_alone_match_importance_sampling(act):
     ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7, activation=act)
     out, stats, info = U.units_chains(task.X, task.Y, num_chains=8, num_warmup=40, num_samples=2500, seed=3, width=N,
                                       activation=act, temperature=T, sigma_a2=sa2, tries=0, own=False, local=4,
-                                      local_step=(0.5, 2.0), exclude=("W1",))
+                                      local_step=(0.5, 2.0), pairs=0, exclude=("W1",))
     assert info["kernel"]["local"] == 4 and info["kernel"]["tries"] == 0
     assert 0.05 < float(np.mean(stats["acceptance_rate"])) < 1.0
     assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
+
+
+def test_pair_rotations_match_importance_sampling():
+    """The pair rotations next to one small local step per unit (no tries, no own-readout step): with N = 3 the pair
+    drawn ∝ the units' squared norms has a probability that the rotation changes, so a ratio without it, or with the
+    rank-4 update of Σ wrong, shows against the importance-sampling reference."""
+    P, N, T, sa2 = 3, 3, 0.1, 1.0
+    task = bnnzoo.toy_task(P=P, y_neg=0.5, P_test=3, N0=8)
+    ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7, activation="relu")
+    out, stats, info = U.units_chains(task.X, task.Y, num_chains=8, num_warmup=40, num_samples=2500, seed=3, width=N,
+                                      activation="relu", temperature=T, sigma_a2=sa2, tries=0, own=False, local=1,
+                                      local_step=(0.2, 0.5), pairs=3.0, exclude=("W1",))
+    assert info["kernel"]["pairs"] == 3.0
+    assert 0.05 < float(np.mean(stats["pair_acceptance"])) < 0.95
+    assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
+    with pytest.raises(ValueError, match="pairs >= 0"):
+        U.units_chains(task.X, task.Y, num_chains=1, num_warmup=1, num_samples=1, width=N, pairs=-1)
 
 
 def _importance_reference(task, N, T, sa2, *, n, seed, activation="sigmoid"):

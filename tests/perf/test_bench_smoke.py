@@ -101,3 +101,33 @@ def test_units_own_tiny(tmp_path):
     bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_own.py"), "--runs", "sig:on"],
                          capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "--runs" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_units_pairs_and_relu_diagnosis_tiny(tmp_path):
+    """The pair-rotation benchmark and the ReLU diagnosis at N = P = 8: one row per run with counts within their
+    bounds, the diagnosis' three tables, and a bad run spec refused with one line."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    out = tmp_path / "pairs"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_pairs.py"), "--runs", "relu:0,relu:1",
+                          "--size", "8", "--chains", "2", "--sweeps", "3,5", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [(r["net"], r["pairs"]) for r in rows] == [("relu", 0.0), ("relu", 1.0)]
+    assert rows[0]["pair_acceptance"] is None and 0 <= rows[1]["pair_acceptance"] <= 1
+    for r in rows:
+        assert 0 < r["acceptance"] <= 1 and r["s_per_sweep"] > 0 and 0 <= r["outlier_count_changes"] <= 1
+    assert "| relu | 1 |" in out.with_suffix(".md").read_text()
+    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_pairs.py"), "--runs", "relu:x"],
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode != 0 and "--runs" in bad.stderr and "Traceback" not in bad.stderr
+    diag = tmp_path / "diag"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_relu_diagnose.py"), "--size", "8",
+                          "--chains", "2", "--sweeps", "3,5", "--pairs", "1", "--out", str(diag)],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = diag.with_suffix(".md").read_text()
+    tables = sum(line.startswith("|---") for line in text.splitlines())
+    assert "| outliers |" in text and "| bulk |" in text and tables == 3
+

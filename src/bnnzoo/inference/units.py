@@ -68,8 +68,22 @@ prior sd s_μ), accepted with the reverse density in the ratio; every step draws
 :data:`LOCAL_STEP` (independent of the state).  The gradient is exact and costs one O(P²) product B φ', the one the
 acceptance needs anyway.  They move a unit that no proposal of the mixture covers, by small steps.
 
+**The pair rotations.**  The ReLU net carries each class on a few outlier units (large readouts and
+preactivations); their conditionals given the others are narrow, so they accept few of their own moves and the
+number of outliers per class stays where the chain started (``benchmarks/results/units_relu_diagnose.md``).  Splitting
+an outlier into two or merging two costs little in π — φ(γh) = γφ(h), and two units with one sign pattern enter Σ
+only through the sum of their φφᵀ — but no single-unit move crosses the states in between.  So every sweep ends with
+round(``pairs`` · N) Metropolis rotations of two units' rows, the same angle θ at every point:
+(h_i, h_j) → (h_i cos θ − h_j sin θ, h_i sin θ + h_j cos θ), |θ| log-uniform in :data:`PAIR_ANGLE` with a random
+sign.  The rotation keeps the prior (isotropic in each point's pair) and n_i + n_j (n = |h/s|², prior-whitened); the
+pair is drawn with its first unit ∝ n and its second ∝ n among the rest (the outliers are drawn often), so the ratio
+carries the pair's probability after over before the move; the likelihood changes by a rank-4 update of Σ (a 4 × 4
+system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  On the ReLU net at N = P = 60 they made
+the outlier count per class agree across chains (``benchmarks/results/units_pairs.md``); q_a still mixes slowly.
+
 **Where it is weak.**  Without the local steps units can reject every move for the whole run
-(``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``).
+(``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``,
+``benchmarks/results/units_pairs.md``).
 With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
 the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
 9–17 %); a ReLU net with N = 2, P = 3 reached an ESS of 7 for f in 6000 draws.
@@ -131,6 +145,13 @@ docstring, "The own-readout step")."""
 LOCAL = 4
 """Local (MALA) steps per unit and sweep after its other moves (module docstring, "The local steps"); 0 leaves
 them out.  On by default, as ``benchmarks/results/units_local.md`` decides."""
+
+PAIRS = 0.5
+"""Pair rotations per unit and sweep (module docstring, "The pair rotations"): round(PAIRS · N) rotations of two
+units' preactivation rows; 0 leaves them out.  On by default, as ``benchmarks/results/units_pairs.md`` decides."""
+
+PAIR_ANGLE = (0.05, 1.5)
+"""Range of a pair rotation's angle |θ| in radians: log-uniform in it, with a random sign (a symmetric law)."""
 
 LOCAL_STEP = (0.1, 0.7)
 """Range of the local steps' size in prior sd units: each step draws its size log-uniformly in it (a random choice
@@ -227,6 +248,13 @@ def _spd_logdet_quad(S, Y):
     return 2.0 * jnp.sum(jnp.log(jnp.diag(L))), jnp.sum(Y * cho_solve((L, True), Y))
 
 
+@_unbatched
+def _small_solve(M, R):
+    """(sign of det M, log |det M|, M⁻¹ R) for a small square M (the pair rotations' 4 × 4 system)."""
+    sign, logdet = jnp.linalg.slogdet(M)
+    return sign, logdet, jnp.linalg.solve(M, R)
+
+
 def _truncnorm(u, lo, hi):
     """Standard-normal draws truncated to [lo, hi] (elementwise; either may be ±inf) from uniforms u, by the inverse
     CDF on the side of the tail."""
@@ -253,7 +281,7 @@ class _Kernel:
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
                  self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=OWN, local=LOCAL,
-                 local_step=LOCAL_STEP):
+                 local_step=LOCAL_STEP, pairs=PAIRS, pair_angle=PAIR_ANGLE):
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -278,6 +306,11 @@ class _Kernel:
         if self.local < 0 or len(self.local_step) != 2 or not 0 < self.local_step[0] <= self.local_step[1]:
             raise ValueError(f"need local >= 0 and local_step = (lo, hi) with 0 < lo <= hi, got local={local}, "
                              f"local_step={local_step}")
+        self.n_pairs = int(round(float(pairs) * self.N)) if self.N > 1 else 0
+        self.pair_angle = tuple(float(x) for x in pair_angle)
+        if pairs < 0 or len(self.pair_angle) != 2 or not 0 < self.pair_angle[0] <= self.pair_angle[1]:
+            raise ValueError(f"need pairs >= 0 and pair_angle = (lo, hi) with 0 < lo <= hi, got pairs={pairs}, "
+                             f"pair_angle={pair_angle}")
         # constants in NumPy (float64), handed to JAX once
         kappa = np.sum(X * X, axis=1) / self.N0
         s = np.sqrt(self.sw2 * kappa)                                            # (P,) prior sd of every h_iμ
@@ -387,7 +420,8 @@ class _Kernel:
 
     # -- one sweep of one chain
     def sweep(self, H, key):
-        """One sweep: every unit in turn moved by ``tries`` independence MH steps, then the common-scale move.
+        """One sweep: every unit in turn moved by ``tries`` independence MH steps (then its own-readout and local
+        steps), then the common-scale, signal and pair moves.
 
         Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
         at the start of every sweep: Σ⁻¹, Σ⁻¹Y, and with the code mixture the per-code sums of the activations
@@ -544,9 +578,73 @@ class _Kernel:
         signal_ok = jnp.zeros((), bool)
         if self.signal_step > 0:
             H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
+        pair_rate = jnp.zeros((), H.dtype)
+        if self.n_pairs:
+            H, pair_rate = self.pair_move(H, jax.random.fold_in(key, 11))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * (T + self.own + self.local)), changed.sum() / N, mse, scale_ok, signal_ok
+        return H, acc.sum() / (N * (T + self.own + self.local)), changed.sum() / N, mse, scale_ok, signal_ok, pair_rate
+
+    def pair_move(self, H, key):
+        """``n_pairs`` Metropolis rotations of two units' preactivation rows (module docstring, "The pair rotations"):
+        (h_i, h_j) → (h_i cos θ − h_j sin θ, h_i sin θ + h_j cos θ) at every point, |θ| log-uniform in ``pair_angle``
+        with a random sign.  The rotation keeps the prior and n_i + n_j (n = |h/s|², prior-whitened squared norms);
+        the pair is drawn with its first unit ∝ n and its second ∝ n among the rest, so the ratio carries the
+        probability of drawing the same pair after the move.  Σ⁻¹ and the likelihood change by a rank-4 update
+        (Woodbury, a 4 × 4 system: O(P²) per rotation); Σ⁻¹ is recomputed from a Cholesky factor first.
+
+        Returns (H, accepted fraction)."""
+        P, c = self.P, self.c
+        Phi = self.phi(H)
+        S = c * Phi.T @ Phi + self.v * jnp.eye(P)
+        Sinv = _spd_solve(S, jnp.eye(P))
+        Sinv = 0.5 * (Sinv + Sinv.T)
+        n = jnp.sum((H / self.s[None, :]) ** 2, axis=1)                          # (N,)
+        lo, hi = self.pair_angle
+
+        def one(carry, x):
+            H, Phi, Sinv, n, n_ok = carry
+            u1, u2, ua, us, ut = x
+            i = _categorical(u1, jnp.log(n))
+            j = _categorical(u2, jnp.log(n.at[i].set(0.0)))
+            th = jnp.where(us < 0.5, -1.0, 1.0) * lo * (hi / lo) ** ut
+            log_a, new = self.pair_rotation(H, Phi, Sinv, n, i, j, th)
+            ok = (jnp.log(ua) < log_a) & (i != j)
+            return (*(jnp.where(ok, a1, a0) for a1, a0 in zip(new, (H, Phi, Sinv, n))), n_ok + ok), None
+
+        uni = jax.random.uniform(key, (5, self.n_pairs), H.dtype, minval=1e-300)
+        (H, *_, n_ok), _ = jax.lax.scan(one, (H, Phi, Sinv, n, jnp.zeros((), jnp.int32)), tuple(uni))
+        return H, n_ok / self.n_pairs
+
+    def pair_rotation(self, H, Phi, Sinv, n, i, j, th):
+        """(log acceptance ratio, (H', Φ', Σ'⁻¹, n')) of the rotation of units i ≠ j by θ (:meth:`pair_move`), from
+        H (N, P), Φ = φ(H), Σ⁻¹ (P, P) and the squared norms n (N,).  The prior is unchanged; the likelihood's
+        change is a rank-4 update Σ' = Σ + U D Uᵀ, U = [φ_i', φ_j', φ_i, φ_j], D = c diag(1, 1, −1, −1):
+        log det ratio = log det(I + D UᵀΣ⁻¹U) and Σ'⁻¹ = Σ⁻¹ − V (I + D UᵀV)⁻¹ D Vᵀ with V = Σ⁻¹U; the pair's
+        probability is n_i n_j (1/(Σn − n_i) + 1/(Σn − n_j)) / Σn (first ∝ n, second ∝ n among the rest), Σn kept.
+        A non-positive determinant (rounding) gives −inf."""
+        m = self.m
+        tot = jnp.sum(n)
+        D = self.c * jnp.array([1.0, 1.0, -1.0, -1.0], H.dtype)
+        ct, st = jnp.cos(th), jnp.sin(th)
+        hi_, hj_ = ct * H[i] - st * H[j], st * H[i] + ct * H[j]
+        pi_, pj_ = self.phi(hi_), self.phi(hj_)
+        U4 = jnp.stack([pi_, pj_, Phi[i], Phi[j]], axis=1)                       # (P, 4)
+        V = Sinv @ U4
+        M = jnp.eye(4, dtype=H.dtype) + D[:, None] * (U4.T @ V)                  # I + D Uᵀ Σ⁻¹ U
+        VY = V.T @ self.Y                                                        # (4, m)
+        sign, logdet, sol = _small_solve(M, D[:, None] * jnp.concatenate([VY, V.T], axis=1))
+        dquad = -jnp.sum(VY * sol[:, :m])                                        # change of tr(Yᵀ Σ⁻¹ Y)
+        ni1, nj1 = jnp.sum((hi_ / self.s) ** 2), jnp.sum((hj_ / self.s) ** 2)
+
+        def log_pick(a, b):
+            return jnp.log(a) + jnp.log(b) + jnp.log(1.0 / (tot - a) + 1.0 / (tot - b))
+
+        log_a = jnp.where(sign > 0, -0.5 * m * logdet - 0.5 * dquad + log_pick(ni1, nj1) - log_pick(n[i], n[j]),
+                          -jnp.inf)
+        Sinv1 = Sinv - V @ sol[:, m:]
+        return log_a, (H.at[i].set(hi_).at[j].set(hj_), Phi.at[i].set(pi_).at[j].set(pj_),
+                       0.5 * (Sinv1 + Sinv1.T), n.at[i].set(ni1).at[j].set(nj1))
 
     def signal_move(self, H, key):
         """A Metropolis move of every unit's component along the targets' directions (span of the class indicators
@@ -654,7 +752,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
                  progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
                  scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool = OWN,
-                 local: int = LOCAL, local_step=LOCAL_STEP, chunk_size: int | None = None,
+                 local: int = LOCAL, local_step=LOCAL_STEP, pairs: float = PAIRS, pair_angle=PAIR_ANGLE,
+                 chunk_size: int | None = None,
                  store: RunStore | None = None, resume: bool = False,
                  manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
@@ -666,7 +765,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH
     proposals per unit and sweep (the same cavity; each a valid independence MH step; 0 allowed when ``own``),
     ``own`` whether each unit then takes the own-readout step and ``local`` how many local (MALA) steps, their
-    sizes log-uniform in ``local_step`` (prior sd units; module docstring), ``breaks`` the breakpoints
+    sizes log-uniform in ``local_step`` (prior sd units; module docstring), ``pairs`` pair rotations per unit and
+    sweep, their angles |θ| log-uniform in ``pair_angle`` (radians; module docstring), ``breaks`` the breakpoints
     of φ̃ in prior-sd units; ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
     None: one block); ``store`` a :class:`~bnnzoo.inference.store.RunStore` that receives every finished block
     and a checkpoint of the chains' preactivations after it, with the run's ``manifest`` (its identity); ``resume``
@@ -678,7 +778,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     ``record`` holds "summaries", f_test when ``X_test`` is given; stats {"diverging", "n_steps" (sweeps per kept
     draw), "acceptance_rate" (accepted fraction of the unit moves — the tries, the own-readout and the local steps —
     since the last kept draw), "code_change_rate" (fraction of units whose code — class-mean signs of h — changed
-    per sweep)}; info {"timing", "warmup_mse" (chain, sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
+    per sweep), "scale_acceptance", "signal_acceptance", "pair_acceptance" (accepted fraction of the pair rotations;
+    when ``pairs`` gives any)}; info {"timing", "warmup_mse" (chain, sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
     sweep), "kernel_means", "kernel_draws", "kernel" (the proposal's settings), "chunk_size", "resumed_from_block"
     (-1: a fresh run)}.
 
@@ -729,7 +830,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
                            scale_step=scale_step, signal_step=signal_step, own=own, local=local,
-                           local_step=local_step)
+                           local_step=local_step, pairs=pairs, pair_angle=pair_angle)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -770,7 +871,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                 if b.kind == "warmup":
                     mse_b, acc_b, time_b = [], [], []
                     for t in range(warm_done, warm_done + b.steps):
-                        H, acc, _, mse, _, _ = sweep(H, keys(2 * t, C))
+                        H, acc, _, mse, _, _, _ = sweep(H, keys(2 * t, C))
                         acc_b.append(acc)
                         mse_b.append(mse)
                         jax.block_until_ready(mse)
@@ -783,19 +884,20 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                                          "time": np.broadcast_to(np.asarray(time_b, float), (C, b.steps)).copy()}}
                     timing["warmup_s"] += time.perf_counter() - t0
                 else:
-                    out_b, acc_b, ch_b, sc_b, sg_b = [], [], [], [], []
+                    out_b, acc_b, ch_b, sc_b, sg_b, pr_b = [], [], [], [], [], []
                     sums: dict = {}
                     means: dict = {k: [] for k in kernel_means}
                     for d in range(b.draw0, b.draw0 + b.n_keep):
-                        acc_d, ch_d, sc_d, sg_d = 0.0, 0.0, 0.0, 0.0
+                        acc_d, ch_d, sc_d, sg_d, pr_d = 0.0, 0.0, 0.0, 0.0, 0.0
                         for t in range(thin):
-                            H, acc, ch, _, sc, sg = sweep(H, keys(base + 2 * (d * thin + t), C))
-                            acc_d, ch_d, sc_d, sg_d = acc_d + acc, ch_d + ch, sc_d + sc, sg_d + sg
+                            H, acc, ch, _, sc, sg, pr = sweep(H, keys(base + 2 * (d * thin + t), C))
+                            acc_d, ch_d, sc_d, sg_d, pr_d = acc_d + acc, ch_d + ch, sc_d + sc, sg_d + sg, pr_d + pr
                         out = rec(H, keys(base + 2 * (d * thin + thin - 1) + 1, C))
                         acc_b.append(np.asarray(acc_d / thin))
                         ch_b.append(np.asarray(ch_d / thin))
                         sc_b.append(np.asarray(sc_d / thin, float))
                         sg_b.append(np.asarray(sg_d / thin, float))
+                        pr_b.append(np.asarray(pr_d / thin, float))
                         for site, e in kernel_means.items():
                             sums[site] = out[site] if d % e == 0 else sums[site] + out[site]
                             if d % e == e - 1:
@@ -807,7 +909,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                               "sample_stats": {"acceptance_rate": np.stack(acc_b, 1),
                                                "code_change_rate": np.stack(ch_b, 1),
                                                "scale_acceptance": np.stack(sc_b, 1),
-                                               "signal_acceptance": np.stack(sg_b, 1)},
+                                               "signal_acceptance": np.stack(sg_b, 1),
+                                               "pair_acceptance": np.stack(pr_b, 1)},
                               "posterior_thinned": {k: np.stack(v, 1) for k, v in means.items() if v}}
                     jax.block_until_ready(H)
                     timing["sampling_s"] += time.perf_counter() - t0
@@ -844,6 +947,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
         stats["scale_acceptance"] = st["scale_acceptance"].astype(np.float32)
     if signal_step > 0:
         stats["signal_acceptance"] = st["signal_acceptance"].astype(np.float32)
+    if kern.n_pairs:
+        stats["pair_acceptance"] = st["pair_acceptance"].astype(np.float32)
     kmeans = {k: v.astype(np.float32) for k, v in joined("draws", "posterior_thinned").items()}
     info = {"timing": timing,
             "warmup_mse": warm.get("mse", np.zeros((C, 0))),
@@ -854,6 +959,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             "kernel": dict(tries=int(tries), breaks=[float(b) for b in breaks], self_term=self_term,
                            scale_step=float(scale_step), signal_step=float(signal_step),
                            own=bool(own), local=int(local), local_step=[float(x) for x in local_step],
+                           pairs=float(pairs), pair_angle=[float(x) for x in pair_angle],
                            components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
