@@ -133,7 +133,8 @@ def write(stem, args, rows, total):
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         a = " / ".join("–" if r["acceptance"][mv] is None else f"{r['acceptance'][mv]:.3f}" for mv in MOVES)
-        cr = "–" if r["code_rhat_max"] is None else f"{r['code_rhat_max']:.3f}"
+        cr = ("–" if r["code_rhat_max"] is None else f"{r['code_rhat_max']:.3f}" if r["code_rhat_max"] < 1e6
+              else f"{r['code_rhat_max']:.1e} (chains constant on different values)")
         fr = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["code_fractions"].items(), key=lambda kv: -kv[1])
                        if v >= 0.01)
         md.append(f"| {r['net']} | {r['tries']} | {'on' if r['own'] else 'off'} | {r['local']} | "
