@@ -419,9 +419,15 @@ class _Kernel:
         return templates, logw
 
     # -- one sweep of one chain
-    def sweep(self, H, key):
-        """One sweep: every unit in turn moved by ``tries`` independence MH steps (then its own-readout and local
-        steps), then the common-scale, signal and pair moves.
+    def sweep(self, H, key, by_move=False):
+        """One sweep: every unit in turn moved by ``tries`` independence MH steps, the own-readout step and ``local``
+        MALA steps, then the common-scale, signal and pair moves.
+
+        Returns (H (N, P), acceptance, code changes per unit, the mse of a readout drawn at H, the common-scale move's
+        and the signal move's acceptance, the pair rotations' accepted fraction); acceptance is the accepted fraction
+        of all unit moves, or with ``by_move`` the fractions per move type (tries, own-readout step, local steps)
+        (3,), NaN for a type left out.  With no tries and no own-readout step the code mixture (templates, pieces,
+        tilts) is not built.
 
         Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
         at the start of every sweep: Σ⁻¹, Σ⁻¹Y, and with the code mixture the per-code sums of the activations
@@ -429,6 +435,7 @@ class _Kernel:
         proposal that does not depend on the unit's state, so they are drawn and evaluated together (one matrix
         product B [φ_1 … φ_T]) and accepted one after the other."""
         N, P, c, m, T, K = self.N, self.P, self.c, self.m, self.tries, self.K
+        mix = T > 0 or self.own                            # else no templates, pieces or tilts
         Phi = self.phi(H)
         S = c * Phi.T @ Phi + self.v * jnp.eye(P)
         Sinv = _spd_solve(S, jnp.eye(P))
@@ -447,89 +454,99 @@ class _Kernel:
             den = 1.0 - c * (ph0 @ u)
             BY = SY + (c / den) * jnp.outer(u, u @ self.Y)                       # (P, m) B Y, B = Σ_{−i}⁻¹
             Bdiag = jnp.diag(Sinv) + (c / den) * u**2
-            if self.by_code:
-                mine = self.onehot(codes[i])                                     # (K,)
-                counts = jnp.sum(self.onehot(codes), axis=0) - mine              # the others per code
-                others = sums - mine[:, None] * ph0[None, :]                     # (K, P) their φ sums
-                held = (self.sa2 / N) * (others @ BY) / jnp.maximum(counts, 1.0)[:, None]
-                templates, logw = self.templates(held, counts, BY)
-                n_others = max(N - 1, 1)
-                mean_phi = (jnp.sum(sums, axis=0) - ph0) / n_others
-                inv = 1.0 / jnp.maximum(counts, 1.0)[:, None]
-                refs = jnp.where((counts > 0)[:, None], others * inv, mean_phi[None, :])
-                # refs Σ⁻¹ from the carried sums M = Φ_k Σ⁻¹ (φ_iᵀΣ⁻¹ = uᵀ)
-                RS = jnp.where((counts > 0)[:, None], (M - mine[:, None] * u[None, :]) * inv,
-                               ((jnp.sum(M, axis=0) - u) / n_others)[None, :])
-            else:                                          # one component per other unit: its mean readout
-                others_mask = jnp.arange(N) != i
-                templates = (self.sa2 / N) * (Phi @ BY)
-                logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
-                refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
-                RS = refs @ Sinv
-            # B φ̄ of the references (the "ref" self term), shared by the code mixture and the own-readout step
-            BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :] if self.self_term == "ref" else None
+            if mix:                                        # the code mixture's tries and the own-readout step
+                if self.by_code:
+                    mine = self.onehot(codes[i])                                     # (K,)
+                    counts = jnp.sum(self.onehot(codes), axis=0) - mine              # the others per code
+                    others = sums - mine[:, None] * ph0[None, :]                     # (K, P) their φ sums
+                    held = (self.sa2 / N) * (others @ BY) / jnp.maximum(counts, 1.0)[:, None]
+                    templates, logw = self.templates(held, counts, BY)
+                    n_others = max(N - 1, 1)
+                    mean_phi = (jnp.sum(sums, axis=0) - ph0) / n_others
+                    inv = 1.0 / jnp.maximum(counts, 1.0)[:, None]
+                    refs = jnp.where((counts > 0)[:, None], others * inv, mean_phi[None, :])
+                    # refs Σ⁻¹ from the carried sums M = Φ_k Σ⁻¹ (φ_iᵀΣ⁻¹ = uᵀ)
+                    RS = jnp.where((counts > 0)[:, None], (M - mine[:, None] * u[None, :]) * inv,
+                                   ((jnp.sum(M, axis=0) - u) / n_others)[None, :])
+                else:                                          # one component per other unit: its mean readout
+                    others_mask = jnp.arange(N) != i
+                    templates = (self.sa2 / N) * (Phi @ BY)
+                    logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
+                    refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
+                    RS = refs @ Sinv
+                # B φ̄ of the references (the "ref" self term), shared by the code mixture and the own-readout step
+                BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :] if self.self_term == "ref" else None
 
-            def tilts(tm, rf, br):
-                """(g, d), each (K, P): the linear tilts and self terms of templates ``tm`` (K, m) with references
-                ``rf`` and their B rf (K, P).  The self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along
-                the reference φ̄ (the cross term 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)."""
-                g_ = tm @ (BY / N).T
-                t2 = jnp.sum(tm**2, axis=1)[:, None] / N**2                      # (K, 1)
-                if self.self_term == "none":
-                    return g_, jnp.zeros_like(g_)
-                if br is not None:
-                    g_ = g_ - t2 * (br - Bdiag[None, :] * rf)
-                return g_, t2 * Bdiag[None, :]
+                def tilts(tm, rf, br):
+                    """(g, d), each (K, P): the linear tilts and self terms of templates ``tm`` (K, m) with references
+                    ``rf`` and their B rf (K, P).  The self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along
+                    the reference φ̄ (the cross term 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)."""
+                    g_ = tm @ (BY / N).T
+                    t2 = jnp.sum(tm**2, axis=1)[:, None] / N**2                      # (K, 1)
+                    if self.self_term == "none":
+                        return g_, jnp.zeros_like(g_)
+                    if br is not None:
+                        g_ = g_ - t2 * (br - Bdiag[None, :] * rf)
+                    return g_, t2 * Bdiag[None, :]
 
-            g, d = tilts(templates, refs, BR)
-            logm, mean, sd = self.pieces(g, d)
-            logZ = logsumexp(logm, axis=-1)                                      # (K, P)
-            # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
-            h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
-                uni[:T, 1:])])                                                   # (1 + T, P)
-            ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
-            Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
-            lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
-            lq = jax.vmap(lambda x: self.log_q(x, g, d, logZ, logw))(h_all)
+                g, d = tilts(templates, refs, BR)
+                logm, mean, sd = self.pieces(g, d)
+                logZ = logsumexp(logm, axis=-1)                                      # (K, P)
+                # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
+                h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
+                    uni[:T, 1:])])                                                   # (1 + T, P)
+                ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
+                Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
+                lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
+                lq = jax.vmap(lambda x: self.log_q(x, g, d, logZ, logw))(h_all)
 
-            def one_try(state, t):                         # independence MH: proposal t + 1 against the current
-                cur, acc = state
-                ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
-                return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
+                def one_try(state, t):                         # independence MH: proposal t + 1 against the current
+                    cur, acc = state
+                    ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
+                    return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
 
-            start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
-            (pick, acc), _ = (jax.lax.scan(one_try, start, jnp.arange(T, dtype=jnp.int32)) if T else (start, None))
-            h, ph, w = h_all[pick], ph_all[pick], Bph[pick]
-            if self.own:                                   # one more step, tilted by the unit's own readout
-                def own_tilt(h_, ph_, Bph_):
-                    """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
-                    t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
-                    k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
-                    g1, d1 = tilts(t[None], refs[k][None], None if BR is None else BR[k][None])
-                    logm1, mean1, sd1 = self.pieces(g1, d1)
-                    return g1, d1, logsumexp(logm1, axis=-1), logm1, mean1, sd1
+                start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+                (pick, acc_t), _ = (jax.lax.scan(one_try, start, jnp.arange(T, dtype=jnp.int32)) if T
+                                    else (start, None))
+                h, ph, w, lp_h, acc_o = h_all[pick], ph_all[pick], Bph[pick], lp[pick], jnp.zeros((), jnp.int32)
+                if self.own:                                   # one more step, tilted by the unit's own readout
+                    def own_tilt(h_, ph_, Bph_):
+                        """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
+                        t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
+                        k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
+                        g1, d1 = tilts(t[None], refs[k][None], None if BR is None else BR[k][None])
+                        logm1, mean1, sd1 = self.pieces(g1, d1)
+                        return g1, d1, logsumexp(logm1, axis=-1), logm1, mean1, sd1
 
-                g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
-                h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
-                ph2 = self.phi(h2)
-                w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
-                lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
-                g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
-                zero = jnp.zeros(1)
-                ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
-                                                              - self.log_q(h2, g_f, d_f, Z_f, zero))
-                h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
-                acc = acc + ok
+                    g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
+                    h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
+                    ph2 = self.phi(h2)
+                    w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
+                    lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
+                    g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
+                    zero = jnp.zeros(1)
+                    ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
+                                                                  - self.log_q(h2, g_f, d_f, Z_f, zero))
+                    h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
+                    lp_h, acc_o = jnp.where(ok, lp2, lp_h), ok.astype(jnp.int32)
+            else:                                          # local steps only: B φ_i = u / den, no mixture
+                h, ph, w = h0, ph0, u / den
+                lp_h = self.log_prior(h0) + ell(ph0 @ w, ph0 @ BY)
+                acc_t = acc_o = jnp.zeros((), jnp.int32)
+            acc_l = jnp.zeros((), jnp.int32)
             if self.local:                                 # MALA steps on π(h_i | the others), prior-preconditioned
+                def grad(h_, ph_, dph_, w_):
+                    """(log π(h_ | cavity) up to a constant, its gradient in h_) from φ, φ′ and B φ at h_."""
+                    q_, r_ = ph_ @ w_, ph_ @ BY
+                    z_ = 1.0 + c * q_
+                    gphi = (-m * c / z_ - c**2 * jnp.sum(r_**2) / z_**2) * w_ + (c / z_) * (BY @ r_)
+                    return self.log_prior(h_) + ell(q_, r_), dph_ * gphi - h_ / self.s**2
+
                 def state(h_):
                     """(φ, B φ, log π(h_ | cavity) up to a constant, its gradient in h_)."""
                     ph_, dph = jax.jvp(self.phi, (h_,), (jnp.ones_like(h_),))
                     w_ = Sinv @ ph_ + (c / den) * (u @ ph_) * u
-                    q_, r_ = ph_ @ w_, ph_ @ BY
-                    z_ = 1.0 + c * q_
-                    lp_ = self.log_prior(h_) + ell(q_, r_)
-                    gphi = (-m * c / z_ - c**2 * jnp.sum(r_**2) / z_**2) * w_ + (c / z_) * (BY @ r_)
-                    return ph_, w_, lp_, dph * gphi - h_ / self.s**2
+                    return ph_, w_, *grad(h_, ph_, dph, w_)
 
                 def mala(st, x):
                     h_, ph_, w_, lp_, gr_, n_ok = st
@@ -547,22 +564,22 @@ class _Kernel:
                             n_ok + ok_), None
 
                 xs = (loc_n[i], loc_u[i, :, 0], loc_u[i, :, 1])
-                (h, ph, w, _, _, n_loc), _ = jax.lax.scan(mala, (h, ph, w, *state(h)[2:], jnp.zeros((), jnp.int32)),
-                                                          xs)
-                acc = acc + n_loc
+                gr_h = grad(h, ph, jax.jvp(self.phi, (h,), (jnp.ones_like(h),))[1], w)[1]   # φ, Bφ, log π carried
+                (h, ph, w, _, _, acc_l), _ = jax.lax.scan(mala, (h, ph, w, lp_h, gr_h, acc_l), xs)
             rho = c / (1.0 + c * (ph @ w))
             Sinv = Sinv + (c / den) * jnp.outer(u, u) - rho * jnp.outer(w, w)
             SY = BY - rho * jnp.outer(w, w @ self.Y)
             code = self.codes(h[None])[0]
             changed = code != codes[i]
-            if self.by_code:                               # the sums and their Σ⁻¹ products, moved along
+            if self.by_code and mix:                       # the sums and their Σ⁻¹ products, moved along
                 new = self.onehot(code)
                 M = M + (c / den) * jnp.outer(sums @ u, u) - rho * jnp.outer(sums @ w, w)
                 # Σ_new⁻¹ φ_i = B φ_i − ρ w (wᵀφ_i) with B φ_i = u / den;  Σ_new⁻¹ φ' = w / (1 + c φ'ᵀw)
                 M = (M - mine[:, None] * (u / den - rho * w * (w @ ph0))[None, :]
                      + new[:, None] * (rho / c * w)[None, :])
                 sums = sums - mine[:, None] * ph0[None, :] + new[:, None] * ph[None, :]
-            return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, SY, codes.at[i].set(code), sums, M), (acc, changed)
+            return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, SY, codes.at[i].set(code), sums, M), (
+                jnp.stack([acc_t, acc_o, acc_l]), changed)
 
         k_moves, k_mse, k_scale = jax.random.split(key, 3)
         unis = jax.random.uniform(k_moves, (N, T + self.own, 2 + 2 * P), H.dtype, minval=1e-300)
@@ -583,7 +600,12 @@ class _Kernel:
             H, pair_rate = self.pair_move(H, jax.random.fold_in(key, 11))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        return H, acc.sum() / (N * (T + self.own + self.local)), changed.sum() / N, mse, scale_ok, signal_ok, pair_rate
+        if by_move:                        # accepted fraction per move type (NaN where it is left out)
+            n = jnp.asarray([T, int(self.own), self.local], H.dtype)
+            rate = jnp.where(n > 0, acc.sum(0) / (N * jnp.maximum(n, 1.0)), jnp.nan)
+        else:
+            rate = acc.sum() / (N * (T + self.own + self.local))
+        return H, rate, changed.sum() / N, mse, scale_ok, signal_ok, pair_rate
 
     def pair_move(self, H, key):
         """``n_pairs`` Metropolis rotations of two units' preactivation rows (module docstring, "The pair rotations"):
