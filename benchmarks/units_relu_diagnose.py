@@ -5,8 +5,8 @@
 
 One run of the ReLU toy net (y− = −½, T = 0.01) with every kept sweep recorded.  To count the acceptances of each
 kind of unit move (the independence tries, the own-readout step, the local steps) per unit and sweep, the script
-runs a copy of :meth:`bnnzoo.inference.units._Kernel.sweep` whose source is rewritten to return those counts instead
-of their sum (the draws are those of the unmodified sampler; the rewrite fails loudly when the sweep's text changes).
+runs the sampler with its kernel's sweep reporting them per unit (``sweep(by_move="unit")``; the draws are the
+sampler's own).
 
 Per draw a unit is an outlier when its readout norm exceeds N^{1/4} times the median over the units of that draw
 (:func:`bnnzoo.diagnostics.find_outliers` applies the same factor to scales averaged over draws); its class is its
@@ -21,10 +21,8 @@ Writes ``benchmarks/results/units_relu_diagnose.md`` (or ``--out`` stem + ``.md`
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 import platform
-import textwrap
 import time
 from pathlib import Path
 
@@ -37,35 +35,17 @@ from bnnzoo.inference import units as U
 
 HERE = Path(__file__).resolve().parent
 
-_REWRITES = [
-    ("        h, ph, w = h_all[pick], ph_all[pick], Bph[pick]\n",
-     "        h, ph, w = h_all[pick], ph_all[pick], Bph[pick]\n        acc_t = acc\n"
-     "        ok_o = jnp.zeros((), bool)\n        n_loc = jnp.zeros((), jnp.int32)\n"),
-    ("            acc = acc + ok\n", "            acc = acc + ok\n            ok_o = ok\n"),
-    ("(acc, changed)\n\n    k_moves", "(jnp.stack([acc_t, ok_o.astype(jnp.int32), n_loc]), changed)\n\n    k_moves"),
-    ("return H, acc.sum() / (N * (T + self.own + self.local))", "return H, acc"),
-]
+class _Counting(U._Kernel):
+    """The sampler's kernel with its sweep's acceptance reported per unit and move type (N, 3): the accepted
+    (tries, own-readout step, local steps) of each unit in that sweep; the draws are the sampler's own."""
 
-
-def counting_kernel():
-    """A subclass of the sampler's kernel whose sweep returns the accepted (tries, own, local) per unit (N, 3)."""
-    src = textwrap.dedent(inspect.getsource(U._Kernel.sweep))
-    for a, b in _REWRITES:
-        if src.count(a) != 1:
-            raise RuntimeError(f"the sweep's source changed; cannot rewrite {a.strip()!r}")
-        src = src.replace(a, b)
-    ns = dict(vars(U), jnp=jnp)
-    exec(src, ns)                                                    # noqa: S102 - a rewrite of the library's own code
-
-    class Counting(U._Kernel):
-        sweep = ns["sweep"]
-
-    return Counting
+    def sweep(self, H, key, by_move="unit"):
+        return super().sweep(H, key, by_move="unit")
 
 
 def diagnose(size, chains, warmup, samples, seed, pairs):
     task = bnnzoo.toy_task(P=size, y_neg=-0.5)
-    plain, U._Kernel = U._Kernel, counting_kernel()
+    plain, U._Kernel = U._Kernel, _Counting
     try:
         t0 = time.time()
         out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,

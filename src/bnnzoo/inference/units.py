@@ -425,8 +425,9 @@ class _Kernel:
 
         Returns (H (N, P), acceptance, code changes per unit, the mse of a readout drawn at H, the common-scale move's
         and the signal move's acceptance, the pair rotations' accepted fraction); acceptance is the accepted fraction
-        of all unit moves, or with ``by_move`` the fractions per move type (tries, own-readout step, local steps)
-        (3,), NaN for a type left out.  With no tries and no own-readout step the code mixture (templates, pieces,
+        of all unit moves, or with ``by_move=True`` the fractions per move type (tries, own-readout step, local
+        steps) (3,), NaN for a type left out, or with ``by_move="unit"`` the accepted moves per unit and type (N, 3)
+        (integers).  With no tries and no own-readout step the code mixture (templates, pieces,
         tilts) is not built.
 
         Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
@@ -600,7 +601,9 @@ class _Kernel:
             H, pair_rate = self.pair_move(H, jax.random.fold_in(key, 11))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        if by_move:                        # accepted fraction per move type (NaN where it is left out)
+        if by_move == "unit":              # accepted moves per unit and type (N, 3)
+            rate = acc
+        elif by_move:                      # accepted fraction per move type (NaN where it is left out)
             n = jnp.asarray([T, int(self.own), self.local], H.dtype)
             rate = jnp.where(n > 0, acc.sum(0) / (N * jnp.maximum(n, 1.0)), jnp.nan)
         else:
