@@ -102,7 +102,7 @@ def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2
     frequent = [f for f in fracs.values() if f.mean() >= 0.05]
     ess = min(float(az.ess(q[..., r])) for r in range(m))
     return dict(net=net, tries=tries, own=own, local=local, size=size, chains=chains, seed=seed, seconds=seconds,
-                sigma_a2=sa2,
+                sigma_a2=sa2, pairs_per_unit=kern.n_pairs / kern.N,
                 sweeps=n, warmup=w0, kept=n - w0, compile_s=compile_s, wall_s=wall, cpu_s=cpu, kept_s=kept_s,
                 s_per_sweep=wall / n,
                 acceptance={mv: (None if np.isnan(acc[..., j]).all() else float(np.nanmean(acc[..., j])))
@@ -126,7 +126,10 @@ def write(stem, args, rows, total):
           f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
           f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}, jax {jax.__version__}. "
           f"Toy task, T = 0.01, σ_a² = {rows[0]['sigma_a2']:g}, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}; every "
-          f"run {args.seconds:g} s of sampling (the first quarter of its sweeps warm-up), compilation excluded.\n",
+          f"run {args.seconds:g} s of sampling (the first quarter of its sweeps warm-up), compilation excluded"
+          + ("" if "pairs_per_unit" not in rows[0] else
+             f"; pair rotations {rows[0]['pairs_per_unit']:g} per unit and sweep (the sampler's default)")
+          + ".\n",
           "| net | tries | own | local | s per sweep | sweeps (kept) | acceptance: tries / own / local | code changes "
           "per unit per sweep | per unit per s | persistent switches per unit per s | min ESS of q_a | ESS per s | "
           "max R̂ of q_a | max R̂ of code fractions ≥ 5 % | code fractions, last window |",

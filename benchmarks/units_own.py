@@ -14,7 +14,8 @@ given the others, which move a unit whatever its proposal mixture offers.
 
 Per run (``--runs`` net:own[:local], own ``on`` or ``off``, local the number of local steps per unit and sweep,
 default 0; comma-separated): the same task, seed and start (``--chains``
-chains from the prior, ``--sweeps`` warm-up + kept sweeps).  Measured: the acceptance of the unit moves (the
+chains from the prior, ``--sweeps`` warm-up + kept sweeps), 8 tries per unit and sweep and no pair rotations (the
+sampler as it was when these results were made, whatever its defaults are now).  Measured: the acceptance of the unit moves (the
 own-readout step counted as one more move), code changes per unit per sweep, units whose code did not change in any
 kept sweep (and of them those on codes with at most one class — for the sigmoidal nets the codes the mean field gives
 no mass), units whose preactivations did not move at all in the kept sweeps (no move accepted), the largest R̂ and
@@ -76,7 +77,7 @@ def one(net, own, size, chains, warmup, samples, seed=0, local=0):
     task = bnnzoo.toy_task(P=size, y_neg=y_neg)
     out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
                                    seed=seed, width=size, activation=activation, temperature=0.01,
-                                   own=own, local=local, record=("z",), exclude=("W1",))
+                                   tries=U.TRIES, own=own, local=local, pairs=0, record=("z",), exclude=("W1",))
     z = np.asarray(out["z1"], float)
     codes = codes_of(z, np.asarray(task.Y))
     frozen = never_moved(z, task, size, activation)

@@ -67,6 +67,7 @@ def one(net, pairs, size, chains, warmup, samples, seed=0):
     task = bnnzoo.toy_task(P=size, y_neg=y_neg)
     out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
                                    seed=seed, width=size, activation=activation, temperature=0.01, pairs=pairs,
+                                   tries=U.TRIES, own=U.OWN, local=U.LOCAL,
                                    record=("z",), exclude=("W1",))
     z = np.asarray(out["z1"], float)
     codes = codes_of(z, np.asarray(task.Y))

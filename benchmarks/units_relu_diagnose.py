@@ -50,6 +50,7 @@ def diagnose(size, chains, warmup, samples, seed, pairs):
         t0 = time.time()
         out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
                                        seed=seed, width=size, activation="relu", temperature=0.01, pairs=pairs,
+                                       tries=U.TRIES, own=U.OWN, local=U.LOCAL,
                                        record=("z",), exclude=("W1",))
         wall = time.time() - t0
     finally:

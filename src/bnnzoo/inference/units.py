@@ -81,6 +81,11 @@ carries the pair's probability after over before the move; the likelihood change
 system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  On the ReLU net at N = P = 60 they made
 the outlier count per class agree across chains (``benchmarks/results/units_pairs.md``); q_a still mixes slowly.
 
+**Which moves by default** (:func:`default_moves`): 8 tries, the own-readout step and 4 local steps, except on the
+ReLU net, where 16 local steps and no jumps gave far more ESS of q_a per second (with the pair rotations on, R̂ 1.02
+where the default's was 2.2; ``benchmarks/results/units_budget_relu_pairs.md``); on the sigmoidal nets only the
+jumps move codes (``benchmarks/results/units_budget.md``).
+
 **Where it is weak.**  Without the local steps units can reject every move for the whole run
 (``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``,
 ``benchmarks/results/units_pairs.md``).
@@ -115,7 +120,7 @@ from .._log import Progress
 from .chunked import _check_manifest, _check_store, plan_blocks
 from .store import RunStore, load_state, manifest_digest, save_state
 
-__all__ = ["units_chains", "check_units", "BREAKS", "TRIES", "MAX_CODE_CLASSES", "refusal"]
+__all__ = ["units_chains", "check_units", "default_moves", "BREAKS", "TRIES", "MAX_CODE_CLASSES", "refusal"]
 
 _logger = logging.getLogger(__name__)
 
@@ -145,6 +150,21 @@ docstring, "The own-readout step")."""
 LOCAL = 4
 """Local (MALA) steps per unit and sweep after its other moves (module docstring, "The local steps"); 0 leaves
 them out.  On by default, as ``benchmarks/results/units_local.md`` decides."""
+
+MOVES_BY_ACTIVATION = {"relu": (0, False, 16)}
+"""(tries, own, local) where an activation's own defaults differ from (TRIES, OWN, LOCAL): on the ReLU net 16 local
+steps and no jumps give 34 times the default's ESS of q_a per second with the pair rotations on (4.1 against 0.12;
+R̂ 1.02 against 2.2), while on the sigmoidal nets only the jumps move codes (``benchmarks/results/units_budget.md``,
+``units_budget_relu_pairs.md``)."""
+
+
+def default_moves(activation: str, tries=None, own=None, local=None) -> tuple[int, bool, int]:
+    """(tries, own, local) with each None replaced by the activation's default (:data:`MOVES_BY_ACTIVATION`, else
+    TRIES, OWN, LOCAL)."""
+    d = MOVES_BY_ACTIVATION.get(activation, (TRIES, OWN, LOCAL))
+    return (d[0] if tries is None else int(tries), d[1] if own is None else bool(own),
+            d[2] if local is None else int(local))
+
 
 PAIRS = 0.5
 """Pair rotations per unit and sweep (module docstring, "The pair rotations"): round(PAIRS · N) rotations of two
@@ -279,9 +299,10 @@ def _categorical(u, logp):
 class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
-    def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=TRIES,
-                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=OWN, local=LOCAL,
+    def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=None,
+                 self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=None, local=None,
                  local_step=LOCAL_STEP, pairs=PAIRS, pair_angle=PAIR_ANGLE):
+        tries, own, local = default_moves(activation, tries, own, local)
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -775,9 +796,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  width: int, depth: int = 1, activation: str = "sigmoid", readout: str = "nonlazy",
                  temperature: float = 0.01, sigma_a2: float | None = None, sigma_w2: float = 1.0,
                  num_outputs: int | None = None, X_test=None, record=(), exclude=(), kernel_means=None,
-                 progress: bool = False, init="prior", tries: int = TRIES, breaks=BREAKS, self_term: str = "ref",
-                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool = OWN,
-                 local: int = LOCAL, local_step=LOCAL_STEP, pairs: float = PAIRS, pair_angle=PAIR_ANGLE,
+                 progress: bool = False, init="prior", tries: int | None = None, breaks=BREAKS, self_term: str = "ref",
+                 scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool | None = None,
+                 local: int | None = None, local_step=LOCAL_STEP, pairs: float = PAIRS, pair_angle=PAIR_ANGLE,
                  chunk_size: int | None = None,
                  store: RunStore | None = None, resume: bool = False,
                  manifest: dict | None = None):
@@ -789,7 +810,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     of starting values {site: array (chain, ...)} holding "W1" (chain, N, N0) — the chains start at H = W1 Xᵀ/√N0
     (the readout is integrated out, so a given "a" is not needed and other sites are ignored); ``tries`` MH
     proposals per unit and sweep (the same cavity; each a valid independence MH step; 0 allowed when ``own``),
-    ``own`` whether each unit then takes the own-readout step and ``local`` how many local (MALA) steps, their
+    ``own`` whether each unit then takes the own-readout step and ``local`` how many local (MALA) steps (None:
+    the activation's defaults, :func:`default_moves`), their
     sizes log-uniform in ``local_step`` (prior sd units; module docstring), ``pairs`` pair rotations per unit and
     sweep, their angles |θ| log-uniform in ``pair_angle`` (radians; module docstring), ``breaks`` the breakpoints
     of φ̃ in prior-sd units; ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
@@ -821,6 +843,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     why = refusal(dict(depth=depth, readout=readout), X)
     if why:
         raise ValueError(why)
+    tries, own, local = default_moves(activation, tries, own, local)
     need = 0 if own or int(local) > 0 else 1
     if int(width) < 1 or int(tries) < need:
         raise ValueError(f"need width >= 1 and tries >= {need} (own={bool(own)}, local={local}), got width={width}, "
