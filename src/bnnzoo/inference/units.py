@@ -37,22 +37,20 @@ instead of the 2^C codes.
 **The self term.**  A unit with readout t adds −|t|² φᵀBφ / 2N² to the exponent (its own contribution to the output).
 The proposal keeps it exactly along the reference activation φ̄_k (the mean φ of the other units on code k: the cross
 term 2 φ̄_kᵀB(φ − φ̄_k) is linear in φ and goes into the tilt) and diagonally for φ − φ̄_k (−½ d_kμ φ_μ², d_kμ =
-|t_k|² B_μμ / N², still one Gaussian per piece).  Leaving it out (the mean field's tilt, ``self_term="none"``)
-halved the acceptance of the sigmoidal net at N = P = 60 and left the linear net at none; the diagonal alone
-(``"diag"``) is worse than nothing for the sigmoid, whose activations share a large mean direction.
+|t_k|² B_μμ / N², still one Gaussian per piece).  ``self_term="ref"`` is the default because it accepted best of
+the three on the sigmoidal net (against the diagonal alone, ``"diag"``, and none, the mean field's tilt ``"none"``;
+``benchmarks/results/units_proposals.md``).
 
 **The common scale.**  Unit moves change the kernel one rank at a time, so its overall scale (traded against the
 readout's, q_a) relaxes slowly; once per sweep all of H is multiplied by γ, log γ ~ N(0, :data:`SCALE_STEP`² / NP),
-accepted with π(γH) γ^{NP} / π(H) (the Jacobian of H → γH).  On the linear net (N = 20, P = 10) this raised the ESS of
-q_a from about 19 per 8000 draws to 50–190 per 3200.
+accepted with π(γH) γ^{NP} / π(H) (the Jacobian of H → γH).
 
 **The signal.**  The part of every unit's preactivations along the targets' directions (the class indicators and
 Y's columns, in prior-whitened coordinates; r of them) sets how strongly the whole layer carries the task, traded
 against the readout's size; unit moves change it one unit at a time and the common scale only along with all the
 noise directions.  Once per sweep that part of every unit is multiplied by one γ, log γ ~ N(0,
-:data:`SIGNAL_STEP`² / N r), accepted with π(H') γ^{N r} / π(H) (the map is linear, its Jacobian γ^{N r}).  On the
-linear net it raises the ESS of q_a many times over; on the sigmoidal net it made no clear difference
-(``benchmarks/results/units_signal.md``).
+:data:`SIGNAL_STEP`² / N r), accepted with π(H') γ^{N r} / π(H) (the map is linear, its Jacobian γ^{N r}).  On by
+default for the readout norm's mixing on the linear net (``benchmarks/results/units_signal.md``).
 
 **The own-readout step.**  An independence sampler stays where the target has far more mass than the proposal: a
 unit whose readout is unlike its code's template (e.g. weak on one of its classes) can reject every try for hundreds
@@ -78,20 +76,19 @@ round(``pairs`` · N) Metropolis rotations of two units' rows, the same angle θ
 sign.  The rotation keeps the prior (isotropic in each point's pair) and n_i + n_j (n = |h/s|², prior-whitened); the
 pair is drawn with its first unit ∝ n and its second ∝ n among the rest (the outliers are drawn often), so the ratio
 carries the pair's probability after over before the move; the likelihood changes by a rank-4 update of Σ (a 4 × 4
-system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  On the ReLU net at N = P = 60 they made
-the outlier count per class agree across chains (``benchmarks/results/units_pairs.md``); q_a still mixes slowly.
+system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  On by default for the ReLU net's outlier
+counts, as ``benchmarks/results/units_pairs.md`` decides.
 
-**Which moves by default** (:func:`default_moves`): 8 tries, the own-readout step and 4 local steps, except on the
-ReLU net, where 16 local steps and no jumps gave far more ESS of q_a per second (with the pair rotations on, R̂ 1.02
-where the default's was 2.2; ``benchmarks/results/units_budget_relu_pairs.md``); on the sigmoidal nets only the
-jumps move codes (``benchmarks/results/units_budget.md``).
+**Which moves by default** (:func:`default_moves`): :data:`TRIES` tries, the own-readout step and :data:`LOCAL` local
+steps, because on the sigmoidal nets only the tries move codes (``benchmarks/results/units_budget.md``); the ReLU net
+takes 16 local steps and no tries or own-readout step (:data:`MOVES_BY_ACTIVATION`), which mix its q_a faster per
+second (``benchmarks/results/units_budget_relu_pairs.md``).
 
 **Where it is weak.**  Without the local steps units can reject every move for the whole run
 (``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``,
 ``benchmarks/results/units_pairs.md``).
 With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
-the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
-9–17 %); a ReLU net with N = 2, P = 3 reached an ESS of 7 for f in 6000 draws.
+the per-point proposal does not see them, so the tries accept few moves there.
 
 **Recorded draws** are exact draws of the full posterior: given H, the readout a | H is Gaussian (Matheron's rule
 with Σ's Cholesky factor), and W | H is the prior conditioned on the linear constraint X w_i = √N0 h_i.
@@ -152,10 +149,9 @@ LOCAL = 4
 them out.  On by default, as ``benchmarks/results/units_local.md`` decides."""
 
 MOVES_BY_ACTIVATION = {"relu": (0, False, 16)}
-"""(tries, own, local) where an activation's own defaults differ from (TRIES, OWN, LOCAL): on the ReLU net 16 local
-steps and no jumps give 34 times the default's ESS of q_a per second with the pair rotations on (4.1 against 0.12;
-R̂ 1.02 against 2.2), while on the sigmoidal nets only the jumps move codes (``benchmarks/results/units_budget.md``,
-``units_budget_relu_pairs.md``)."""
+"""(tries, own, local) where an activation's own defaults differ from (TRIES, OWN, LOCAL): the ReLU net takes 16 local
+steps and no tries or own-readout step, which mix its q_a faster per second
+(``benchmarks/results/units_budget_relu_pairs.md``)."""
 
 
 def default_moves(activation: str, tries=None, own=None, local=None) -> tuple[int, bool, int]:
