@@ -444,8 +444,7 @@ class _Kernel:
         and the signal move's acceptance, the pair rotations' accepted fraction); acceptance is the accepted fraction
         of all unit moves, or with ``by_move=True`` the fractions per move type (tries, own-readout step, local
         steps) (3,), NaN for a type left out, or with ``by_move="unit"`` the accepted moves per unit and type (N, 3)
-        (integers).  With no tries and no own-readout step the code mixture (templates, pieces,
-        tilts) is not built.
+        (integers).
 
         Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
         at the start of every sweep: Σ⁻¹, Σ⁻¹Y, and with the code mixture the per-code sums of the activations
@@ -453,7 +452,6 @@ class _Kernel:
         proposal that does not depend on the unit's state, so they are drawn and evaluated together (one matrix
         product B [φ_1 … φ_T]) and accepted one after the other."""
         N, P, c, m, T, K = self.N, self.P, self.c, self.m, self.tries, self.K
-        mix = T > 0 or self.own                            # else no templates, pieces or tilts
         Phi = self.phi(H)
         S = c * Phi.T @ Phi + self.v * jnp.eye(P)
         Sinv = _spd_solve(S, jnp.eye(P))
@@ -472,85 +470,81 @@ class _Kernel:
             den = 1.0 - c * (ph0 @ u)
             BY = SY + (c / den) * jnp.outer(u, u @ self.Y)                       # (P, m) B Y, B = Σ_{−i}⁻¹
             Bdiag = jnp.diag(Sinv) + (c / den) * u**2
-            if mix:                                        # the code mixture's tries and the own-readout step
-                if self.by_code:
-                    mine = self.onehot(codes[i])                                     # (K,)
-                    counts = jnp.sum(self.onehot(codes), axis=0) - mine              # the others per code
-                    others = sums - mine[:, None] * ph0[None, :]                     # (K, P) their φ sums
-                    held = (self.sa2 / N) * (others @ BY) / jnp.maximum(counts, 1.0)[:, None]
-                    templates, logw = self.templates(held, counts, BY)
-                    n_others = max(N - 1, 1)
-                    mean_phi = (jnp.sum(sums, axis=0) - ph0) / n_others
-                    inv = 1.0 / jnp.maximum(counts, 1.0)[:, None]
-                    refs = jnp.where((counts > 0)[:, None], others * inv, mean_phi[None, :])
-                    # refs Σ⁻¹ from the carried sums M = Φ_k Σ⁻¹ (φ_iᵀΣ⁻¹ = uᵀ)
-                    RS = jnp.where((counts > 0)[:, None], (M - mine[:, None] * u[None, :]) * inv,
-                                   ((jnp.sum(M, axis=0) - u) / n_others)[None, :])
-                else:                                          # one component per other unit: its mean readout
-                    others_mask = jnp.arange(N) != i
-                    templates = (self.sa2 / N) * (Phi @ BY)
-                    logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
-                    refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
-                    RS = refs @ Sinv
-                # B φ̄ of the references (the "ref" self term), shared by the code mixture and the own-readout step
-                BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :] if self.self_term == "ref" else None
+            # the code mixture's tries and the own-readout step (with none, XLA drops the mixture's unused work)
+            if self.by_code:
+                mine = self.onehot(codes[i])                                     # (K,)
+                counts = jnp.sum(self.onehot(codes), axis=0) - mine              # the others per code
+                others = sums - mine[:, None] * ph0[None, :]                     # (K, P) their φ sums
+                held = (self.sa2 / N) * (others @ BY) / jnp.maximum(counts, 1.0)[:, None]
+                templates, logw = self.templates(held, counts, BY)
+                n_others = max(N - 1, 1)
+                mean_phi = (jnp.sum(sums, axis=0) - ph0) / n_others
+                inv = 1.0 / jnp.maximum(counts, 1.0)[:, None]
+                refs = jnp.where((counts > 0)[:, None], others * inv, mean_phi[None, :])
+                # refs Σ⁻¹ from the carried sums M = Φ_k Σ⁻¹ (φ_iᵀΣ⁻¹ = uᵀ)
+                RS = jnp.where((counts > 0)[:, None], (M - mine[:, None] * u[None, :]) * inv,
+                               ((jnp.sum(M, axis=0) - u) / n_others)[None, :])
+            else:                                          # one component per other unit: its mean readout
+                others_mask = jnp.arange(N) != i
+                templates = (self.sa2 / N) * (Phi @ BY)
+                logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
+                refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
+                RS = refs @ Sinv
+            # B φ̄ of the references (the "ref" self term), shared by the code mixture and the own-readout step
+            BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :] if self.self_term == "ref" else None
 
-                def tilts(tm, rf, br):
-                    """(g, d), each (K, P): the linear tilts and self terms of templates ``tm`` (K, m) with references
-                    ``rf`` and their B rf (K, P).  The self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along
-                    the reference φ̄ (the cross term 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)."""
-                    g_ = tm @ (BY / N).T
-                    t2 = jnp.sum(tm**2, axis=1)[:, None] / N**2                      # (K, 1)
-                    if self.self_term == "none":
-                        return g_, jnp.zeros_like(g_)
-                    if br is not None:
-                        g_ = g_ - t2 * (br - Bdiag[None, :] * rf)
-                    return g_, t2 * Bdiag[None, :]
+            def tilts(tm, rf, br):
+                """(g, d), each (K, P): the linear tilts and self terms of templates ``tm`` (K, m) with references
+                ``rf`` and their B rf (K, P).  The self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along
+                the reference φ̄ (the cross term 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)."""
+                g_ = tm @ (BY / N).T
+                t2 = jnp.sum(tm**2, axis=1)[:, None] / N**2                      # (K, 1)
+                if self.self_term == "none":
+                    return g_, jnp.zeros_like(g_)
+                if br is not None:
+                    g_ = g_ - t2 * (br - Bdiag[None, :] * rf)
+                return g_, t2 * Bdiag[None, :]
 
-                g, d = tilts(templates, refs, BR)
-                logm, mean, sd = self.pieces(g, d)
-                logZ = logsumexp(logm, axis=-1)                                      # (K, P)
-                # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
-                h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
-                    uni[:T, 1:])])                                                   # (1 + T, P)
-                ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
-                Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
-                lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
-                lq = jax.vmap(lambda x: self.log_q(x, g, d, logZ, logw))(h_all)
+            g, d = tilts(templates, refs, BR)
+            logm, mean, sd = self.pieces(g, d)
+            logZ = logsumexp(logm, axis=-1)                                      # (K, P)
+            # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
+            h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
+                uni[:T, 1:])])                                                   # (1 + T, P)
+            ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
+            Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
+            lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
+            lq = jax.vmap(lambda x: self.log_q(x, g, d, logZ, logw))(h_all)
 
-                def one_try(state, t):                         # independence MH: proposal t + 1 against the current
-                    cur, acc = state
-                    ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
-                    return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
+            def one_try(state, t):                         # independence MH: proposal t + 1 against the current
+                cur, acc = state
+                ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
+                return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
 
-                start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
-                (pick, acc_t), _ = (jax.lax.scan(one_try, start, jnp.arange(T, dtype=jnp.int32)) if T
-                                    else (start, None))
-                h, ph, w, lp_h, acc_o = h_all[pick], ph_all[pick], Bph[pick], lp[pick], jnp.zeros((), jnp.int32)
-                if self.own:                                   # one more step, tilted by the unit's own readout
-                    def own_tilt(h_, ph_, Bph_):
-                        """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
-                        t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
-                        k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
-                        g1, d1 = tilts(t[None], refs[k][None], None if BR is None else BR[k][None])
-                        logm1, mean1, sd1 = self.pieces(g1, d1)
-                        return g1, d1, logsumexp(logm1, axis=-1), logm1, mean1, sd1
+            start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+            (pick, acc_t), _ = (jax.lax.scan(one_try, start, jnp.arange(T, dtype=jnp.int32)) if T
+                                else (start, None))
+            h, ph, w, lp_h, acc_o = h_all[pick], ph_all[pick], Bph[pick], lp[pick], jnp.zeros((), jnp.int32)
+            if self.own:                                   # one more step, tilted by the unit's own readout
+                def own_tilt(h_, ph_, Bph_):
+                    """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
+                    t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
+                    k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
+                    g1, d1 = tilts(t[None], refs[k][None], None if BR is None else BR[k][None])
+                    logm1, mean1, sd1 = self.pieces(g1, d1)
+                    return g1, d1, logsumexp(logm1, axis=-1), logm1, mean1, sd1
 
-                    g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
-                    h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
-                    ph2 = self.phi(h2)
-                    w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
-                    lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
-                    g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
-                    zero = jnp.zeros(1)
-                    ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
-                                                                  - self.log_q(h2, g_f, d_f, Z_f, zero))
-                    h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
-                    lp_h, acc_o = jnp.where(ok, lp2, lp_h), ok.astype(jnp.int32)
-            else:                                          # local steps only: B φ_i = u / den, no mixture
-                h, ph, w = h0, ph0, u / den
-                lp_h = self.log_prior(h0) + ell(ph0 @ w, ph0 @ BY)
-                acc_t = acc_o = jnp.zeros((), jnp.int32)
+                g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
+                h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
+                ph2 = self.phi(h2)
+                w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
+                lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
+                g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
+                zero = jnp.zeros(1)
+                ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
+                                                              - self.log_q(h2, g_f, d_f, Z_f, zero))
+                h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
+                lp_h, acc_o = jnp.where(ok, lp2, lp_h), ok.astype(jnp.int32)
             acc_l = jnp.zeros((), jnp.int32)
             if self.local:                                 # MALA steps on π(h_i | the others), prior-preconditioned
                 def grad(h_, ph_, dph_, w_):
@@ -589,7 +583,7 @@ class _Kernel:
             SY = BY - rho * jnp.outer(w, w @ self.Y)
             code = self.codes(h[None])[0]
             changed = code != codes[i]
-            if self.by_code and mix:                       # the sums and their Σ⁻¹ products, moved along
+            if self.by_code:                               # the sums and their Σ⁻¹ products, moved along
                 new = self.onehot(code)
                 M = M + (c / den) * jnp.outer(sums @ u, u) - rho * jnp.outer(sums @ w, w)
                 # Σ_new⁻¹ φ_i = B φ_i − ρ w (wᵀφ_i) with B φ_i = u / den;  Σ_new⁻¹ φ' = w / (1 + c φ'ᵀw)
