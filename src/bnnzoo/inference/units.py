@@ -70,8 +70,8 @@ acceptance needs anyway.  They move a unit that no proposal of the mixture cover
 preactivations); their conditionals given the others are narrow, so they accept few of their own moves and the
 number of outliers per class stays where the chain started (``benchmarks/results/units_relu_diagnose.md``).  Splitting
 an outlier into two or merging two costs little in π — φ(γh) = γφ(h), and two units with one sign pattern enter Σ
-only through the sum of their φφᵀ — but no single-unit move crosses the states in between.  So every sweep ends with
-round(``pairs`` · N) Metropolis rotations of two units' rows, the same angle θ at every point:
+only through the sum of their φφᵀ — but no single-unit move crosses the states in between.  So after its unit moves
+every sweep makes round(``pairs`` · N) Metropolis rotations of two units' rows, the same angle θ at every point:
 (h_i, h_j) → (h_i cos θ − h_j sin θ, h_i sin θ + h_j cos θ), |θ| log-uniform in :data:`PAIR_ANGLE` with a random
 sign.  The rotation keeps the prior (isotropic in each point's pair) and n_i + n_j (n = |h/s|², prior-whitened); the
 pair is drawn with its first unit ∝ n and its second ∝ n among the rest (the outliers are drawn often), so the ratio
@@ -438,7 +438,7 @@ class _Kernel:
     # -- one sweep of one chain
     def sweep(self, H, key, by_move=False):
         """One sweep: every unit in turn moved by ``tries`` independence MH steps, the own-readout step and ``local``
-        MALA steps, then the common-scale, signal and pair moves.
+        MALA steps, then the pair rotations, the common-scale and the signal move.
 
         Returns (H (N, P), acceptance, code changes per unit, the mse of a readout drawn at H, the common-scale move's
         and the signal move's acceptance, the pair rotations' accepted fraction); acceptance is the accepted fraction
@@ -447,7 +447,7 @@ class _Kernel:
         (integers).
 
         Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
-        at the start of every sweep: Σ⁻¹, Σ⁻¹Y, and with the code mixture the per-code sums of the activations
+        at the start of every sweep: Σ⁻¹ (carried on through the pair rotations), Σ⁻¹Y, and with the code mixture the per-code sums of the activations
         Φ_k = Σ_{j on code k} φ_j and Φ_k Σ⁻¹, so a unit's move costs no O(N) work.  The tries draw from one
         proposal that does not depend on the unit's state, so they are drawn and evaluated together (one matrix
         product B [φ_1 … φ_T]) and accepted one after the other."""
@@ -600,16 +600,16 @@ class _Kernel:
             loc_n = jax.random.normal(k_loc1, (N, self.local, P), H.dtype)
             loc_u = jax.random.uniform(k_loc2, (N, self.local, 2), H.dtype, minval=1e-300)
         carry = (H, Phi, Sinv, Sinv @ self.Y, codes, sums, sums @ Sinv)
-        (H, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
+        (H, Phi, Sinv, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
+        pair_rate = jnp.zeros((), H.dtype)
+        if self.n_pairs:                   # before the scale and signal moves: Φ and Σ⁻¹ as the units left them
+            H, pair_rate = self.pair_move(H, jax.random.fold_in(key, 11), Phi, Sinv)
         scale_ok = jnp.zeros((), bool)
         if self.scale_step > 0:
             H, scale_ok = self.scale_move(H, k_scale)
         signal_ok = jnp.zeros((), bool)
         if self.signal_step > 0:
             H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
-        pair_rate = jnp.zeros((), H.dtype)
-        if self.n_pairs:
-            H, pair_rate = self.pair_move(H, jax.random.fold_in(key, 11))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
         if by_move == "unit":              # accepted moves per unit and type (N, 3)
@@ -621,20 +621,22 @@ class _Kernel:
             rate = acc.sum() / (N * (T + self.own + self.local))
         return H, rate, changed.sum() / N, mse, scale_ok, signal_ok, pair_rate
 
-    def pair_move(self, H, key):
+    def pair_move(self, H, key, Phi=None, Sinv=None):
         """``n_pairs`` Metropolis rotations of two units' preactivation rows (module docstring, "The pair rotations"):
         (h_i, h_j) → (h_i cos θ − h_j sin θ, h_i sin θ + h_j cos θ) at every point, |θ| log-uniform in ``pair_angle``
         with a random sign.  The rotation keeps the prior and n_i + n_j (n = |h/s|², prior-whitened squared norms);
         the pair is drawn with its first unit ∝ n and its second ∝ n among the rest, so the ratio carries the
         probability of drawing the same pair after the move.  Σ⁻¹ and the likelihood change by a rank-4 update
-        (Woodbury, a 4 × 4 system: O(P²) per rotation); Σ⁻¹ is recomputed from a Cholesky factor first.
+        (Woodbury, a 4 × 4 system: O(P²) per rotation), starting from ``Phi`` = φ(H) and ``Sinv`` = Σ⁻¹ (P, P) as
+        the sweep carries them, or when they are not given from a fresh Cholesky factor.
 
         Returns (H, accepted fraction)."""
         P, c = self.P, self.c
-        Phi = self.phi(H)
-        S = c * Phi.T @ Phi + self.v * jnp.eye(P)
-        Sinv = _spd_solve(S, jnp.eye(P))
-        Sinv = 0.5 * (Sinv + Sinv.T)
+        if Sinv is None:
+            Phi = self.phi(H)
+            S = c * Phi.T @ Phi + self.v * jnp.eye(P)
+            Sinv = _spd_solve(S, jnp.eye(P))
+            Sinv = 0.5 * (Sinv + Sinv.T)
         n = jnp.sum((H / self.s[None, :]) ** 2, axis=1)                          # (N,)
         lo, hi = self.pair_angle
 
