@@ -3,12 +3,19 @@ the import path)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+TOY_NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": ("relu", -0.5)}
+"""The toy nets of the unit-wise sampler's benchmarks: name → (activation, y−)."""
 
 
 def best_of(fn, *args, repeats=3):
@@ -97,3 +104,94 @@ def versions() -> dict:
         except ImportError:
             out[mod] = "not installed"
     return out
+
+
+# ------------------------------------------------------------------------------------------------ run-spec scripts
+def spec_parser(doc: str, *, runs: str, runs_help: str, size: int, out: str, sweeps: str | None = None,
+                chains: int = 8) -> argparse.ArgumentParser:
+    """The argument parser shared by the scripts that run a list of ``--runs`` side by side (``units_budget.py``,
+    ``units_own.py``, ``units_pairs.py``): ``--runs`` (default ``runs``), ``--size`` N = P, ``--chains``, ``--sweeps``
+    warm-up,kept (only when ``sweeps`` gives its default), ``--seed`` and ``--out`` (default
+    ``benchmarks/results/<out>``); a script adds its own options to it."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runs", default=runs, help=runs_help)
+    p.add_argument("--size", type=int, default=size, help="N = P")
+    p.add_argument("--chains", type=int, default=chains)
+    if sweeps is not None:
+        p.add_argument("--sweeps", default=sweeps, help="warm-up,kept sweeps")
+    p.add_argument("--seed", type=int, default=0, help="the seed of every run (task, start and moves)")
+    p.add_argument("--out", default=None, help=f"output stem (default benchmarks/results/{out})")
+    p.set_defaults(default_out=out)
+    return p
+
+
+def parse_runs(text: str, ok, form: str) -> list[list[str]]:
+    """The runs of a ``--runs`` value (comma-separated, fields split at ':'); exits with one line naming ``--runs``
+    and the expected ``form`` when ``ok(fields)`` is false for any run."""
+    runs = [r.split(":") for r in text.split(",")]
+    bad = [tuple(r) for r in runs if not ok(r)]
+    if bad:
+        raise SystemExit(f"--runs: each run must be {form}; got {bad}")
+    return runs
+
+
+def sweeps_of(args) -> tuple[int, int]:
+    """(warm-up, kept) sweeps of a ``--sweeps`` value "warm-up,kept"."""
+    warmup, samples = (int(x) for x in args.sweeps.split(","))
+    return warmup, samples
+
+
+def run_specs(runs, one, args, write) -> list[dict]:
+    """Run ``one(*run)`` for every run in turn, print each row as JSON and ``write(stem, args, rows, total seconds)``
+    after every run (stem: ``--out`` or ``benchmarks/results/<default>``); the rows."""
+    stem = Path(args.out or RESULTS / args.default_out)
+    rows, t0 = [], time.time()
+    for run in runs:
+        rows.append(one(*run))
+        print(json.dumps(rows[-1]), flush=True)
+        write(stem, args, rows, time.time() - t0)
+    return rows
+
+
+def write_result(stem: Path, args, rows, total: float, md: list[str]) -> None:
+    """``stem``.json (the arguments, the rows and the total seconds) and ``stem``.md (the lines ``md``)."""
+    a = {k: v for k, v in vars(args).items() if k != "default_out"}
+    stem.with_suffix(".json").write_text(json.dumps(dict(args=a, rows=rows, total_s=total), indent=1))
+    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+
+
+def toy_setting(args) -> str:
+    """"Toy task, T = 0.01, N = P = …, … chains from the prior, seed …, … warm-up + … kept sweeps" of a run-spec
+    script with ``--sweeps``."""
+    warmup, samples = sweeps_of(args)
+    return (f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}, "
+            f"{warmup} warm-up + {samples} kept sweeps")
+
+
+def spec_header(title: str, script: str, args, total: float, setting: str, *, extra: str = "",
+                jax_version: bool = False) -> list[str]:
+    """The first three paragraphs of a run-spec script's table: "# ``title``", the command that reproduces it
+    (``script`` with the shared options of :func:`spec_parser`, ``--seed`` when not 0, then ``extra``), and the
+    machine (cores, load average at the end, ``total`` seconds, Python and with ``jax_version`` JAX's version)
+    followed by ``setting``."""
+    import jax
+
+    cmd = (f"`python benchmarks/{script} --runs {args.runs} --size {args.size} --chains {args.chains}"
+           + (f" --sweeps {args.sweeps}" if getattr(args, "sweeps", None) else "")
+           + (f" --seed {args.seed}" if args.seed else "") + extra + "`\n")
+    machine = (f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
+               f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}"
+               + (f", jax {jax.__version__}" if jax_version else ""))
+    return [f"# {title}\n", cmd, f"{machine}. {setting}\n"]
+
+
+def codes_of(z, Y):
+    """Codes (chain, draw, unit): bits of the class-mean signs of the preactivations z (chain, draw, N, P), classes
+    the argmax of Y (P, m) (as :mod:`bnnzoo.diagnostics.codes`)."""
+    import numpy as np
+
+    lab = np.argmax(Y, axis=1)
+    m = Y.shape[1]
+    A = (lab[:, None] == np.arange(m)).astype(float)
+    A /= A.sum(0)
+    return np.sum((z @ A > 0) * (1 << np.arange(m)), axis=-1)

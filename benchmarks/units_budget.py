@@ -29,12 +29,7 @@ Writes ``benchmarks/results/units_budget.md`` and ``.json`` (or ``--out`` stem),
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
 import time
-from pathlib import Path
 
 import arviz as az
 import jax
@@ -45,8 +40,9 @@ import bnnzoo
 from bnnzoo.inference import units as U
 from bnnzoo.models.fcn import default_sigma_a2
 
-HERE = Path(__file__).resolve().parent
-NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": ("relu", -0.5)}
+from _bench import TOY_NETS, parse_runs, run_specs, spec_header, spec_parser, write_result
+
+NETS = TOY_NETS
 DEFAULT_RUNS = ",".join(f"{net}:{c}" for net in ("sig_ym01", "relu")
                         for c in ("8:on:4", "0:off:16", "0:on:8", "2:on:8"))
 MOVES = ("tries", "own", "local")
@@ -118,18 +114,15 @@ def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2
 
 
 def write(stem, args, rows, total):
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
-    md = ["# sampler='units': tries, own-readout step and local steps at equal wall time\n",
-          f"`python benchmarks/units_budget.py --runs {args.runs} --size {args.size} --chains {args.chains} "
-          f"--seconds {args.seconds:g} --windows {args.windows}"
-          + ("" if args.sigma_a2 is None else f" --sigma-a2 {args.sigma_a2:g}") + "`\n",
-          f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
-          f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}, jax {jax.__version__}. "
-          f"Toy task, T = 0.01, σ_a² = {rows[0]['sigma_a2']:g}, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}; every "
-          f"run {args.seconds:g} s of sampling (the first quarter of its sweeps warm-up), compilation excluded"
-          + ("" if "pairs_per_unit" not in rows[0] else
+    pairs = ("" if "pairs_per_unit" not in rows[0] else
              f"; pair rotations {rows[0]['pairs_per_unit']:g} per unit and sweep (the sampler's default)")
-          + ".\n",
+    setting = (f"Toy task, T = 0.01, σ_a² = {rows[0]['sigma_a2']:g}, N = P = {args.size}, {args.chains} chains from "
+               f"the prior, seed {args.seed}; every run {args.seconds:g} s of sampling (the first quarter of its sweeps "
+               f"warm-up), compilation excluded{pairs}.")
+    extra = (f" --seconds {args.seconds:g} --windows {args.windows}"
+             + ("" if args.sigma_a2 is None else f" --sigma-a2 {args.sigma_a2:g}"))
+    md = spec_header("sampler='units': tries, own-readout step and local steps at equal wall time", "units_budget.py",
+                     args, total, setting, extra=extra, jax_version=True) + [
           "| net | tries | own | local | s per sweep | sweeps (kept) | acceptance: tries / own / local | code changes "
           "per unit per sweep | per unit per s | persistent switches per unit per s | min ESS of q_a | ESS per s | "
           "max R̂ of q_a | max R̂ of code fractions ≥ 5 % | code fractions, last window |",
@@ -145,36 +138,23 @@ def write(stem, args, rows, total):
                   f"{r['code_changes_per_unit_sweep']:.4f} | {r['code_changes_per_unit_s']:.4f} | "
                   f"{r['switches_per_unit_s']:.4f} | {r['q_a_ess_min']:.0f} | {r['q_a_ess_per_s']:.2f} | "
                   f"{r['q_a_rhat_max']:.3f} | {cr} | {fr} |")
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    write_result(stem, args, rows, total, md)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", default=DEFAULT_RUNS, help="net:tries:own:local (own: on or off), comma-separated "
-                                                         f"(nets: {', '.join(NETS)})")
-    p.add_argument("--size", type=int, default=100, help="N = P")
-    p.add_argument("--chains", type=int, default=8)
+    p = spec_parser(__doc__, runs=DEFAULT_RUNS, runs_help=f"net:tries:own:local (own: on or off), comma-separated "
+                    f"(nets: {', '.join(NETS)})", size=100, out="units_budget")
     p.add_argument("--seconds", type=float, default=120.0, help="seconds of sampling per run (warm-up included)")
     p.add_argument("--windows", type=int, default=10, help="windows of the kept sweeps for the modal codes")
-    p.add_argument("--seed", type=int, default=0, help="the seed of every run (task, start and moves)")
     p.add_argument("--sigma-a2", type=float, default=None, help="the readout's prior variance (default: the "
                                                                   "model's, 1/P)")
-    p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_budget)")
     args = p.parse_args(argv)
-    runs = [tuple(r.split(":")) for r in args.runs.split(",")]
-    bad = [r for r in runs if len(r) != 4 or r[0] not in NETS or r[2] not in ("on", "off")
-           or not (r[1].isdigit() and r[3].isdigit())]
-    if bad:
-        raise SystemExit(f"--runs: each run must be net:tries:own:local (own on or off, tries and local counts), "
-                         f"net among {', '.join(NETS)}; got {bad}")
-    stem = Path(args.out or HERE / "results" / "units_budget")
-    rows, t0 = [], time.time()
-    for net, tries, own, local in runs:
-        rows.append(one(net, int(tries), own == "on", int(local), args.size, args.chains, args.seconds,
-                        args.windows, seed=args.seed, sigma_a2=args.sigma_a2))
-        print(json.dumps(rows[-1]), flush=True)
-        write(stem, args, rows, time.time() - t0)
-    return rows
+    runs = parse_runs(args.runs, lambda r: len(r) == 4 and r[0] in NETS and r[2] in ("on", "off")
+                      and r[1].isdigit() and r[3].isdigit(),
+                      f"net:tries:own:local (own on or off, tries and local counts), net among {', '.join(NETS)}")
+    return run_specs(runs, lambda net, tries, own, local: one(
+        net, int(tries), own == "on", int(local), args.size, args.chains, args.seconds, args.windows, seed=args.seed,
+        sigma_a2=args.sigma_a2), args, write)
 
 
 if __name__ == "__main__":

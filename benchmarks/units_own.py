@@ -30,31 +30,17 @@ Writes ``benchmarks/results/units_own.md`` and ``.json`` (or ``--out`` stem), af
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import time
-from pathlib import Path
-
 import arviz as az
 import numpy as np
 
 import bnnzoo
 from bnnzoo.inference import units as U
 
-HERE = Path(__file__).resolve().parent
-NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": ("relu", -0.5)}
+from _bench import (TOY_NETS, codes_of, parse_runs, run_specs, spec_header, spec_parser, sweeps_of, toy_setting,
+                    write_result)
+
+NETS = TOY_NETS
 DEFAULT_RUNS = "sig_half:off,sig_half:on,sig_ym01:off,sig_ym01:on,relu:off,relu:on"
-
-
-def codes_of(z, Y):
-    """Codes (chain, draw, unit): bits of the class-mean signs of the preactivations z (chain, draw, N, P)."""
-    lab = np.argmax(Y, axis=1)
-    m = Y.shape[1]
-    A = (lab[:, None] == np.arange(m)).astype(float)
-    A /= A.sum(0)
-    return np.sum((z @ A > 0) * (1 << np.arange(m)), axis=-1)
 
 
 def never_moved(z, task, size, activation):
@@ -100,14 +86,8 @@ def one(net, own, size, chains, warmup, samples, seed=0, local=0):
 
 
 def write(stem, args, rows, total):
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
-    md = [f"# sampler='units': the own-readout step and the local steps\n",
-          f"`python benchmarks/units_own.py --runs {args.runs} --size {args.size} --chains {args.chains} "
-          f"--sweeps {args.sweeps}`\n",
-          f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
-          f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}. "
-          f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}, "
-          f"{args.sweeps.replace(',', ' warm-up + ')} kept sweeps.\n",
+    md = spec_header("sampler='units': the own-readout step and the local steps", "units_own.py", args, total,
+                     toy_setting(args) + ".") + [
           "| net | own-readout step | local steps | acceptance | code changes per unit per sweep | units stuck on one "
           "code (on a code of ≤ 1 class) / units | units never moved | max R̂ of q_a | min ESS of q_a | "
           "max R̂ of code fractions ≥ 5 % | s per sweep |",
@@ -118,34 +98,20 @@ def write(stem, args, rows, total):
                   f"| {r['stuck_units']} ({r['stuck_on_one_class']}) / {r['units']} | {r['never_moved']} | "
                   f"{r['q_a_rhat_max']:.3f} | "
                   f"{r['q_a_ess_min']:.0f} | {r['code_rhat_max']:.3f} | {r['s_per_sweep']:.3f} |")
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    write_result(stem, args, rows, total, md)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", default=DEFAULT_RUNS, help="net:own (own: on or off), comma-separated (nets: "
-                                                         f"{', '.join(NETS)})")
-    p.add_argument("--size", type=int, default=60, help="N = P")
-    p.add_argument("--chains", type=int, default=8)
-    p.add_argument("--sweeps", default="100,400", help="warm-up,kept sweeps")
-    p.add_argument("--seed", type=int, default=0, help="the seed of every run (task, start and moves)")
-    p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_own)")
+    p = spec_parser(__doc__, runs=DEFAULT_RUNS, runs_help=f"net:own (own: on or off), comma-separated (nets: "
+                    f"{', '.join(NETS)})", size=60, sweeps="100,400", out="units_own")
     args = p.parse_args(argv)
-    runs = [tuple(r.split(":")) for r in args.runs.split(",")]
-    bad = [r for r in runs if len(r) not in (2, 3) or r[0] not in NETS or r[1] not in ("on", "off")
-           or len(r) == 3 and not r[2].isdigit()]
-    if bad:
-        raise SystemExit(f"--runs: each run must be net:on or net:off, optionally :local (a count), with net among "
-                         f"{', '.join(NETS)}; got {bad}")
-    warmup, samples = (int(x) for x in args.sweeps.split(","))
-    stem = Path(args.out or HERE / "results" / "units_own")
-    rows, t0 = [], time.time()
-    for net, own, *local in runs:
-        rows.append(one(net, own == "on", args.size, args.chains, warmup, samples, seed=args.seed,
-                        local=int(local[0]) if local else 0))
-        print(json.dumps(rows[-1]), flush=True)
-        write(stem, args, rows, time.time() - t0)
-    return rows
+    runs = parse_runs(args.runs, lambda r: len(r) in (2, 3) and r[0] in NETS and r[1] in ("on", "off")
+                      and (len(r) == 2 or r[2].isdigit()),
+                      f"net:on or net:off, optionally :local (a count), with net among {', '.join(NETS)}")
+    warmup, samples = sweeps_of(args)
+    return run_specs(runs, lambda net, own, *local: one(
+        net, own == "on", args.size, args.chains, warmup, samples, seed=args.seed,
+        local=int(local[0]) if local else 0), args, write)
 
 
 if __name__ == "__main__":

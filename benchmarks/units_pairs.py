@@ -25,30 +25,17 @@ Writes ``benchmarks/results/units_pairs.md`` and ``.json`` (or ``--out`` stem), 
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import time
-from pathlib import Path
-
 import arviz as az
 import numpy as np
 
 import bnnzoo
 from bnnzoo.inference import units as U
 
-HERE = Path(__file__).resolve().parent
-NETS = {"relu": ("relu", -0.5), "sig_half": ("sigmoid", 0.5)}
+from _bench import (TOY_NETS, codes_of, parse_runs, run_specs, spec_header, spec_parser, sweeps_of, toy_setting,
+                    write_result)
+
+NETS = {k: TOY_NETS[k] for k in ("relu", "sig_half")}
 DEFAULT_RUNS = "relu:0,relu:0.5,relu:2,sig_half:0,sig_half:0.5"
-
-
-def codes_of(z, Y):
-    """Codes (chain, draw, unit): bits of the class-mean signs of the preactivations z (chain, draw, N, P)."""
-    lab = np.argmax(Y, axis=1)
-    A = (lab[:, None] == np.arange(Y.shape[1])).astype(float)
-    A /= A.sum(0)
-    return np.sum((z @ A > 0) * (1 << np.arange(Y.shape[1])), axis=-1)
 
 
 def outliers_per_class(a):
@@ -93,14 +80,8 @@ def one(net, pairs, size, chains, warmup, samples, seed=0):
 
 
 def write(stem, args, rows, total):
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
-    md = ["# sampler='units': the pair rotations and the ReLU net's outliers\n",
-          f"`python benchmarks/units_pairs.py --runs {args.runs} --size {args.size} --chains {args.chains} "
-          f"--sweeps {args.sweeps}`\n",
-          f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
-          f"{os.getloadavg()[0]:.1f}; total {total:.0f} s. Python {platform.python_version()}. "
-          f"Toy task, T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, seed {args.seed}, "
-          f"{args.sweeps.replace(',', ' warm-up + ')} kept sweeps, every kept sweep recorded.\n",
+    md = spec_header("sampler='units': the pair rotations and the ReLU net's outliers", "units_pairs.py", args, total,
+                     toy_setting(args) + ", every kept sweep recorded.") + [
           "| net | pairs per unit and sweep | acceptance (unit moves) | acceptance (pairs) | max R̂ of q_a | "
           "min ESS of q_a | max R̂ of code fractions ≥ 5 % | outliers per class (mean) | max R̂ of outliers per "
           "class | min ESS | sd within / between chains | sweeps with a count change | s per sweep |",
@@ -112,37 +93,26 @@ def write(stem, args, rows, total):
                   f"{' / '.join(f'{x:.2f}' for x in r['outliers_mean'])} | {r['outliers_rhat_max']:.2f} | "
                   f"{r['outliers_ess_min']:.0f} | {r['outliers_sd_within']:.2f} / {r['outliers_sd_between']:.2f} | "
                   f"{r['outlier_count_changes']:.3f} | {r['s_per_sweep']:.3f} |")
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    write_result(stem, args, rows, total, md)
+
+
+def number(x) -> bool:
+    """Whether ``x`` reads as a number >= 0."""
+    try:
+        return float(x) >= 0
+    except ValueError:
+        return False
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runs", default=DEFAULT_RUNS, help=f"net:pairs, comma-separated (nets: {', '.join(NETS)})")
-    p.add_argument("--size", type=int, default=60, help="N = P")
-    p.add_argument("--chains", type=int, default=8)
-    p.add_argument("--sweeps", default="100,300", help="warm-up,kept sweeps")
-    p.add_argument("--seed", type=int, default=0, help="the seed of every run (task, start and moves)")
-    p.add_argument("--out", default=None, help="output stem (default benchmarks/results/units_pairs)")
+    p = spec_parser(__doc__, runs=DEFAULT_RUNS, runs_help=f"net:pairs, comma-separated (nets: {', '.join(NETS)})",
+                    size=60, sweeps="100,300", out="units_pairs")
     args = p.parse_args(argv)
-    runs = [tuple(r.split(":")) for r in args.runs.split(",")]
-    def number(x):
-        try:
-            return float(x) >= 0
-        except ValueError:
-            return False
-
-    bad = [r for r in runs if len(r) != 2 or r[0] not in NETS or not number(r[1])]
-    if bad:
-        raise SystemExit(f"--runs: each run must be net:pairs (pairs a number >= 0) with net among "
-                         f"{', '.join(NETS)}; got {bad}")
-    warmup, samples = (int(x) for x in args.sweeps.split(","))
-    stem = Path(args.out or HERE / "results" / "units_pairs")
-    rows, t0 = [], time.time()
-    for net, pairs in runs:
-        rows.append(one(net, float(pairs), args.size, args.chains, warmup, samples, seed=args.seed))
-        print(json.dumps(rows[-1]), flush=True)
-        write(stem, args, rows, time.time() - t0)
-    return rows
+    runs = parse_runs(args.runs, lambda r: len(r) == 2 and r[0] in NETS and number(r[1]),
+                      f"net:pairs (pairs a number >= 0) with net among {', '.join(NETS)}")
+    warmup, samples = sweeps_of(args)
+    return run_specs(runs, lambda net, pairs: one(net, float(pairs), args.size, args.chains, warmup, samples,
+                                                  seed=args.seed), args, write)
 
 
 if __name__ == "__main__":

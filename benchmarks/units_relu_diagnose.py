@@ -5,8 +5,9 @@
 
 One run of the ReLU toy net (y− = −½, T = 0.01) with every kept sweep recorded.  To count the acceptances of each
 kind of unit move (the independence tries, the own-readout step, the local steps) per unit and sweep, the script
-runs the sampler with its kernel's sweep reporting them per unit (``sweep(by_move="unit")``; the draws are the
-sampler's own).
+drives the sampler's kernel itself (as ``units_budget.py`` does) with its sweep reporting them per unit
+(``sweep(by_move="unit")``), and draws the readout at every kept sweep; seeds, starts and sweeps follow
+:func:`bnnzoo.inference.units.units_chains`, so the draws are that function's with the same arguments.
 
 Per draw a unit is an outlier when its readout norm exceeds N^{1/4} times the median over the units of that draw
 (:func:`bnnzoo.diagnostics.find_outliers` applies the same factor to scales averaged over draws); its class is its
@@ -27,36 +28,54 @@ import time
 from pathlib import Path
 
 import arviz as az
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 import bnnzoo
 from bnnzoo.inference import units as U
+from bnnzoo.models.fcn import default_sigma_a2
 
 HERE = Path(__file__).resolve().parent
 
-class _Counting(U._Kernel):
-    """The sampler's kernel with its sweep's acceptance reported per unit and move type (N, 3): the accepted
-    (tries, own-readout step, local steps) of each unit in that sweep; the draws are the sampler's own."""
 
-    def sweep(self, H, key, by_move="unit"):
-        return super().sweep(H, key, by_move="unit")
+def run(size, chains, warmup, samples, seed, pairs):
+    """(z (chain, draw, N, P), a (chain, draw, N, m), q_a (chain, draw, m), accepted moves per unit and type (chain,
+    draw, N, 3), the kernel's moves (tries, own, local)) of ``warmup`` + ``samples`` sweeps of the ReLU toy net from the
+    prior, every kept sweep recorded, with the sampler's general moves (units.TRIES, OWN, LOCAL; not the ReLU net's
+    defaults) and ``pairs`` pair rotations per unit and sweep."""
+    task = bnnzoo.toy_task(P=size, y_neg=-0.5)
+    with jax.enable_x64(True):
+        kern = U._Kernel(task.X, task.Y, width=size, activation="relu", temperature=0.01,
+                         sigma_a2=default_sigma_a2("relu", "nonlazy", size, 1), sigma_w2=1.0, tries=U.TRIES,
+                         own=U.OWN, local=U.LOCAL, pairs=pairs)
+        key = jax.random.PRNGKey(seed)                                  # units_chains' seeds: start, then per sweep
+        k_init, key = jax.random.split(key)
+        H = kern.s[None, None, :] * jax.random.normal(k_init, (chains, kern.N, kern.P), jnp.float64)
+        keys = lambda t: jax.random.split(jax.random.fold_in(key, t), chains)
+        sweep = jax.jit(jax.vmap(lambda H, k: kern.sweep(H, k, by_move="unit")[:2]))
+        readout = jax.jit(jax.vmap(lambda H, k: kern.draw(H, k)[0]))
+        for t in range(warmup):
+            H, _ = sweep(H, keys(2 * t))
+        z, a, acc = [], [], []
+        for d in range(samples):
+            t = 2 * warmup + 2 * d
+            H, acc_d = sweep(H, keys(t))
+            a_d = readout(H, keys(t + 1))
+            z.append(np.asarray(H, np.float32))
+            a.append(np.asarray(a_d))
+            acc.append(np.asarray(acc_d))
+    a = np.stack(a, 1)
+    qa = np.mean(a**2, axis=-2).astype(np.float32)
+    return (np.stack(z, 1), a.astype(np.float32), qa, np.stack(acc, 1).astype(float),
+            (kern.tries, int(kern.own), kern.local))
 
 
 def diagnose(size, chains, warmup, samples, seed, pairs):
-    task = bnnzoo.toy_task(P=size, y_neg=-0.5)
-    plain, U._Kernel = U._Kernel, _Counting
-    try:
-        t0 = time.time()
-        out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
-                                       seed=seed, width=size, activation="relu", temperature=0.01, pairs=pairs,
-                                       tries=U.TRIES, own=U.OWN, local=U.LOCAL,
-                                       record=("z",), exclude=("W1",))
-        wall = time.time() - t0
-    finally:
-        U._Kernel = plain
-    z, a, qa = (np.asarray(out[k], float) for k in ("z1", "a", "q_a"))
-    acc = np.asarray(st["acceptance_rate"], float)                   # (chain, draw, unit, 3) counts
+    t0 = time.time()
+    z, a, qa, acc, per = run(size, chains, warmup, samples, seed, pairs)
+    wall = time.time() - t0
+    z, a, qa = (np.asarray(x, float) for x in (z, a, qa))
     N, m = a.shape[-2:]
     norm = np.linalg.norm(a, axis=-1)
     med = np.median(norm, axis=-1, keepdims=True)
@@ -66,7 +85,7 @@ def diagnose(size, chains, warmup, samples, seed, pairs):
     zr = np.sqrt(np.mean(z**2, axis=-1))
     dz = np.sqrt(np.mean((z[:, 1:] - z[:, :-1]) ** 2, axis=-1))
     o1 = out_[:, :-1]
-    per = np.array([info["kernel"]["tries"], int(info["kernel"]["own"]), info["kernel"]["local"]], float)
+    per = np.array(per, float)
     a2 = a**2
     qo, qb = (a2 * out_[..., None]).sum(2) / N, (a2 * ~out_[..., None]).sum(2) / N
     L = [f"Per draw: bulk readout norm (median) {med.mean():.3f}, outliers' {norm[out_].mean():.2f}; preactivation rms "
@@ -111,7 +130,8 @@ def main(argv=None):
             f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average at the end "
             f"{os.getloadavg()[0]:.1f}; {wall:.0f} s. Python {platform.python_version()}. ReLU toy net, y− = −½, "
             f"T = 0.01, N = P = {args.size}, {args.chains} chains from the prior, {warmup} warm-up + {samples} kept "
-            f"sweeps (every one recorded), default moves, {args.pairs:g} pair rotations per unit and sweep.\n"]
+            f"sweeps (every one recorded), {U.TRIES} tries, own-readout step {'on' if U.OWN else 'off'}, "
+            f"{U.LOCAL} local steps (the sampler's general moves), {args.pairs:g} pair rotations per unit and sweep.\n"]
     stem = Path(args.out or HERE / "results" / "units_relu_diagnose")
     stem.with_suffix(".md").write_text("\n".join(head + lines) + "\n")
     print("\n".join(head + lines))

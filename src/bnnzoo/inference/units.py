@@ -37,22 +37,20 @@ instead of the 2^C codes.
 **The self term.**  A unit with readout t adds −|t|² φᵀBφ / 2N² to the exponent (its own contribution to the output).
 The proposal keeps it exactly along the reference activation φ̄_k (the mean φ of the other units on code k: the cross
 term 2 φ̄_kᵀB(φ − φ̄_k) is linear in φ and goes into the tilt) and diagonally for φ − φ̄_k (−½ d_kμ φ_μ², d_kμ =
-|t_k|² B_μμ / N², still one Gaussian per piece).  Leaving it out (the mean field's tilt, ``self_term="none"``)
-halved the acceptance of the sigmoidal net at N = P = 60 and left the linear net at none; the diagonal alone
-(``"diag"``) is worse than nothing for the sigmoid, whose activations share a large mean direction.
+|t_k|² B_μμ / N², still one Gaussian per piece).  ``self_term="ref"`` is the default because it accepted best of
+the three on the sigmoidal net (against the diagonal alone, ``"diag"``, and none, the mean field's tilt ``"none"``;
+``benchmarks/results/units_proposals.md``).
 
 **The common scale.**  Unit moves change the kernel one rank at a time, so its overall scale (traded against the
 readout's, q_a) relaxes slowly; once per sweep all of H is multiplied by γ, log γ ~ N(0, :data:`SCALE_STEP`² / NP),
-accepted with π(γH) γ^{NP} / π(H) (the Jacobian of H → γH).  On the linear net (N = 20, P = 10) this raised the ESS of
-q_a from about 19 per 8000 draws to 50–190 per 3200.
+accepted with π(γH) γ^{NP} / π(H) (the Jacobian of H → γH).
 
 **The signal.**  The part of every unit's preactivations along the targets' directions (the class indicators and
 Y's columns, in prior-whitened coordinates; r of them) sets how strongly the whole layer carries the task, traded
 against the readout's size; unit moves change it one unit at a time and the common scale only along with all the
 noise directions.  Once per sweep that part of every unit is multiplied by one γ, log γ ~ N(0,
-:data:`SIGNAL_STEP`² / N r), accepted with π(H') γ^{N r} / π(H) (the map is linear, its Jacobian γ^{N r}).  On the
-linear net it raises the ESS of q_a many times over; on the sigmoidal net it made no clear difference
-(``benchmarks/results/units_signal.md``).
+:data:`SIGNAL_STEP`² / N r), accepted with π(H') γ^{N r} / π(H) (the map is linear, its Jacobian γ^{N r}).  On by
+default for the readout norm's mixing on the linear net (``benchmarks/results/units_signal.md``).
 
 **The own-readout step.**  An independence sampler stays where the target has far more mass than the proposal: a
 unit whose readout is unlike its code's template (e.g. weak on one of its classes) can reject every try for hundreds
@@ -72,26 +70,25 @@ acceptance needs anyway.  They move a unit that no proposal of the mixture cover
 preactivations); their conditionals given the others are narrow, so they accept few of their own moves and the
 number of outliers per class stays where the chain started (``benchmarks/results/units_relu_diagnose.md``).  Splitting
 an outlier into two or merging two costs little in π — φ(γh) = γφ(h), and two units with one sign pattern enter Σ
-only through the sum of their φφᵀ — but no single-unit move crosses the states in between.  So every sweep ends with
-round(``pairs`` · N) Metropolis rotations of two units' rows, the same angle θ at every point:
+only through the sum of their φφᵀ — but no single-unit move crosses the states in between.  So after its unit moves
+every sweep makes round(``pairs`` · N) Metropolis rotations of two units' rows, the same angle θ at every point:
 (h_i, h_j) → (h_i cos θ − h_j sin θ, h_i sin θ + h_j cos θ), |θ| log-uniform in :data:`PAIR_ANGLE` with a random
 sign.  The rotation keeps the prior (isotropic in each point's pair) and n_i + n_j (n = |h/s|², prior-whitened); the
 pair is drawn with its first unit ∝ n and its second ∝ n among the rest (the outliers are drawn often), so the ratio
 carries the pair's probability after over before the move; the likelihood changes by a rank-4 update of Σ (a 4 × 4
-system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  On the ReLU net at N = P = 60 they made
-the outlier count per class agree across chains (``benchmarks/results/units_pairs.md``); q_a still mixes slowly.
+system, O(P²) per rotation).  For the linear net a rotation keeps ΦᵀΦ.  On by default for the ReLU net's outlier
+counts, as ``benchmarks/results/units_pairs.md`` decides.
 
-**Which moves by default** (:func:`default_moves`): 8 tries, the own-readout step and 4 local steps, except on the
-ReLU net, where 16 local steps and no jumps gave far more ESS of q_a per second (with the pair rotations on, R̂ 1.02
-where the default's was 2.2; ``benchmarks/results/units_budget_relu_pairs.md``); on the sigmoidal nets only the
-jumps move codes (``benchmarks/results/units_budget.md``).
+**Which moves by default** (:func:`default_moves`): :data:`TRIES` tries, the own-readout step and :data:`LOCAL` local
+steps, because on the sigmoidal nets only the tries move codes (``benchmarks/results/units_budget.md``); the ReLU net
+takes 16 local steps and no tries or own-readout step (:data:`MOVES_BY_ACTIVATION`), which mix its q_a faster per
+second (``benchmarks/results/units_budget_relu_pairs.md``).
 
 **Where it is weak.**  Without the local steps units can reject every move for the whole run
 (``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``,
 ``benchmarks/results/units_pairs.md``).
 With N ≤ P the cavity leaves directions that only unit i can fill (B's eigenvalue N/T there);
-the per-point proposal does not see them, and the linear net at N = P = 12–20 accepted ≤ 1 % of the moves (N = 2P:
-9–17 %); a ReLU net with N = 2, P = 3 reached an ESS of 7 for f in 6000 draws.
+the per-point proposal does not see them, so the tries accept few moves there.
 
 **Recorded draws** are exact draws of the full posterior: given H, the readout a | H is Gaussian (Matheron's rule
 with Σ's Cholesky factor), and W | H is the prior conditioned on the linear constraint X w_i = √N0 h_i.
@@ -152,10 +149,9 @@ LOCAL = 4
 them out.  On by default, as ``benchmarks/results/units_local.md`` decides."""
 
 MOVES_BY_ACTIVATION = {"relu": (0, False, 16)}
-"""(tries, own, local) where an activation's own defaults differ from (TRIES, OWN, LOCAL): on the ReLU net 16 local
-steps and no jumps give 34 times the default's ESS of q_a per second with the pair rotations on (4.1 against 0.12;
-R̂ 1.02 against 2.2), while on the sigmoidal nets only the jumps move codes (``benchmarks/results/units_budget.md``,
-``units_budget_relu_pairs.md``)."""
+"""(tries, own, local) where an activation's own defaults differ from (TRIES, OWN, LOCAL): the ReLU net takes 16 local
+steps and no tries or own-readout step, which mix its q_a faster per second
+(``benchmarks/results/units_budget_relu_pairs.md``)."""
 
 
 def default_moves(activation: str, tries=None, own=None, local=None) -> tuple[int, bool, int]:
@@ -442,22 +438,20 @@ class _Kernel:
     # -- one sweep of one chain
     def sweep(self, H, key, by_move=False):
         """One sweep: every unit in turn moved by ``tries`` independence MH steps, the own-readout step and ``local``
-        MALA steps, then the common-scale, signal and pair moves.
+        MALA steps, then the pair rotations, the common-scale and the signal move.
 
         Returns (H (N, P), acceptance, code changes per unit, the mse of a readout drawn at H, the common-scale move's
         and the signal move's acceptance, the pair rotations' accepted fraction); acceptance is the accepted fraction
         of all unit moves, or with ``by_move=True`` the fractions per move type (tries, own-readout step, local
         steps) (3,), NaN for a type left out, or with ``by_move="unit"`` the accepted moves per unit and type (N, 3)
-        (integers).  With no tries and no own-readout step the code mixture (templates, pieces,
-        tilts) is not built.
+        (integers).
 
         Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
-        at the start of every sweep: Σ⁻¹, Σ⁻¹Y, and with the code mixture the per-code sums of the activations
+        at the start of every sweep: Σ⁻¹ (carried on through the pair rotations), Σ⁻¹Y, and with the code mixture the per-code sums of the activations
         Φ_k = Σ_{j on code k} φ_j and Φ_k Σ⁻¹, so a unit's move costs no O(N) work.  The tries draw from one
         proposal that does not depend on the unit's state, so they are drawn and evaluated together (one matrix
         product B [φ_1 … φ_T]) and accepted one after the other."""
         N, P, c, m, T, K = self.N, self.P, self.c, self.m, self.tries, self.K
-        mix = T > 0 or self.own                            # else no templates, pieces or tilts
         Phi = self.phi(H)
         S = c * Phi.T @ Phi + self.v * jnp.eye(P)
         Sinv = _spd_solve(S, jnp.eye(P))
@@ -476,85 +470,81 @@ class _Kernel:
             den = 1.0 - c * (ph0 @ u)
             BY = SY + (c / den) * jnp.outer(u, u @ self.Y)                       # (P, m) B Y, B = Σ_{−i}⁻¹
             Bdiag = jnp.diag(Sinv) + (c / den) * u**2
-            if mix:                                        # the code mixture's tries and the own-readout step
-                if self.by_code:
-                    mine = self.onehot(codes[i])                                     # (K,)
-                    counts = jnp.sum(self.onehot(codes), axis=0) - mine              # the others per code
-                    others = sums - mine[:, None] * ph0[None, :]                     # (K, P) their φ sums
-                    held = (self.sa2 / N) * (others @ BY) / jnp.maximum(counts, 1.0)[:, None]
-                    templates, logw = self.templates(held, counts, BY)
-                    n_others = max(N - 1, 1)
-                    mean_phi = (jnp.sum(sums, axis=0) - ph0) / n_others
-                    inv = 1.0 / jnp.maximum(counts, 1.0)[:, None]
-                    refs = jnp.where((counts > 0)[:, None], others * inv, mean_phi[None, :])
-                    # refs Σ⁻¹ from the carried sums M = Φ_k Σ⁻¹ (φ_iᵀΣ⁻¹ = uᵀ)
-                    RS = jnp.where((counts > 0)[:, None], (M - mine[:, None] * u[None, :]) * inv,
-                                   ((jnp.sum(M, axis=0) - u) / n_others)[None, :])
-                else:                                          # one component per other unit: its mean readout
-                    others_mask = jnp.arange(N) != i
-                    templates = (self.sa2 / N) * (Phi @ BY)
-                    logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
-                    refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
-                    RS = refs @ Sinv
-                # B φ̄ of the references (the "ref" self term), shared by the code mixture and the own-readout step
-                BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :] if self.self_term == "ref" else None
+            # the code mixture's tries and the own-readout step (with none, XLA drops the mixture's unused work)
+            if self.by_code:
+                mine = self.onehot(codes[i])                                     # (K,)
+                counts = jnp.sum(self.onehot(codes), axis=0) - mine              # the others per code
+                others = sums - mine[:, None] * ph0[None, :]                     # (K, P) their φ sums
+                held = (self.sa2 / N) * (others @ BY) / jnp.maximum(counts, 1.0)[:, None]
+                templates, logw = self.templates(held, counts, BY)
+                n_others = max(N - 1, 1)
+                mean_phi = (jnp.sum(sums, axis=0) - ph0) / n_others
+                inv = 1.0 / jnp.maximum(counts, 1.0)[:, None]
+                refs = jnp.where((counts > 0)[:, None], others * inv, mean_phi[None, :])
+                # refs Σ⁻¹ from the carried sums M = Φ_k Σ⁻¹ (φ_iᵀΣ⁻¹ = uᵀ)
+                RS = jnp.where((counts > 0)[:, None], (M - mine[:, None] * u[None, :]) * inv,
+                               ((jnp.sum(M, axis=0) - u) / n_others)[None, :])
+            else:                                          # one component per other unit: its mean readout
+                others_mask = jnp.arange(N) != i
+                templates = (self.sa2 / N) * (Phi @ BY)
+                logw = jnp.where(others_mask, 0.0, -jnp.inf) - jnp.log(max(N - 1, 1))
+                refs = ((others_mask.astype(Phi.dtype) @ Phi) / max(N - 1, 1))[None, :]
+                RS = refs @ Sinv
+            # B φ̄ of the references (the "ref" self term), shared by the code mixture and the own-readout step
+            BR = RS + (c / den) * (refs @ u)[:, None] * u[None, :] if self.self_term == "ref" else None
 
-                def tilts(tm, rf, br):
-                    """(g, d), each (K, P): the linear tilts and self terms of templates ``tm`` (K, m) with references
-                    ``rf`` and their B rf (K, P).  The self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along
-                    the reference φ̄ (the cross term 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)."""
-                    g_ = tm @ (BY / N).T
-                    t2 = jnp.sum(tm**2, axis=1)[:, None] / N**2                      # (K, 1)
-                    if self.self_term == "none":
-                        return g_, jnp.zeros_like(g_)
-                    if br is not None:
-                        g_ = g_ - t2 * (br - Bdiag[None, :] * rf)
-                    return g_, t2 * Bdiag[None, :]
+            def tilts(tm, rf, br):
+                """(g, d), each (K, P): the linear tilts and self terms of templates ``tm`` (K, m) with references
+                ``rf`` and their B rf (K, P).  The self term −|t|² φᵀBφ / 2N² of a unit with readout t: exact along
+                the reference φ̄ (the cross term 2 φ̄ᵀB(φ − φ̄), linear in φ), diagonal for the rest (φ − φ̄)."""
+                g_ = tm @ (BY / N).T
+                t2 = jnp.sum(tm**2, axis=1)[:, None] / N**2                      # (K, 1)
+                if self.self_term == "none":
+                    return g_, jnp.zeros_like(g_)
+                if br is not None:
+                    g_ = g_ - t2 * (br - Bdiag[None, :] * rf)
+                return g_, t2 * Bdiag[None, :]
 
-                g, d = tilts(templates, refs, BR)
-                logm, mean, sd = self.pieces(g, d)
-                logZ = logsumexp(logm, axis=-1)                                      # (K, P)
-                # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
-                h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
-                    uni[:T, 1:])])                                                   # (1 + T, P)
-                ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
-                Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
-                lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
-                lq = jax.vmap(lambda x: self.log_q(x, g, d, logZ, logw))(h_all)
+            g, d = tilts(templates, refs, BR)
+            logm, mean, sd = self.pieces(g, d)
+            logZ = logsumexp(logm, axis=-1)                                      # (K, P)
+            # the current state and the T proposals, evaluated together: B φ = Σ⁻¹φ + (c/den) u (uᵀφ)
+            h_all = jnp.concatenate([h0[None], jax.vmap(lambda x: self.draw_q(x, logm, mean, sd, logw))(
+                uni[:T, 1:])])                                                   # (1 + T, P)
+            ph_all = jnp.concatenate([ph0[None], self.phi(h_all[1:])])
+            Bph = ph_all @ Sinv + (c / den) * (ph_all @ u)[:, None] * u[None, :]
+            lp = (jax.vmap(self.log_prior)(h_all) + ell(jnp.sum(ph_all * Bph, axis=1), ph_all @ BY))
+            lq = jax.vmap(lambda x: self.log_q(x, g, d, logZ, logw))(h_all)
 
-                def one_try(state, t):                         # independence MH: proposal t + 1 against the current
-                    cur, acc = state
-                    ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
-                    return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
+            def one_try(state, t):                         # independence MH: proposal t + 1 against the current
+                cur, acc = state
+                ok = jnp.log(uni[t, 0]) < (lp[t + 1] - lp[cur]) - (lq[t + 1] - lq[cur])
+                return (jnp.where(ok, t + 1, cur).astype(jnp.int32), acc + ok), None
 
-                start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
-                (pick, acc_t), _ = (jax.lax.scan(one_try, start, jnp.arange(T, dtype=jnp.int32)) if T
-                                    else (start, None))
-                h, ph, w, lp_h, acc_o = h_all[pick], ph_all[pick], Bph[pick], lp[pick], jnp.zeros((), jnp.int32)
-                if self.own:                                   # one more step, tilted by the unit's own readout
-                    def own_tilt(h_, ph_, Bph_):
-                        """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
-                        t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
-                        k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
-                        g1, d1 = tilts(t[None], refs[k][None], None if BR is None else BR[k][None])
-                        logm1, mean1, sd1 = self.pieces(g1, d1)
-                        return g1, d1, logsumexp(logm1, axis=-1), logm1, mean1, sd1
+            start = (jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+            (pick, acc_t), _ = (jax.lax.scan(one_try, start, jnp.arange(T, dtype=jnp.int32)) if T
+                                else (start, None))
+            h, ph, w, lp_h, acc_o = h_all[pick], ph_all[pick], Bph[pick], lp[pick], jnp.zeros((), jnp.int32)
+            if self.own:                                   # one more step, tilted by the unit's own readout
+                def own_tilt(h_, ph_, Bph_):
+                    """(g, d, logZ, logm, mean, sd) of the proposal tilted by the readout of a unit at h_."""
+                    t = (self.sa2 / N) * (ph_ @ BY) / (1.0 + c * (ph_ @ Bph_))       # its posterior-mean readout
+                    k = self.codes(h_[None])[0] if refs.shape[0] > 1 else 0
+                    g1, d1 = tilts(t[None], refs[k][None], None if BR is None else BR[k][None])
+                    logm1, mean1, sd1 = self.pieces(g1, d1)
+                    return g1, d1, logsumexp(logm1, axis=-1), logm1, mean1, sd1
 
-                    g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
-                    h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
-                    ph2 = self.phi(h2)
-                    w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
-                    lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
-                    g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
-                    zero = jnp.zeros(1)
-                    ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
-                                                                  - self.log_q(h2, g_f, d_f, Z_f, zero))
-                    h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
-                    lp_h, acc_o = jnp.where(ok, lp2, lp_h), ok.astype(jnp.int32)
-            else:                                          # local steps only: B φ_i = u / den, no mixture
-                h, ph, w = h0, ph0, u / den
-                lp_h = self.log_prior(h0) + ell(ph0 @ w, ph0 @ BY)
-                acc_t = acc_o = jnp.zeros((), jnp.int32)
+                g_f, d_f, Z_f, logm_f, mean_f, sd_f = own_tilt(h, ph, w)
+                h2 = self.draw_q(uni[T, 1:], logm_f, mean_f, sd_f, jnp.zeros(1))
+                ph2 = self.phi(h2)
+                w2 = Sinv @ ph2 + (c / den) * (u @ ph2) * u
+                lp2 = self.log_prior(h2) + ell(ph2 @ w2, ph2 @ BY)
+                g_r, d_r, Z_r, *_ = own_tilt(h2, ph2, w2)
+                zero = jnp.zeros(1)
+                ok = jnp.log(uni[T, 0]) < (lp2 - lp[pick]) + (self.log_q(h, g_r, d_r, Z_r, zero)
+                                                              - self.log_q(h2, g_f, d_f, Z_f, zero))
+                h, ph, w = jnp.where(ok, h2, h), jnp.where(ok, ph2, ph), jnp.where(ok, w2, w)
+                lp_h, acc_o = jnp.where(ok, lp2, lp_h), ok.astype(jnp.int32)
             acc_l = jnp.zeros((), jnp.int32)
             if self.local:                                 # MALA steps on π(h_i | the others), prior-preconditioned
                 def grad(h_, ph_, dph_, w_):
@@ -593,7 +583,7 @@ class _Kernel:
             SY = BY - rho * jnp.outer(w, w @ self.Y)
             code = self.codes(h[None])[0]
             changed = code != codes[i]
-            if self.by_code and mix:                       # the sums and their Σ⁻¹ products, moved along
+            if self.by_code:                               # the sums and their Σ⁻¹ products, moved along
                 new = self.onehot(code)
                 M = M + (c / den) * jnp.outer(sums @ u, u) - rho * jnp.outer(sums @ w, w)
                 # Σ_new⁻¹ φ_i = B φ_i − ρ w (wᵀφ_i) with B φ_i = u / den;  Σ_new⁻¹ φ' = w / (1 + c φ'ᵀw)
@@ -610,16 +600,16 @@ class _Kernel:
             loc_n = jax.random.normal(k_loc1, (N, self.local, P), H.dtype)
             loc_u = jax.random.uniform(k_loc2, (N, self.local, 2), H.dtype, minval=1e-300)
         carry = (H, Phi, Sinv, Sinv @ self.Y, codes, sums, sums @ Sinv)
-        (H, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
+        (H, Phi, Sinv, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
+        pair_rate = jnp.zeros((), H.dtype)
+        if self.n_pairs:                   # before the scale and signal moves: Φ and Σ⁻¹ as the units left them
+            H, pair_rate = self.pair_move(H, jax.random.fold_in(key, 11), Phi, Sinv)
         scale_ok = jnp.zeros((), bool)
         if self.scale_step > 0:
             H, scale_ok = self.scale_move(H, k_scale)
         signal_ok = jnp.zeros((), bool)
         if self.signal_step > 0:
             H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
-        pair_rate = jnp.zeros((), H.dtype)
-        if self.n_pairs:
-            H, pair_rate = self.pair_move(H, jax.random.fold_in(key, 11))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
         if by_move == "unit":              # accepted moves per unit and type (N, 3)
@@ -631,20 +621,22 @@ class _Kernel:
             rate = acc.sum() / (N * (T + self.own + self.local))
         return H, rate, changed.sum() / N, mse, scale_ok, signal_ok, pair_rate
 
-    def pair_move(self, H, key):
+    def pair_move(self, H, key, Phi=None, Sinv=None):
         """``n_pairs`` Metropolis rotations of two units' preactivation rows (module docstring, "The pair rotations"):
         (h_i, h_j) → (h_i cos θ − h_j sin θ, h_i sin θ + h_j cos θ) at every point, |θ| log-uniform in ``pair_angle``
         with a random sign.  The rotation keeps the prior and n_i + n_j (n = |h/s|², prior-whitened squared norms);
         the pair is drawn with its first unit ∝ n and its second ∝ n among the rest, so the ratio carries the
         probability of drawing the same pair after the move.  Σ⁻¹ and the likelihood change by a rank-4 update
-        (Woodbury, a 4 × 4 system: O(P²) per rotation); Σ⁻¹ is recomputed from a Cholesky factor first.
+        (Woodbury, a 4 × 4 system: O(P²) per rotation), starting from ``Phi`` = φ(H) and ``Sinv`` = Σ⁻¹ (P, P) as
+        the sweep carries them, or when they are not given from a fresh Cholesky factor.
 
         Returns (H, accepted fraction)."""
         P, c = self.P, self.c
-        Phi = self.phi(H)
-        S = c * Phi.T @ Phi + self.v * jnp.eye(P)
-        Sinv = _spd_solve(S, jnp.eye(P))
-        Sinv = 0.5 * (Sinv + Sinv.T)
+        if Sinv is None:
+            Phi = self.phi(H)
+            S = c * Phi.T @ Phi + self.v * jnp.eye(P)
+            Sinv = _spd_solve(S, jnp.eye(P))
+            Sinv = 0.5 * (Sinv + Sinv.T)
         n = jnp.sum((H / self.s[None, :]) ** 2, axis=1)                          # (N,)
         lo, hi = self.pair_angle
 
