@@ -57,12 +57,14 @@ def make_run(path: Path, *, size: int, chains: int, warmup: int, samples: int, r
 
     f32 = jnp.float32
 
-    def sweep(self, H, key):          # the cheap move (module docstring): (H, acceptance, code changes, mse, ok, ok)
+    def sweep(self, H, key, by_move=False):   # the cheap move (module docstring), shaped as units._Kernel.sweep's
+        # result: (H, acceptance, code changes, mse, common-scale ok, signal ok, pair acceptance)
         xi = jax.random.normal(key, H.shape, f32).astype(H.dtype)
         H1 = rho * H + math.sqrt(1.0 - rho**2) * self.s[None, :] * xi
         changed = jnp.mean(self.codes(H1) != self.codes(H))
         nan = jnp.full((), jnp.nan, H.dtype)       # the warm-up's mse is not computed
-        return H1, jnp.ones((), H.dtype), changed.astype(H.dtype), nan, jnp.zeros((), bool), jnp.zeros((), bool)
+        return (H1, jnp.ones((), H.dtype), changed.astype(H.dtype), nan, jnp.zeros((), bool), jnp.zeros((), bool),
+                jnp.zeros((), H.dtype))
 
     def readout(self, H, noise):      # Matheron's rule as units._Kernel.readout, in float32, S⁻¹ by conjugate gradients
         N, P, m = self.N, self.P, self.m
