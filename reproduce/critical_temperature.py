@@ -40,7 +40,8 @@ Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), targets y+ = 1, y−
   on the runs' temperatures and the ``cpu`` grid).  Per width: T_½ of R_draw (where it falls to half its value at the
   lowest certified temperature, interpolated as above) against the mean field's T_½ on the same temperatures; the
   s.e. of T_½ is the scatter of T_½ over curves drawn from the runs' means and standard errors (independent normal
-  errors, :data:`T_HALF_DRAWS` curves); and what is left off 111 in the runs above the mean-field T_c.
+  errors, :data:`T_HALF_DRAWS` curves); and what is left off 111 in the runs above the mean-field T_c (per draw,
+  beside the fraction of units whose readout vector lies in each sign orthant, the certification's ``branch_mass``).
 
 Run: ``python -m reproduce critical_temperature --size ci|cpu|paper [--widths 30,60] [--temperatures ...]
 [--warmup W] [--samples S] [--parts meanfield,samples] [--overwrite]``, or ``python -m reproduce
@@ -201,8 +202,9 @@ def certified_entry(summary: dict, stem: str) -> dict:
         ``health`` (status, reason, criterion, largest R̂ of the invariant observables, R̂ of the 111 fraction);
         ``families``, ``agree``, ``disagreements``; ``R_draw_per_family`` ({family: [mean, s.e.]}, R_draw = 1 − the
         111 fraction); ``R_draw`` and ``R_draw_se`` (the families' mean and its s.e., √Σ s.e.² / F);
-        ``per_draw`` ({code: the families' mean fraction}); ``meanfield_R_of_run`` (1 − the mean-field 111 mass
-        the run itself recorded, or None).
+        ``per_draw`` ({code: the families' mean fraction}); ``readout_orthants`` ({signs: the families' mean
+        fraction of units whose readout vector lies in that sign orthant, ``branch_mass``}); ``meanfield_R_of_run``
+        (1 − the mean-field 111 mass the run itself recorded, or None).
 
     Raises
     ------
@@ -221,6 +223,8 @@ def certified_entry(summary: dict, stem: str) -> dict:
     r_fam = {f: [1.0 - obs[key][f][0], obs[key][f][1]] if key in obs else [1.0, 0.0] for f in fams}
     codes = {name.split("][")[-1].rstrip("]"): float(np.mean([v[0] for v in obs[name].values()]))
              for name in obs if name.startswith("code_fraction[z1][")}
+    orthants = {name[len("branch_mass["):-1]: float(np.mean([v[0] for v in obs[name].values()]))
+                for name in obs if name.startswith("branch_mass[")}
     mf = res.get("meanfield_codes")
     h = res["health"]
     return dict(run=stem, N=row["settings"]["N"], P=row["settings"]["N"], T=summary["temperature"],
@@ -233,6 +237,7 @@ def certified_entry(summary: dict, stem: str) -> dict:
                 R_draw_per_family=r_fam, R_draw=float(np.mean([v[0] for v in r_fam.values()])),
                 R_draw_se=float(math.sqrt(sum(v[1] ** 2 for v in r_fam.values())) / len(fams)),
                 per_draw={c: codes[c] for c in sorted(codes) if codes[c] > 0},
+                readout_orthants={o: orthants[o] for o in sorted(orthants) if orthants[o] > 0},
                 meanfield_R_of_run=(1.0 - mf.get("111", 0.0)) if mf else None)
 
 
@@ -317,7 +322,8 @@ def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = 
             mf_half = res["meanfield"]["T_half"]
             res["T_half_ratio"] = samp["T_half"] / mf_half if samp["T_half"] is not None and mf_half else None
         res["above_Tc"] = [dict(T=e["T"], R_draw=e["R_draw"], R_draw_se=e["R_draw_se"], per_draw=e["per_draw"],
-                                status=e["health"]["status"], agree=e["agree"])
+                                readout_orthants=e["readout_orthants"], status=e["health"]["status"],
+                                agree=e["agree"])
                            for e in es if e["T"] > mf["T_c"] + mf["T_c_err"]]
         out["analysis"][str(N)] = res
     return out

@@ -144,7 +144,8 @@ def _certified_summary(N: int, T: float, f111: dict, certified: bool = True) -> 
     """A result summary of ``reproduce/certified.py`` row sig1 (the fields ``--from-certified`` reads) whose
     families hold the 111 fractions ``f111`` {family: (mean, s.e.)}, the rest on 011."""
     obs = {"code_fraction[z1][111]": {f: list(v) for f, v in f111.items()},
-           "code_fraction[z1][011]": {f: [1 - v[0], v[1]] for f, v in f111.items()}}
+           "code_fraction[z1][011]": {f: [1 - v[0], v[1]] for f, v in f111.items()},
+           "branch_mass[+++]": {f: [0.9, 0.01] for f in f111}, "branch_mass[-++]": {f: [0.0, 0.0] for f in f111}}
     health = dict(status="equilibrated", reason="", criterion="R̂", max_rhat=1.01)
     cert = dict(families=list(f111), agree=True, disagreements=[], observables=obs,
                 ensemble=dict(populations_rhat={"code_fraction[z1][111]": 1.02}))
@@ -161,6 +162,7 @@ def test_from_certified_reads_the_families_and_t_half_scatter():
     assert e["R_draw_per_family"] == {"prior": [0.8, 0.03], "annealed": [0.7, 0.04]}
     assert e["R_draw"] == pytest.approx(0.75) and e["R_draw_se"] == pytest.approx(0.025)
     assert e["per_draw"] == {"011": pytest.approx(0.75), "111": pytest.approx(0.25)}
+    assert e["readout_orthants"] == {"+++": pytest.approx(0.9)}          # an orthant no family holds is left out
     assert (e["N"], e["T"], e["agree"], e["health"]["rhat_111"]) == (16, 0.03, True, 1.02)
     with pytest.raises(ValueError, match="--from-certified"):
         ct.certified_entry(_certified_summary(16, 0.03, {"prior": (0.2, 0.03)}, certified=False), "x")
