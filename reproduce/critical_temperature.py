@@ -331,9 +331,9 @@ def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = 
 
 def run_from_certified(args, argv: list) -> int:
     """``--from-certified``: read the certified runs, analyse them, write ``--name`` (default
-    ``critical_temperature_certified``)."""
+    ``certified_critical_temperature``: result files of certified runs start with ``certified_``)."""
     stems = certified_stems(args.from_certified, Path(args.out))
-    files = C.ResultFiles(args.out, args.name or f"{NAME}_certified", args.overwrite, certified=True)
+    files = C.ResultFiles(args.out, args.name or f"certified_{NAME}", args.overwrite, certified=True)
     entries = [certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]
     s = SIZES[args.size]
     C.log(f"{NAME}: {len(entries)} certified runs: " + ", ".join(f"N = {e['N']} T = {e['T']:g}" for e in entries))

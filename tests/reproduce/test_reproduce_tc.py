@@ -181,7 +181,7 @@ def test_from_certified_against_direct_meanfield(tmp_path):
         (tmp_path / f"certified_units_sig1_n16_T{T}.json").write_text(
             json.dumps(_certified_summary(16, T, {"prior": (f, 0.01), "annealed": (f, 0.01)})))
     assert ct.run(["--size", "ci", "--out", str(tmp_path), "--from-certified", "certified_units_sig1_n16_T*"]) == 0
-    summary = json.loads((tmp_path / "critical_temperature_certified.json").read_text())
+    summary = json.loads((tmp_path / "certified_critical_temperature.json").read_text())
     assert summary["populations_certified"] is True
     m = summary["meanfield"]["16"]
     for e in summary["entries"]:
