@@ -31,15 +31,30 @@ Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), targets y+ = 1, y−
   code, so R also falls where the units stop being frozen: T_½ and T_erg are read together, and both depend on the
   length of the run (a unit that switches once in a thousand draws looks frozen in a run of two hundred;
   ``--warmup`` and ``--samples`` change it).
+* **From certified runs** (``--from-certified``): instead of sampling, the analysis reads certified runs of row
+  ``sig1`` of ``reproduce/certified.py`` (one temperature per file, several start families, ``certify=True``), e.g.
+  with ``sampler="units"``.  Per run: the sampler health, whether the families agree, and the fraction of units off
+  111 per draw, R_draw = 1 − the ``code_fraction[z1][111]`` of the certification, per family (mean ± s.e. over the
+  family's chains, the certification's error model) and pooled over the families (their mean; s.e. from theirs),
+  against the mean-field mass off 111 at that T and P (the mean field of the bullet above, whose T_c it also bisects
+  on the runs' temperatures and the ``cpu`` grid).  Per width: T_½ of R_draw (where it falls to half its value at the
+  lowest certified temperature, interpolated as above) against the mean field's T_½ on the same temperatures; the
+  s.e. of T_½ is the scatter of T_½ over curves drawn from the runs' means and standard errors (independent normal
+  errors, :data:`T_HALF_DRAWS` curves); and what is left off 111 in the runs above the mean-field T_c (per draw,
+  beside the fraction of units whose readout vector lies in each sign orthant, the certification's ``branch_mass``).
 
 Run: ``python -m reproduce critical_temperature --size ci|cpu|paper [--widths 30,60] [--temperatures ...]
-[--warmup W] [--samples S] [--parts meanfield,samples] [--overwrite]``.
+[--warmup W] [--samples S] [--parts meanfield,samples] [--overwrite]``, or ``python -m reproduce
+critical_temperature --from-certified 'certified_units_sig1_n60_T*' [--name STEM]`` (comma-separated result stems
+or patterns in ``--out``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -51,6 +66,8 @@ NAME = "critical_temperature"
 CLAIMS = ("S4", "S6")
 Y_NEG = 0.5
 CODES = ("011", "101", "110", "111")
+CERTIFIED_ROW = "sig1"     # the row of reproduce/certified.py that --from-certified reads
+T_HALF_DRAWS = 4000        # curves drawn from the certified runs' means and s.e. for the s.e. of T_½
 # per size: widths N = P, temperatures, warm-up, kept draws, z thinning, mean-field grid points per readout
 # coordinate (None: the solver's default, 57) and bisection tolerance
 SIZES = {
@@ -164,6 +181,175 @@ def analyse(summary: dict) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ certified runs
+def certified_entry(summary: dict, stem: str) -> dict:
+    """One certified run of row ``sig1`` (a ``reproduce/certified.py`` result summary) as an entry of the
+    ``--from-certified`` analysis: N, T, health, the families' agreement and the fraction of units off 111 per draw.
+
+    Parameters
+    ----------
+    summary : dict
+        The run's JSON summary: ``temperature``, ``chains``, ``sampler`` and ``rows["sig1"]`` with ``settings`` and
+        ``result`` (``health``, ``certification`` holding ``observables["code_fraction[z1][<code>]"]`` as
+        {family: [mean, s.e.]}).
+    stem : str
+        The run's result stem (recorded, and named in errors).
+
+    Returns
+    -------
+    dict
+        ``run``, ``N``, ``P``, ``T``, ``sampler``, ``chains_per_family``, ``warmup``, ``samples``, ``seconds``;
+        ``health`` (status, reason, criterion, largest R̂ of the invariant observables, R̂ of the 111 fraction);
+        ``families``, ``agree``, ``disagreements``; ``R_draw_per_family`` ({family: [mean, s.e.]}, R_draw = 1 − the
+        111 fraction); ``R_draw`` and ``R_draw_se`` (the families' mean and its s.e., √Σ s.e.² / F);
+        ``per_draw`` ({code: the families' mean fraction}); ``readout_orthants`` ({signs: the families' mean
+        fraction of units whose readout vector lies in that sign orthant, ``branch_mass``}); ``meanfield_R_of_run``
+        (1 − the mean-field 111 mass the run itself recorded, or None).
+
+    Raises
+    ------
+    ValueError
+        When the summary is not a certified run of row sig1 with y− = ½ and a result.
+    """
+    row = (summary.get("rows") or {}).get(CERTIFIED_ROW)
+    if not summary.get("populations_certified") or row is None or "result" not in row:
+        raise ValueError(f"--from-certified: {stem} is not a certified run of row {CERTIFIED_ROW} with a result")
+    if row["row"]["y_neg"] != Y_NEG:
+        raise ValueError(f"--from-certified: {stem} has y- = {row['row']['y_neg']}, this analysis needs {Y_NEG}")
+    res, cert = row["result"], row["result"]["certification"]
+    obs = cert["observables"]
+    fams = list(cert["families"])
+    key = "code_fraction[z1][111]"
+    r_fam = {f: [1.0 - obs[key][f][0], obs[key][f][1]] if key in obs else [1.0, 0.0] for f in fams}
+    codes = {name.split("][")[-1].rstrip("]"): float(np.mean([v[0] for v in obs[name].values()]))
+             for name in obs if name.startswith("code_fraction[z1][")}
+    orthants = {name[len("branch_mass["):-1]: float(np.mean([v[0] for v in obs[name].values()]))
+                for name in obs if name.startswith("branch_mass[")}
+    mf = res.get("meanfield_codes")
+    h = res["health"]
+    return dict(run=stem, N=row["settings"]["N"], P=row["settings"]["N"], T=summary["temperature"],
+                sampler=summary.get("sampler"), chains_per_family=summary.get("chains"),
+                warmup=row["settings"]["warmup"], samples=row["settings"]["samples"], seconds=row.get("seconds"),
+                health=dict(status=h["status"], reason=h["reason"], criterion=h.get("criterion"),
+                            max_rhat=h.get("max_rhat"),
+                            rhat_111=cert.get("ensemble", {}).get("populations_rhat", {}).get(key)),
+                families=fams, agree=cert["agree"], disagreements=cert["disagreements"],
+                R_draw_per_family=r_fam, R_draw=float(np.mean([v[0] for v in r_fam.values()])),
+                R_draw_se=float(math.sqrt(sum(v[1] ** 2 for v in r_fam.values())) / len(fams)),
+                per_draw={c: codes[c] for c in sorted(codes) if codes[c] > 0},
+                readout_orthants={o: orthants[o] for o in sorted(orthants) if orthants[o] > 0},
+                meanfield_R_of_run=(1.0 - mf.get("111", 0.0)) if mf else None)
+
+
+def t_half_scatter(T, R, se, draws: int = T_HALF_DRAWS, seed: int = 0) -> dict:
+    """The s.e. of T_½ (:func:`transition`) of a curve ``R`` known to ± ``se`` at the temperatures ``T``: the
+    standard deviation of T_½ over ``draws`` curves R + se · ε (ε independent standard normal), and the fraction of
+    those curves that cross half their lowest-T value on the grid."""
+    rng = np.random.default_rng(seed)
+    R, se = np.asarray(R, float), np.asarray(se, float)
+    got = [transition(T, R + se * rng.standard_normal(R.shape))["T_half"] for _ in range(draws)]
+    got = np.asarray([t for t in got if t is not None], float)
+    return dict(T_half_se=float(got.std(ddof=1)) if got.size > 1 else None, crossing_fraction=got.size / draws,
+                draws=draws)
+
+
+def certified_stems(patterns: str, out: Path) -> list[str]:
+    """The result stems in ``out`` that the comma-separated names or glob patterns ``patterns`` give (sorted, each
+    once); ValueError naming ``--from-certified`` when a pattern matches nothing."""
+    stems = set()
+    for pat in [x.strip() for x in patterns.split(",") if x.strip()]:
+        hits = sorted(p.name[: -len(".json")] for p in Path(out).glob(f"{pat}.json"))
+        if not hits:
+            raise ValueError(f"--from-certified: no result file {pat}.json in {out}")
+        stems.update(hits)
+    if not stems:
+        raise ValueError(f"--from-certified must name result stems or patterns, got {patterns!r}")
+    return sorted(stems)
+
+
+def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = None) -> dict:
+    """The ``--from-certified`` analysis of certified entries (:func:`certified_entry`): per width, the mean field
+    at every entry's temperature and its T_c, R_draw against the mean-field mass off 111, T_½ of both curves and
+    what is left off 111 above T_c.
+
+    Parameters
+    ----------
+    entries : list of dict
+        From :func:`certified_entry`; at most one per (N, T).
+    bisect_tol : float
+        Bisection tolerance of the mean-field T_c.
+    n_grid : int or None
+        Grid points per readout coordinate of the mean-field solver (None: its default).
+
+    Returns
+    -------
+    dict
+        ``{"meanfield": {P: meanfield_critical_temperature(...)}, "entries": [...], "analysis": {N: ...}}``; each
+        entry gains ``meanfield_mass``, ``meanfield_R``, ``R_minus_meanfield`` (in units of the run's s.e. too:
+        ``z``) and ``T_over_Tc``.
+
+    Raises
+    ------
+    ValueError
+        Two entries with the same N and T.
+    """
+    seen = [(e["N"], e["T"]) for e in entries]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"--from-certified: two runs share (N, T) among {sorted(seen)}")
+    out = dict(meanfield={}, entries=[], analysis={})
+    for N in sorted({e["N"] for e in entries}):
+        es = sorted([e for e in entries if e["N"] == N], key=lambda e: e["T"])
+        T = [e["T"] for e in es]
+        grid = sorted(set(T) | set(SIZES["cpu"]["T"]))          # the cpu grid brackets T_c
+        mf = meanfield_critical_temperature(N, grid, y_neg=Y_NEG, n_grid=n_grid, tol=bisect_tol)
+        out["meanfield"][str(N)] = mf
+        for e in es:
+            ms = next(c["masses"] for c in mf["curve"] if c["T"] == e["T"])
+            mf_R = redundant_mass(ms)
+            d = e["R_draw"] - mf_R
+            out["entries"].append(dict(e, meanfield_mass=ms, meanfield_R=mf_R, R_minus_meanfield=d,
+                                       z=d / e["R_draw_se"] if e["R_draw_se"] else None, T_over_Tc=e["T"] / mf["T_c"]))
+        res = dict(temperatures=T, T_c_meanfield=mf["T_c"], T_c_meanfield_err=mf["T_c_err"],
+                   statuses=[e["health"]["status"] for e in es], families_agree=[e["agree"] for e in es],
+                   all_equilibrated=all(e["health"]["status"] == "equilibrated" for e in es),
+                   all_agree=all(e["agree"] for e in es))
+        if len(es) >= 2:
+            samp = transition(T, [e["R_draw"] for e in es])
+            samp.update(t_half_scatter(T, [e["R_draw"] for e in es], [e["R_draw_se"] for e in es]))
+            res["sampled"] = samp
+            res["meanfield"] = transition(T, [redundant_mass(next(c["masses"] for c in mf["curve"] if c["T"] == t))
+                                              for t in T])
+            mf_half = res["meanfield"]["T_half"]
+            res["T_half_ratio"] = samp["T_half"] / mf_half if samp["T_half"] is not None and mf_half else None
+        res["above_Tc"] = [dict(T=e["T"], R_draw=e["R_draw"], R_draw_se=e["R_draw_se"], per_draw=e["per_draw"],
+                                readout_orthants=e["readout_orthants"], status=e["health"]["status"],
+                                agree=e["agree"])
+                           for e in es if e["T"] > mf["T_c"] + mf["T_c_err"]]
+        out["analysis"][str(N)] = res
+    return out
+
+
+def run_from_certified(args, argv: list) -> int:
+    """``--from-certified``: read the certified runs, analyse them, write ``--name`` (default
+    ``certified_critical_temperature``: result files of certified runs start with ``certified_``)."""
+    stems = certified_stems(args.from_certified, Path(args.out))
+    files = C.ResultFiles(args.out, args.name or f"certified_{NAME}", args.overwrite, certified=True)
+    entries = [certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]
+    s = SIZES[args.size]
+    C.log(f"{NAME}: {len(entries)} certified runs: " + ", ".join(f"N = {e['N']} T = {e['T']:g}" for e in entries))
+    summary = dict(provenance=C.provenance(args, argv),
+                   settings=dict(y_neg=Y_NEG, row=CERTIFIED_ROW, bisect_tol=s["bisect_tol"], n_grid=s["n_grid"],
+                                 min_mass=MIN_MASS, runs=stems),
+                   **from_certified(entries, s["bisect_tol"], s["n_grid"]))
+    files.write(summary)
+    for N, a in summary["analysis"].items():
+        samp, mfa = a.get("sampled", {}), a.get("meanfield", {})
+        C.log(f"{NAME}: N = {N}: T_half {samp.get('T_half')} ± {samp.get('T_half_se')} against mean field "
+              f"{mfa.get('T_half')}; T_c {a['T_c_meanfield']:.4f}; statuses {a['statuses']}")
+    C.log(f"{NAME}: wrote {files.json}")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------------ main
 def _floats(text: str, what: str, lo: float, integer: bool = False) -> tuple:
     try:
@@ -197,8 +383,13 @@ def run(argv=None) -> int:
                    help="kept draws per chain replacing the size's (>= 10, a multiple of the size's z thinning)")
     p.add_argument("--parts", default="meanfield,samples",
                    help="comma-separated: meanfield, samples (default both; samples need the mean field)")
+    p.add_argument("--from-certified", dest="from_certified", default=None,
+                   help="comma-separated result stems or patterns (in --out) of certified runs of row sig1 "
+                        "(reproduce/certified.py, one temperature each): analyse them instead of sampling")
     args = p.parse_args(argv)
     C.check_args(args)
+    if args.from_certified is not None:
+        return run_from_certified(args, argv)
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     if not parts or set(parts) - {"meanfield", "samples"}:
         raise ValueError(f"--parts must name meanfield and/or samples, got {args.parts!r}")

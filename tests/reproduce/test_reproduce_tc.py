@@ -9,7 +9,10 @@ script's exact (grid-free) ascent from the vanished modes must end on code 111. 
 (N = P = 16, 4 chains): far above T_c (T = 0.25 ≈ 5 T_c) every unit's modal code is 111 (mean field: one branch,
 111; allowed: at most 5 % of the units off 111) and the readout is ergodic (ergodicity ratio > 0.9; 1 = every unit
 explores the whole marginal); below T_c (T = 0.02) the fraction of units off 111 is within 0.15 of the mean-field mass
-of the non-111 branches (finite-N and warm-up lock-in allowance, as in the notebooks' checks).
+of the non-111 branches (finite-N and warm-up lock-in allowance, as in the notebooks' checks).  ``--from-certified``
+on made-up certified summaries: the fraction off 111 per family and pooled, against the summaries' numbers exactly;
+the scatter s.e. of T_½ against linear error propagation (5 %: the Monte Carlo error of 4000 curves is ≈ 1 %); the
+mean-field mass off 111 at each temperature against a direct evaluation (10⁻³).
 """
 
 from __future__ import annotations
@@ -135,3 +138,59 @@ def test_ci_run_samples_against_meanfield(tmp_path):
     if a["meanfield"]["T_half"]:
         assert a["T_half_ratio"] == pytest.approx(a["sampled"]["T_half"] / a["meanfield"]["T_half"], rel=1e-12)
     assert summary["missing"] == []
+
+
+def _certified_summary(N: int, T: float, f111: dict, certified: bool = True) -> dict:
+    """A result summary of ``reproduce/certified.py`` row sig1 (the fields ``--from-certified`` reads) whose
+    families hold the 111 fractions ``f111`` {family: (mean, s.e.)}, the rest on 011."""
+    obs = {"code_fraction[z1][111]": {f: list(v) for f, v in f111.items()},
+           "code_fraction[z1][011]": {f: [1 - v[0], v[1]] for f, v in f111.items()},
+           "branch_mass[+++]": {f: [0.9, 0.01] for f in f111}, "branch_mass[-++]": {f: [0.0, 0.0] for f in f111}}
+    health = dict(status="equilibrated", reason="", criterion="R̂", max_rhat=1.01)
+    cert = dict(families=list(f111), agree=True, disagreements=[], observables=obs,
+                ensemble=dict(populations_rhat={"code_fraction[z1][111]": 1.02}))
+    return dict(populations_certified=certified, temperature=T, chains=8, sampler="units",
+                rows={"sig1": dict(settings=dict(N=N, warmup=10, samples=20, thin=1), seconds=1.0,
+                                   row=dict(y_neg=0.5), result=dict(health=health, certification=cert))})
+
+
+def test_from_certified_reads_the_families_and_t_half_scatter():
+    ct = _load()
+    # R_draw = 1 − the 111 fraction: per family, and the families' mean with s.e. √Σ s.e.² / F
+    d = _certified_summary(16, 0.03, {"prior": (0.2, 0.03), "annealed": (0.3, 0.04)})
+    e = ct.certified_entry(d, "x")
+    assert e["R_draw_per_family"] == {"prior": [0.8, 0.03], "annealed": [0.7, 0.04]}
+    assert e["R_draw"] == pytest.approx(0.75) and e["R_draw_se"] == pytest.approx(0.025)
+    assert e["per_draw"] == {"011": pytest.approx(0.75), "111": pytest.approx(0.25)}
+    assert e["readout_orthants"] == {"+++": pytest.approx(0.9)}          # an orthant no family holds is left out
+    assert (e["N"], e["T"], e["agree"], e["health"]["rhat_111"]) == (16, 0.03, True, 1.02)
+    with pytest.raises(ValueError, match="--from-certified"):
+        ct.certified_entry(_certified_summary(16, 0.03, {"prior": (0.2, 0.03)}, certified=False), "x")
+    # T_½ of R = 0.9, 0.6, 0.3, 0 at T = 0.01 … 0.1 is 0.055 (bracket 0.04–0.07); with noise of s.e. σ at
+    # T = 0.04 alone, linear propagation gives s.e. ΔT (½ R₀ − R₂) / (R₁ − R₂)² σ = 0.03 · 0.15 / 0.09 σ = 0.05 σ
+    T, R = [0.01, 0.04, 0.07, 0.1], [0.9, 0.6, 0.3, 0.0]
+    sc = ct.t_half_scatter(T, R, [0.0, 1e-3, 0.0, 0.0])
+    assert sc["crossing_fraction"] == 1.0
+    assert sc["T_half_se"] == pytest.approx(0.05e-3, rel=0.05)      # 4000 curves: ≈ 1 % relative s.e.
+    assert ct.t_half_scatter(T, R, [0.0] * 4)["T_half_se"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_from_certified_against_direct_meanfield(tmp_path):
+    ct = _load()
+    for T, f in ((0.02, 0.1), (0.25, 0.9)):
+        (tmp_path / f"certified_units_sig1_n16_T{T}.json").write_text(
+            json.dumps(_certified_summary(16, T, {"prior": (f, 0.01), "annealed": (f, 0.01)})))
+    assert ct.run(["--size", "ci", "--out", str(tmp_path), "--from-certified", "certified_units_sig1_n16_T*"]) == 0
+    summary = json.loads((tmp_path / "certified_critical_temperature.json").read_text())
+    assert summary["populations_certified"] is True
+    m = summary["meanfield"]["16"]
+    for e in summary["entries"]:
+        direct = redundant_mass(_masses(toy_meanfield(16, e["T"], n_grid=25)))
+        assert e["meanfield_R"] == pytest.approx(direct, abs=1e-3)
+        assert e["R_minus_meanfield"] == pytest.approx(e["R_draw"] - e["meanfield_R"], abs=1e-12)
+    a = summary["analysis"]["16"]
+    assert m["lo"] < a["T_c_meanfield"] < m["hi"] and a["all_equilibrated"] and a["all_agree"]
+    assert 0.02 < a["sampled"]["T_half"] < 0.25 and [x["T"] for x in a["above_Tc"]] == [0.25]
+    # the same stem again is refused
+    with pytest.raises(ValueError, match="--overwrite"):
+        ct.run(["--size", "ci", "--out", str(tmp_path), "--from-certified", "certified_units_sig1_n16_T*"])
