@@ -37,7 +37,8 @@ Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), targets y+ = 1, y−
   111 per draw, R_draw = 1 − the ``code_fraction[z1][111]`` of the certification, per family (mean ± s.e. over the
   family's chains, the certification's error model) and pooled over the families (their mean; s.e. from theirs),
   against the mean-field mass off 111 at that T and P (the mean field of the bullet above, whose T_c it also bisects
-  on the runs' temperatures and the ``cpu`` grid).  Per width: T_½ of R_draw (where it falls to half its value at the
+  on the runs' temperatures and the ``cpu`` grid; the mass off 111 that a run recorded itself, on the same grid,
+  must agree with it to :data:`MEANFIELD_AGREE`).  Per width: T_½ of R_draw (where it falls to half its value at the
   lowest certified temperature, interpolated as above) against the mean field's T_½ on the same temperatures; the
   s.e. of T_½ is the scatter of T_½ over curves drawn from the runs' means and standard errors (independent normal
   errors, :data:`T_HALF_DRAWS` curves); and what is left off 111 in the runs above the mean-field T_c (per draw,
@@ -68,6 +69,9 @@ Y_NEG = 0.5
 CODES = ("011", "101", "110", "111")
 CERTIFIED_ROW = "sig1"     # the row of reproduce/certified.py that --from-certified reads
 T_HALF_DRAWS = 4000        # curves drawn from the certified runs' means and s.e. for the s.e. of T_½
+# largest |difference| between a certified run's recorded mean-field mass off 111 and the one recomputed here on the
+# same (default) grid: both solve the same self-consistency to |residual| <= 1e-9, far below the 3 decimals shown
+MEANFIELD_AGREE = 1e-6
 # per size: widths N = P, temperatures, warm-up, kept draws, z thinning, mean-field grid points per readout
 # coordinate (None: the solver's default, 57) and bisection tolerance
 SIZES = {
@@ -204,7 +208,8 @@ def certified_entry(summary: dict, stem: str) -> dict:
         111 fraction); ``R_draw`` and ``R_draw_se`` (the families' mean and its s.e., √Σ s.e.² / F);
         ``per_draw`` ({code: the families' mean fraction}); ``readout_orthants`` ({signs: the families' mean
         fraction of units whose readout vector lies in that sign orthant, ``branch_mass``}); ``meanfield_R_of_run``
-        (1 − the mean-field 111 mass the run itself recorded, or None).
+        (1 − the mean-field 111 mass the run itself recorded, or None; :func:`from_certified` checks it against its
+        own solve and does not write it).
 
     Raises
     ------
@@ -285,13 +290,16 @@ def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = 
     -------
     dict
         ``{"meanfield": {P: meanfield_critical_temperature(...)}, "entries": [...], "analysis": {N: ...}}``; each
-        entry gains ``meanfield_mass``, ``meanfield_R``, ``R_minus_meanfield`` (in units of the run's s.e. too:
-        ``z``) and ``T_over_Tc``.
+        entry gains ``meanfield_mass``, ``meanfield_R`` (the mass off 111 of this solve, the one the T_c and the
+        mean-field T_½ come from), ``R_minus_meanfield`` (in units of the run's s.e. too: ``z``) and ``T_over_Tc``,
+        and loses ``meanfield_R_of_run``.
 
     Raises
     ------
     ValueError
-        Two entries with the same N and T.
+        Two entries with the same N and T; or, with ``n_grid`` None (the grid the certified runs solve the mean field
+        on), an entry whose ``meanfield_R_of_run`` differs from ``meanfield_R`` by more than
+        :data:`MEANFIELD_AGREE`.
     """
     seen = [(e["N"], e["T"]) for e in entries]
     if len(set(seen)) != len(seen):
@@ -306,6 +314,11 @@ def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = 
         for e in es:
             ms = next(c["masses"] for c in mf["curve"] if c["T"] == e["T"])
             mf_R = redundant_mass(ms)
+            e = dict(e)
+            recorded = e.pop("meanfield_R_of_run", None)
+            if n_grid is None and recorded is not None and not abs(recorded - mf_R) <= MEANFIELD_AGREE:
+                raise ValueError(f"--from-certified: {e['run']} recorded the mean-field mass off 111 {recorded:.9g}, "
+                                 f"the solve here gives {mf_R:.9g} (allowed difference {MEANFIELD_AGREE:g})")
             d = e["R_draw"] - mf_R
             out["entries"].append(dict(e, meanfield_mass=ms, meanfield_R=mf_R, R_minus_meanfield=d,
                                        z=d / e["R_draw_se"] if e["R_draw_se"] else None, T_over_Tc=e["T"] / mf["T_c"]))

@@ -12,7 +12,8 @@ explores the whole marginal); below T_c (T = 0.02) the fraction of units off 111
 of the non-111 branches (finite-N and warm-up lock-in allowance, as in the notebooks' checks).  ``--from-certified``
 on made-up certified summaries: the fraction off 111 per family and pooled, against the summaries' numbers exactly;
 the scatter s.e. of T_½ against linear error propagation (5 %: the Monte Carlo error of 4000 curves is ≈ 1 %); the
-mean-field mass off 111 at each temperature against a direct evaluation (10⁻³).
+mean-field mass off 111 at each temperature against a direct evaluation (10⁻³); the mass off 111 a run recorded
+against a stand-in mean field of exactly known masses (a difference of 10⁻⁹ passes, 10⁻⁴ is refused).
 """
 
 from __future__ import annotations
@@ -173,6 +174,29 @@ def test_from_certified_reads_the_families_and_t_half_scatter():
     assert sc["crossing_fraction"] == 1.0
     assert sc["T_half_se"] == pytest.approx(0.05e-3, rel=0.05)      # 4000 curves: ≈ 1 % relative s.e.
     assert ct.t_half_scatter(T, R, [0.0] * 4)["T_half_se"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_from_certified_checks_the_recorded_meanfield(monkeypatch):
+    ct = _load()
+    # a stand-in mean field (exact masses) on the solver's default grid: the mass off 111 a run recorded is checked
+    # against it (allowed 10⁻⁶), and only the recomputed one is written
+    curve = [dict(T=0.03, masses={"011": 0.25, "111": 0.75}), dict(T=0.2, masses={"111": 1.0})]
+    monkeypatch.setattr(ct, "meanfield_critical_temperature",
+                        lambda P, temps, **kw: dict(T_c=0.1, T_c_err=1e-3, curve=curve))
+
+    def entry(recorded_111: float) -> dict:
+        d = _certified_summary(16, 0.03, {"prior": (0.2, 0.03), "annealed": (0.3, 0.04)})
+        d["rows"]["sig1"]["result"]["meanfield_codes"] = {"011": 1 - recorded_111, "111": recorded_111}
+        return ct.certified_entry(d, "run_a")
+
+    assert entry(0.75)["meanfield_R_of_run"] == pytest.approx(0.25, abs=1e-15)
+    got = ct.from_certified([entry(0.75 + 1e-9)], 8e-3)["entries"][0]
+    assert got["meanfield_R"] == 0.25 and "meanfield_R_of_run" not in got
+    with pytest.raises(ValueError, match=r"run_a recorded the mean-field mass off 111 0\.2499.*gives 0\.25\b"):
+        ct.from_certified([entry(0.7501)], 8e-3)
+    # on another grid than the runs' (n_grid set) the two are not comparable: no check, nothing written either
+    got = ct.from_certified([entry(0.7501)], 8e-3, n_grid=25)["entries"][0]
+    assert got["meanfield_R"] == 0.25 and "meanfield_R_of_run" not in got
 
 
 def test_from_certified_against_direct_meanfield(tmp_path):
