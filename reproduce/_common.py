@@ -55,7 +55,8 @@ UNCERTIFIED_NOTE = (
     "family; `bnnzoo.sample(..., certify=True)` was not used), so \"equilibrated†\" means that the chains agreed on "
     "the permutation-invariant observables the health gate judges, not that the populations of units (codes, "
     "branch masses, outliers, specialists) are the equilibrium ones: chains started alike can lock into the same "
-    "populations.  Certified runs are in the `certified_*` files.")
+    "populations.  The result file of a certified run says `\"populations_certified\": true` and records the "
+    "certification behind it: per row, the start families and whether they agree.")
 EARLIER_GATE_NOTE = (
     "  These runs were also judged by the health gate as it was before 2026-11-27, which skipped the unit averages "
     "q_a and q_z (R̂, drift and ESS) whenever their chain means differed by less than 3 population standard errors, "

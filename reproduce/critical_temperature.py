@@ -344,7 +344,8 @@ def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = 
 
 def run_from_certified(args, argv: list) -> int:
     """``--from-certified``: read the certified runs, analyse them, write ``--name`` (default
-    ``certified_critical_temperature``: result files of certified runs start with ``certified_``)."""
+    ``certified_critical_temperature``, named like the certified runs it reads), marked certified: its entries
+    carry each run's start families and whether they agree."""
     stems = certified_stems(args.from_certified, Path(args.out))
     files = C.ResultFiles(args.out, args.name or f"certified_{NAME}", args.overwrite, certified=True)
     entries = [certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]

@@ -1,6 +1,6 @@
 """The committed result files of ``reproduce/`` and their pages: every JSON says whether its populations were
-certified, and no rendered page says "equilibrated" of populations that no run certified (several start families,
-``certify=True``)."""
+certified, a JSON that says they were carries the certification record that backs it (several start families,
+``certify=True``), and no rendered page says "equilibrated" of populations that no run certified."""
 
 import json
 import re
@@ -22,20 +22,120 @@ def test_results_are_json_only():
     assert not others, f"not JSON: {others}"
 
 
+def _row_certifications(d: dict) -> dict:
+    """{row: its certification record} of the rows of a result summary that carry one."""
+    rows = d.get("rows")
+    return {k: r["result"]["certification"] for k, r in (rows.items() if isinstance(rows, dict) else ())
+            if isinstance(r, dict) and isinstance(r.get("result"), dict) and "certification" in r["result"]}
+
+
+def certification_gaps(d: dict, results: dict) -> list[str]:
+    """What a result summary lacks of the certification record behind its ``populations_certified``.
+
+    A summary saying true must either carry, for every one of its ``rows``, a ``certification`` with two or more
+    start families and an ``agree`` flag, or be made from certified result files that do and name them: the
+    ``settings.runs`` it reads (each of its ``entries`` naming one of them, with that run's families and agreement)
+    or the ``file`` / ``rerun`` of its ``certified`` table.  A summary saying false carries no certification record.
+
+    Parameters
+    ----------
+    d : dict
+        The summary.
+    results : dict
+        {stem: summary} of the result files the summary may name.
+
+    Returns
+    -------
+    list of str
+        One line per gap; empty when the summary is backed.
+    """
+    certs = _row_certifications(d)
+    if not d.get("populations_certified"):
+        return [f"says populations_certified false but row {k} carries a certification" for k in certs]
+    gaps = []
+    rows = d.get("rows")
+    if isinstance(rows, dict):
+        for k in rows:
+            c = certs.get(k)
+            if c is None:
+                gaps.append(f"row {k} carries no certification")
+            elif len(set(c.get("families", ()))) < 2 or not isinstance(c.get("agree"), bool):
+                gaps.append(f"row {k}: its certification has families {c.get('families')} and agree "
+                            f"{c.get('agree')!r} (needs 2 or more families and a true/false agree)")
+        return gaps or ([] if rows else ["populations_certified true with no rows"])
+    named = list((d.get("settings") or {}).get("runs") or [])
+    named += [t[k] for t in d.get("certified") or () for k in ("file", "rerun") if t.get(k)]
+    if not named:
+        return ["populations_certified true but neither rows with a certification nor the certified files it "
+                "reads (settings.runs, a certified table)"]
+    for stem in sorted(set(named)):
+        src = results.get(stem)
+        if src is None:
+            gaps.append(f"names {stem}, which is no result file")
+        elif not src.get("populations_certified") or not isinstance(src.get("rows"), dict) \
+                or certification_gaps(src, results):
+            gaps.append(f"names {stem}, which is no certified result file with a certification per row")
+    for e in d.get("entries") or ():
+        src = results.get(e.get("run"))
+        if e.get("run") not in named or src is None:
+            gaps.append(f"an entry reads {e.get('run')!r}, which settings.runs does not name")
+            continue
+        if not any(c["families"] == e.get("families") and c["agree"] == e.get("agree")
+                   for c in _row_certifications(src).values()):
+            gaps.append(f"the entry of {e['run']} has families {e.get('families')} and agree {e.get('agree')!r}, "
+                        f"which no row of {e['run']} certifies")
+    return gaps
+
+
+SUMMARIES = {stem: json.loads(p.read_text()) for stem, files in FILES.items() for part, p in files if not part}
+
+
 @pytest.mark.parametrize("stem", sorted(FILES))
 def test_every_page_says_whether_its_populations_are_certified(stem):
-    """Each result file says ``populations_certified``; the page of an uncertified one marks every "equilibrated"
-    and carries the note that says what the mark means."""
+    """Each result file says ``populations_certified`` and carries the certification behind it
+    (:func:`certification_gaps`); the page of a certified one has no mark, the page of an uncertified one marks
+    every "equilibrated" and carries the note that says what the mark means."""
     parts = [(part, json.loads(p.read_text())) for part, p in FILES[stem]]
     flags = {d["populations_certified"] for _, d in parts}
     assert len(flags) == 1, f"{stem}: its JSON files disagree on populations_certified"
+    for part, d in parts:
+        assert certification_gaps(d, SUMMARIES) == [], f"{stem}{'.' + part if part else ''}"
     text = R.page(stem, parts)
     if flags == {True}:
-        assert stem.startswith("certified_")
-        assert C.UNCERTIFIED_NOTE not in text
+        assert C.UNCERTIFIED_NOTE not in text and C.UNCERTIFIED_MARK not in text
         return
     assert not BARE.search(text), f"{stem}: an unmarked 'equilibrated' in a page of uncertified runs"
     assert C.UNCERTIFIED_NOTE in text
+
+
+def test_certification_gaps_of_made_up_summaries():
+    """The content rule on summaries with known gaps, whatever their names."""
+    cert = dict(families=["prior", "annealed"], agree=True)
+    row = dict(result=dict(health=dict(status="equilibrated"), certification=cert))
+    run = dict(populations_certified=True, rows=dict(sig1=row))
+    results = dict(any_name=run, plain=dict(populations_certified=False, rows=dict(sig1=dict(result={}))))
+    assert certification_gaps(run, results) == []
+    one_family = dict(run, rows=dict(sig1=dict(result=dict(certification=dict(families=["prior"], agree=True)))))
+    assert certification_gaps(one_family, results) == [
+        "row sig1: its certification has families ['prior'] and agree True (needs 2 or more families and a "
+        "true/false agree)"]
+    assert certification_gaps(dict(run, rows=dict(sig1=dict(result={}))), results) == [
+        "row sig1 carries no certification"]
+    assert certification_gaps(dict(run, populations_certified=False), results) == [
+        "says populations_certified false but row sig1 carries a certification"]
+    assert certification_gaps(dict(populations_certified=True, entries=[]), results)[0].startswith(
+        "populations_certified true but neither")
+    # an analysis of certified runs: each entry must match its run's certification
+    entry = dict(run="any_name", families=["prior", "annealed"], agree=True)
+    analysis = dict(populations_certified=True, settings=dict(runs=["any_name"]), entries=[entry])
+    assert certification_gaps(analysis, results) == []
+    assert certification_gaps(dict(analysis, entries=[dict(entry, agree=False)]), results) == [
+        "the entry of any_name has families ['prior', 'annealed'] and agree False, which no row of any_name "
+        "certifies"]
+    assert certification_gaps(dict(analysis, settings=dict(runs=["plain"]), entries=[]), results) == [
+        "names plain, which is no certified result file with a certification per row"]
+    assert certification_gaps(dict(populations_certified=True, certified=[dict(file="gone", rerun=None)]),
+                              results) == ["names gone, which is no result file"]
 
 
 def test_mark_uncertified_marks_every_claim_once():
