@@ -187,7 +187,7 @@ def run_main(prog: str, main, argv=None) -> int:
 
 
 def jsonable(x):
-    """Plain JSON types; NaN and infinities become None."""
+    """Plain JSON types; NaN and infinities become None (JSON has neither; the page shows "—")."""
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -241,6 +241,14 @@ def run_data_of(run):
     return rd
 
 
+def largest_rhat(rhat: dict) -> float:
+    """The largest R̂ of ``rhat`` ({observable: R̂}): +inf where the chains of an observable are each constant and
+    different (:func:`bnnzoo.azcompat.rhat`), NaN where no R̂ is a number (none computed, or 0/0).  Result files
+    write both as null (:func:`jsonable`); the health record's reason names an infinite R̂."""
+    vals = [float(v) for v in rhat.values() if v is not None and not math.isnan(v)]
+    return max(vals) if vals else float("nan")
+
+
 def health_summary(run) -> dict:
     """Sampler health (status, reason, R̂ and ESS of the permutation-invariant observables, divergences)."""
     from bnnzoo.inference.health import sampler_health
@@ -248,7 +256,7 @@ def health_summary(run) -> dict:
     h = sampler_health(run)
     return dict(status=h.status, reason=h.reason, evidence=h.evidence, rhat=dict(h.rhat), ess=dict(h.ess),
                 drift_z=dict(h.drift_z), divergences=h.divergences, n_chains=h.n_chains, n_draws=h.n_draws,
-                max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")]))
+                max_rhat=largest_rhat(h.rhat))
 
 
 def code_summary(rd) -> dict:

@@ -136,7 +136,7 @@ def analyse(run, row: str, task, P: int, temperature: float = T) -> dict:
     cert = json.loads(azcompat.get_attrs(run)["bnnzoo_certification"])
     out = dict(health=dict(status=h.status, reason=h.reason, evidence=h.evidence, rhat=dict(h.rhat),
                            ess=dict(h.ess), divergences=h.divergences, n_chains=h.n_chains, n_draws=h.n_draws,
-                           max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")]),
+                           max_rhat=C.largest_rhat(h.rhat),
                            populations=h.populations, criterion=h.criterion),
                certification={k: cert[k] for k in ("families", "agree", "disagreements", "observables", "scatter",
                                                    "overdispersion", "ensemble", "error_model") if k in cert})
@@ -381,7 +381,7 @@ def family_health(run) -> dict:
         return how(np.asarray(ss[name].values, float), axis=1).tolist() if name in ss else None
 
     return dict(status=h.status, reason=h.reason,
-                max_rhat=max([v for v in h.rhat.values() if math.isfinite(v)] or [float("nan")]),
+                max_rhat=C.largest_rhat(h.rhat),
                 rhat=dict(h.rhat), ebfmi_min=h.ebfmi_min, divergences=h.divergences,
                 step_size=per_chain("step_size", np.median), acceptance_rate=per_chain("acceptance_rate", np.mean),
                 n_steps=per_chain("n_steps", np.median))

@@ -3,10 +3,14 @@ certified, a JSON that says they were carries the certification record that back
 ``certify=True``), and no rendered page says "equilibrated" of populations that no run certified."""
 
 import json
+import math
 import re
 
+import numpy as np
 import pytest
+import xarray as xr
 
+from bnnzoo import azcompat
 from tests.reproduce.reproduce_scripts import load_script
 
 C = load_script("_common")
@@ -136,6 +140,26 @@ def test_certification_gaps_of_made_up_summaries():
         "names plain, which is no certified result file with a certification per row"]
     assert certification_gaps(dict(populations_certified=True, certified=[dict(file="gone", rerun=None)]),
                               results) == ["names gone, which is no result file"]
+
+
+def test_an_infinite_rhat_is_the_largest_and_reaches_the_page_as_a_dash(tmp_path):
+    """Chains each constant at a different count (n_outliers frozen per chain) have R̂ = +inf exactly, chains all
+    at one value NaN (ArviZ's 0/0); the health record's largest R̂ is then +inf (not the largest finite one), which
+    the result file writes as null (JSON has no inf) and the page shows as "—", never as a number near 1e16."""
+    frozen = np.repeat(np.array([0.0, 0.0, 1.0, 1.0])[:, None], 40, axis=1)         # (chain, draw)
+    rh = float(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), frozen)}))["x"].values)
+    one = float(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), np.full((4, 40), 2.0))}))["x"].values)
+    assert rh == math.inf and math.isnan(one)
+    rhat = {"q_a[0]": 1.004, "n_outliers": rh, "mse": one}
+    assert C.largest_rhat(rhat) == math.inf
+    assert C.largest_rhat({"q_a[0]": 1.004, "mse": one, "f": None}) == 1.004
+    assert math.isnan(C.largest_rhat({"mse": one})) and math.isnan(C.largest_rhat({}))
+    files = C.ResultFiles(tmp_path, "r", overwrite=False, certified=True)
+    files.write({"health": {"rhat": rhat, "max_rhat": C.largest_rhat(rhat)}})
+    d = json.loads(files.json.read_text())
+    assert d["health"] == {"rhat": {"q_a[0]": 1.004, "n_outliers": None, "mse": None}, "max_rhat": None}
+    text = R.page("r", [("", d)])
+    assert "| n_outliers | — |" in text and "| max_rhat | — |" in text and "e+16" not in text, text
 
 
 def test_mark_uncertified_marks_every_claim_once():
