@@ -297,8 +297,9 @@ def rhat_q_z(rd) -> dict:
 
 
 def worst_rhat(health: dict) -> str | None:
-    """The name of the observable with the largest finite R̂ of a health summary (None when there is none)."""
-    r = {k: v for k, v in health["rhat"].items() if v is not None and math.isfinite(v)}
+    """The name of the observable with the largest R̂ of a health summary, +inf (chains constant and different)
+    included, the one its ``max_rhat`` is (None when no R̂ is a number)."""
+    r = {k: v for k, v in health["rhat"].items() if v is not None and not math.isnan(v)}
     return max(r, key=r.get) if r else None
 
 
