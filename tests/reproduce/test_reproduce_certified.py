@@ -3,8 +3,13 @@ tests/inference/test_certify.py; here the experiment's command line and what its
 
 import json
 
+import numpy as np
 import pytest
+import xarray as xr
 
+from bnnzoo import azcompat, get_entry
+from bnnzoo.inference.plan import units_serve
+from bnnzoo.inference.units import check_units
 from tests.reproduce.reproduce_scripts import load_script, run_script
 
 
@@ -12,6 +17,7 @@ from tests.reproduce.reproduce_scripts import load_script, run_script
     (["--rows", "nope"], "--rows must name rows among"),
     (["--chains", "1"], "--chains must be >= 2"),
     (["--width", "1"], "--width must be an integer >= 2"),
+    (["--rows", "sig_bin", "--y-neg", "0.5"], "--y-neg must not be given with the binary-task rows"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, args, match):
     r = run_script("certified", "--size", "ci", "--out", str(tmp_path), *args, timeout=300)
@@ -36,3 +42,82 @@ def test_the_table_lists_every_held_observable_and_the_mean_field():
     assert t["meanfield_by_observable"] == {"code_fraction[z1][010]": 0.0, "code_fraction[z1][100]": 0.011}
     assert "meanfield_by_observable" not in mod.observable_table(cert, None)
     assert set(mod.CLAIMS) >= {c for r in mod.ROWS.values() for c in r["claims"]}
+
+
+CODES2 = {"00", "01", "10", "11"}
+
+
+def test_the_binary_rows_use_other_codes_task_which_the_unit_wise_sampler_serves():
+    """Rows sig_bin and relu_bin sample Fig. 1's task as reproduce/other_codes.py builds it (m = 1, y = ±1 on two
+    classes of P/2 points, N0 = P + 10), whose inputs are orthogonal, so ``sampler="units"`` serves both nets and
+    ``sampler="auto"`` picks it for the certified sigmoidal net."""
+    mod, oc = load_script("certified"), load_script("other_codes")
+    for row in ("sig_bin", "relu_bin"):
+        spec = mod.ROWS[row]
+        assert spec["data"] == "binary" and spec["depth"] == 1 and set(spec["claims"]) == {"B1", "B3"}
+        task = oc.make_task(spec["net"], 12)
+        assert task.X.shape == (12, 22) and task.Y.shape == (12, 1)
+        assert sorted(np.asarray(task.Y).ravel().tolist()) == [-1.0] * 6 + [1.0] * 6
+        kw = dict(get_entry(spec["entry"]).defaults, width=12, depth=1)
+        check_units(get_entry(spec["entry"]), kw, task.X)          # raises when the inputs are not orthogonal
+        assert units_serve(get_entry(spec["entry"]), kw, task.X, init="prior", num_chains=8,
+                           hmc_options={}) == (spec["entry"] == "sigmoidal")
+
+
+def test_family_runs_splits_a_certified_run_by_its_family_coordinate():
+    mod = load_script("certified")
+    a = np.arange(5 * 3 * 2, dtype=float).reshape(5, 3, 2)
+    post = xr.Dataset({"a": (("chain", "draw", "neuron"), a)}, coords={"chain": np.arange(5), "draw": np.arange(3)})
+    post = post.assign_coords(family=("chain", ["prior", "prior", "annealed", "annealed", "meanfield"]))
+    const = xr.Dataset({"X": (("point", "input"), np.eye(2))})
+    runs = mod.family_runs(azcompat.make_idata({"posterior": post, "constant_data": const}, {"k": "v"}))
+    assert list(runs) == ["prior", "annealed", "meanfield"]
+    np.testing.assert_array_equal(azcompat.get_group(runs["annealed"], "posterior")["a"].values, a[2:4])
+    np.testing.assert_array_equal(azcompat.get_group(runs["meanfield"], "constant_data")["X"].values, np.eye(2))
+
+
+@pytest.mark.slow
+def test_the_binary_rows_run_end_to_end_with_the_unit_wise_sampler(tmp_path):
+    """Rows sig_bin and relu_bin (Fig. 1's task: m = 1, y = ±1, classes ½) at ci size with ``--sampler units``: every
+    start family present (the sigmoidal net's three, ReLU's two: its mean field is not normalisable), codes over the
+    two classes whose fractions sum to 1 in every family (to float rounding), the sigmoidal mean field's two codes 10
+    and 01 with mass ½ each (the task is symmetric under y → −y with the classes swapped; to 1e-3, the grid's
+    precision), the kernel's class blocks per family, symmetric like the task (the within-class blocks equal within
+    0.1 of their size, the ci run being short), and the sigmoidal ones within 25 % of the mean field's (at N = P = 8
+    the finite-N corrections are of order 1/N), ReLU's outliers per chain and sign in every chain of every family."""
+    r = run_script("certified", "--size", "ci", "--rows", "sig_bin,relu_bin", "--sampler", "units", "--chains", "2",
+                   "--out", str(tmp_path), timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "certified_ci.json").read_text())
+    for row, families in (("sig_bin", ["prior", "annealed", "meanfield"]), ("relu_bin", ["prior", "annealed"])):
+        e = res["rows"][row]
+        assert "error" not in e, e.get("error")
+        out = e["result"]
+        assert e["row"]["data"] == "binary" and e["row"]["claims"] == ["B1", "B3"]
+        assert out["certification"]["families"] == families and isinstance(out["certification"]["agree"], bool)
+        assert out["health"]["status"].split(":")[0] in ("equilibrated", "metastable", "relaxing", "failed")
+        obs = out["certification"]["observables"]
+        codes = [k for k in obs if k.startswith("code_fraction[z1]")]
+        assert codes and {k.split("][")[1].rstrip("]") for k in codes} <= CODES2
+        for f in families:
+            assert abs(sum(obs[k][f][0] for k in codes) - 1.0) < 1e-9
+            pf = out["per_family"][f]
+            assert set(pf["codes"]["fraction"]) <= CODES2 and abs(sum(pf["codes"]["fraction"].values()) - 1) < 1e-9
+            block = np.asarray(pf["kernel"]["block"])
+            assert block.shape == (2, 2) and np.allclose(block, block.T)
+            assert abs(block[0, 0] - block[1, 1]) < 0.1 * abs(block[0, 0]), block
+            assert 0.0 <= pf["kernel"]["target_cka"] <= 1.0 + 1e-9
+        assert set(out["per_family"]) == set(families)
+    sig = res["rows"]["sig_bin"]["result"]
+    assert set(sig["meanfield_codes"]) == {"10", "01"}
+    assert all(abs(v - 0.5) < 1e-3 for v in sig["meanfield_codes"].values())
+    for f in ["prior", "annealed", "meanfield"]:
+        k = sig["per_family"][f]["kernel"]
+        np.testing.assert_allclose(k["block"], k["theory_block"], rtol=0.25)
+    relu = res["rows"]["relu_bin"]["result"]
+    assert "meanfield_codes" not in relu or relu["meanfield_codes"] is None
+    assert {"outliers[0]", "outliers[1]"} <= set(relu["certification"]["observables"])
+    for f in ["prior", "annealed"]:
+        o = relu["per_family"][f]["outliers"]
+        assert len(o["per_chain_class"]) == 2 and all(len(c) == 2 for c in o["per_chain_class"])
+        assert sum(map(sum, o["per_chain_class"])) == o["n_outliers"]

@@ -74,6 +74,31 @@ def test_population_observables_known_answers():
     assert pv.info["mse"].kind == "network" and not pv.skipped
 
 
+def test_one_output_on_two_classes_gives_codes_over_the_classes_and_outliers_by_sign():
+    """The binary task (m = 1, targets ±1 on two classes): codes over the two classes, not over the one output, and
+    an outlier's class is the one whose target has its readout's sign."""
+    labels = np.array([0, 0, 1, 1])
+    codes = np.array([[[1, 1, 2, 3]], [[2, 2, 2, 0]]])                       # (chain, draw, neuron): 10 10 01 11 ...
+    z = np.empty((2, 1, 4, 4))
+    for c in range(2):
+        for i in range(4):
+            z[c, 0, i] = np.where(_bits(codes[c, 0, i], 2)[labels] == 1, 1.0, -1.0)
+    a = np.ones((2, 1, 4, 1))
+    a[0, 0, 1] = 40.0                      # chain 0: an outlier with a > 0 (the y = +1 class 0)
+    a[1, 0, 3] = -40.0                     # chain 1: an outlier with a < 0 (the y = −1 class 1)
+    run = _run(z, a, labels, model="relu", activation="relu")
+    y = np.where(labels == 0, 1.0, -1.0)[:, None]
+    run = azcompat.set_groups(run, {"observed_data": xr.Dataset({"y": (("point", "class"), y)})})
+    pv = population_observables(run)
+    np.testing.assert_allclose(pv["code_fraction[z1][10]"], [[0.5], [0.0]])
+    np.testing.assert_allclose(pv["code_fraction[z1][01]"], [[0.25], [0.75]])
+    np.testing.assert_allclose(pv["code_fraction[z1][11]"], [[0.25], [0.0]])
+    np.testing.assert_allclose(pv["code_fraction[z1][00]"], [[0.0], [0.25]])
+    np.testing.assert_array_equal(pv["outliers[0]"], [[1], [0]])
+    np.testing.assert_array_equal(pv["outliers[1]"], [[0], [1]])
+    np.testing.assert_allclose(pv["branch_mass[-]"], [[0.0], [0.25]])
+
+
 def test_linear_nets_give_the_class_kernel_and_skip_unrecorded_layers():
     rng = np.random.default_rng(0)
     labels = np.array([0, 0, 1, 2, 2, 2])

@@ -15,7 +15,9 @@ Kinds (the names an entry declares) and the observables they give:
   on the sigmoidal nets (every unit selective) these are the report's per-draw coding scheme.  All units are
   counted: the report's selectivity cut is a median over a unit's whole trajectory, a run-level quantity that would
   tie the draws (and the start families) together; on ReLU nets the task-agnostic bulk's codes are therefore
-  included and the sparse code is measured by ``outliers``.  Needs the recorded class means ``zbar1..zbarL``
+  included and the sparse code is measured by ``outliers``.  The classes are the task's labels, so a task with
+  fewer outputs than classes (the binary task of Fig. 1: m = 1, two classes) has codes over its two classes
+  ("10" = active on class 0 only).  Needs the recorded class means ``zbar1..zbarL``
   (``record=("summaries",)``, the entries' default) or preactivations (``record=("z",)``); a layer with neither is
   skipped, with the reason in
   :attr:`PopulationValues.skipped`.
@@ -31,7 +33,8 @@ Kinds (the names an entry declares) and the observables they give:
 * ``"outliers"`` (nonlinear fully-connected nets): ``outliers[<c>]`` = the number of units at that draw whose
   readout norm exceeds N^{1/4} times the draw's median (the readout half of
   :func:`bnnzoo.diagnostics.branches.find_outliers`' criterion, as the health gate counts them) and whose largest
-  readout component is class c.
+  readout component is class c; with one output and two or more classes (the binary task), whose readout has the
+  sign of class c's target (the largest a·y_c, :func:`outlier_counts`).
 * ``"mse"``: the training mean squared error.
 * ``"specialist_fraction"`` (three-layer nets): the fraction of first-layer units whose overlap with the teacher
   direction exceeds 3 NNGP standard deviations (:func:`bnnzoo.diagnostics.alignment.first_layer_overlaps`, the
@@ -206,13 +209,14 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
     mk = cfg.get("model_kwargs", {})
     depth = int(mk.get("depth", 0)) or max([int(k[1:]) for k in post.data_vars
                                             if k[:1] in "Wz" and k[1:].isdigit()] or [1])
+    labels = _labels(idata) if kinds & {"code_fraction", "class_kernel", "outliers"} else None
+    n_cls = max(m, int(labels.max()) + 1) if labels is not None and labels.size else m
     if kinds & {"code_fraction", "class_kernel"}:
-        labels = _labels(idata)
         for l in range(1, depth + 1):
             if f"zbar{l}" in post and _argmax_labels(idata, labels):
                 zb = _site(post, f"zbar{l}", ("neuron", "class"))                   # (C, D, N, m) recorded
             elif f"z{l}" in post:
-                zb = class_means(_site(post, f"z{l}", ("neuron", "point")), labels, m)
+                zb = class_means(_site(post, f"z{l}", ("neuron", "point")), labels, n_cls)   # (C, D, N, n_cls)
             else:
                 for k in kinds & {"code_fraction", "class_kernel"}:
                     out.skipped[f"{k}[z{l}]"] = (f"zbar{l} / z{l} not recorded (sample with "
@@ -221,10 +225,11 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
             if "code_fraction" in kinds:
                 ids = code_ids(zb)                                                  # (C, D, N)
                 for k in np.unique(ids):
-                    out.add(f"code_fraction[z{l}][{code_string(k, m)}]", (ids == k).mean(-1), "fraction", N)
+                    out.add(f"code_fraction[z{l}][{code_string(k, zb.shape[-1])}]", (ids == k).mean(-1),
+                            "fraction", N)
             if "class_kernel" in kinds:
-                for c in range(m):
-                    for c2 in range(c, m):
+                for c in range(zb.shape[-1]):
+                    for c2 in range(c, zb.shape[-1]):
                         prod = zb[..., c] * zb[..., c2]                             # (C, D, N)
                         out.add(f"class_kernel[z{l}][{c},{c2}]", prod.mean(-1), "unit_mean", N,
                                 unit_var=prod.mean(1).var(-1, ddof=1) if N > 1 else np.zeros(C))
@@ -235,30 +240,49 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
             name = "".join("+" if (int(k) >> c) & 1 else "-" for c in range(m))
             out.add(f"branch_mass[{name}]", (ids == k).mean(-1), "fraction", N)
     if "outliers" in kinds:
-        counts = outlier_counts(a)                                                  # (C, D, m)
-        for c in range(m):
+        targets = None
+        if m == 1 and n_cls > 1:          # one output: a class is told by its target's sign (the binary task)
+            y = np.asarray(azcompat.get_group(idata, "observed_data")["y"].values, float).reshape(len(labels), m)
+            targets = class_means(y.T, labels, n_cls).T                             # (n_cls, m)
+        counts = outlier_counts(a, targets)                                         # (C, D, classes)
+        for c in range(counts.shape[-1]):
             out.add(f"outliers[{c}]", counts[..., c], "network")
 
 
-def outlier_counts(a) -> np.ndarray:
+def outlier_counts(a, targets=None) -> np.ndarray:
     """Outliers per class of readouts ``a`` (the ``outliers`` observable): the units whose readout norm exceeds
-    N^{1/4} times the median over the N units, counted by their largest readout component.
+    N^{1/4} times the median over the N units, counted by their largest readout component, or, with ``targets``,
+    by the class whose target the readout is most aligned with (largest a·y_c: with one output and targets ±1, the
+    class whose target has the readout's sign).
 
     Parameters
     ----------
     a : array (..., N, m)
         Readout vectors of the N units (leading axes: chain, draw, ...).
+    targets : array (n_classes, m) or None
+        The target row y_c of every class; None: the classes are the m outputs (largest component).
 
     Returns
     -------
-    array (..., m) of int : the outliers of each class.
+    array (..., m) of int, or (..., n_classes) with ``targets``: the outliers of each class.
+
+    Raises
+    ------
+    ValueError
+        ``targets`` not of shape (n_classes, m).
     """
     a = np.asarray(a, float)
     N, m = a.shape[-2:]
     r = np.sqrt((a ** 2).sum(-1))                                                   # (..., N)
     flag = r > N ** 0.25 * np.maximum(np.median(r, axis=-1, keepdims=True), 1e-300)
-    cls = np.argmax(a, axis=-1)
-    return np.stack([(flag & (cls == c)).sum(-1) for c in range(m)], axis=-1)
+    if targets is None:
+        cls, n_cls = np.argmax(a, axis=-1), m
+    else:
+        t = np.asarray(targets, float)
+        if t.ndim != 2 or t.shape[1] != m:
+            raise ValueError(f"targets must have shape (n_classes, {m}), got {t.shape}")
+        cls, n_cls = np.argmax(a @ t.T, axis=-1), t.shape[0]
+    return np.stack([(flag & (cls == c)).sum(-1) for c in range(n_cls)], axis=-1)
 
 
 def _mse(idata, post, out: PopulationValues) -> None:
