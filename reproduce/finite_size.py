@@ -11,19 +11,39 @@ fixed P.
 Every entry records the sampler health and the R̂ across chains of the permutation-invariant observables (training
 error, readout norm per class, network outputs, outlier count), so frozen units are shown frozen at equilibrium.
 
+* **From certified runs** (``--from-certified``): instead of sampling, the sigmoidal part reads certified runs of row
+  ``sig1`` of ``reproduce/certified.py`` (y− = ½, N = P, one temperature shared by every run, several start families,
+  ``certify=True``; :func:`certified_entry` refuses anything else).  Per N: the per-draw fraction of the units on
+  each of the codes 011, 101, 110, 111 per family (mean ± s.e. over the family's chains, the certification's error
+  model) and pooled over the families by their plain mean (s.e. √Σ s.e.² / F: the families are independent runs of
+  equal standing, and their agreement is what the certification tested), against the single-neuron mean field's
+  masses at that P and T as the run recorded them (N → ∞ at fixed P; here P = N grows with N, so the mean field is
+  evaluated at each P); the excess of the 111 fraction over the mean field with its s.e. (the mean field carries no
+  sampling error, so the s.e. is the sampled fraction's), N × excess, and the total-variation distance to
+  the mean field, ½ Σ |sampled − mean field| over every code (the four and the rare others, whose mass is given
+  separately).  Across N: the weighted least-squares slope of log excess on log N (weights from the s.e. of log
+  excess, scaled up by √(χ²/dof) when the points scatter more than their errors say;
+  :func:`reproduce.influence.fit_with_and_without`) and the same fit without its most influential point: an excess
+  that is a finite-size effect of order 1/N has slope −1 and a constant N × excess.
+
 Run: ``python -m reproduce finite_size --size ci|cpu|paper [--parts relu,sigmoid] [--widths N,...] [--relu-warmup K]
 [--overwrite]``, or ``python -m reproduce finite_size --combine A.json B.json ... --name STEM`` to merge the widths of
-several runs into one result without sampling.
+several runs into one result without sampling, or ``python -m reproduce finite_size --from-certified
+'certified_units_sig1_n30_T0.01,certified_units_sig1_n60_T0.01,certified_units_sig1_n100' [--name STEM]``
+(comma-separated result stems or glob patterns in ``--out``; writes ``certified_finite_size`` by default).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from . import _common as C
+from .critical_temperature import certified_stems
+from .influence import fit_with_and_without
 
 NAME = "finite_size"
 CLAIMS = ("S1", "S2", "S4", "Q1", "Q2")
@@ -38,6 +58,8 @@ SIZES = {
                   relu_warmup=3000, sigmoid_warmup=1000, samples=500, thin_z=5),
 }
 Y_NEG = {"relu": -0.5, "sigmoidal": 0.5}
+CERTIFIED_ROW = "sig1"                     # the row of reproduce/certified.py that --from-certified reads
+CODES = ("011", "101", "110", "111")       # the mean field's codes on the toy task at y− = ½
 
 
 def fit_exponent(Ns, values) -> dict:
@@ -164,6 +186,201 @@ def analyse(summary: dict) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ certified runs
+def certified_entry(summary: dict, stem: str) -> dict:
+    """One certified run of row ``sig1`` (a ``reproduce/certified.py`` result summary) as an entry of the
+    ``--from-certified`` analysis: N, T, health, the families' agreement, the per-draw code fractions per family and
+    the mean field's code masses the run recorded.
+
+    Parameters
+    ----------
+    summary : dict
+        The run's JSON summary: ``populations_certified``, ``temperature``, ``chains``, ``sampler`` and
+        ``rows["sig1"]`` with ``settings`` (``N``, ``warmup``, ``samples``), ``row`` (``y_neg``) and ``result``
+        (``health``, ``meanfield_codes`` {code: mass} and ``certification`` with ``families``, ``agree``,
+        ``disagreements``, ``observables["code_fraction[z1][<code>]"]`` as {family: [mean, s.e.]} and
+        ``detectable``).
+    stem : str
+        The run's result stem (recorded, and named in errors).
+
+    Returns
+    -------
+    dict
+        ``run``, ``N``, ``P`` (= N), ``T``, ``sampler``, ``chains_per_family``, ``warmup``, ``samples``,
+        ``seconds``; ``health`` (status, criterion, largest R̂ of the invariant observables, R̂ of the 111 fraction
+        across all chains); ``families``, ``agree``, ``disagreements``; ``per_family`` ({family: {code: [mean,
+        s.e.]}} over every code a family visits, a code absent from the record counting 0 ± 0);
+        ``detectable_111`` (the largest smallest-detectable difference of the 111 fraction over the pairs of
+        families); ``meanfield`` ({code: mass} as the run recorded it).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--from-certified`` and the run: when the summary is not a certified run of row sig1 with
+        a result, y− is not ½, its health is not "equilibrated" by the present criterion (one that names its
+        criterion), its families disagree or number fewer than two, or it recorded no mean field.
+    """
+    row = (summary.get("rows") or {}).get(CERTIFIED_ROW)
+    if not summary.get("populations_certified") or row is None or "certification" not in row.get("result", {}):
+        raise ValueError(f"--from-certified: {stem} is not a certified run of row {CERTIFIED_ROW} with a result")
+    if row["row"]["y_neg"] != Y_NEG["sigmoidal"]:
+        raise ValueError(f"--from-certified: {stem} has y- = {row['row']['y_neg']}, this analysis needs "
+                         f"{Y_NEG['sigmoidal']}")
+    res, cert = row["result"], row["result"]["certification"]
+    h = res["health"]
+    if h["status"] != "equilibrated" or not h.get("criterion"):
+        raise ValueError(f"--from-certified: {stem} has health {h['status']!r}"
+                         + ("" if h.get("criterion") else " judged by no named criterion (an earlier gate)")
+                         + "; only runs equilibrated by the present criterion are read")
+    fams = list(cert["families"])
+    if len(set(fams)) < 2 or cert["agree"] is not True:
+        raise ValueError(f"--from-certified: {stem} has families {fams} with agree {cert['agree']!r}; needs two or "
+                         "more families that agree")
+    if not res.get("meanfield_codes"):
+        raise ValueError(f"--from-certified: {stem} recorded no mean-field code masses (result.meanfield_codes)")
+    obs = cert["observables"]
+    names = {name[len("code_fraction[z1]["):-1]: name for name in obs if name.startswith("code_fraction[z1][")}
+    per_family = {f: {c: [float(obs[names[c]][f][0]), float(obs[names[c]][f][1])] if c in names else [0.0, 0.0]
+                      for c in sorted(set(names) | set(CODES))} for f in fams}
+    det = cert.get("detectable", {}).get("code_fraction[z1][111]", {})
+    return dict(run=stem, N=row["settings"]["N"], P=row["settings"]["N"], T=summary["temperature"],
+                sampler=summary.get("sampler"), chains_per_family=summary.get("chains"),
+                warmup=row["settings"]["warmup"], samples=row["settings"]["samples"], seconds=row.get("seconds"),
+                health=dict(status=h["status"], criterion=h["criterion"], max_rhat=h.get("max_rhat"),
+                            rhat_111=cert.get("ensemble", {}).get("populations_rhat", {})
+                            .get("code_fraction[z1][111]")),
+                families=fams, agree=cert["agree"], disagreements=cert["disagreements"], per_family=per_family,
+                detectable_111=max(det.values()) if det else None,
+                meanfield={c: float(m) for c, m in sorted(res["meanfield_codes"].items())})
+
+
+def pooled(per_family: dict) -> dict:
+    """The families' plain mean of each code's fraction and its s.e. √Σ s.e.² / F: {code: [mean, s.e.]}."""
+    fams = list(per_family)
+    codes = sorted({c for v in per_family.values() for c in v})
+    return {c: [float(np.mean([per_family[f][c][0] for f in fams])),
+                float(math.sqrt(sum(per_family[f][c][1] ** 2 for f in fams)) / len(fams))] for c in codes}
+
+
+def certified_width(e: dict) -> dict:
+    """The ``--from-certified`` analysis of one certified entry (:func:`certified_entry`): per family and pooled
+    (:func:`pooled`), the four codes' fractions against the mean field, the 111 excess, N × excess and the
+    total-variation distance.
+
+    Returns
+    -------
+    dict
+        ``N``, ``P``, ``T``, ``run``; ``codes`` ({code: {"per_family": {family: [mean, s.e.]}, "pooled": [mean,
+        s.e.], "meanfield": mass, "difference": pooled − mean field}} for 011, 101, 110, 111); ``other_codes``
+        (pooled fraction on every other code); ``excess_111`` and ``excess_111_se`` (pooled 111 fraction − the mean
+        field's 111 mass, s.e. the pooled one's), ``excess_111_z`` (excess / s.e.), ``excess_111_per_family``
+        ({family: [excess, s.e.]}), ``N_excess_111`` and ``N_excess_111_se``; ``tv_to_meanfield`` (½ Σ |pooled −
+        mean field| over every code); ``detectable_111``; ``status``, ``agree``.
+    """
+    pool = pooled(e["per_family"])
+    mf = e["meanfield"]
+    codes = {c: dict(per_family={f: v[c] for f, v in e["per_family"].items()}, pooled=pool[c],
+                     meanfield=mf.get(c, 0.0), difference=pool[c][0] - mf.get(c, 0.0)) for c in CODES}
+    x, se = codes["111"]["difference"], pool["111"][1]
+    tv = 0.5 * sum(abs(pool.get(c, [0.0])[0] - mf.get(c, 0.0)) for c in set(pool) | set(mf))
+    return dict(N=e["N"], P=e["P"], T=e["T"], run=e["run"], codes=codes,
+                other_codes=float(sum(v[0] for c, v in pool.items() if c not in CODES)),
+                excess_111=x, excess_111_se=se, excess_111_z=x / se if se > 0 else None,
+                excess_111_per_family={f: [v["111"][0] - mf.get("111", 0.0), v["111"][1]]
+                                       for f, v in e["per_family"].items()},
+                N_excess_111=e["N"] * x, N_excess_111_se=e["N"] * se, tv_to_meanfield=float(tv),
+                detectable_111=e["detectable_111"], status=e["health"]["status"], agree=e["agree"])
+
+
+def excess_fit(widths: list[dict]) -> dict:
+    """Log–log fit of the 111 excess against N over the widths of :func:`certified_width`, weighted by the s.e.,
+    with and without its most influential point (:func:`reproduce.influence.fit_with_and_without`).
+
+    Returns
+    -------
+    dict
+        ``N`` (the widths fitted), ``slope``, ``se``, ``z_vs_minus_one`` ((slope + 1) / se), ``without`` (``N`` of
+        the point left out, ``slope``, ``se``) and ``left_out`` ([N, slope, se] for every point left out); with two
+        widths the slope through them (``se`` and ``without`` None); with fewer, or any excess ≤ 0 or s.e. 0 (no
+        log–log fit), ``slope`` None and ``reason``.
+    """
+    N = [w["N"] for w in widths]
+    y = [w["excess_111"] for w in widths]
+    se = [w["excess_111_se"] for w in widths]
+    out = dict(N=N, slope=None, se=None, z_vs_minus_one=None, without=None)
+    if len(N) < 2:
+        return dict(out, reason="fewer than two widths")
+    if any(v <= 0 for v in y) or any(s <= 0 for s in se):
+        return dict(out, reason="an excess <= 0 or an s.e. of 0: no weighted log-log fit")
+    if len(N) == 2:
+        b = (math.log(y[1]) - math.log(y[0])) / (math.log(N[1]) - math.log(N[0]))
+        return dict(out, slope=b, reason="two widths: the slope through them, no s.e.")
+    f = fit_with_and_without(N, y, se, log=True)
+    return dict(out, slope=f["slope"], se=f["se"], z_vs_minus_one=(f["slope"] + 1) / f["se"] if f["se"] else None,
+                without=dict(N=int(f["without"]["x"]), slope=f["without"]["slope"], se=f["without"]["se"]),
+                left_out=[[int(x), b, s] for x, b, s in f["left_out"]])
+
+
+def from_certified(entries: list[dict]) -> dict:
+    """The ``--from-certified`` analysis of certified entries (:func:`certified_entry`), one per N, all at one
+    temperature.
+
+    Returns
+    -------
+    dict
+        ``entries`` (the entries in increasing N, without their per-family code tables, which ``widths`` holds),
+        ``widths`` ({N: :func:`certified_width`}) and ``analysis`` (``T``, ``N``, ``excess_fit``
+        (:func:`excess_fit`), ``N_excess_111`` and ``tv_to_meanfield`` per N, ``all_equilibrated``, ``all_agree``).
+
+    Raises
+    ------
+    ValueError
+        No entries, entries at different temperatures, or two entries with the same N.
+    """
+    if not entries:
+        raise ValueError("--from-certified must name at least one certified run")
+    temps = sorted({e["T"] for e in entries})
+    if len(temps) > 1:
+        raise ValueError(f"--from-certified: the runs must share one temperature, got T = {temps} "
+                         f"({', '.join(e['run'] for e in entries)})")
+    Ns = [e["N"] for e in entries]
+    if len(set(Ns)) != len(Ns):
+        raise ValueError(f"--from-certified: two runs share a width among N = {sorted(Ns)}")
+    es = sorted(entries, key=lambda e: e["N"])
+    widths = [certified_width(e) for e in es]
+    return dict(entries=[{k: v for k, v in e.items() if k != "per_family"} for e in es],
+                widths={str(w["N"]): w for w in widths},
+                analysis=dict(T=temps[0], N=[w["N"] for w in widths], excess_fit=excess_fit(widths),
+                              N_excess_111={str(w["N"]): w["N_excess_111"] for w in widths},
+                              tv_to_meanfield={str(w["N"]): w["tv_to_meanfield"] for w in widths},
+                              all_equilibrated=all(e["health"]["status"] == "equilibrated" for e in es),
+                              all_agree=all(e["agree"] for e in es)))
+
+
+def run_from_certified(args, argv: list) -> int:
+    """``--from-certified``: read the certified runs, analyse them, write ``--name`` (default
+    ``certified_finite_size``), marked certified: it names the runs it reads in ``settings.runs`` and its entries
+    carry each run's start families and whether they agree."""
+    stems = certified_stems(args.from_certified, Path(args.out))
+    files = C.ResultFiles(args.out, args.name or f"certified_{NAME}", args.overwrite, certified=True)
+    entries = [certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]
+    C.log(f"{NAME}: {len(entries)} certified runs: " + ", ".join(f"N = {e['N']} T = {e['T']:g}" for e in entries))
+    summary = dict(provenance=C.provenance(args, argv),
+                   settings=dict(y_neg=Y_NEG["sigmoidal"], row=CERTIFIED_ROW, codes=list(CODES),
+                                 pooling="plain mean over the families, s.e. sqrt(sum of s.e.^2) / F", runs=stems),
+                   **from_certified(entries))
+    files.write(summary)
+    for N, w in summary["widths"].items():
+        C.log(f"{NAME}: N = P = {N}: 111 {w['codes']['111']['pooled'][0]:.4f} ± {w['excess_111_se']:.4f} against "
+              f"mean field {w['codes']['111']['meanfield']:.4f}: excess {w['excess_111']:+.4f}, N x excess "
+              f"{w['N_excess_111']:.3f}, TV {w['tv_to_meanfield']:.4f}")
+    f = summary["analysis"]["excess_fit"]
+    C.log(f"{NAME}: log-log slope of the 111 excess in N {f['slope']} ± {f['se']}; without "
+          f"{(f['without'] or {}).get('N')}: {(f['without'] or {}).get('slope')}")
+    C.log(f"{NAME}: wrote {files.json}")
+    return 0
+
+
 def combine(args, argv) -> int:
     """Merge finished entries of several result files (e.g. widths run in separate processes) into one result."""
     import json
@@ -206,8 +423,14 @@ def run(argv=None) -> int:
     p.add_argument("--combine", nargs="+", default=None, metavar="JSON",
                    help="no sampling: merge the entries of these result files of this experiment (the first file's "
                         "entry wins for a width run twice) and write them as one result")
+    p.add_argument("--from-certified", dest="from_certified", default=None,
+                   help="comma-separated result stems or patterns (in --out) of certified runs of row sig1 "
+                        "(reproduce/certified.py, one width each, one temperature): analyse their code fractions "
+                        "against the mean field instead of sampling")
     args = p.parse_args(argv)
     C.check_args(args)
+    if args.from_certified is not None:
+        return run_from_certified(args, argv)
     if args.combine:
         return combine(args, argv)
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]

@@ -291,6 +291,15 @@ def _rms(v):
     return np.sqrt(np.mean(v ** 2))
 
 
+def s4() -> list:
+    """Row S4: log–log slope of the certified 111 excess over the mean field in N = P, weighted by its s.e.
+    (``certified_finite_size``)."""
+    d = _load("certified_finite_size")
+    ws = [d["widths"][str(N)] for N in d["analysis"]["N"]]
+    return [_series("single", "excess_111", "log–log slope of the 111 excess over the mean field in N = P", "N", 2,
+                    x=[w["N"] for w in ws], y=[w["excess_111"] for w in ws], se=[w["excess_111_se"] for w in ws])]
+
+
 def b1() -> list:
     """Row B1: growth exponents of the ReLU outliers' RMS readout and preactivation from N = 60 to 120 (seed 0;
     ``other_codes_cpu``, ``other_codes_cpu_N120``)."""
@@ -457,7 +466,7 @@ def g7() -> list:
     return out
 
 
-ROWS = {"A1": a1, "Q1": q1, "B1": b1, "B2": b2, "C1": c1, "C2": c2, "C4": c4, "C6": c6, "C7": c7, "C8": c8,
+ROWS = {"A1": a1, "Q1": q1, "S4": s4, "B1": b1, "B2": b2, "C1": c1, "C2": c2, "C4": c4, "C6": c6, "C7": c7, "C8": c8,
         "C9": c9, "G6": g6, "G7": g7, "G8": g8}
 """Row id → the function that reads the points its ``value`` fits from its result files (a list of series, see
 :func:`evaluate`): every row of ``claims.toml`` whose ``value`` quotes a slope or exponent."""
