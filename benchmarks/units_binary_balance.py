@@ -1,7 +1,7 @@
 """Fig. 1's binary task (m = 1, y = ±1, classes ½, sigmoid φ = ½(1 + erf), T = 0.01): is the exact 10/01 code balance
 of the unit-wise sampler the posterior's or the sampler's?
 
-    python benchmarks/units_binary_balance.py              # about 3 minutes of one core
+    python benchmarks/units_binary_balance.py
 
 Three measurements, written to ``benchmarks/results/units_binary_balance.md`` and ``.json`` (or ``--out`` stem):
 

@@ -120,8 +120,8 @@ def main(argv=None) -> None:
     total = time.time() - t0
     md = ["# A unit-wise sweep when two runs share the cores\n",
           f"`python benchmarks/units_sharing.py --nets {args.nets} --chains {args.chains} --sweeps {args.sweeps}`\n",
-          f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), nothing else running (load average "
-          f"{load0:.1f} before, {os.getloadavg()[0]:.1f} at the end); total {total:.0f} s; "
+          f"Machine: {os.cpu_count()} CPU cores ({platform.machine()}), load average "
+          f"{load0:.1f} before, {os.getloadavg()[0]:.1f} at the end; total {total:.0f} s; "
           + ", ".join(f"{k} {v}" for k, v in versions().items()) + f". Toy task, T = 0.01, {args.chains} chains "
           f"per run from the prior, the sampler's default moves; {args.sweeps} sweeps timed per run after "
           f"compilation and one sweep. One thread: `XLA_FLAGS=\"{ONE_THREAD}\"`; pinned: each run bound to its "

@@ -383,7 +383,6 @@ def run_from_certified(args, argv: list) -> int:
 
 def combine(args, argv) -> int:
     """Merge finished entries of several result files (e.g. widths run in separate processes) into one result."""
-    import json
 
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     parts = []

@@ -84,7 +84,7 @@ def certification_gaps(d: dict, results: dict) -> list[str]:
         if e.get("run") not in named or src is None:
             gaps.append(f"an entry reads {e.get('run')!r}, which settings.runs does not name")
             continue
-        if not any(c["families"] == e.get("families") and c["agree"] == e.get("agree")
+        if not any(c.get("families") == e.get("families") and c.get("agree") == e.get("agree")
                    for c in _row_certifications(src).values()):
             gaps.append(f"the entry of {e['run']} has families {e.get('families')} and agree {e.get('agree')!r}, "
                         f"which no row of {e['run']} certifies")

@@ -218,9 +218,11 @@ def _fcn(idata, post, cfg, kinds, out: PopulationValues) -> None:
             elif f"z{l}" in post:
                 zb = class_means(_site(post, f"z{l}", ("neuron", "point")), labels, n_cls)   # (C, D, N, n_cls)
             else:
+                why = (f"zbar{l} holds class means over the outputs, not the task's classes (sample with "
+                       f"record=('z',))" if f"zbar{l}" in post else
+                       f"zbar{l} / z{l} not recorded (sample with record=('summaries',) or ('z',))")
                 for k in kinds & {"code_fraction", "class_kernel"}:
-                    out.skipped[f"{k}[z{l}]"] = (f"zbar{l} / z{l} not recorded (sample with "
-                                                 f"record=('summaries',) or ('z',))")
+                    out.skipped[f"{k}[z{l}]"] = why
                 continue
             if "code_fraction" in kinds:
                 ids = code_ids(zb)                                                  # (C, D, N)
