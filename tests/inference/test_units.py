@@ -343,6 +343,27 @@ def _z_test_against(post, ref, ref_se, prior_mean) -> int:
     return shown
 
 
+def test_binary_task_codes_use_the_task_classes_and_match_importance_sampling():
+    """One output (m = 1): ``bnnzoo.sample`` hands the task's labels to the kernel, whose code mixture then has the
+    four codes of the binary task's two classes (one class and two codes without them); the tiny sigmoid net
+    (N = 2, P = 4, T = 0.3) still matches the importance-sampling reference, and the kernel built without labels or
+    with labels of another length behaves as documented."""
+    P, N, T, sa2 = 4, 2, 0.3, 1.0
+    task = binary_toy_task(P=P, N0=8)
+    ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = bnnzoo.sample("sigmoidal", task, width=N, temperature=T, sigma_a2=sa2, sampler="units",
+                              num_chains=4, num_warmup=40, num_samples=600, seed=1)
+    units = bnnzoo.run_config(idata)["engine"]["units"]
+    assert (units["classes"], units["components"]) == (2, 4)
+    assert _z_test_against(idata.posterior, ref, ref_se, prior_mean) >= 4
+    kw = dict(width=N, activation="sigmoid", temperature=T, sigma_a2=sa2, sigma_w2=1.0)
+    assert (U._Kernel(task.X, task.Y, **kw).C, U._Kernel(task.X, task.Y, labels=task.labels, **kw).C) == (1, 2)
+    with pytest.raises(ValueError, match="labels must be 4 non-negative integers"):
+        U._Kernel(task.X, task.Y, labels=task.labels[:3], **kw)
+
+
 def test_own_readout_step_alone_matches_importance_sampling():
     """The own-readout step alone (no independence tries), whose proposal depends on the unit's state: the same tiny
     net and reference as above, so a wrong reverse density in its ratio shows."""

@@ -23,7 +23,7 @@ of every sweep, all in float64 (Σ's condition number is about σ_a² P E[φ²]/
 
 **The proposal** (docs/theory.md §12): the cavity field λ = B Y / N (P × m) and the others' posterior-mean readouts
 Ā = (σ_a²/N) Φ B Y; a template t_k ∈ ℝᵐ per code k (the class-mean signs of a unit's preactivations, as in
-:mod:`bnnzoo.diagnostics.codes`) — the mean of Ā over the other units holding code k, or for a code no other unit holds
+:mod:`bnnzoo.diagnostics.codes`; the classes are argmax Y, or with one output the task's labels) — the mean of Ā over the other units holding code k, or for a code no other unit holds
 the least-squares readout whose class fields λ̄_cᵀt have that code's signs at the held templates' typical size — with
 mixture weights ∝ (other units on code k) + 1.  Given the template, every point is drawn independently from the tilted
 density  q_kμ(h) ∝ N(h; 0, s_μ²) exp(g_kμ φ̃_μ(h)),  g_kμ = λ_μ·t_k,  where φ̃_μ is φ interpolated linearly between
@@ -292,12 +292,24 @@ def _categorical(u, logp):
     return jnp.minimum(jnp.sum(cdf < u[..., None] * cdf[..., -1:], axis=-1), logp.shape[-1] - 1)
 
 
+def _label_onehot(labels, P: int) -> np.ndarray:
+    """(P, C) indicators of the C classes present in ``labels`` (P,) ints, in increasing order; one class (a column
+    of ones) for None."""
+    if labels is None:
+        return np.ones((P, 1))
+    lab = np.asarray(labels)
+    if lab.shape != (P,) or lab.dtype.kind not in "iu" or (P and lab.min() < 0):
+        raise ValueError(f"labels must be {P} non-negative integers (one class per point), got shape {lab.shape} "
+                         f"and dtype {lab.dtype}")
+    return (lab[:, None] == np.unique(lab)[None, :]).astype(float) if P else np.ones((0, 1))
+
+
 class _Kernel:
     """The unit-wise kernel of one net (float64 constants); its methods are traced by :func:`units_chains`."""
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=None,
                  self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=None, local=None,
-                 local_step=LOCAL_STEP, pairs=PAIRS, pair_angle=PAIR_ANGLE):
+                 local_step=LOCAL_STEP, pairs=PAIRS, pair_angle=PAIR_ANGLE, labels=None):
         tries, own, local = default_moves(activation, tries, own, local)
 
         X = np.asarray(X, float)
@@ -335,9 +347,10 @@ class _Kernel:
         self.Y = jnp.asarray(Y)
         self.Xj = jnp.asarray(X)
         self.G = jnp.asarray(np.linalg.solve(X @ X.T, X))                    # (XXᵀ)⁻¹X, (P, N0)
-        # class means over the summaries' classes (bnnzoo.models.summaries.class_operators: argmax of Y, one
-        # class when m = 1), which define a unit's code as in bnnzoo.diagnostics.codes
-        onehot = (np.ones((self.P, 1)) if self.m == 1 else
+        # class means over the classes that define a unit's code as in bnnzoo.diagnostics.populations: argmax of Y
+        # (the summaries' classes) when m >= 2; the task's labels when m = 1 (the binary task's two classes, told
+        # by their targets' sign), one class without them
+        onehot = (_label_onehot(labels, self.P) if self.m == 1 else
                   (np.argmax(Y, axis=1)[:, None] == np.arange(self.m)[None, :]).astype(float))
         counts = onehot.sum(0)
         self.A = jnp.asarray(onehot / np.where(counts > 0, counts, 1.0))          # (P, C)
@@ -791,7 +804,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  progress: bool = False, init="prior", tries: int | None = None, breaks=BREAKS, self_term: str = "ref",
                  scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool | None = None,
                  local: int | None = None, local_step=LOCAL_STEP, pairs: float = PAIRS, pair_angle=PAIR_ANGLE,
-                 chunk_size: int | None = None,
+                 chunk_size: int | None = None, labels=None,
                  store: RunStore | None = None, resume: bool = False,
                  manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
@@ -806,7 +819,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     the activation's defaults, :func:`default_moves`), their
     sizes log-uniform in ``local_step`` (prior sd units; module docstring), ``pairs`` pair rotations per unit and
     sweep, their angles |θ| log-uniform in ``pair_angle`` (radians; module docstring), ``breaks`` the breakpoints
-    of φ̃ in prior-sd units; ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
+    of φ̃ in prior-sd units; ``labels`` (P,) the class of every point, which with one output (m = 1) defines the
+    codes of the proposal's mixture (the task's labels; None: one class; with m ≥ 2 the classes are argmax Y);
+    ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
     None: one block); ``store`` a :class:`~bnnzoo.inference.store.RunStore` that receives every finished block
     and a checkpoint of the chains' preactivations after it, with the run's ``manifest`` (its identity); ``resume``
     continues the store's run from its last good checkpoint.  Every sweep's random numbers derive from the seed and
@@ -870,7 +885,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
                            scale_step=scale_step, signal_step=signal_step, own=own, local=local,
-                           local_step=local_step, pairs=pairs, pair_angle=pair_angle)
+                           local_step=local_step, pairs=pairs, pair_angle=pair_angle, labels=labels)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -1000,7 +1015,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                            scale_step=float(scale_step), signal_step=float(signal_step),
                            own=bool(own), local=int(local), local_step=[float(x) for x in local_step],
                            pairs=float(pairs), pair_angle=[float(x) for x in pair_angle],
-                           components=int(kern.K),
+                           classes=int(kern.C), components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
     return samples, stats, info

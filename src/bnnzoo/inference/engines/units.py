@@ -17,7 +17,7 @@ def draw(spec, key_run, key_pred, init_params):
     if st.path is not None:
         extra.update(store=RunStore(st.path),
                      manifest=store_manifest(spec, dict(sampler="units", init=spec.sampler.init_summary()), chunk))
-    samples, stats, info = units_chains(**chains_args(spec), **extra)
+    samples, stats, info = units_chains(**chains_args(spec), labels=spec.task.labels, **extra)
     draws = in_memory_draws(spec, samples, stats, info)
     draws.engine.update(units=info["kernel"], chunk_size=info["chunk_size"],   # its acceptance and proposal settings
                         store=None if st.path is None else str(st.path),
