@@ -18,6 +18,33 @@ TOY_NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": 
 """The toy nets of the unit-wise sampler's benchmarks: name → (activation, y−)."""
 
 
+def toy_kernel(task, activation: str, *, sigma_a2: float | None = None, **moves):
+    """The unit-wise sampler's kernel (:class:`bnnzoo.inference.units._Kernel`) of the benchmarks' toy net on ``task``.
+
+    One hidden layer of width N = P (the task's number of examples), T = 0.01, σ_w² = 1.
+
+    Parameters
+    ----------
+    task : a task with ``X`` (P, N0) and ``Y`` (P, m).
+    activation : the hidden layer's activation (``"sigmoid"``, ``"relu"``, ...).
+    sigma_a2 : the readout prior variance; default the paper's non-lazy one for width P, depth 1
+        (:func:`bnnzoo.models.fcn.default_sigma_a2`).
+    **moves : the kernel's move options (``tries``, ``own``, ``local``, ``pairs``), passed on; those left out take the
+        kernel's defaults.
+
+    Returns
+    -------
+    bnnzoo.inference.units._Kernel
+    """
+    from bnnzoo.inference import units as U
+    from bnnzoo.models.fcn import default_sigma_a2
+
+    P = task.X.shape[0]
+    sa2 = default_sigma_a2(activation, "nonlazy", P, 1) if sigma_a2 is None else float(sigma_a2)
+    return U._Kernel(task.X, task.Y, width=P, activation=activation, temperature=0.01, sigma_a2=sa2, sigma_w2=1.0,
+                     **moves)
+
+
 def best_of(fn, *args, repeats=3):
     """(best wall seconds over ``repeats`` calls, the last output) of a jitted ``fn``; the first call (compile) is not
     timed."""

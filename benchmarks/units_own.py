@@ -36,8 +36,8 @@ import numpy as np
 import bnnzoo
 from bnnzoo.inference import units as U
 
-from _bench import (TOY_NETS, codes_of, parse_runs, run_specs, spec_header, spec_parser, sweeps_of, toy_setting,
-                    write_result)
+from _bench import (TOY_NETS, codes_of, parse_runs, run_specs, spec_header, spec_parser, sweeps_of, toy_kernel,
+                    toy_setting, write_result)
 
 NETS = TOY_NETS
 DEFAULT_RUNS = "sig_half:off,sig_half:on,sig_ym01:off,sig_ym01:on,relu:off,relu:on"
@@ -47,8 +47,7 @@ def never_moved(z, task, size, activation):
     """(chain, unit) True where no unit move was accepted in the kept sweeps: the direction of the unit's
     preactivations off the signal directions (prior-whitened), which the common-scale and signal moves leave alone,
     stayed the same."""
-    kern = U._Kernel(task.X, task.Y, width=size, activation=activation, temperature=0.01, sigma_a2=1.0,
-                     sigma_w2=1.0)
+    kern = toy_kernel(task, activation, sigma_a2=1.0)
     s, Q = np.asarray(kern.s), np.asarray(kern.Q)
     G = z / s
     R = G - (G @ Q) @ Q.T

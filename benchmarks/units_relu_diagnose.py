@@ -34,7 +34,8 @@ import numpy as np
 
 import bnnzoo
 from bnnzoo.inference import units as U
-from bnnzoo.models.fcn import default_sigma_a2
+
+from _bench import toy_kernel
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,9 +47,7 @@ def run(size, chains, warmup, samples, seed, pairs):
     defaults) and ``pairs`` pair rotations per unit and sweep."""
     task = bnnzoo.toy_task(P=size, y_neg=-0.5)
     with jax.enable_x64(True):
-        kern = U._Kernel(task.X, task.Y, width=size, activation="relu", temperature=0.01,
-                         sigma_a2=default_sigma_a2("relu", "nonlazy", size, 1), sigma_w2=1.0, tries=U.TRIES,
-                         own=U.OWN, local=U.LOCAL, pairs=pairs)
+        kern = toy_kernel(task, "relu", tries=U.TRIES, own=U.OWN, local=U.LOCAL, pairs=pairs)
         key = jax.random.PRNGKey(seed)                                  # units_chains' seeds: start, then per sweep
         k_init, key = jax.random.split(key)
         H = kern.s[None, None, :] * jax.random.normal(k_init, (chains, kern.N, kern.P), jnp.float64)
