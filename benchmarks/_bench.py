@@ -92,6 +92,17 @@ def readout_mixing(a):
     return bulk_ess(ds), rhat, sum(bulk_ess(ds.isel(chain=[c])) for c in range(a.shape[0]))
 
 
+def rhat_of(x) -> float:
+    """Rank-normalised split R̂ of a (chain, draw) array, through :func:`bnnzoo.azcompat.rhat`: +inf where every
+    split chain is constant and they differ (ArviZ alone gives about 1e16 there), NaN where all hold one value."""
+    import numpy as np
+    import xarray as xr
+
+    from bnnzoo import azcompat
+
+    return float(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), np.asarray(x, float))}))["x"].values)
+
+
 def matmul_flops(fn, *args) -> int:
     """Floating-point operations of the matrix products in ``fn(*args)``, counted from its jaxpr: 2 × (batch ×
     free × contracted sizes) per ``dot_general``, sub-jaxprs (jit, custom derivatives, loops' bodies once, both
@@ -181,10 +192,19 @@ def run_specs(runs, one, args, write) -> list[dict]:
 
 
 def write_result(stem: Path, args, rows, total: float, md: list[str]) -> None:
-    """``stem``.json (the arguments, the rows and the total seconds) and ``stem``.md (the lines ``md``)."""
+    """``stem``.json (the arguments, the rows and the total seconds; NaN and infinities as null) and ``stem``.md (the
+    lines ``md``)."""
     a = {k: v for k, v in vars(args).items() if k != "default_out"}
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=a, rows=rows, total_s=total), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(args=a, rows=rows, total_s=total)), indent=1))
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+
+
+def strict_json(x):
+    """``x`` as plain, strict JSON types: NaN and infinities (an R̂ of chains frozen on different values) become None,
+    as in the library's records (:func:`bnnzoo._record.jsonable`)."""
+    from bnnzoo._record import jsonable
+
+    return jsonable(x)
 
 
 def toy_setting(args) -> str:

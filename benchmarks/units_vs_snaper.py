@@ -28,6 +28,8 @@ import time
 import warnings
 from pathlib import Path
 
+from _bench import rhat_of, strict_json
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -79,7 +81,7 @@ def one_run(sampler, N, chains, warmup, samples, seed, window, y_neg=0.5):
     units = sw.size
     frac = {code_string(k, 3): float(np.mean(last == k)) for k in range(8)}
     qa = np.asarray(post["q_a"].values, float)                            # (chain, draw, class)
-    rhat_qa = max(float(az.rhat(qa[..., c])) for c in range(qa.shape[-1]))
+    rhat_qa = max(float(rhat_of(qa[..., c])) for c in range(qa.shape[-1]))
     ess_qa = min(float(az.ess(qa[..., c])) for c in range(qa.shape[-1]))
     out = dict(sampler=sampler, N=N, P=N, y_neg=y_neg, rhat_q_a=rhat_qa, chains=chains, warmup=warmup, samples=samples, seed=seed, window=window,
                wall_s=round(wall, 1), warmup_s=round(float(timing.get("warmup_s", float("nan"))), 1),
@@ -130,7 +132,7 @@ def proposals(args):
 
 def _write_proposals(args, N, w, n, rows):
     stem = Path(args.out or HERE / "results" / "units_proposals")
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), N=N, rows=rows), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(args=vars(args), N=N, rows=rows)), indent=1))
     done = "" if len(rows) == len(PROPOSALS) else f" (run cut short: {len(rows)} of {len(PROPOSALS)} variants)"
     md = ["# Proposals of sampler='units': acceptance and cost, sigmoidal net" + done, "",
           f"`python benchmarks/units_vs_snaper.py --proposals {args.proposals} --sizes {N} --chains {args.chains} "
@@ -202,7 +204,7 @@ def main(argv=None):
     meta = dict(python=platform.python_version(), jax=jax.__version__, numpy=np.__version__,
                 cpu_count=os.cpu_count(), total_s=round(total, 1), args=vars(args),
                 load_average=[round(load0, 1), round(os.getloadavg()[0], 1)])
-    stem.with_suffix(".json").write_text(json.dumps(dict(meta=meta, rows=rows, meanfield=theory), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(meta=meta, rows=rows, meanfield=theory)), indent=1))
     render(stem)
 
 
