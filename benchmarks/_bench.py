@@ -207,6 +207,23 @@ def strict_json(x):
     return jsonable(x)
 
 
+READING_MARK = ("<!-- hand-written reading: a rerun of the script keeps everything from here to the end; check it "
+                "against the new numbers -->")
+"""The line that opens a result page's hand-written reading, which :func:`with_reading` carries over a rerun."""
+
+
+def with_reading(path: Path, md: list[str]) -> list[str]:
+    """The lines ``md`` of a result page, followed by the hand-written reading of the page now at ``path`` (its lines
+    from :data:`READING_MARK` to the end), if it has one; a note on stderr then asks to check the reading against the
+    new numbers."""
+    old = path.read_text() if path.exists() else ""
+    i = old.find(READING_MARK)
+    if i < 0:
+        return md
+    print(f"{path.name}: kept its hand-written reading; check it against the new numbers", file=sys.stderr)
+    return [*md, "", *old[i:].rstrip("\n").split("\n")]
+
+
 def toy_setting(args) -> str:
     """"Toy task, T = 0.01, N = P = …, … chains from the prior, seed …, … warm-up + … kept sweeps" of a run-spec
     script with ``--sweeps``."""

@@ -28,7 +28,7 @@ import numpy as np
 import bnnzoo
 from bnnzoo.tasks import binary_toy_task
 
-from _bench import toy_kernel
+from _bench import toy_kernel, with_reading
 
 jax.config.update("jax_enable_x64", True)
 
@@ -100,6 +100,7 @@ def main():
            "| units (1000 draws/chain) | " + " | ".join(f"{v:.4f}" for v in units) + " |",
            "| NUTS (2000 draws/chain) | " + " | ".join(f"{v:.4f}" for v in nuts) + " |"]
     stem.with_suffix(".json").write_text(json.dumps(res, indent=1))
+    md = with_reading(stem.with_suffix(".md"), md)
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 

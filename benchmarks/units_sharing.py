@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from _bench import RESULTS, toy_kernel, versions
+from _bench import RESULTS, toy_kernel, versions, with_reading
 
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 """The XLA flags that hold its CPU backend to one thread."""
@@ -130,6 +130,7 @@ def main(argv=None) -> None:
             md.append(f"| {net} | {r['layout']} | {' / '.join(f'{s:.3f}' for s in r['s_per_sweep'])} | "
                       f"{' / '.join(f'{s / base:.2f}' for s in r['s_per_sweep'])} |")
     stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
+    md = with_reading(stem.with_suffix(".md"), md)
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
 
 
