@@ -116,6 +116,18 @@ def check_args(args) -> None:
         raise ValueError(f"--name must be a plain file stem, got {args.name!r}")
 
 
+def refuse_ignored(p: argparse.ArgumentParser, args, argv, option: str, ignored) -> None:
+    """Refuse options that a mode ignores: ValueError (one line naming ``option`` and the options) when any of
+    ``ignored`` (long options of ``p`` with argparse's default destination, e.g. ``"--relu-warmup"``) was given in
+    ``argv`` or holds other than its default in ``args`` (an abbreviated option)."""
+    dest = {o: o.lstrip("-").replace("-", "_") for o in ignored}
+    given = [o for o in ignored if getattr(args, dest[o]) != p.get_default(dest[o])
+             or any(x == o or x.startswith(o + "=") for x in argv)]
+    if given:
+        raise ValueError(f"{option} reads stored runs and ignores {', '.join(given)}; leave "
+                         f"{'it' if len(given) == 1 else 'them'} out")
+
+
 def int_list(text: str, name: str, lo: int) -> tuple[int, ...]:
     """Distinct comma-separated integers >= ``lo`` from the option ``name``; ValueError naming it otherwise."""
     try:

@@ -69,6 +69,9 @@ CLAIMS = ("S4", "S6")
 Y_NEG = 0.5
 CODES = ("011", "101", "110", "111")
 CERTIFIED_ROW = C.SIG1_ROW  # the row of reproduce/certified.py that --from-certified reads
+FROM_CERTIFIED_IGNORES = ("--seed", "--progress", "--widths", "--temperatures", "--warmup", "--samples", "--parts")
+"""The options that ``--from-certified`` (no sampling; ``--size`` sets its mean-field grid and bisection) would
+ignore, and so refuses."""
 T_HALF_DRAWS = 4000        # curves drawn from the certified runs' means and s.e. for the s.e. of T_½
 # per size: widths N = P, temperatures, warm-up, kept draws, z thinning, mean-field grid points per readout
 # coordinate (None: the solver's default, 57) and bisection tolerance
@@ -374,6 +377,7 @@ def run(argv=None) -> int:
     args = p.parse_args(argv)
     C.check_args(args)
     if args.from_certified is not None:
+        C.refuse_ignored(p, args, argv, "--from-certified", FROM_CERTIFIED_IGNORES)
         return run_from_certified(args, argv)
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     if not parts or set(parts) - {"meanfield", "samples"}:

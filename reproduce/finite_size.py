@@ -60,6 +60,8 @@ SIZES = {
 }
 Y_NEG = {"relu": -0.5, "sigmoidal": 0.5}
 CERTIFIED_ROW = C.SIG1_ROW                 # the row of reproduce/certified.py that --from-certified reads
+FROM_CERTIFIED_IGNORES = ("--size", "--seed", "--progress", "--parts", "--widths", "--relu-warmup", "--combine")
+"""The options that ``--from-certified`` (no sampling, no merging) would ignore, and so refuses."""
 CODES = ("011", "101", "110", "111")       # the mean field's codes on the toy task at y− = ½
 
 
@@ -414,6 +416,7 @@ def run(argv=None) -> int:
     args = p.parse_args(argv)
     C.check_args(args)
     if args.from_certified is not None:
+        C.refuse_ignored(p, args, argv, "--from-certified", FROM_CERTIFIED_IGNORES)
         return run_from_certified(args, argv)
     if args.combine:
         return combine(args, argv)

@@ -179,3 +179,16 @@ def test_a_non_certified_input_is_a_one_line_error(tmp_path):
     assert r.stderr.startswith(f"python -m reproduce {NAME}: error: --from-certified: plain is not a certified run")
     assert [p.name for p in tmp_path.iterdir()] == ["plain.json"]
 
+
+def test_from_certified_refuses_the_options_it_would_ignore(tmp_path):
+    fs = load_script(NAME)
+    for extra, named in ((["--widths", "30"], "--widths"), (["--parts=relu"], "--parts"),
+                         (["--relu-warmup", "5", "--size", "ci"], "--size, --relu-warmup")):
+        with pytest.raises(ValueError, match=f"^--from-certified reads stored runs and ignores {named}; leave"):
+            fs.run(["--out", str(tmp_path), "--from-certified", "x", *extra])
+    r = run_script(NAME, "--out", str(tmp_path), "--from-certified", "x", "--combine", "a.json", "--parts", "relu",
+                   timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr == (f"python -m reproduce {NAME}: error: --from-certified reads stored runs and ignores --parts, "
+                        "--combine; leave them out\n")
+    assert list(tmp_path.iterdir()) == []

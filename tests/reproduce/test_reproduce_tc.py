@@ -192,6 +192,16 @@ def test_from_certified_refuses_what_finite_size_refuses():
     assert "\n" not in str(e.value)
 
 
+def test_from_certified_refuses_the_options_it_would_ignore(tmp_path):
+    ct = _load()
+    with pytest.raises(ValueError, match="^--from-certified reads stored runs and ignores --widths, --temperatures; "
+                                         "leave them out$"):
+        ct.run(["--out", str(tmp_path), "--from-certified", "x", "--widths", "16", "--temperatures", "0.1"])
+    with pytest.raises(ValueError, match="ignores --seed; leave it out"):
+        ct.run(["--out", str(tmp_path), "--from-certified", "x", "--seed", "3"])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_from_certified_checks_the_recorded_meanfield(monkeypatch):
     ct = _load()
     # a stand-in mean field (exact masses) on the solver's default grid: the mass off 111 a run recorded is checked
