@@ -204,14 +204,16 @@ def main(argv=None):
     meta = dict(python=platform.python_version(), jax=jax.__version__, numpy=np.__version__,
                 cpu_count=os.cpu_count(), total_s=round(total, 1), args=vars(args),
                 load_average=[round(load0, 1), round(os.getloadavg()[0], 1)])
-    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(meta=meta, rows=rows, meanfield=theory)), indent=1))
-    render(stem)
+    data = dict(meta=meta, rows=rows, meanfield=theory)
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(data), indent=1))
+    render(stem, data)
 
 
-def render(stem):
-    """Write ``stem``.md from ``stem``.json."""
+def render(stem, data=None):
+    """Write ``stem``.md from ``data`` (the run's results, non-finite numbers kept: an R̂ of inf prints "inf") or,
+    without it, from ``stem``.json (where non-finite numbers are null and print "—")."""
     stem = Path(stem)
-    data = json.loads(stem.with_suffix(".json").read_text())
+    data = json.loads(stem.with_suffix(".json").read_text()) if data is None else data
     meta, rows = data["meta"], data["rows"]
     theory = {int(k): v for k, v in data["meanfield"].items()}
     args = meta["args"]
@@ -256,7 +258,7 @@ def render(stem):
                   f"({other:.3f}) | "
                   f"{th.get('011', 0):.3f} / {th.get('101', 0):.3f} / {th.get('110', 0):.3f} / "
                   f"{th.get('111', 0):.3f} / {th.get('100', 0):.3f} | "
-                  + (f"{r['rhat_q_a']:.2f} |" if "rhat_q_a" in r else "— |")
+                  + (f"{r['rhat_q_a']:.2f} |" if r.get("rhat_q_a") is not None else "— |")
                   + (f" {r['ess_q_a']:.0f} ({r['ess_q_a_per_s']:.1f}) |" if "ess_q_a" in r else " — |"))
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
