@@ -18,6 +18,33 @@ TOY_NETS = {"sig_half": ("sigmoid", 0.5), "sig_ym01": ("sigmoid", 0.1), "relu": 
 """The toy nets of the unit-wise sampler's benchmarks: name → (activation, y−)."""
 
 
+def toy_kernel(task, activation: str, *, sigma_a2: float | None = None, **moves):
+    """The unit-wise sampler's kernel (:class:`bnnzoo.inference.units._Kernel`) of the benchmarks' toy net on ``task``.
+
+    One hidden layer of width N = P (the task's number of examples), T = 0.01, σ_w² = 1.
+
+    Parameters
+    ----------
+    task : a task with ``X`` (P, N0) and ``Y`` (P, m).
+    activation : the hidden layer's activation (``"sigmoid"``, ``"relu"``, ...).
+    sigma_a2 : the readout prior variance; default the paper's non-lazy one for width P, depth 1
+        (:func:`bnnzoo.models.fcn.default_sigma_a2`).
+    **moves : the kernel's move options (``tries``, ``own``, ``local``, ``pairs``), passed on; those left out take the
+        kernel's defaults.
+
+    Returns
+    -------
+    bnnzoo.inference.units._Kernel
+    """
+    from bnnzoo.inference import units as U
+    from bnnzoo.models.fcn import default_sigma_a2
+
+    P = task.X.shape[0]
+    sa2 = default_sigma_a2(activation, "nonlazy", P, 1) if sigma_a2 is None else float(sigma_a2)
+    return U._Kernel(task.X, task.Y, width=P, activation=activation, temperature=0.01, sigma_a2=sa2, sigma_w2=1.0,
+                     **moves)
+
+
 def best_of(fn, *args, repeats=3):
     """(best wall seconds over ``repeats`` calls, the last output) of a jitted ``fn``; the first call (compile) is not
     timed."""
@@ -63,6 +90,17 @@ def readout_mixing(a):
 
     rhat = np.asarray(azcompat.rhat(ds)["x"].values, dtype=float)
     return bulk_ess(ds), rhat, sum(bulk_ess(ds.isel(chain=[c])) for c in range(a.shape[0]))
+
+
+def rhat_of(x) -> float:
+    """Rank-normalised split R̂ of a (chain, draw) array, through :func:`bnnzoo.azcompat.rhat`: +inf where every
+    split chain is constant and they differ (ArviZ alone gives about 1e16 there), NaN where all hold one value."""
+    import numpy as np
+    import xarray as xr
+
+    from bnnzoo import azcompat
+
+    return float(azcompat.rhat(xr.Dataset({"x": (("chain", "draw"), np.asarray(x, float))}))["x"].values)
 
 
 def matmul_flops(fn, *args) -> int:
@@ -154,10 +192,36 @@ def run_specs(runs, one, args, write) -> list[dict]:
 
 
 def write_result(stem: Path, args, rows, total: float, md: list[str]) -> None:
-    """``stem``.json (the arguments, the rows and the total seconds) and ``stem``.md (the lines ``md``)."""
+    """``stem``.json (the arguments, the rows and the total seconds; NaN and infinities as null) and ``stem``.md (the
+    lines ``md``)."""
     a = {k: v for k, v in vars(args).items() if k != "default_out"}
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=a, rows=rows, total_s=total), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(args=a, rows=rows, total_s=total)), indent=1))
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+
+
+def strict_json(x):
+    """``x`` as plain, strict JSON types: NaN and infinities (an R̂ of chains frozen on different values) become None,
+    as in the library's records (:func:`bnnzoo._record.jsonable`)."""
+    from bnnzoo._record import jsonable
+
+    return jsonable(x)
+
+
+READING_MARK = ("<!-- hand-written reading: a rerun of the script keeps everything from here to the end; check it "
+                "against the new numbers -->")
+"""The line that opens a result page's hand-written reading, which :func:`with_reading` carries over a rerun."""
+
+
+def with_reading(path: Path, md: list[str]) -> list[str]:
+    """The lines ``md`` of a result page, followed by the hand-written reading of the page now at ``path`` (its lines
+    from :data:`READING_MARK` to the end), if it has one; a note on stderr then asks to check the reading against the
+    new numbers."""
+    old = path.read_text() if path.exists() else ""
+    i = old.find(READING_MARK)
+    if i < 0:
+        return md
+    print(f"{path.name}: kept its hand-written reading; check it against the new numbers", file=sys.stderr)
+    return [*md, "", *old[i:].rstrip("\n").split("\n")]
 
 
 def toy_setting(args) -> str:

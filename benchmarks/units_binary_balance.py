@@ -26,9 +26,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import bnnzoo
-from bnnzoo.inference import units as U
-from bnnzoo.models.fcn import default_sigma_a2
 from bnnzoo.tasks import binary_toy_task
+
+from _bench import toy_kernel, with_reading
 
 jax.config.update("jax_enable_x64", True)
 
@@ -42,8 +42,7 @@ def split(H, lab):
 def drive(N: int, chains: int, seed: int):
     task = binary_toy_task(P=N, N0=N + 10)
     lab = np.asarray(task.labels)
-    kern = U._Kernel(task.X, task.Y, width=N, activation="sigmoid", temperature=0.01,
-                     sigma_a2=default_sigma_a2("sigmoid", "nonlazy", N, 1), sigma_w2=1.0)
+    kern = toy_kernel(task, "sigmoid")
     H = kern.s[None, None, :] * jax.random.normal(jax.random.PRNGKey(seed), (chains, N, N), jnp.float64)
     sweep = jax.jit(jax.vmap(lambda H, k: kern.sweep(H, k)[0]))
     trace = {0: split(np.asarray(H), lab)}
@@ -101,6 +100,7 @@ def main():
            "| units (1000 draws/chain) | " + " | ".join(f"{v:.4f}" for v in units) + " |",
            "| NUTS (2000 draws/chain) | " + " | ".join(f"{v:.4f}" for v in nuts) + " |"]
     stem.with_suffix(".json").write_text(json.dumps(res, indent=1))
+    md = with_reading(stem.with_suffix(".md"), md)
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 

@@ -37,10 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import bnnzoo
-from bnnzoo.inference import units as U
-from bnnzoo.models.fcn import default_sigma_a2
 
-from _bench import TOY_NETS, parse_runs, run_specs, spec_header, spec_parser, write_result
+from _bench import TOY_NETS, parse_runs, rhat_of, run_specs, spec_header, spec_parser, toy_kernel, write_result
 
 NETS = TOY_NETS
 DEFAULT_RUNS = ",".join(f"{net}:{c}" for net in ("sig_ym01", "relu")
@@ -65,9 +63,7 @@ def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2
     task = bnnzoo.toy_task(P=size, y_neg=y_neg)
     m = task.Y.shape[1]
     with jax.enable_x64(True):
-        sa2 = default_sigma_a2(activation, "nonlazy", size, 1) if sigma_a2 is None else float(sigma_a2)
-        kern = U._Kernel(task.X, task.Y, width=size, activation=activation, temperature=0.01, sigma_a2=sa2,
-                         sigma_w2=1.0, tries=tries, own=own, local=local)
+        kern = toy_kernel(task, activation, sigma_a2=sigma_a2, tries=tries, own=own, local=local)
 
         def step(H, key):
             k1, k2 = jax.random.split(key)
@@ -98,7 +94,7 @@ def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2
     frequent = [f for f in fracs.values() if f.mean() >= 0.05]
     ess = min(float(az.ess(q[..., r])) for r in range(m))
     return dict(net=net, tries=tries, own=own, local=local, size=size, chains=chains, seed=seed, seconds=seconds,
-                sigma_a2=sa2, pairs_per_unit=kern.n_pairs / kern.N,
+                sigma_a2=kern.sa2, pairs_per_unit=kern.n_pairs / kern.N,
                 sweeps=n, warmup=w0, kept=n - w0, compile_s=compile_s, wall_s=wall, cpu_s=cpu, kept_s=kept_s,
                 s_per_sweep=wall / n,
                 acceptance={mv: (None if np.isnan(acc[..., j]).all() else float(np.nanmean(acc[..., j])))
@@ -107,8 +103,8 @@ def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2
                 code_changes_per_unit_s=float(changed.sum(1).mean() / kept_s),
                 switches_per_unit_s=float(switches.mean() / kept_s),
                 q_a_ess_min=ess, q_a_ess_per_s=ess / kept_s,
-                q_a_rhat_max=float(max(az.rhat(q[..., r]) for r in range(m))),
-                code_rhat_max=float(max(az.rhat(f) for f in frequent)) if frequent else None,
+                q_a_rhat_max=float(max(rhat_of(q[..., r]) for r in range(m))),
+                code_rhat_max=float(max(rhat_of(f) for f in frequent)) if frequent else None,
                 code_fractions={f"{k:0{m}b}"[::-1]: round(float((last == k).mean()), 4)
                                 for k in np.unique(last)})
 
@@ -129,8 +125,8 @@ def write(stem, args, rows, total):
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         a = " / ".join("–" if r["acceptance"][mv] is None else f"{r['acceptance'][mv]:.3f}" for mv in MOVES)
-        cr = ("–" if r["code_rhat_max"] is None else f"{r['code_rhat_max']:.3f}" if r["code_rhat_max"] < 1e6
-              else f"{r['code_rhat_max']:.1e} (chains constant on different values)")
+        cr = ("–" if r["code_rhat_max"] is None else "inf (chains constant on different values)"
+              if r["code_rhat_max"] == float("inf") else f"{r['code_rhat_max']:.3f}")
         fr = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["code_fractions"].items(), key=lambda kv: -kv[1])
                        if v >= 0.01)
         md.append(f"| {r['net']} | {r['tries']} | {'on' if r['own'] else 'off'} | {r['local']} | "

@@ -36,8 +36,8 @@ import numpy as np
 import bnnzoo
 from bnnzoo.inference import units as U
 
-from _bench import (TOY_NETS, codes_of, parse_runs, run_specs, spec_header, spec_parser, sweeps_of, toy_setting,
-                    write_result)
+from _bench import (TOY_NETS, codes_of, parse_runs, rhat_of, run_specs, spec_header, spec_parser, sweeps_of,
+                    toy_kernel, toy_setting, write_result)
 
 NETS = TOY_NETS
 DEFAULT_RUNS = "sig_half:off,sig_half:on,sig_ym01:off,sig_ym01:on,relu:off,relu:on"
@@ -47,8 +47,7 @@ def never_moved(z, task, size, activation):
     """(chain, unit) True where no unit move was accepted in the kept sweeps: the direction of the unit's
     preactivations off the signal directions (prior-whitened), which the common-scale and signal moves leave alone,
     stayed the same."""
-    kern = U._Kernel(task.X, task.Y, width=size, activation=activation, temperature=0.01, sigma_a2=1.0,
-                     sigma_w2=1.0)
+    kern = toy_kernel(task, activation, sigma_a2=1.0)
     s, Q = np.asarray(kern.s), np.asarray(kern.Q)
     G = z / s
     R = G - (G @ Q) @ Q.T
@@ -78,9 +77,9 @@ def one(net, own, size, chains, warmup, samples, seed=0, local=0):
                 code_changes_per_unit_sweep=float(np.mean(st["code_change_rate"])),
                 stuck_units=int(stuck.sum()), stuck_on_one_class=int((stuck & (classes[codes[:, 0]] <= 1)).sum()),
                 units=int(stuck.size), never_moved=int(frozen.sum()),
-                q_a_rhat_max=float(max(az.rhat(q[..., r]) for r in range(q.shape[-1]))),
+                q_a_rhat_max=float(max(rhat_of(q[..., r]) for r in range(q.shape[-1]))),
                 q_a_ess_min=float(min(az.ess(q[..., r]) for r in range(q.shape[-1]))),
-                code_rhat_max=float(max(az.rhat(f) for f in frequent.values())),
+                code_rhat_max=float(max(rhat_of(f) for f in frequent.values())),
                 code_fractions={f"{k:0{task.Y.shape[1]}b}"[::-1]: round(float(f.mean()), 4) for k, f in fracs.items()},
                 s_per_sweep=(t["warmup_s"] + t["sampling_s"]) / (warmup + samples))
 

@@ -31,8 +31,8 @@ import numpy as np
 import bnnzoo
 from bnnzoo.inference import units as U
 
-from _bench import (TOY_NETS, codes_of, parse_runs, run_specs, spec_header, spec_parser, sweeps_of, toy_setting,
-                    write_result)
+from _bench import (TOY_NETS, codes_of, parse_runs, rhat_of, run_specs, spec_header, spec_parser, sweeps_of,
+                    toy_setting, write_result)
 
 NETS = {k: TOY_NETS[k] for k in ("relu", "sig_half")}
 DEFAULT_RUNS = "relu:0,relu:0.5,relu:2,sig_half:0,sig_half:0.5"
@@ -67,12 +67,12 @@ def one(net, pairs, size, chains, warmup, samples, seed=0):
     return dict(net=net, pairs=pairs, size=size, chains=chains, warmup=warmup, samples=samples, seed=seed,
                 acceptance=float(np.mean(st["acceptance_rate"])),
                 pair_acceptance=float(np.mean(st["pair_acceptance"])) if "pair_acceptance" in st else None,
-                q_a_rhat_max=float(max(az.rhat(q[..., r]) for r in range(m))),
+                q_a_rhat_max=float(max(rhat_of(q[..., r]) for r in range(m))),
                 q_a_ess_min=float(min(az.ess(q[..., r]) for r in range(m))),
-                code_rhat_max=float(max(az.rhat(f) for f in frequent)),
+                code_rhat_max=float(max(rhat_of(f) for f in frequent)),
                 outliers_mean=[round(float(no[..., r].mean()), 3) for r in range(m)],
                 outliers_chain_means=no.mean(1).round(2).tolist(),
-                outliers_rhat_max=float(max(az.rhat(no[..., r]) for r in range(m))),
+                outliers_rhat_max=float(max(rhat_of(no[..., r]) for r in range(m))),
                 outliers_ess_min=float(min(az.ess(no[..., r]) for r in range(m))),
                 outliers_sd_within=float(no.std(1).mean()), outliers_sd_between=float(no.mean(1).std(0).mean()),
                 outlier_count_changes=float(np.mean(np.any(np.diff(no, axis=1) != 0, axis=-1))),

@@ -34,7 +34,8 @@ import numpy as np
 
 import bnnzoo
 from bnnzoo.inference import units as U
-from bnnzoo.models.fcn import default_sigma_a2
+
+from _bench import rhat_of, toy_kernel
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,9 +47,7 @@ def run(size, chains, warmup, samples, seed, pairs):
     defaults) and ``pairs`` pair rotations per unit and sweep."""
     task = bnnzoo.toy_task(P=size, y_neg=-0.5)
     with jax.enable_x64(True):
-        kern = U._Kernel(task.X, task.Y, width=size, activation="relu", temperature=0.01,
-                         sigma_a2=default_sigma_a2("relu", "nonlazy", size, 1), sigma_w2=1.0, tries=U.TRIES,
-                         own=U.OWN, local=U.LOCAL, pairs=pairs)
+        kern = toy_kernel(task, "relu", tries=U.TRIES, own=U.OWN, local=U.LOCAL, pairs=pairs)
         key = jax.random.PRNGKey(seed)                                  # units_chains' seeds: start, then per sweep
         k_init, key = jax.random.split(key)
         H = kern.s[None, None, :] * jax.random.normal(k_init, (chains, kern.N, kern.P), jnp.float64)
@@ -95,7 +94,7 @@ def diagnose(size, chains, warmup, samples, seed, pairs):
          "|---|---|---|---|---|---|---|"]
     for r in range(m):
         x = nout[..., r]
-        L.append(f"| {r} | {x.mean():.2f} | {' '.join(f'{v:.2f}' for v in x.mean(1))} | {az.rhat(x):.2f} | "
+        L.append(f"| {r} | {x.mean():.2f} | {' '.join(f'{v:.2f}' for v in x.mean(1))} | {rhat_of(x):.2f} | "
                  f"{az.ess(x):.0f} | {x.std(1).mean():.2f} | {x.mean(1).std():.2f} |")
     L += ["", "| units | draws × units | tries accepted (of " f"{per[0]:.0f}) | own-readout step | local steps (of "
           f"{per[2]:.0f}) | rms change of h per sweep | the same / rms h |", "|---|---|---|---|---|---|---|"]
@@ -107,9 +106,9 @@ def diagnose(size, chains, warmup, samples, seed, pairs):
     L += ["", "| class | q_a: R̂ | ESS | chain means | outliers' part: R̂ | ESS | bulk part: R̂ | ESS |",
           "|---|---|---|---|---|---|---|---|"]
     for r in range(m):
-        L.append(f"| {r} | {az.rhat(qa[..., r]):.3f} | {az.ess(qa[..., r]):.0f} | "
-                 f"{' '.join(f'{v:.3f}' for v in qa[..., r].mean(1))} | {az.rhat(qo[..., r]):.3f} | "
-                 f"{az.ess(qo[..., r]):.0f} | {az.rhat(qb[..., r]):.3f} | {az.ess(qb[..., r]):.0f} |")
+        L.append(f"| {r} | {rhat_of(qa[..., r]):.3f} | {az.ess(qa[..., r]):.0f} | "
+                 f"{' '.join(f'{v:.3f}' for v in qa[..., r].mean(1))} | {rhat_of(qo[..., r]):.3f} | "
+                 f"{az.ess(qo[..., r]):.0f} | {rhat_of(qb[..., r]):.3f} | {az.ess(qb[..., r]):.0f} |")
     return L, wall
 
 

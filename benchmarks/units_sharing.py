@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from _bench import RESULTS, versions
+from _bench import RESULTS, toy_kernel, versions, with_reading
 
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 """The XLA flags that hold its CPU backend to one thread."""
@@ -49,14 +49,11 @@ def one(activation: str, size: int, chains: int, sweeps: int) -> dict:
 
     import bnnzoo
     from bnnzoo.inference import units as U
-    from bnnzoo.models.fcn import default_sigma_a2
 
     task = bnnzoo.toy_task(P=size, y_neg=-0.5 if activation == "relu" else 0.5)
     with jax.enable_x64(True):
         tries, own, local = U.default_moves(activation)
-        kern = U._Kernel(task.X, task.Y, width=size, activation=activation, temperature=0.01,
-                         sigma_a2=default_sigma_a2(activation, "nonlazy", size, 1), sigma_w2=1.0, tries=tries,
-                         own=own, local=local)
+        kern = toy_kernel(task, activation, tries=tries, own=own, local=local)
         key = jax.random.PRNGKey(0)
         H = kern.s[None, None, :] * jax.random.normal(key, (chains, kern.N, kern.P), jnp.float64)
         sweep = jax.jit(jax.vmap(lambda H, k: kern.sweep(H, k)[0]))
@@ -133,6 +130,7 @@ def main(argv=None) -> None:
             md.append(f"| {net} | {r['layout']} | {' / '.join(f'{s:.3f}' for s in r['s_per_sweep'])} | "
                       f"{' / '.join(f'{s / base:.2f}' for s in r['s_per_sweep'])} |")
     stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
+    md = with_reading(stem.with_suffix(".md"), md)
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
 
 

@@ -20,6 +20,8 @@ import platform
 import time
 from pathlib import Path
 
+from _bench import rhat_of, strict_json
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -46,8 +48,8 @@ def one(net, step, warmup, samples, seed=0):
     return dict(net=net, signal_step=step, warmup=warmup, samples=samples,
                 q_a=[float(q[..., r].mean()) for r in range(q.shape[-1])],
                 q_a_ess=[float(az.ess(q[..., r])) for r in range(q.shape[-1])],
-                q_a_rhat=[float(az.rhat(q[..., r])) for r in range(q.shape[-1])],
-                q_a_exact=exact, mse_ess=float(az.ess(mse)), mse_rhat=float(az.rhat(mse)),
+                q_a_rhat=[float(rhat_of(q[..., r])) for r in range(q.shape[-1])],
+                q_a_exact=exact, mse_ess=float(az.ess(mse)), mse_rhat=float(rhat_of(mse)),
                 acceptance=float(st["acceptance_rate"].mean()),
                 signal_acceptance=float(st["signal_acceptance"].mean()) if "signal_acceptance" in st else None,
                 s_per_sweep=(t["warmup_s"] + t["sampling_s"]) / (warmup + samples))
@@ -74,7 +76,7 @@ def main(argv=None):
     stem.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(python=platform.python_version(), jax=jax.__version__, cpu_count=os.cpu_count(),
                 total_s=round(time.perf_counter() - t_all, 1), args=vars(args))
-    stem.with_suffix(".json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(meta=meta, rows=rows)), indent=1))
     cmd = "python benchmarks/units_signal.py " + " ".join(f"--{k} '{v}'" for k, v in vars(args).items()
                                                          if v is not None and k != "out")
     md = ["# sampler='units': the readout norm's ESS with and without the signal move", "", f"`{cmd}`", "",

@@ -22,6 +22,8 @@ import platform
 import time
 from pathlib import Path
 
+from _bench import toy_kernel
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -30,13 +32,10 @@ def one(N, tries, chains, warmup, sweeps, seed=0):
     import numpy as np
 
     import bnnzoo
-    from bnnzoo.inference.units import _Kernel
-    from bnnzoo.models.fcn import default_sigma_a2
 
     task = bnnzoo.toy_task(P=N, y_neg=0.5, seed=0)
     with jax.enable_x64(True):
-        k = _Kernel(task.X, task.Y, width=N, activation="sigmoid", temperature=0.01,
-                    sigma_a2=default_sigma_a2("sigmoid", "nonlazy", N, 1), sigma_w2=1.0, tries=tries)
+        k = toy_kernel(task, "sigmoid", tries=tries)
         H = k.s[None, None, :] * jax.random.normal(jax.random.PRNGKey(seed), (chains, N, N))
 
         def keys(r):

@@ -28,6 +28,8 @@ import time
 import warnings
 from pathlib import Path
 
+from _bench import rhat_of, strict_json
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -79,7 +81,7 @@ def one_run(sampler, N, chains, warmup, samples, seed, window, y_neg=0.5):
     units = sw.size
     frac = {code_string(k, 3): float(np.mean(last == k)) for k in range(8)}
     qa = np.asarray(post["q_a"].values, float)                            # (chain, draw, class)
-    rhat_qa = max(float(az.rhat(qa[..., c])) for c in range(qa.shape[-1]))
+    rhat_qa = max(float(rhat_of(qa[..., c])) for c in range(qa.shape[-1]))
     ess_qa = min(float(az.ess(qa[..., c])) for c in range(qa.shape[-1]))
     out = dict(sampler=sampler, N=N, P=N, y_neg=y_neg, rhat_q_a=rhat_qa, chains=chains, warmup=warmup, samples=samples, seed=seed, window=window,
                wall_s=round(wall, 1), warmup_s=round(float(timing.get("warmup_s", float("nan"))), 1),
@@ -130,7 +132,7 @@ def proposals(args):
 
 def _write_proposals(args, N, w, n, rows):
     stem = Path(args.out or HERE / "results" / "units_proposals")
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), N=N, rows=rows), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(args=vars(args), N=N, rows=rows)), indent=1))
     done = "" if len(rows) == len(PROPOSALS) else f" (run cut short: {len(rows)} of {len(PROPOSALS)} variants)"
     md = ["# Proposals of sampler='units': acceptance and cost, sigmoidal net" + done, "",
           f"`python benchmarks/units_vs_snaper.py --proposals {args.proposals} --sizes {N} --chains {args.chains} "
@@ -202,14 +204,16 @@ def main(argv=None):
     meta = dict(python=platform.python_version(), jax=jax.__version__, numpy=np.__version__,
                 cpu_count=os.cpu_count(), total_s=round(total, 1), args=vars(args),
                 load_average=[round(load0, 1), round(os.getloadavg()[0], 1)])
-    stem.with_suffix(".json").write_text(json.dumps(dict(meta=meta, rows=rows, meanfield=theory), indent=1))
-    render(stem)
+    data = dict(meta=meta, rows=rows, meanfield=theory)
+    stem.with_suffix(".json").write_text(json.dumps(strict_json(data), indent=1))
+    render(stem, data)
 
 
-def render(stem):
-    """Write ``stem``.md from ``stem``.json."""
+def render(stem, data=None):
+    """Write ``stem``.md from ``data`` (the run's results, non-finite numbers kept: an R̂ of inf prints "inf") or,
+    without it, from ``stem``.json (where non-finite numbers are null and print "—")."""
     stem = Path(stem)
-    data = json.loads(stem.with_suffix(".json").read_text())
+    data = json.loads(stem.with_suffix(".json").read_text()) if data is None else data
     meta, rows = data["meta"], data["rows"]
     theory = {int(k): v for k, v in data["meanfield"].items()}
     args = meta["args"]
@@ -254,7 +258,7 @@ def render(stem):
                   f"({other:.3f}) | "
                   f"{th.get('011', 0):.3f} / {th.get('101', 0):.3f} / {th.get('110', 0):.3f} / "
                   f"{th.get('111', 0):.3f} / {th.get('100', 0):.3f} | "
-                  + (f"{r['rhat_q_a']:.2f} |" if "rhat_q_a" in r else "— |")
+                  + (f"{r['rhat_q_a']:.2f} |" if r.get("rhat_q_a") is not None else "— |")
                   + (f" {r['ess_q_a']:.0f} ({r['ess_q_a_per_s']:.1f}) |" if "ess_q_a" in r else " — |"))
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))

@@ -116,6 +116,18 @@ def check_args(args) -> None:
         raise ValueError(f"--name must be a plain file stem, got {args.name!r}")
 
 
+def refuse_ignored(p: argparse.ArgumentParser, args, argv, option: str, ignored) -> None:
+    """Refuse options that a mode ignores: ValueError (one line naming ``option`` and the options) when any of
+    ``ignored`` (long options of ``p`` with argparse's default destination, e.g. ``"--relu-warmup"``) was given in
+    ``argv`` or holds other than its default in ``args`` (an abbreviated option)."""
+    dest = {o: o.lstrip("-").replace("-", "_") for o in ignored}
+    given = [o for o in ignored if getattr(args, dest[o]) != p.get_default(dest[o])
+             or any(x == o or x.startswith(o + "=") for x in argv)]
+    if given:
+        raise ValueError(f"{option} reads stored runs and ignores {', '.join(given)}; leave "
+                         f"{'it' if len(given) == 1 else 'them'} out")
+
+
 def int_list(text: str, name: str, lo: int) -> tuple[int, ...]:
     """Distinct comma-separated integers >= ``lo`` from the option ``name``; ValueError naming it otherwise."""
     try:
@@ -394,3 +406,114 @@ def fmt(v, se=None, digits: int = 3) -> str:
         return "—"
     s = f"{v:.{digits}g}"
     return s if se is None else f"{s} ± {se:.2g}"
+
+
+# ------------------------------------------------------------------------------------------- certified sig1 runs
+SIG1_ROW = "sig1"
+"""The row of ``reproduce/certified.py`` (the toy task's one-hidden-layer sigmoidal net) that the ``--from-certified``
+analyses of finite_size and critical_temperature read."""
+
+MEANFIELD_AGREE = 1e-6
+"""Largest |difference| allowed between the mean-field mass off 111 a certified run recorded and the one an analysis
+solves on the same (default) grid: both solve the same self-consistency to |residual| <= 1e-9, far below the three
+decimals shown."""
+
+
+def certified_stems(patterns: str, out: Path) -> list[str]:
+    """The result stems in ``out`` that the comma-separated names or glob patterns ``patterns`` give (sorted, each
+    once); ValueError naming ``--from-certified`` when a pattern matches nothing."""
+    stems = set()
+    for pat in [x.strip() for x in patterns.split(",") if x.strip()]:
+        hits = sorted(p.name[: -len(".json")] for p in Path(out).glob(f"{pat}.json"))
+        if not hits:
+            raise ValueError(f"--from-certified: no result file {pat}.json in {out}")
+        stems.update(hits)
+    if not stems:
+        raise ValueError(f"--from-certified must name result stems or patterns, got {patterns!r}")
+    return sorted(stems)
+
+
+def certified_sig1(summary: dict, stem: str, y_neg: float) -> dict:
+    """The fields of a certified run of row ``sig1`` (a ``reproduce/certified.py`` result summary) that the
+    ``--from-certified`` analyses read, after the refusals they share.
+
+    Parameters
+    ----------
+    summary : dict
+        The run's JSON summary: ``populations_certified``, ``temperature``, ``chains``, ``sampler`` and
+        ``rows["sig1"]`` with ``settings`` (``N``, ``warmup``, ``samples``), ``row`` (``y_neg``) and ``result``
+        (``health``, optionally ``meanfield_codes`` {code: mass}, and ``certification`` with ``families``,
+        ``agree``, ``disagreements``, ``observables`` {name: {family: [mean, s.e.]}}, optionally ``detectable`` and
+        ``ensemble``).
+    stem : str
+        The run's result stem (recorded, and named in errors).
+    y_neg : float
+        The y− the analysis needs.
+
+    Returns
+    -------
+    dict
+        ``run``, ``N``, ``P`` (= N), ``T``, ``sampler``, ``chains_per_family``, ``warmup``, ``samples``,
+        ``seconds``; ``health`` (``status``, ``reason``, ``criterion``, ``max_rhat``, ``rhat_111``: R̂ of the 111
+        fraction across all chains); ``families``, ``agree``, ``disagreements``; ``observables`` (as recorded);
+        ``per_family`` ({family: {code: [mean, s.e.]}} over every code a family visits and 011, 101, 110, 111, a
+        code absent from the record counting 0 ± 0); ``detectable_111`` (the largest smallest-detectable
+        difference of the 111 fraction over the pairs of families, or None); ``meanfield`` ({code: mass} as the run
+        recorded it, or None).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--from-certified`` and the run: when the summary is not a certified run of row sig1 with
+        a certification, its y− is not ``y_neg``, its health is not "equilibrated" by a named criterion (a record
+        of an earlier gate names none), or its families number fewer than two or disagree.
+    """
+    row = (summary.get("rows") or {}).get(SIG1_ROW)
+    if not summary.get("populations_certified") or row is None or "certification" not in row.get("result", {}):
+        raise ValueError(f"--from-certified: {stem} is not a certified run of row {SIG1_ROW} with a result")
+    if row["row"]["y_neg"] != y_neg:
+        raise ValueError(f"--from-certified: {stem} has y- = {row['row']['y_neg']}, this analysis needs {y_neg}")
+    res, cert = row["result"], row["result"]["certification"]
+    h = res["health"]
+    if h["status"] != "equilibrated" or not h.get("criterion"):
+        raise ValueError(f"--from-certified: {stem} has health {h['status']!r}"
+                         + ("" if h.get("criterion") else " judged by no named criterion (an earlier gate)")
+                         + "; only runs equilibrated by the present criterion are read")
+    fams = list(cert["families"])
+    if len(set(fams)) < 2 or cert["agree"] is not True:
+        raise ValueError(f"--from-certified: {stem} has families {fams} with agree {cert['agree']!r}; needs two or "
+                         "more families that agree")
+    obs = cert["observables"]
+    names = {name[len("code_fraction[z1]["):-1]: name for name in obs if name.startswith("code_fraction[z1][")}
+    per_family = {f: {c: [float(obs[names[c]][f][0]), float(obs[names[c]][f][1])] if c in names else [0.0, 0.0]
+                      for c in sorted(set(names) | {"011", "101", "110", "111"})} for f in fams}
+    det = cert.get("detectable", {}).get("code_fraction[z1][111]", {})
+    mf = res.get("meanfield_codes")
+    return dict(run=stem, N=row["settings"]["N"], P=row["settings"]["N"], T=summary["temperature"],
+                sampler=summary.get("sampler"), chains_per_family=summary.get("chains"),
+                warmup=row["settings"]["warmup"], samples=row["settings"]["samples"], seconds=row.get("seconds"),
+                health=dict(status=h["status"], reason=h.get("reason"), criterion=h["criterion"],
+                            max_rhat=h.get("max_rhat"),
+                            rhat_111=cert.get("ensemble", {}).get("populations_rhat", {})
+                            .get("code_fraction[z1][111]")),
+                families=fams, agree=cert["agree"], disagreements=cert["disagreements"], observables=obs,
+                per_family=per_family, detectable_111=max(det.values()) if det else None,
+                meanfield={c: float(m) for c, m in sorted(mf.items())} if mf else None)
+
+
+def pooled(per_family: dict) -> dict:
+    """The families' plain mean of each code's fraction and its s.e. √Σ s.e.² / F: {code: [mean, s.e.]}, from
+    ``per_family`` {family: {code: [mean, s.e.]}} (:func:`certified_sig1`)."""
+    fams = list(per_family)
+    codes = sorted({c for v in per_family.values() for c in v})
+    return {c: [float(np.mean([per_family[f][c][0] for f in fams])),
+                float(math.sqrt(sum(per_family[f][c][1] ** 2 for f in fams)) / len(fams))] for c in codes}
+
+
+def check_meanfield(run: str, recorded_R: float | None, solved_R: float) -> None:
+    """Refuse a certified run whose recorded mean field disagrees with the analysis's own solve: ValueError (one
+    line naming ``--from-certified`` and ``run``) when ``recorded_R``, the mean-field mass off 111 the run recorded
+    (None: it recorded none, nothing to check), differs from ``solved_R`` by more than :data:`MEANFIELD_AGREE`."""
+    if recorded_R is not None and not abs(recorded_R - solved_R) <= MEANFIELD_AGREE:
+        raise ValueError(f"--from-certified: {run} recorded the mean-field mass off 111 {recorded_R:.9g}, "
+                         f"the solve here gives {solved_R:.9g} (allowed difference {MEANFIELD_AGREE:g})")

@@ -38,11 +38,12 @@ Toy task (orthogonal inputs, classes 1/2, 1/4, 1/4, m = 3), targets y+ = 1, y−
   family's chains, the certification's error model) and pooled over the families (their mean; s.e. from theirs),
   against the mean-field mass off 111 at that T and P (the mean field of the bullet above, whose T_c it also bisects
   on the runs' temperatures and the ``cpu`` grid; the mass off 111 that a run recorded itself, on the same grid,
-  must agree with it to :data:`MEANFIELD_AGREE`).  Per width: T_½ of R_draw (where it falls to half its value at the
-  lowest certified temperature, interpolated as above) against the mean field's T_½ on the same temperatures; the
-  s.e. of T_½ is the scatter of T_½ over curves drawn from the runs' means and standard errors (independent normal
-  errors, :data:`T_HALF_DRAWS` curves); and what is left off 111 in the runs above the mean-field T_c (per draw,
-  beside the fraction of units whose readout vector lies in each sign orthant, the certification's ``branch_mass``).
+  must agree with it to :data:`reproduce._common.MEANFIELD_AGREE`).  Per width: T_½ of R_draw (where it falls to
+  half its value at the lowest certified temperature, interpolated as above) against the mean field's T_½ on the
+  same temperatures; the s.e. of T_½ is the scatter of T_½ over curves drawn from the runs' means and standard
+  errors (independent normal errors, :data:`T_HALF_DRAWS` curves); and what is left off 111 in the runs above the
+  mean-field T_c (per draw, beside the fraction of units whose readout vector lies in each sign orthant, the
+  certification's ``branch_mass``).
 
 Run: ``python -m reproduce critical_temperature --size ci|cpu|paper [--widths 30,60] [--temperatures ...]
 [--warmup W] [--samples S] [--parts meanfield,samples] [--overwrite]``, or ``python -m reproduce
@@ -67,11 +68,11 @@ NAME = "critical_temperature"
 CLAIMS = ("S4", "S6")
 Y_NEG = 0.5
 CODES = ("011", "101", "110", "111")
-CERTIFIED_ROW = "sig1"     # the row of reproduce/certified.py that --from-certified reads
+CERTIFIED_ROW = C.SIG1_ROW  # the row of reproduce/certified.py that --from-certified reads
+FROM_CERTIFIED_IGNORES = ("--seed", "--progress", "--widths", "--temperatures", "--warmup", "--samples", "--parts")
+"""The options that ``--from-certified`` (no sampling; ``--size`` sets its mean-field grid and bisection) would
+ignore, and so refuses."""
 T_HALF_DRAWS = 4000        # curves drawn from the certified runs' means and s.e. for the s.e. of T_½
-# largest |difference| between a certified run's recorded mean-field mass off 111 and the one recomputed here on the
-# same (default) grid: both solve the same self-consistency to |residual| <= 1e-9, far below the 3 decimals shown
-MEANFIELD_AGREE = 1e-6
 # per size: widths N = P, temperatures, warm-up, kept draws, z thinning, mean-field grid points per readout
 # coordinate (None: the solver's default, 57) and bisection tolerance
 SIZES = {
@@ -187,15 +188,15 @@ def analyse(summary: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------ certified runs
 def certified_entry(summary: dict, stem: str) -> dict:
-    """One certified run of row ``sig1`` (a ``reproduce/certified.py`` result summary) as an entry of the
-    ``--from-certified`` analysis: N, T, health, the families' agreement and the fraction of units off 111 per draw.
+    """One certified run of row ``sig1`` (a ``reproduce/certified.py`` result summary, read by
+    :func:`reproduce._common.certified_sig1`) as an entry of the ``--from-certified`` analysis: N, T, health, the
+    families' agreement and the fraction of units off 111 per draw.
 
     Parameters
     ----------
     summary : dict
-        The run's JSON summary: ``temperature``, ``chains``, ``sampler`` and ``rows["sig1"]`` with ``settings`` and
-        ``result`` (``health``, ``certification`` holding ``observables["code_fraction[z1][<code>]"]`` as
-        {family: [mean, s.e.]}).
+        The run's JSON summary (the fields :func:`reproduce._common.certified_sig1` reads); the observables
+        ``branch_mass[<signs>]`` too, where recorded.
     stem : str
         The run's result stem (recorded, and named in errors).
 
@@ -214,36 +215,24 @@ def certified_entry(summary: dict, stem: str) -> dict:
     Raises
     ------
     ValueError
-        When the summary is not a certified run of row sig1 with y− = ½ and a result.
+        The refusals of :func:`reproduce._common.certified_sig1` (not a certified run of row sig1, y− not ½, not
+        equilibrated by a named criterion, fewer than two families or families that disagree).
     """
-    row = (summary.get("rows") or {}).get(CERTIFIED_ROW)
-    if not summary.get("populations_certified") or row is None or "result" not in row:
-        raise ValueError(f"--from-certified: {stem} is not a certified run of row {CERTIFIED_ROW} with a result")
-    if row["row"]["y_neg"] != Y_NEG:
-        raise ValueError(f"--from-certified: {stem} has y- = {row['row']['y_neg']}, this analysis needs {Y_NEG}")
-    res, cert = row["result"], row["result"]["certification"]
-    obs = cert["observables"]
-    fams = list(cert["families"])
-    key = "code_fraction[z1][111]"
-    r_fam = {f: [1.0 - obs[key][f][0], obs[key][f][1]] if key in obs else [1.0, 0.0] for f in fams}
+    c = C.certified_sig1(summary, stem, Y_NEG)
+    obs, fams = c["observables"], c["families"]
+    r_fam = {f: [1.0 - v["111"][0], v["111"][1]] for f, v in c["per_family"].items()}
     codes = {name.split("][")[-1].rstrip("]"): float(np.mean([v[0] for v in obs[name].values()]))
              for name in obs if name.startswith("code_fraction[z1][")}
     orthants = {name[len("branch_mass["):-1]: float(np.mean([v[0] for v in obs[name].values()]))
                 for name in obs if name.startswith("branch_mass[")}
-    mf = res.get("meanfield_codes")
-    h = res["health"]
-    return dict(run=stem, N=row["settings"]["N"], P=row["settings"]["N"], T=summary["temperature"],
-                sampler=summary.get("sampler"), chains_per_family=summary.get("chains"),
-                warmup=row["settings"]["warmup"], samples=row["settings"]["samples"], seconds=row.get("seconds"),
-                health=dict(status=h["status"], reason=h["reason"], criterion=h.get("criterion"),
-                            max_rhat=h.get("max_rhat"),
-                            rhat_111=cert.get("ensemble", {}).get("populations_rhat", {}).get(key)),
-                families=fams, agree=cert["agree"], disagreements=cert["disagreements"],
+    keep = ("run", "N", "P", "T", "sampler", "chains_per_family", "warmup", "samples", "seconds", "health",
+            "families", "agree", "disagreements")
+    return dict({k: c[k] for k in keep},
                 R_draw_per_family=r_fam, R_draw=float(np.mean([v[0] for v in r_fam.values()])),
                 R_draw_se=float(math.sqrt(sum(v[1] ** 2 for v in r_fam.values())) / len(fams)),
-                per_draw={c: codes[c] for c in sorted(codes) if codes[c] > 0},
+                per_draw={k: codes[k] for k in sorted(codes) if codes[k] > 0},
                 readout_orthants={o: orthants[o] for o in sorted(orthants) if orthants[o] > 0},
-                meanfield_R_of_run=(1.0 - mf.get("111", 0.0)) if mf else None)
+                meanfield_R_of_run=(1.0 - c["meanfield"].get("111", 0.0)) if c["meanfield"] else None)
 
 
 def t_half_scatter(T, R, se, draws: int = T_HALF_DRAWS, seed: int = 0) -> dict:
@@ -256,20 +245,6 @@ def t_half_scatter(T, R, se, draws: int = T_HALF_DRAWS, seed: int = 0) -> dict:
     got = np.asarray([t for t in got if t is not None], float)
     return dict(T_half_se=float(got.std(ddof=1)) if got.size > 1 else None, crossing_fraction=got.size / draws,
                 draws=draws)
-
-
-def certified_stems(patterns: str, out: Path) -> list[str]:
-    """The result stems in ``out`` that the comma-separated names or glob patterns ``patterns`` give (sorted, each
-    once); ValueError naming ``--from-certified`` when a pattern matches nothing."""
-    stems = set()
-    for pat in [x.strip() for x in patterns.split(",") if x.strip()]:
-        hits = sorted(p.name[: -len(".json")] for p in Path(out).glob(f"{pat}.json"))
-        if not hits:
-            raise ValueError(f"--from-certified: no result file {pat}.json in {out}")
-        stems.update(hits)
-    if not stems:
-        raise ValueError(f"--from-certified must name result stems or patterns, got {patterns!r}")
-    return sorted(stems)
 
 
 def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = None) -> dict:
@@ -299,7 +274,7 @@ def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = 
     ValueError
         Two entries with the same N and T; or, with ``n_grid`` None (the grid the certified runs solve the mean field
         on), an entry whose ``meanfield_R_of_run`` differs from ``meanfield_R`` by more than
-        :data:`MEANFIELD_AGREE`.
+        :data:`reproduce._common.MEANFIELD_AGREE` (:func:`reproduce._common.check_meanfield`).
     """
     seen = [(e["N"], e["T"]) for e in entries]
     if len(set(seen)) != len(seen):
@@ -316,9 +291,8 @@ def from_certified(entries: list[dict], bisect_tol: float, n_grid: int | None = 
             mf_R = redundant_mass(ms)
             e = dict(e)
             recorded = e.pop("meanfield_R_of_run", None)
-            if n_grid is None and recorded is not None and not abs(recorded - mf_R) <= MEANFIELD_AGREE:
-                raise ValueError(f"--from-certified: {e['run']} recorded the mean-field mass off 111 {recorded:.9g}, "
-                                 f"the solve here gives {mf_R:.9g} (allowed difference {MEANFIELD_AGREE:g})")
+            if n_grid is None:
+                C.check_meanfield(e["run"], recorded, mf_R)
             d = e["R_draw"] - mf_R
             out["entries"].append(dict(e, meanfield_mass=ms, meanfield_R=mf_R, R_minus_meanfield=d,
                                        z=d / e["R_draw_se"] if e["R_draw_se"] else None, T_over_Tc=e["T"] / mf["T_c"]))
@@ -346,7 +320,7 @@ def run_from_certified(args, argv: list) -> int:
     """``--from-certified``: read the certified runs, analyse them, write ``--name`` (default
     ``certified_critical_temperature``, named like the certified runs it reads), marked certified: its entries
     carry each run's start families and whether they agree."""
-    stems = certified_stems(args.from_certified, Path(args.out))
+    stems = C.certified_stems(args.from_certified, Path(args.out))
     files = C.ResultFiles(args.out, args.name or f"certified_{NAME}", args.overwrite, certified=True)
     entries = [certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]
     s = SIZES[args.size]
@@ -403,6 +377,7 @@ def run(argv=None) -> int:
     args = p.parse_args(argv)
     C.check_args(args)
     if args.from_certified is not None:
+        C.refuse_ignored(p, args, argv, "--from-certified", FROM_CERTIFIED_IGNORES)
         return run_from_certified(args, argv)
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     if not parts or set(parts) - {"meanfield", "samples"}:

@@ -41,8 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bnnzoo.theory.critical_temperature import redundant_mass, toy_meanfield
+
 from . import _common as C
-from .critical_temperature import certified_stems
 from .influence import fit_with_and_without
 
 NAME = "finite_size"
@@ -58,7 +59,9 @@ SIZES = {
                   relu_warmup=3000, sigmoid_warmup=1000, samples=500, thin_z=5),
 }
 Y_NEG = {"relu": -0.5, "sigmoidal": 0.5}
-CERTIFIED_ROW = "sig1"                     # the row of reproduce/certified.py that --from-certified reads
+CERTIFIED_ROW = C.SIG1_ROW                 # the row of reproduce/certified.py that --from-certified reads
+FROM_CERTIFIED_IGNORES = ("--size", "--seed", "--progress", "--parts", "--widths", "--relu-warmup", "--combine")
+"""The options that ``--from-certified`` (no sampling, no merging) would ignore, and so refuses."""
 CODES = ("011", "101", "110", "111")       # the mean field's codes on the toy task at y− = ½
 
 
@@ -188,18 +191,15 @@ def analyse(summary: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------ certified runs
 def certified_entry(summary: dict, stem: str) -> dict:
-    """One certified run of row ``sig1`` (a ``reproduce/certified.py`` result summary) as an entry of the
-    ``--from-certified`` analysis: N, T, health, the families' agreement, the per-draw code fractions per family and
-    the mean field's code masses the run recorded.
+    """One certified run of row ``sig1`` (a ``reproduce/certified.py`` result summary, read by
+    :func:`reproduce._common.certified_sig1`) as an entry of the ``--from-certified`` analysis: N, T, health, the
+    families' agreement, the per-draw code fractions per family and the mean field's code masses the run recorded.
 
     Parameters
     ----------
     summary : dict
-        The run's JSON summary: ``populations_certified``, ``temperature``, ``chains``, ``sampler`` and
-        ``rows["sig1"]`` with ``settings`` (``N``, ``warmup``, ``samples``), ``row`` (``y_neg``) and ``result``
-        (``health``, ``meanfield_codes`` {code: mass} and ``certification`` with ``families``, ``agree``,
-        ``disagreements``, ``observables["code_fraction[z1][<code>]"]`` as {family: [mean, s.e.]} and
-        ``detectable``).
+        The run's JSON summary (the fields :func:`reproduce._common.certified_sig1` reads), with
+        ``result.meanfield_codes`` and the certification's ``detectable``.
     stem : str
         The run's result stem (recorded, and named in errors).
 
@@ -216,56 +216,42 @@ def certified_entry(summary: dict, stem: str) -> dict:
     Raises
     ------
     ValueError
-        One line naming ``--from-certified`` and the run: when the summary is not a certified run of row sig1 with
-        a result, y− is not ½, its health is not "equilibrated" by the present criterion (one that names its
-        criterion), its families disagree or number fewer than two, or it recorded no mean field.
+        One line naming ``--from-certified`` and the run: the refusals of :func:`reproduce._common.certified_sig1`
+        (not a certified run of row sig1, y− not ½, not equilibrated by a named criterion, fewer than two families
+        or families that disagree), or when the run recorded no mean field.
     """
-    row = (summary.get("rows") or {}).get(CERTIFIED_ROW)
-    if not summary.get("populations_certified") or row is None or "certification" not in row.get("result", {}):
-        raise ValueError(f"--from-certified: {stem} is not a certified run of row {CERTIFIED_ROW} with a result")
-    if row["row"]["y_neg"] != Y_NEG["sigmoidal"]:
-        raise ValueError(f"--from-certified: {stem} has y- = {row['row']['y_neg']}, this analysis needs "
-                         f"{Y_NEG['sigmoidal']}")
-    res, cert = row["result"], row["result"]["certification"]
-    h = res["health"]
-    if h["status"] != "equilibrated" or not h.get("criterion"):
-        raise ValueError(f"--from-certified: {stem} has health {h['status']!r}"
-                         + ("" if h.get("criterion") else " judged by no named criterion (an earlier gate)")
-                         + "; only runs equilibrated by the present criterion are read")
-    fams = list(cert["families"])
-    if len(set(fams)) < 2 or cert["agree"] is not True:
-        raise ValueError(f"--from-certified: {stem} has families {fams} with agree {cert['agree']!r}; needs two or "
-                         "more families that agree")
-    if not res.get("meanfield_codes"):
+    c = C.certified_sig1(summary, stem, Y_NEG["sigmoidal"])
+    if not c["meanfield"]:
         raise ValueError(f"--from-certified: {stem} recorded no mean-field code masses (result.meanfield_codes)")
-    obs = cert["observables"]
-    names = {name[len("code_fraction[z1]["):-1]: name for name in obs if name.startswith("code_fraction[z1][")}
-    per_family = {f: {c: [float(obs[names[c]][f][0]), float(obs[names[c]][f][1])] if c in names else [0.0, 0.0]
-                      for c in sorted(set(names) | set(CODES))} for f in fams}
-    det = cert.get("detectable", {}).get("code_fraction[z1][111]", {})
-    return dict(run=stem, N=row["settings"]["N"], P=row["settings"]["N"], T=summary["temperature"],
-                sampler=summary.get("sampler"), chains_per_family=summary.get("chains"),
-                warmup=row["settings"]["warmup"], samples=row["settings"]["samples"], seconds=row.get("seconds"),
-                health=dict(status=h["status"], criterion=h["criterion"], max_rhat=h.get("max_rhat"),
-                            rhat_111=cert.get("ensemble", {}).get("populations_rhat", {})
-                            .get("code_fraction[z1][111]")),
-                families=fams, agree=cert["agree"], disagreements=cert["disagreements"], per_family=per_family,
-                detectable_111=max(det.values()) if det else None,
-                meanfield={c: float(m) for c, m in sorted(res["meanfield_codes"].items())})
+    keep = ("run", "N", "P", "T", "sampler", "chains_per_family", "warmup", "samples", "seconds")
+    return dict({k: c[k] for k in keep},
+                health={k: c["health"][k] for k in ("status", "criterion", "max_rhat", "rhat_111")},
+                families=c["families"], agree=c["agree"], disagreements=c["disagreements"],
+                per_family=c["per_family"], detectable_111=c["detectable_111"], meanfield=c["meanfield"])
 
 
-def pooled(per_family: dict) -> dict:
-    """The families' plain mean of each code's fraction and its s.e. √Σ s.e.² / F: {code: [mean, s.e.]}."""
-    fams = list(per_family)
-    codes = sorted({c for v in per_family.values() for c in v})
-    return {c: [float(np.mean([per_family[f][c][0] for f in fams])),
-                float(math.sqrt(sum(per_family[f][c][1] ** 2 for f in fams)) / len(fams))] for c in codes}
+def solved_meanfield_R(P: int, T: float) -> float:
+    """The single-neuron mean field's mass off 111 on the toy task with P points at T, solved here on the default
+    grid (:func:`bnnzoo.theory.critical_temperature.toy_meanfield`), the one a certified run of row sig1 records."""
+    r = toy_meanfield(P, T)
+    masses: dict[str, float] = {}
+    for c, m in zip(r.branch_code, r.branch_mass):
+        masses[str(c)] = masses.get(str(c), 0.0) + float(m)
+    return redundant_mass(masses)
+
+
+def check_recorded_meanfield(entries: list[dict]) -> None:
+    """Refuse an entry (:func:`certified_entry`) whose recorded mean field's mass off 111 differs from
+    :func:`solved_meanfield_R` at its P and T by more than :data:`reproduce._common.MEANFIELD_AGREE`
+    (:func:`reproduce._common.check_meanfield`)."""
+    for e in entries:
+        C.check_meanfield(e["run"], 1.0 - e["meanfield"].get("111", 0.0), solved_meanfield_R(e["P"], e["T"]))
 
 
 def certified_width(e: dict) -> dict:
     """The ``--from-certified`` analysis of one certified entry (:func:`certified_entry`): per family and pooled
-    (:func:`pooled`), the four codes' fractions against the mean field, the 111 excess, N × excess and the
-    total-variation distance.
+    (:func:`reproduce._common.pooled`), the four codes' fractions against the mean field, the 111 excess,
+    N × excess and the total-variation distance.
 
     Returns
     -------
@@ -277,12 +263,12 @@ def certified_width(e: dict) -> dict:
         ({family: [excess, s.e.]}), ``N_excess_111`` and ``N_excess_111_se``; ``tv_to_meanfield`` (½ Σ |pooled −
         mean field| over every code); ``detectable_111``; ``status``, ``agree``.
     """
-    pool = pooled(e["per_family"])
+    pool = C.pooled(e["per_family"])
     mf = e["meanfield"]
     codes = {c: dict(per_family={f: v[c] for f, v in e["per_family"].items()}, pooled=pool[c],
                      meanfield=mf.get(c, 0.0), difference=pool[c][0] - mf.get(c, 0.0)) for c in CODES}
     x, se = codes["111"]["difference"], pool["111"][1]
-    tv = 0.5 * sum(abs(pool.get(c, [0.0])[0] - mf.get(c, 0.0)) for c in set(pool) | set(mf))
+    tv = 0.5 * sum(abs(pool.get(c, [0.0])[0] - mf.get(c, 0.0)) for c in sorted(set(pool) | set(mf)))
     return dict(N=e["N"], P=e["P"], T=e["T"], run=e["run"], codes=codes,
                 other_codes=float(sum(v[0] for c, v in pool.items() if c not in CODES)),
                 excess_111=x, excess_111_se=se, excess_111_z=x / se if se > 0 else None,
@@ -361,10 +347,11 @@ def run_from_certified(args, argv: list) -> int:
     """``--from-certified``: read the certified runs, analyse them, write ``--name`` (default
     ``certified_finite_size``), marked certified: it names the runs it reads in ``settings.runs`` and its entries
     carry each run's start families and whether they agree."""
-    stems = certified_stems(args.from_certified, Path(args.out))
+    stems = C.certified_stems(args.from_certified, Path(args.out))
     files = C.ResultFiles(args.out, args.name or f"certified_{NAME}", args.overwrite, certified=True)
     entries = [certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]
     C.log(f"{NAME}: {len(entries)} certified runs: " + ", ".join(f"N = {e['N']} T = {e['T']:g}" for e in entries))
+    check_recorded_meanfield(entries)
     summary = dict(provenance=C.provenance(args, argv),
                    settings=dict(y_neg=Y_NEG["sigmoidal"], row=CERTIFIED_ROW, codes=list(CODES),
                                  pooling="plain mean over the families, s.e. sqrt(sum of s.e.^2) / F", runs=stems),
@@ -429,6 +416,7 @@ def run(argv=None) -> int:
     args = p.parse_args(argv)
     C.check_args(args)
     if args.from_certified is not None:
+        C.refuse_ignored(p, args, argv, "--from-certified", FROM_CERTIFIED_IGNORES)
         return run_from_certified(args, argv)
     if args.combine:
         return combine(args, argv)

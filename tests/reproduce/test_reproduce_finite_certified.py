@@ -5,8 +5,8 @@ Checked exactly (to rounding, 1e-12): the per-family and pooled code fractions (
 √Σ s.e.² / F), the 111 excess over the mean field, N × excess and the total-variation distance; an excess exactly c/N
 gives the log–log slope −1 with every point and with any one left out, and a point planted off c/N is the one left
 out.  Refused with a one-line error naming ``--from-certified``: a run that is not certified, not equilibrated by the
-present criterion, whose families disagree, at another y−, at another temperature than the others, or at a width
-another run has.  The written file is marked certified and carries the record that
+present criterion, whose families disagree, at another y−, at another temperature than the others, at a width
+another run has, or whose recorded mean field differs from the solve here by more than 10⁻⁶.  The written file is marked certified and carries the record that
 ``tests/reproduce/test_result_files.py`` requires of a file that reads certified runs.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests.reproduce.reproduce_scripts import load_script, run_script
 from tests.reproduce.test_result_files import certification_gaps
 
 NAME = "finite_size"
+RESULTS = Path(__file__).resolve().parents[2] / "reproduce" / "results"
 MF = {"011": 0.3, "101": 0.3, "110": 0.3, "111": 0.1}
 
 
@@ -126,8 +128,30 @@ def test_refuses_a_record_of_an_earlier_gate_and_mixed_temperatures_or_widths():
         fs.from_certified([a, dict(a, run="a2")])
 
 
-def test_run_writes_a_certified_file_the_result_check_accepts(tmp_path):
+def test_refuses_a_run_whose_recorded_meanfield_disagrees_with_the_solve(monkeypatch):
     fs = load_script(NAME)
+    # a stand-in solve (the made-up runs' mass off 111 is 0.9): within 10⁻⁶ passes, 10⁻⁴ off is refused
+    monkeypatch.setattr(fs, "solved_meanfield_R", lambda P, T: 0.9)
+    ok = fs.certified_entry(_certified_summary(30, {"prior": (0.2, 0.01), "annealed": (0.2, 0.01)}), "ok")
+    fs.check_recorded_meanfield([ok])
+    off = fs.certified_entry(_certified_summary(30, {"prior": (0.2, 0.01), "annealed": (0.2, 0.01)},
+                                                mf=dict(MF, **{"011": 0.3001, "111": 0.0999})), "off")
+    with pytest.raises(ValueError, match=r"--from-certified: off recorded the mean-field mass off 111 0\.9001"):
+        fs.check_recorded_meanfield([ok, off])
+
+
+@pytest.mark.slow
+def test_solved_meanfield_matches_what_a_stored_certified_run_recorded():
+    # the mass off 111 that the stored certified run at N = P = 30, T = 0.01 recorded, and the solve here
+    d = json.loads((RESULTS / "certified_units_sig1_n30_T0.01.json").read_text())
+    recorded = d["rows"]["sig1"]["result"]["meanfield_codes"]
+    fs = load_script(NAME)
+    assert 1.0 - recorded["111"] == pytest.approx(fs.solved_meanfield_R(30, 0.01), abs=1e-6)
+
+
+def test_run_writes_a_certified_file_the_result_check_accepts(tmp_path, monkeypatch):
+    fs = load_script(NAME)
+    monkeypatch.setattr(fs, "solved_meanfield_R", lambda P, T: 0.9)       # the made-up runs' mass off 111
     runs = {}
     for N in (30, 60, 100):
         stem = f"certified_units_sig1_n{N}_T0.01"
@@ -154,3 +178,17 @@ def test_a_non_certified_input_is_a_one_line_error(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith(f"python -m reproduce {NAME}: error: --from-certified: plain is not a certified run")
     assert [p.name for p in tmp_path.iterdir()] == ["plain.json"]
+
+
+def test_from_certified_refuses_the_options_it_would_ignore(tmp_path):
+    fs = load_script(NAME)
+    for extra, named in ((["--widths", "30"], "--widths"), (["--parts=relu"], "--parts"),
+                         (["--relu-warmup", "5", "--size", "ci"], "--size, --relu-warmup")):
+        with pytest.raises(ValueError, match=f"^--from-certified reads stored runs and ignores {named}; leave"):
+            fs.run(["--out", str(tmp_path), "--from-certified", "x", *extra])
+    r = run_script(NAME, "--out", str(tmp_path), "--from-certified", "x", "--combine", "a.json", "--parts", "relu",
+                   timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr == (f"python -m reproduce {NAME}: error: --from-certified reads stored runs and ignores --parts, "
+                        "--combine; leave them out\n")
+    assert list(tmp_path.iterdir()) == []

@@ -176,6 +176,32 @@ def test_from_certified_reads_the_families_and_t_half_scatter():
     assert ct.t_half_scatter(T, R, [0.0] * 4)["T_half_se"] == pytest.approx(0.0, abs=1e-12)
 
 
+def test_from_certified_refuses_what_finite_size_refuses():
+    # the shared reader (reproduce._common.certified_sig1): not equilibrated, one family, families that disagree
+    ct = _load()
+    d = _certified_summary(16, 0.03, {"prior": (0.2, 0.03), "annealed": (0.3, 0.04)})
+    d["rows"]["sig1"]["result"]["health"]["status"] = "relaxing"
+    with pytest.raises(ValueError, match=r"^--from-certified: bad has health 'relaxing'"):
+        ct.certified_entry(d, "bad")
+    with pytest.raises(ValueError, match=r"^--from-certified: one has families \['prior'\] with agree True"):
+        ct.certified_entry(_certified_summary(16, 0.03, {"prior": (0.2, 0.03)}), "one")
+    d = _certified_summary(16, 0.03, {"prior": (0.2, 0.03), "annealed": (0.3, 0.04)})
+    d["rows"]["sig1"]["result"]["certification"]["agree"] = False
+    with pytest.raises(ValueError, match=r"^--from-certified: split has families .* with agree False") as e:
+        ct.certified_entry(d, "split")
+    assert "\n" not in str(e.value)
+
+
+def test_from_certified_refuses_the_options_it_would_ignore(tmp_path):
+    ct = _load()
+    with pytest.raises(ValueError, match="^--from-certified reads stored runs and ignores --widths, --temperatures; "
+                                         "leave them out$"):
+        ct.run(["--out", str(tmp_path), "--from-certified", "x", "--widths", "16", "--temperatures", "0.1"])
+    with pytest.raises(ValueError, match="ignores --seed; leave it out"):
+        ct.run(["--out", str(tmp_path), "--from-certified", "x", "--seed", "3"])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_from_certified_checks_the_recorded_meanfield(monkeypatch):
     ct = _load()
     # a stand-in mean field (exact masses) on the solver's default grid: the mass off 111 a run recorded is checked

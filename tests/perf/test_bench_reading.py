@@ -1,0 +1,42 @@
+"""A rerun of a benchmark script that rewrites a result page keeps the page's hand-written reading
+(``benchmarks/_bench.py``: ``with_reading``), checked on copies of the two pages that carry one."""
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("_bench_under_test", ROOT / "benchmarks" / "_bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("page", ["units_sharing.md", "units_binary_balance.md"])
+def test_a_rerun_keeps_the_hand_written_reading_once(tmp_path, capsys, page):
+    b = _bench()
+    path = tmp_path / page
+    shutil.copy(ROOT / "benchmarks" / "results" / page, path)
+    original = path.read_text()
+    reading = original[original.index(b.READING_MARK):]
+    assert "Reading" in reading
+    new = ["# a rerun", "", "| new | table |"]
+    for _ in range(2):                                          # rerun twice: the reading is kept once, unchanged
+        path.write_text("\n".join(b.with_reading(path, new)) + "\n")
+    text = path.read_text()
+    assert text == "\n".join(new) + "\n\n" + reading.rstrip("\n") + "\n"
+    assert text.count(b.READING_MARK) == 1
+    assert "kept its hand-written reading" in capsys.readouterr().err
+
+
+def test_a_page_without_a_reading_is_written_as_generated(tmp_path):
+    b = _bench()
+    new = ["# a page", "", "numbers"]
+    assert b.with_reading(tmp_path / "absent.md", new) == new
+    (tmp_path / "plain.md").write_text("# old\n\nReading: not marked\n")
+    assert b.with_reading(tmp_path / "plain.md", new) == new
