@@ -607,7 +607,7 @@ DEMO_SIGMOIDAL_TEMPERATURE = 0.01
 """The demo's sigmoidal net runs at the paper's (and the zoo's) rescaled temperature."""
 DEMO_SIGMOIDAL_SIZE = 40
 """N = P of the demo's sigmoidal net: its certified unit-wise run passes at seeds 0, 1, 2 in under a minute of one core
-there (``benchmarks/results/demo_sigmoidal_units.md``; at N = P = 60 it took about twice as long)."""
+there (``benchmarks/results/demo_sigmoidal_units.md``)."""
 DEMO_CERTIFY = {"units": ("prior", "meanfield")}
 """Start families by sampler of the demo's nets that are certified (``bnnzoo.sample(certify=...)``, ``chains`` chains
 each): the sigmoidal net's unit-wise run, from the prior and from the mean field's populations."""
