@@ -188,13 +188,21 @@ def test_cli_diagnose_json(sampled, tmp_path, capsys):
     assert (tmp_path / "figs" / "fig2_codes.png").exists()
 
 
-@pytest.mark.parametrize("flag", ["--samples", "--warmup", "--relu-size", "--width"])
+@pytest.mark.parametrize("flag", ["--samples", "--warmup", "--relu-size", "--width", "--sigmoidal-size",
+                                  "--sigmoidal-warmup"])
 def test_demo_refuses_a_non_positive_size_before_sampling(tmp_path, capsys, flag):
     out = tmp_path / "demo"
     assert main(["demo", flag, "0", "--quiet", "--out", str(out)]) == 2
     err = _one_line_error(capsys)
     assert f"{flag} must be a positive integer" in err
     assert not any(out.iterdir()) if out.exists() else True
+
+
+def test_demo_refuses_a_single_chain(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--chains", "1", "--quiet", "--out", str(out)]) == 2
+    assert "--chains must be >= 2" in _one_line_error(capsys)
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_demo_refuses_a_non_positive_sigmoidal_temperature(tmp_path, capsys):

@@ -1,16 +1,19 @@
-"""``bnnzoo demo``'s two-process run (``run_demo(background=True)``: a spawned worker samples the Gibbs-sampled net and
-every other HMC net, and each process diagnoses a share of the runs) writes one summary with every net, its report
-and figures; and (slow) it gives what the one-process run gives, from the same draws: every net's training MSE equal
-to the last digit and the same verdicts.  Tiny nets: the check is about the plumbing, not the physics
-(``benchmarks/results/demo_wall.md`` has the demo's own size, where both hold too)."""
+"""``bnnzoo demo``'s two-process run (``run_demo(background=True)``: a spawned worker samples and diagnoses the certified
+sigmoidal net, this process the others) writes one summary with every net, its report and figures; and (slow) it
+gives what the one-process run gives, from the same draws: every net's training MSE equal to the last digit and the
+same verdicts.  Tiny nets: the check is about the plumbing, not the physics
+(``benchmarks/results/demo_sigmoidal_units.md`` has the demo's own size)."""
 
 import json
 
 import pytest
 
 from bnnzoo.cli import run_demo
+from bnnzoo.diagnostics import read_run
+from bnnzoo.inference.convert import run_config
 
-TINY = dict(width=6, P=6, relu_size=6, chains=2, warmup=20, relu_warmup=20, samples=10, seed=1, progress=False)
+TINY = dict(width=6, P=6, sigmoidal_size=6, relu_size=6, chains=2, warmup=20, sigmoidal_warmup=20, relu_warmup=20,
+            samples=10, seed=1, progress=False)
 
 
 def _run(tmp_path_factory, background, entries):
@@ -19,10 +22,16 @@ def _run(tmp_path_factory, background, entries):
 
 
 def test_the_two_process_demo_writes_every_net(tmp_path_factory):
-    # the worker samples both nets and diagnoses the sigmoidal one; this process diagnoses the linear one
+    # the worker samples and diagnoses the certified sigmoidal net; this process samples and diagnoses the linear one
     d, s = _run(tmp_path_factory, True, ("deep_linear", "sigmoidal"))
     assert list(s) == ["deep_linear", "sigmoidal"]
-    assert s["deep_linear"]["sampler"] == "gibbs" and s["sigmoidal"]["sampler"] == "snaper"
+    assert s["deep_linear"]["sampler"] == "gibbs" and s["sigmoidal"]["sampler"] == "units"
+    assert s["deep_linear"]["start_families"] == [] and s["sigmoidal"]["start_families"] == ["prior", "meanfield"]
+    assert (s["sigmoidal"]["width"], s["sigmoidal"]["P"], s["sigmoidal"]["warmup"]) == (6, 6, 20)
+    assert s["sigmoidal"]["temperature"] == 0.01
+    run = read_run(s["sigmoidal"]["netcdf"])          # both families' chains, and the comparison of the two
+    cert = run_config(run.idata)["certification"]
+    assert cert["families"] == ["prior", "meanfield"] and run.posterior.sizes["chain"] == 2 * TINY["chains"]
     assert json.loads((d / "demo_summary.json").read_text()) == json.loads(json.dumps(s))
     summary = json.loads((d / "report" / "summary.json").read_text())
     assert list(summary) == list(s)

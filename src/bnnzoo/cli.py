@@ -600,16 +600,24 @@ def _sample_into(args, out: Path) -> int:
     return 0
 
 
-DEMO_SAMPLERS = {"deep_linear": "gibbs"}
-"""The demo's samplers where ``sampler="auto"`` does not give SNAPER: the linear net's exact Gibbs sampler."""
-DEMO_SIGMOIDAL_TEMPERATURE = 0.02
-"""The demo's sigmoidal net runs warmer than the zoo's default: there its units switch codes often enough for the
-chains' populations of codes (and with them the readout norms) to mix within the demo's run, while the redundant code,
-its frozen units and the mean field's masses stay (``benchmarks/results/demo_sigmoidal_t002.md``)."""
+DEMO_SAMPLERS = {"deep_linear": "gibbs", "sigmoidal": "units"}
+"""The demo's samplers where ``sampler="auto"`` does not give SNAPER: the linear net's exact Gibbs sampler and the
+sigmoidal net's unit-wise moves (``sampler="units"``), which mix its populations of codes at the paper's T = 0.01."""
+DEMO_SIGMOIDAL_TEMPERATURE = 0.01
+"""The demo's sigmoidal net runs at the paper's (and the zoo's) rescaled temperature."""
+DEMO_SIGMOIDAL_SIZE = 40
+"""N = P of the demo's sigmoidal net: its certified unit-wise run passes at seeds 0, 1, 2 in under a minute of one core
+there (``benchmarks/results/demo_sigmoidal_units.md``)."""
+DEMO_CERTIFY = {"units": ("prior", "meanfield")}
+"""Start families by sampler of the demo's nets that are certified (``bnnzoo.sample(certify=...)``, ``chains`` chains
+each): the sigmoidal net's unit-wise run, from the prior and from the mean field's populations."""
 
-DEMO_DRAWS = {"gibbs": 500}
+DEMO_WARMUP = {"units": 100}
+"""Warm-up steps of the sigmoidal net by sampler where they differ from ``warmup`` (unit-wise sweeps)."""
+DEMO_DRAWS = {"gibbs": 500, "units": 200}
 """Kept draws per chain of the demo's nets by sampler where they differ from :data:`DEMO_DEFAULT_DRAWS`: the exact
-Gibbs sweeps are cheap but mix the readout norms more slowly per draw (``benchmarks/results/demo_wall.md``)."""
+Gibbs sweeps are cheap but mix the readout norms more slowly per draw (``benchmarks/results/demo_wall.md``); a
+unit-wise sweep moves every unit several times (``benchmarks/results/demo_sigmoidal_units.md``)."""
 DEMO_DEFAULT_DRAWS = 300
 """Kept draws per chain of the demo's HMC nets."""
 
@@ -620,29 +628,35 @@ trace plot, ``order_parameters.png``, is one of the figures)."""
 
 def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60, relu_warmup=500, samples=None,
              seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto",
-             sigmoidal_temperature=DEMO_SIGMOIDAL_TEMPERATURE, background: bool = False) -> dict:
+             sigmoidal_temperature=DEMO_SIGMOIDAL_TEMPERATURE, sigmoidal_size=DEMO_SIGMOIDAL_SIZE,
+             sigmoidal_warmup=None, background: bool = False) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files, diagnose them and write the
     reports with their figures and trace plots (``<out>/report/<net>/``; every verdict in
     ``<out>/demo_summary.json``).
 
     Parameters
     ----------
-    out : output folder.   width, P : N and P of the linear and sigmoidal nets.   seed : the sampling seed.
-    chains : chains per net.
+    out : output folder.   width, P : N and P of the linear net.   seed : the sampling seed.
+    chains : chains per net, and per start family of a certified net (:data:`DEMO_CERTIFY`).
     samples : kept draws per chain of every net; None (default): :data:`DEMO_DRAWS` by sampler, else
         :data:`DEMO_DEFAULT_DRAWS`.
-    sampler : "auto" (default: the linear net's exact Gibbs sampler, ``DEMO_SAMPLERS``, SNAPER for the others),
-        "snaper" or "nuts" (every net).
-    warmup : warm-up steps (Gibbs sweeps) of the linear and sigmoidal nets.
+    sampler : "auto" (default: :data:`DEMO_SAMPLERS`, the linear net's exact Gibbs sampler and the sigmoidal net's
+        unit-wise moves, SNAPER for the ReLU net), "snaper" or "nuts" (every net).
+    warmup : warm-up steps (Gibbs sweeps) of the linear net, and of the sigmoidal net with a sampler that
+        :data:`DEMO_WARMUP` does not name.
+    sigmoidal_size : N = P of the sigmoidal net (:data:`DEMO_SIGMOIDAL_SIZE`).
+    sigmoidal_warmup : warm-up steps of the sigmoidal net; None (default): :data:`DEMO_WARMUP` by sampler, else
+        ``warmup``.
     relu_size : N = P of the ReLU net.
     relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
         into one per class slowly.
     entries : the zoo entries to run.
     sigmoidal_temperature : the sigmoidal net's rescaled temperature (:data:`DEMO_SIGMOIDAL_TEMPERATURE`); the other
         nets run at their entries' default (0.01).
-    background : sample and diagnose the Gibbs-sampled nets and every other HMC net in one spawned worker process,
-        the others in this one, at the same time (tracing, compiling and drawing each use one core, so the two
-        processes keep both cores of a 2-core machine busy); the draws and verdicts are the same as without it.
+    background : sample and diagnose the certified nets (else the Gibbs-sampled nets and every other HMC net) in one
+        spawned worker process, the others in this one, at the same time (tracing, compiling and drawing each use
+        one core, so the two processes keep both cores of a 2-core machine busy); the draws and verdicts are the
+        same as without it.
 
     Returns
     -------
@@ -651,13 +665,17 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
     out.mkdir(parents=True, exist_ok=True)
     settings = dict(width=width, P=P, chains=chains, warmup=warmup, relu_size=relu_size, relu_warmup=relu_warmup,
                     samples=samples, seed=seed, progress=progress, sampler=sampler,
-                    sigmoidal_temperature=sigmoidal_temperature)
+                    sigmoidal_temperature=sigmoidal_temperature, sigmoidal_size=sigmoidal_size,
+                    sigmoidal_warmup=sigmoidal_warmup)
     how = {name: _demo_sampler(name, sampler) for name in entries}
     hmc = [name for name in entries if how[name] != "gibbs"]
     # two queues of about equal work, so that one's single-core stretches (tracing, compiling, drawing) overlap the
-    # other's sampling: the worker samples the Gibbs-sampled nets (NumPy, one core) and every other HMC net, and
-    # diagnoses its HMC nets; this process samples the other HMC nets, then diagnoses them and the Gibbs-sampled ones
-    theirs = [name for name in entries if how[name] == "gibbs" or name in hmc[::2]]
+    # other's sampling.  With a certified net (two start families, the longest run): the worker samples and
+    # diagnoses the certified nets, this process samples and diagnoses the others.  Else the worker samples the
+    # Gibbs-sampled nets (NumPy, one core) and every other HMC net, and diagnoses its HMC nets; this process samples
+    # the other HMC nets, then diagnoses them and the Gibbs-sampled ones
+    certified = [name for name in entries if DEMO_CERTIFY.get(how[name])]
+    theirs = certified or [name for name in entries if how[name] == "gibbs" or name in hmc[::2]]
     ours = [name for name in entries if name not in theirs]
     summary = {}
     with _demo_pool(background) as pool:
@@ -690,17 +708,23 @@ def _demo_sample(name: str, out: Path, settings: dict) -> dict:
 
     s = settings
     entry = get_entry(name)
-    n = s["relu_size"] if name == "relu" else s["width"]
-    task = entry.make_task(**dict(entry.task_defaults, P=s["relu_size"] if name == "relu" else s["P"]))
-    t0 = time.time()
-    n_warm = s["relu_warmup"] if name == "relu" else s["warmup"]
     how = _demo_sampler(name, s["sampler"])
+    n, p, n_warm = {"relu": (s["relu_size"], s["relu_size"], s["relu_warmup"]),
+                    "sigmoidal": (s["sigmoidal_size"], s["sigmoidal_size"],
+                                  DEMO_WARMUP.get(how, s["warmup"]) if s["sigmoidal_warmup"] is None
+                                  else s["sigmoidal_warmup"])}.get(
+        name, (s["width"], s["P"], s["warmup"]))
+    task = entry.make_task(**dict(entry.task_defaults, P=p))
+    t0 = time.time()
     draws = s["samples"] if s["samples"] is not None else DEMO_DRAWS.get(how, DEMO_DEFAULT_DRAWS)
-    _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains x (%d warm-up + %d draws)", name, how, n, task,
-                 s["chains"], n_warm, draws)
+    families = DEMO_CERTIFY.get(how, ())
+    _logger.info("[demo] sampling %s with %s: N=%d, %r, %d chains%s x (%d warm-up + %d draws)", name, how, n, task,
+                 s["chains"], f" from each of {', '.join(families)}" if families else "", n_warm, draws)
     extra = dict(exclude=entry.unread_sites(dict(entry.defaults, width=n)))
     if name == "sigmoidal":
         extra["temperature"] = s["sigmoidal_temperature"]
+    if families:
+        extra["certify"] = list(families)
     idata = sample(entry, task, num_chains=s["chains"], num_warmup=n_warm, num_samples=draws, seed=s["seed"],
                    progress=s["progress"], width=n, sampler=how, **extra)
     dt = time.time() - t0
@@ -712,7 +736,8 @@ def _demo_sample(name: str, out: Path, settings: dict) -> dict:
                target_variance=float(task.Y.var()), divergences=int(ss["diverging"].sum()),
                mean_tree_depth=float(ss["tree_depth"].mean()) if "tree_depth" in ss else None,
                warmup=n_warm, draws=draws, sampler=how, width=n, P=task.P,
-               temperature=float(extra.get("temperature", entry.defaults.get("temperature", 0.01))))
+               temperature=float(extra.get("temperature", entry.defaults.get("temperature", 0.01))),
+               start_families=list(families))
     _logger.info("[demo] %s: %.0f s, posterior-mean training MSE %.2e (target variance %.2e), %d divergences",
                  name, dt, res["mse"], res["target_variance"], res["divergences"])
     return res
@@ -782,15 +807,19 @@ def _cmd_demo(args) -> int:
     out = _check_path(args.out, "--out", folder=True)
     if out.is_dir() and any(out.iterdir()) and not args.overwrite:
         raise ValueError(f"--out: {out} is not empty (a previous demo?); pass --overwrite to replace its files")
-    for flag in ("width", "P", "relu_size", "warmup", "relu_warmup", "samples"):
+    for flag in ("width", "P", "sigmoidal_size", "relu_size", "warmup", "sigmoidal_warmup", "relu_warmup", "samples"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be a positive integer, got {getattr(args, flag)}")
+    if args.chains < 2:
+        raise ValueError(f"--chains must be >= 2 (SNAPER tunes across the chains, a certified run compares them), "
+                         f"got {args.chains}")
     if not args.sigmoidal_temperature > 0:
         raise ValueError(f"--sigmoidal-temperature must be > 0, got {args.sigmoidal_temperature}")
     _use_cpu_cores(args)
     run_demo(out, width=args.width, P=args.P, chains=args.chains, warmup=args.warmup, relu_size=args.relu_size,
              relu_warmup=args.relu_warmup, samples=args.samples, seed=args.seed, progress=_progress(args),
              sampler=args.sampler, sigmoidal_temperature=args.sigmoidal_temperature,
+             sigmoidal_size=args.sigmoidal_size, sigmoidal_warmup=args.sigmoidal_warmup,
              background=getattr(args, "own_process", False))
     _logger.info("[demo] wrote NetCDF files, trace plots, diagnostics reports (report/) and demo_summary.json to %s/",
                  out)
@@ -1042,23 +1071,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report", **fmt)
     pd.add_argument("--out", default="bnnzoo_demo", help="output folder")
-    pd.add_argument("--width", type=int, default=100, help="hidden width N (linear and sigmoidal nets)")
-    pd.add_argument("--P", type=int, default=100, help="number of training points (linear and sigmoidal nets)")
+    pd.add_argument("--width", type=int, default=100, help="hidden width N of the linear net")
+    pd.add_argument("--P", type=int, default=100, help="number of training points of the linear net")
+    pd.add_argument("--sigmoidal-size", dest="sigmoidal_size", type=int, default=DEMO_SIGMOIDAL_SIZE,
+                    help="N = P of the sigmoidal net")
     pd.add_argument("--relu-size", dest="relu_size", type=int, default=60, help="N = P of the ReLU net")
-    pd.add_argument("--chains", type=int, default=4, help="chains (SNAPER tunes across them: >= 2, 4 advised)")
-    pd.add_argument("--warmup", type=int, default=400, help="warm-up steps per chain (linear and sigmoidal nets)")
+    pd.add_argument("--chains", type=int, default=4,
+                    help="chains per net, and per start family of the certified sigmoidal net (SNAPER tunes across "
+                    "them and a certified run compares them: >= 2, 4 advised)")
+    pd.add_argument("--warmup", type=int, default=400,
+                    help="warm-up steps per chain of the linear net (and of the sigmoidal net with --sampler snaper "
+                    "or nuts)")
+    pd.add_argument("--sigmoidal-warmup", dest="sigmoidal_warmup", type=int, default=None,
+                    help=f"warm-up steps per chain of the sigmoidal net (default: {DEMO_WARMUP['units']} sweeps of "
+                    "the units sampler, else --warmup)")
     pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=500,
                     help="warm-up steps per chain of the ReLU net (its outlier units merge slowly: one per class)")
     pd.add_argument("--samples", type=int, default=None,
-                    help="kept draws per chain of every net (default: 500 for the linear net's Gibbs sampler, 300 for "
-                    "the HMC nets)")
+                    help=f"kept draws per chain of every net (default: {DEMO_DRAWS['gibbs']} for the linear net's "
+                    f"Gibbs sampler, {DEMO_DRAWS['units']} for the sigmoidal net's units sampler, "
+                    f"{DEMO_DEFAULT_DRAWS} for the HMC nets)")
     pd.add_argument("--sigmoidal-temperature", dest="sigmoidal_temperature", type=float,
                     default=DEMO_SIGMOIDAL_TEMPERATURE,
-                    help="rescaled temperature of the sigmoidal net (the others run at 0.01): at 0.02 its code "
-                    "populations mix within the demo's steps; 0.01 is the zoo's default")
+                    help="rescaled temperature of the sigmoidal net (the others run at 0.01, the paper's and the "
+                    "zoo's default)")
     pd.add_argument("--sampler", choices=["auto", "snaper", "nuts"], default="auto",
-                    help="auto (default): the exact Gibbs sampler for the linear net, SNAPER (ChEES-HMC tuned on the "
-                    "slowest direction) for the others; snaper or nuts (NumPyro's NUTS): that sampler for all three")
+                    help="auto (default): the exact Gibbs sampler for the linear net, unit-wise moves (units) for "
+                    "the sigmoidal net, certified from the prior's and the mean field's starts, SNAPER (ChEES-HMC "
+                    "tuned on the slowest direction) for the ReLU net; snaper or nuts (NumPyro's NUTS): that "
+                    "sampler for all three, none certified")
     pd.add_argument("--seed", type=int, default=0, help="sampler seed")
     pd.add_argument("--quiet", action="store_true", help="no progress bar")
     pd.add_argument("--overwrite", action="store_true", help="write into a non-empty --out folder, replacing files")

@@ -85,3 +85,24 @@ def test_outlier_agreement_checks_the_classes_per_chain():
     o, bad = agreements([[1, 0, 0, 2], [1, 2, 0]])
     assert o.per_chain == (4, 3) and o.one_per_class_per_chain == (False, True) and not o.one_per_class
     assert bad == {"outliers_per_chain": True, "chains_with_one_outlier_per_class": False}
+
+
+def test_code_masses_count_the_units_at_each_draw_not_their_most_visited_code():
+    """The mean field's branch masses are fractions of units at a draw: units that visit 111 a tenth of the time
+    and sit on 011 otherwise give 111 a mass of 0.1, though no unit's most-visited code is 111."""
+    from bnnzoo.diagnostics.codes import code_ids, code_string
+    from bnnzoo.diagnostics.compare import code_fractions_per_draw
+
+    m, C, D, N = 3, 2, 50, 8
+    ids = np.full((C, D, N), int("110", 2))           # code id 6 is "011" (class 0 off, classes 1 and 2 on)
+    assert code_string(6, m) == "011" and code_string(7, m) == "111"
+    ids[:, ::10, :] = 7                                # every unit on 111 at every tenth draw
+    ids[1, :, 0] = 5                                   # one unit of one chain on 101 throughout
+    frac = code_fractions_per_draw(ids, m)
+    assert set(frac) == {code_string(k, m) for k in range(8)}
+    assert frac["111"] == 0.1 * (C * N - 1) / (C * N)
+    assert frac["101"] == 1 / (C * N)
+    assert math.isclose(sum(frac.values()), 1.0)
+    # the ids are those of the codes module: class means (chain, draw, unit, class) with signs + on classes 1, 2
+    zb = np.where(np.arange(m) > 0, 1.0, -1.0) * np.ones((1, 1, 1, m))
+    assert code_string(int(code_ids(zb)[0, 0, 0]), m) == "011"

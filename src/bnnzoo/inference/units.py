@@ -115,6 +115,7 @@ from ..models.fcn import default_sigma_a2, fcn, recorded_layers
 from ..models.summaries import layer_summaries
 from .._log import Progress
 from .chunked import _check_manifest, _check_store, plan_blocks
+from .compilation import compile_cached
 from .store import RunStore, load_state, manifest_digest, save_state
 
 __all__ = ["units_chains", "check_units", "default_moves", "BREAKS", "TRIES", "MAX_CODE_CLASSES", "refusal"]
@@ -910,8 +911,9 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                 return jax.random.split(jax.random.fold_in(key, k), n)
 
             tc = time.perf_counter()                # compile both programs first: warm-up and sampling time runs
-            sweep = jax.jit(jax.vmap(kern.sweep)).lower(H, keys(0, C)).compile()
-            rec = jax.jit(jax.vmap(_record_fn(kern, Xt, want))).lower(H, keys(0, C)).compile()
+            # (kept in this process: a certified run's next start family, same data and settings, compiles nothing)
+            sweep = compile_cached(jax.jit(jax.vmap(kern.sweep)).lower(H, keys(0, C)))
+            rec = compile_cached(jax.jit(jax.vmap(_record_fn(kern, Xt, want))).lower(H, keys(0, C)))
             timing["compile_s"] += time.perf_counter() - tc
             total = int(num_warmup) + n_keep * thin
             pbar = Progress(total, desc="sample (units)", logger=_logger, unit="sweep") if progress else None
