@@ -44,8 +44,8 @@ a key says "chains".  Every finished run is cached as JSON under ``--cache`` (a 
 file is rewritten after every run.
 
 Run: ``python -m reproduce curse_of_detail --size ci|cpu|paper [--part three_layer specialists two_layer]
-[--n-seeds K] [--d 8,16] [--spec-d 4,8,16] [--width-per-d ALPHA] [--start prior|aligned] [--cache DIR]
-[--overwrite]``.
+[--n-seeds K] [--d 8,16] [--spec-d 4,8,16] [--width-per-d ALPHA] [--start prior|aligned] [--warmup W]
+[--samples S] [--compare-with FILES] [--cache DIR] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -494,6 +494,8 @@ def run(argv=None) -> int:
                    help="start family of the three-layer P* sweep's chains: prior (prior draws, default) or aligned "
                         f"({ALIGNED_UNITS} first-layer units planted along w* with overlap ±{ALIGNED_OVERLAP:g}, the "
                         "learned phase); the other parts always start from prior draws")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps per chain instead of the size's (>= 1)")
+    p.add_argument("--samples", type=int, default=None, help="kept draws per chain instead of the size's (>= 1)")
     p.add_argument("--compare-with", dest="compare_with", default=None,
                    help="comma-separated result files (JSON) of the three-layer P* sweep from the other start family: "
                         "the runs at the same d, seed, P and width are compared (key start_comparison)")
@@ -506,6 +508,9 @@ def run(argv=None) -> int:
         raise ValueError(f"--part must name some of {', '.join(PARTS)}, got {' '.join(args.part)!r}")
     if args.width_per_d is not None and not (args.width_per_d > 0 and math.isfinite(args.width_per_d)):
         raise ValueError(f"--width-per-d must be a number > 0, got {args.width_per_d}")
+    for name, v in (("--warmup", args.warmup), ("--samples", args.samples)):
+        if v is not None and v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
     if args.n_seeds is not None and args.n_seeds < 1:
         raise ValueError(f"--n-seeds must be >= 1, got {args.n_seeds}")
     cache = Path(args.cache)
@@ -521,6 +526,7 @@ def run(argv=None) -> int:
         s.update(n_seeds=args.n_seeds, spec_seeds=args.n_seeds, two_seeds=args.n_seeds)
     if args.width_per_d is not None:
         s["width_per_d"] = args.width_per_d
+    s.update({k: v for k, v in (("warmup", args.warmup), ("samples", args.samples)) if v is not None})
     if args.start != "prior":
         if args.part != ["three_layer"]:
             raise ValueError(f"--start {args.start} needs --part three_layer alone, got {' '.join(args.part)}")
