@@ -39,6 +39,10 @@ def _load(name="curse_of_detail"):
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--name", "a/b"], ["--name", "plain file stem"]),
     (["--width-per-d", "0"], ["--width-per-d", "> 0"]),
+    (["--warmup", "0"], ["--warmup", ">= 1"]),
+    (["--samples", "0"], ["--samples", ">= 1"]),
+    (["--start", "aligned"], ["--start aligned", "--part three_layer"]),
+    (["--part", "three_layer", "--compare-with", "/nonexistent/x.json"], ["--compare-with", "existing result files"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), *args, timeout=300)
