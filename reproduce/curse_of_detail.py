@@ -35,13 +35,17 @@ proportional-limit sweep (the theory page does not give the paper's sizes).  A P
 0.25 on its grid is extended by doubling P (up to ``max_p_over_d``), or by halving P when A_f is above 0.25 already
 at the smallest P.
 
-Every run: SNAPER, 4 chains from prior draws, vectorised; the sampler health (status, R̂ of the training error,
+Every run: SNAPER, 4 chains, vectorised, from prior draws (``--start prior``, default) or, for the three-layer P*
+sweep, from the aligned ("learned") phase (``--start aligned``, :func:`aligned_init`: ALIGNED_UNITS first-layer
+units planted along w* with overlap ±ALIGNED_OVERLAP, the rest a prior draw), the second start family that brackets
+a hysteretic P* from above; the sampler health (status, R̂ of the training error,
 readout norm and outputs across chains) is stored next to the physics.  Errors are standard errors over seeds unless
 a key says "chains".  Every finished run is cached as JSON under ``--cache`` (a stopped sweep resumes) and the result
 file is rewritten after every run.
 
 Run: ``python -m reproduce curse_of_detail --size ci|cpu|paper [--part three_layer specialists two_layer]
-[--n-seeds K] [--d 8,16] [--spec-d 4,8,16] [--width-per-d ALPHA] [--cache DIR] [--overwrite]``.
+[--n-seeds K] [--d 8,16] [--spec-d 4,8,16] [--width-per-d ALPHA] [--start prior|aligned] [--warmup W]
+[--samples S] [--compare-with FILES] [--cache DIR] [--overwrite]``.
 """
 
 from __future__ import annotations
@@ -87,6 +91,13 @@ SIZES = {
 THEORY = dict(three_layer_slope=1.0, nngp_slope=3.0, three_layer_spec_exponent=1 / 3, two_layer_spec_exponent=0.5,
               two_layer_slope=1.0)
 NNGP_MAX_P = 4096
+STARTS = ("prior", "aligned")
+# the aligned start family (--start aligned): ALIGNED_UNITS first-layer units with overlap W¹_j·w* = ±ALIGNED_OVERLAP.
+# The learned state of the prior-started proportional-limit runs (reproduce/results/curse_of_detail_cpu_proportional*)
+# holds 2–3.5 specialists per net (overlap beyond 3 NNGP s.d.) at A_f ≈ 0.4–0.5, and their mean square overlap with
+# w* puts those specialists' overlaps at about 4–6; 3 units at 5 is a start of that size.
+ALIGNED_UNITS = 3
+ALIGNED_OVERLAP = 5.0
 
 
 # ------------------------------------------------------------------------------------------------------ one run
@@ -107,14 +118,61 @@ def _task(d, P, P_test, seed):
     return hermite_task(d=d, P=P, P_test=P_test, seed=seed)
 
 
+def aligned_init(w_star, width1: int, width2: int, num_chains: int, seed: int, units: int = ALIGNED_UNITS,
+                 overlap: float = ALIGNED_OVERLAP) -> dict:
+    """Starting values of the three-layer erf net in the aligned ("learned") phase, for ``bnnzoo.sample(...,
+    init=...)``: every site a prior draw (unit variances), except that the first ``units`` first-layer units have
+    their component along w* set to ±``overlap`` (signs drawn), so W¹_j·ŵ* = ±overlap exactly for those units.
+
+    Parameters
+    ----------
+    w_star : (d,) teacher direction (normalised here).
+    width1, width2 : N1, N2.
+    num_chains : chains (leading axis of every value).
+    seed : draws the values (NumPy ``default_rng((seed, 1))``: the same seed gives the same start).
+    units : planted units (1 ≤ units ≤ width1).
+    overlap : their overlap with ŵ* (> 0).
+
+    Returns
+    -------
+    dict : {"W1": (chain, N1, d), "W2": (chain, N2, N1), "a": (chain, N2, 1)} float32.
+
+    Raises
+    ------
+    ValueError
+        ``units`` outside [1, width1], ``overlap`` not > 0, or a zero ``w_star``.
+    """
+    w = np.asarray(w_star, dtype=float).ravel()
+    if not np.linalg.norm(w) > 0:
+        raise ValueError("w_star must be non-zero")
+    if not 1 <= units <= width1:
+        raise ValueError(f"units must be in [1, width1 = {width1}], got {units}")
+    if not overlap > 0:
+        raise ValueError(f"overlap must be > 0, got {overlap}")
+    w = w / np.linalg.norm(w)
+    rng = np.random.default_rng((seed, 1))
+    W1 = rng.standard_normal((num_chains, width1, w.size))
+    signs = rng.choice((-1.0, 1.0), size=(num_chains, units))
+    W1[:, :units] += (signs * overlap - W1[:, :units] @ w)[..., None] * w
+    W2 = rng.standard_normal((num_chains, width2, width1))
+    a = rng.standard_normal((num_chains, width2, 1))
+    return dict(W1=W1.astype(np.float32), W2=W2.astype(np.float32), a=a.astype(np.float32))
+
+
 def run_entry(cfg: dict, progress: bool = False) -> dict:
-    """Sample one configuration and return its summary (alignment, NNGP alignment, specialists, q3/q1, health)."""
+    """Sample one configuration and return its summary (alignment, NNGP alignment, specialists, q3/q1, health);
+    ``cfg["start"]`` "aligned" starts the chains from :func:`aligned_init` (three-layer net only), absent or
+    "prior" from prior draws."""
     import bnnzoo
     from bnnzoo.diagnostics.alignment import alignment, first_layer_overlaps, second_layer_overlaps
 
     task = _task(cfg["d"], cfg["P"], cfg["P_test"], cfg["seed"])
     common = dict(num_chains=C.CHAINS, num_warmup=cfg["warmup"], num_samples=cfg["samples"], seed=cfg["seed"],
                   sampler="snaper", progress=progress)
+    if cfg.get("start", "prior") == "aligned":
+        if cfg["model"] != "three_layer":
+            raise ValueError(f"start 'aligned' is for the three-layer net, got model {cfg['model']!r}")
+        common["init"] = aligned_init(task.meta["w_star"], cfg["N1"], cfg["N2"], C.CHAINS, cfg["seed"])
     t0 = time.time()
     if cfg["model"] == "three_layer":
         run = bnnzoo.sample("three_layer_erf", task, width1=cfg["N1"], width2=cfg["N2"], kappa=cfg["kappa"],
@@ -225,6 +283,51 @@ def pstar_summary(runs: list[dict], nngp: list[dict]) -> dict:
     return out
 
 
+def start_comparison(runs: list[dict], reference: list[dict]) -> dict:
+    """The P* sweep's runs against a reference sweep from the other start family (``--compare-with``): A_f at every
+    (d, seed, P, N1) both ran, the difference (this sweep − reference) with its chain standard error (the two
+    runs' chain s.e. combined in quadrature), and P*(A = 0.25) of both per seed and d.
+
+    Parameters
+    ----------
+    runs, reference : lists of run summaries (``A``, ``A_chains``, ``config``) of the three-layer net.
+
+    Returns
+    -------
+    dict : ``pairs`` (one per matched run: d, seed, P, A, A_reference, diff, diff_se), ``n_pairs``, ``mean_diff``
+    and ``se_diff`` (mean ± s.e. of the differences), ``sd_diff``, ``max_abs_diff``, ``max_abs_z`` (largest
+    |diff| / diff_se), ``P_star`` {seed: {d: [this, reference]}} where both cross, ``max_rel_pstar_diff``.
+    """
+    def key(r):
+        c = r["config"]
+        return c["d"], c["seed"], c["P"], c["N1"]
+
+    def chain_se(r):
+        a = np.asarray(r["A_chains"], float)
+        return float(a.std(ddof=1) / math.sqrt(a.size))
+
+    ref = {key(r): r for r in reference}
+    pairs = [dict(d=k[0], seed=k[1], P=k[2], A=r["A"], A_reference=ref[k]["A"], diff=r["A"] - ref[k]["A"],
+                  diff_se=math.hypot(chain_se(r), chain_se(ref[k])))
+             for r in runs if (k := key(r)) in ref]
+    diffs = [p["diff"] for p in pairs]
+    m, se = _mean_se(diffs)
+    both = pstar_summary(runs, []), pstar_summary(reference, [])
+    lv = str(LEVELS[0])
+    pstar = {}
+    for seed, per_d in both[0]["P_star"][lv].items():
+        for d, v in per_d.items():
+            w = both[1]["P_star"][lv].get(seed, {}).get(d)
+            if v is not None and w is not None:
+                pstar.setdefault(seed, {})[d] = [v, w]
+    rel = [abs(v - w) / w for per_d in pstar.values() for v, w in per_d.values()]
+    return dict(pairs=pairs, n_pairs=len(pairs), mean_diff=m, se_diff=se,
+                sd_diff=float(np.std(diffs, ddof=1)) if len(diffs) > 1 else None,
+                max_abs_diff=max(map(abs, diffs), default=None),
+                max_abs_z=max((abs(p["diff"]) / p["diff_se"] for p in pairs if p["diff_se"] > 0), default=None),
+                P_star=pstar, max_rel_pstar_diff=max(rel, default=None))
+
+
 def _width_rows(runs: list[dict], theory_exponent: float) -> tuple[dict, list, float | None]:
     """Rows per width (mean ± s.e. over seeds), the per-seed exponents in N and the exponent of the seed means, for
     runs at one d."""
@@ -316,8 +419,10 @@ def plan(parts, s: dict, seeds) -> list[tuple[str, dict]]:
     out = []
     for part in parts:
         if part == "three_layer":
+            # the start enters the config (and so the cache key) only when it is not the default prior start
+            start = {} if s.get("start", "prior") == "prior" else dict(start=s["start"])
             out += [("three_layer", dict(base, model="three_layer", d=d, P=int(round(r * d)), N1=three_width(s, d),
-                                         N2=three_width(s, d), seed=seed))
+                                         N2=three_width(s, d), seed=seed, **start))
                     for seed in seeds for d in s["d"] for r in s["p_over_d"]]
         elif part == "specialists":
             out += [("specialists", dict(base, model="three_layer", d=d, P=int(round(s["spec_p_over_d"] * d)), N1=N1,
@@ -351,10 +456,13 @@ def _extension(part: str, cfg: dict, runs: list[dict], s: dict) -> dict | None:
     return dict(cfg, P=P) if low["A"] >= LEVELS[0] and P >= d else None
 
 
-def _summarise(summary: dict, s: dict) -> None:
-    """The summaries of every part with runs (P* and slopes, width exponents and joint fits)."""
+def _summarise(summary: dict, s: dict, reference: list[dict] | None = None) -> None:
+    """The summaries of every part with runs (P* and slopes, width exponents and joint fits; with ``reference`` runs
+    the start-family comparison :func:`start_comparison`)."""
     if summary["three_layer"]:
         summary["three_layer_summary"] = pstar_summary(summary["three_layer"], summary["nngp"]["three_layer"])
+        if reference:
+            summary["start_comparison"] = start_comparison(summary["three_layer"], reference)
     if summary["specialists"]:
         summary["specialists_summary"] = width_summary(summary["specialists"], THEORY["three_layer_spec_exponent"])
     if summary["two_layer"]:
@@ -382,6 +490,15 @@ def run(argv=None) -> int:
     p.add_argument("--width-per-d", dest="width_per_d", type=float, default=None,
                    help="three-layer P* sweep at N1 = N2 = ALPHA · d (the proportional limit) instead of the size's "
                         "fixed width (e.g. 4: N1 = N2 = 24 … 64 at d = 6 … 16)")
+    p.add_argument("--start", choices=STARTS, default="prior",
+                   help="start family of the three-layer P* sweep's chains: prior (prior draws, default) or aligned "
+                        f"({ALIGNED_UNITS} first-layer units planted along w* with overlap ±{ALIGNED_OVERLAP:g}, the "
+                        "learned phase); the other parts always start from prior draws")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up steps per chain instead of the size's (>= 1)")
+    p.add_argument("--samples", type=int, default=None, help="kept draws per chain instead of the size's (>= 1)")
+    p.add_argument("--compare-with", dest="compare_with", default=None,
+                   help="comma-separated result files (JSON) of the three-layer P* sweep from the other start family: "
+                        "the runs at the same d, seed, P and width are compared (key start_comparison)")
     p.add_argument("--cache", default=os.environ.get("BNNZOO_CACHE_CURSE", "/tmp/zoo_cache/curse_of_detail"),
                    help="folder of the per-run cache (a stopped sweep resumes from it)")
     args = p.parse_args(argv)
@@ -391,6 +508,9 @@ def run(argv=None) -> int:
         raise ValueError(f"--part must name some of {', '.join(PARTS)}, got {' '.join(args.part)!r}")
     if args.width_per_d is not None and not (args.width_per_d > 0 and math.isfinite(args.width_per_d)):
         raise ValueError(f"--width-per-d must be a number > 0, got {args.width_per_d}")
+    for name, v in (("--warmup", args.warmup), ("--samples", args.samples)):
+        if v is not None and v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
     if args.n_seeds is not None and args.n_seeds < 1:
         raise ValueError(f"--n-seeds must be >= 1, got {args.n_seeds}")
     cache = Path(args.cache)
@@ -406,6 +526,19 @@ def run(argv=None) -> int:
         s.update(n_seeds=args.n_seeds, spec_seeds=args.n_seeds, two_seeds=args.n_seeds)
     if args.width_per_d is not None:
         s["width_per_d"] = args.width_per_d
+    s.update({k: v for k, v in (("warmup", args.warmup), ("samples", args.samples)) if v is not None})
+    if args.start != "prior":
+        if args.part != ["three_layer"]:
+            raise ValueError(f"--start {args.start} needs --part three_layer alone, got {' '.join(args.part)}")
+        s.update(start=args.start, aligned_units=ALIGNED_UNITS, aligned_overlap=ALIGNED_OVERLAP)
+    reference = None
+    if args.compare_with is not None:
+        paths = [Path(x) for x in args.compare_with.split(",") if x]
+        bad = [str(x) for x in paths if not x.is_file()]
+        if bad or not paths:
+            raise ValueError(f"--compare-with must name existing result files, got {args.compare_with!r}")
+        reference = [r for x in paths for r in json.loads(x.read_text()).get("three_layer", [])]
+        s["compare_with"] = [x.name for x in paths]
     seeds = list(range(args.seed, args.seed + s["n_seeds"]))
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)
     summary = dict(provenance=C.provenance(args, argv), settings=s, parts=args.part, seeds=seeds, theory=THEORY,
@@ -427,7 +560,7 @@ def run(argv=None) -> int:
               f"seed={cfg['seed']}")
         res, was_cached = cached_entry(cache, cfg, args.progress)
         summary[part].append(dict(res, P_over_d=cfg["P"] / cfg["d"]))
-        _summarise(summary, s)
+        _summarise(summary, s, reference)
         files.write(summary)
         C.log(f"{NAME}: A_f {res['A']:.3f} (NNGP {res['A_nngp']:.3f}), specialists {res['specialists']:.2f}, "
               f"health {res['health']['status']}" + (" (cached)" if was_cached else f", {res['seconds']} s"))

@@ -363,13 +363,17 @@ PROPORTIONAL_SEEDS_0_5 = ["curse_of_detail_cpu_proportional", "curse_of_detail_c
 
 
 def c1() -> list:
-    """Row C1: the C9 slopes and the proportional-limit ones (N1 = N2 = 4 d; ``curse_of_detail_cpu_proportional``)."""
+    """Row C1: the C9 slopes and the proportional-limit ones (N1 = N2 = 4 d; ``curse_of_detail_cpu_proportional``,
+    seeds 0–5 joined, and the aligned start family ``curse_of_detail_cpu_proportional_aligned``)."""
     return c9() + [_series("seeds", "proportional", "proportional-limit slope of P*(A = 0.25)", "d", 2,
                            seeds=_curse_pstar("curse_of_detail_cpu_proportional", "0.25")),
                    _series("seeds", "proportional_A0.5", "proportional-limit slope of P*(A = 0.5)", "d", 2,
                            seeds=_curse_pstar("curse_of_detail_cpu_proportional", "0.5")),
                    _series("seeds", "proportional_6", "proportional-limit slope of P*(A = 0.25), seeds 0–5", "d", 2,
-                           seeds=_curse_pstar_joined(PROPORTIONAL_SEEDS_0_5, "0.25"))]
+                           seeds=_curse_pstar_joined(PROPORTIONAL_SEEDS_0_5, "0.25")),
+                   _series("seeds", "proportional_aligned", "proportional-limit slope of P*(A = 0.25) from the aligned "
+                           "start, seeds 0–5", "d", 2,
+                           seeds=_curse_pstar("curse_of_detail_cpu_proportional_aligned", "0.25"))]
 
 
 def c2() -> list:

@@ -89,6 +89,7 @@ QUOTED = {
     ("C1", "proportional"): (1.14, 2),          # C1: "slope per seed 1.00 / 1.28 / 1.15, mean 1.14 ± 0.08"
     ("C1", "proportional_A0.5"): (1.11, 2),     # C1: "A = 0.5 reached by one seed (slope 1.11)"
     ("C1", "proportional_6"): (1.17, 2),       # C1: "slope per seed 0.79 / 1.41 / 1.19 / 1.35 / 0.85 / 1.46, mean 1.17 ± 0.12"
+    ("C1", "proportional_aligned"): (1.18, 2),  # C1: "from the aligned start ... mean 1.18 ± 0.11"
     ("C2", "nngp"): (2.10, 2),                  # C2: "1.75 / 2.83 / 1.73, mean 2.10 ± 0.37"
     ("C4", "N1_d4"): (0.42, 2),                 # C4: "exponent in N1 0.42 ± 0.05, 0.48 ± 0.04, 0.56 ± 0.05,
     ("C4", "N1_d8"): (0.48, 2),                 #      0.51 ± 0.11 at d = 4, 8, 16, 32"

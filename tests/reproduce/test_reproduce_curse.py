@@ -39,6 +39,10 @@ def _load(name="curse_of_detail"):
     (["--seed", "-1"], ["--seed", ">= 0"]),
     (["--name", "a/b"], ["--name", "plain file stem"]),
     (["--width-per-d", "0"], ["--width-per-d", "> 0"]),
+    (["--warmup", "0"], ["--warmup", ">= 1"]),
+    (["--samples", "0"], ["--samples", ">= 1"]),
+    (["--start", "aligned"], ["--start aligned", "--part three_layer"]),
+    (["--part", "three_layer", "--compare-with", "/nonexistent/x.json"], ["--compare-with", "existing result files"]),
 ])
 def test_bad_argument_one_line_error(tmp_path, args, words):
     r = _run("--size", "ci", "--out", str(tmp_path), "--cache", str(tmp_path / "cache"), *args, timeout=300)
@@ -251,6 +255,87 @@ def test_proportional_width_plan():
     assert {(c["d"], c["N1"], c["N2"]) for c in three} == {(6, 24, 24), (8, 32, 32), (12, 48, 48), (16, 64, 64)}
     assert all(c["N2"] == mod.SIZES["cpu"]["width"] for part, c in runs if part == "specialists")
     assert mod.three_width(mod.SIZES["cpu"], 12) == mod.SIZES["cpu"]["width"]
+
+
+def test_aligned_init_plants_units_along_w_star():
+    """The aligned start: the first ALIGNED_UNITS units of W1 have overlap exactly ±ALIGNED_OVERLAP with ŵ* (1e-5,
+    float32), the other units and sites are unit-variance draws (their overlaps and entries are far below the
+    planted size), the same seed gives the same start and another seed another one; bad arguments raise."""
+    mod = _load()
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(12) * 3.0  # not normalised: aligned_init normalises
+    init = mod.aligned_init(w, 48, 40, 4, seed=7)
+    assert init["W1"].shape == (4, 48, 12) and init["W2"].shape == (4, 40, 48) and init["a"].shape == (4, 40, 1)
+    ov = init["W1"] @ (w / np.linalg.norm(w))
+    k, c = mod.ALIGNED_UNITS, mod.ALIGNED_OVERLAP
+    np.testing.assert_allclose(np.abs(ov[:, :k]), c, atol=1e-5)
+    assert np.abs(ov[:, k:]).max() < c  # N(0, 1) overlaps: P(|z| > 5) ≈ 6e-7 per unit
+    assert len({tuple(np.sign(row)) for row in ov[:, :k]}) > 1  # signs drawn, not all equal
+    assert abs(init["W2"].std() - 1.0) < 0.05 and abs(init["a"].std() - 1.0) < 0.15
+    again, other = mod.aligned_init(w, 48, 40, 4, seed=7), mod.aligned_init(w, 48, 40, 4, seed=8)
+    assert all(np.array_equal(init[n], again[n]) for n in init)
+    assert not np.array_equal(init["W1"], other["W1"])
+    for kw, word in ((dict(units=0), "units"), (dict(units=49), "units"), (dict(overlap=0.0), "overlap")):
+        with pytest.raises(ValueError, match=word):
+            mod.aligned_init(w, 48, 40, 4, seed=0, **kw)
+    with pytest.raises(ValueError, match="w_star"):
+        mod.aligned_init(np.zeros(12), 48, 40, 4, seed=0)
+
+
+def test_aligned_start_plan_and_cache_keys():
+    """--start aligned puts start="aligned" in the three-layer configs (so their cache entries differ from the
+    prior-started ones), the prior start leaves the configs (and the existing caches' keys) as they were, and
+    --start aligned with other parts is a one-line error."""
+    mod = _load()
+    s = dict(mod.SIZES["ci"])
+    prior = [c for _, c in mod.plan(["three_layer"], s, [0])]
+    aligned = [c for _, c in mod.plan(["three_layer"], dict(s, start="aligned"), [0])]
+    assert all("start" not in c for c in prior) and all(c["start"] == "aligned" for c in aligned)
+    assert [dict(c, start=None) for c in prior] == [dict(c, start=None) for c in aligned]
+    assert not {mod._key(c) for c in prior} & {mod._key(c) for c in aligned}
+    assert mod._key(prior[0]) == mod._key(dict(prior[0]))
+    with pytest.raises(ValueError, match="--start aligned needs --part three_layer"):
+        mod.run(["--size", "ci", "--start", "aligned", "--out", "/nonexistent-dir"])
+
+
+def test_start_comparison_on_synthetic_sweeps():
+    """Two families whose A_f differ by a known shift at matched (d, seed, P, N1) give that shift as every pair's
+    difference (1e-12), the chain s.e. of each pair from the chains' spread written out here, unmatched runs left
+    out, and P*(A = 0.25) of both families per seed and d."""
+    mod = _load()
+    g = lambda r: 1 - math.exp(-r / 10.0)  # noqa: E731
+    chains = [0.0, 0.02, -0.02, 0.0]  # s.d. (ddof 1) √(0.0008/3), s.e. over 4 chains half that
+    mk = lambda d, seed, r, shift: dict(  # noqa: E731
+        A=g(r) + shift, A_chains=[g(r) + shift + c for c in chains], config=dict(d=d, P=r * d, N1=4 * d, seed=seed))
+    ref = [mk(d, s, r, 0.0) for s in (0, 1) for d in (6, 8) for r in (2, 4, 8, 16)]
+    runs = [mk(d, s, r, 0.01) for s in (0, 1) for d in (6, 8) for r in (2, 4, 8, 16)] + [mk(12, 0, 4, 0.0)]
+    c = mod.start_comparison(runs, ref)
+    assert c["n_pairs"] == 16
+    assert all(p["diff"] == pytest.approx(0.01, abs=1e-12) for p in c["pairs"])
+    se1 = math.sqrt(0.0008 / 3) / 2
+    assert all(p["diff_se"] == pytest.approx(math.sqrt(2) * se1, rel=1e-9) for p in c["pairs"])
+    assert c["mean_diff"] == pytest.approx(0.01, abs=1e-12) and c["max_abs_diff"] == pytest.approx(0.01, abs=1e-12)
+    # A shifted up by 0.01 crosses 0.25 earlier: both P* per seed and d, the shifted one smaller
+    assert sorted(c["P_star"]) == ["0", "1"] and all(sorted(v) == ["6", "8"] for v in c["P_star"].values())
+    assert all(a < b for v in c["P_star"].values() for a, b in v.values())
+    r25 = mod.crossing([2, 4, 8, 16], [g(r) for r in (2, 4, 8, 16)], 0.25)
+    assert c["P_star"]["0"]["8"][1] == pytest.approx(8 * r25, rel=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:.*divergent transitions:RuntimeWarning")
+def test_aligned_start_reaches_the_sampler():
+    """A CI-size three-layer run with one warm-up step and two draws (the step size not adapted: the draws stay at or
+    near the start) holds the start it was given: from the aligned start every draw holds the planted specialists
+    (count ≥ ALIGNED_UNITS − 0.5 of a chain mean; the 3σ threshold is 3, the planted overlap 5), from prior draws
+    about the chance count N1 · 0.0027 (below 1), same seed and data."""
+    mod = _load()
+    cfg = dict(model="three_layer", d=4, P=32, N1=8, N2=8, seed=0, kappa=0.05, warmup=1, samples=2, P_test=100)
+    prior = mod.run_entry(cfg)
+    aligned = mod.run_entry(dict(cfg, start="aligned"))
+    assert min(aligned["specialists_chains"]) >= mod.ALIGNED_UNITS - 0.5
+    assert prior["specialists"] < 1.0
+    with pytest.raises(ValueError, match="three-layer"):
+        mod.run_entry(dict(cfg, model="two_layer", start="aligned"))
 
 
 # ------------------------------------------------------------------------------------- the sample_complexity sweep
