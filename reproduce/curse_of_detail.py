@@ -537,7 +537,12 @@ def run(argv=None) -> int:
         bad = [str(x) for x in paths if not x.is_file()]
         if bad or not paths:
             raise ValueError(f"--compare-with must name existing result files, got {args.compare_with!r}")
-        reference = [r for x in paths for r in json.loads(x.read_text()).get("three_layer", [])]
+        reference = []
+        for x in paths:
+            runs = json.loads(x.read_text()).get("three_layer", [])
+            if not runs:
+                raise ValueError(f"--compare-with: {x} holds no three-layer runs")
+            reference += runs
         s["compare_with"] = [x.name for x in paths]
     seeds = list(range(args.seed, args.seed + s["n_seeds"]))
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite)

@@ -606,15 +606,16 @@ sigmoidal net's unit-wise moves (``sampler="units"``), which mix its populations
 DEMO_SIGMOIDAL_TEMPERATURE = 0.01
 """The demo's sigmoidal net runs at the paper's (and the zoo's) rescaled temperature."""
 DEMO_SIGMOIDAL_SIZE = 40
-"""N = P of the demo's sigmoidal net: its certified unit-wise run passes at seeds 0, 1, 2 in under a minute of one core
-there (``benchmarks/results/demo_sigmoidal_units.md``)."""
+"""N = P of the demo's sigmoidal net: the size at which its certified unit-wise run fits the demo's time
+(``benchmarks/results/demo_sigmoidal_units.md``)."""
 DEMO_CERTIFY = {"units": ("prior", "meanfield")}
 """Start families by sampler of the demo's nets that are certified (``bnnzoo.sample(certify=...)``, ``chains`` chains
 each): the sigmoidal net's unit-wise run, from the prior and from the mean field's populations."""
 
 DEMO_WARMUP = {"units": 50}
-"""Warm-up steps of the sigmoidal net by sampler where they differ from ``warmup`` (unit-wise sweeps; 50 + 100 certify
-at seeds 0, 1, 2 as 100 + 200 do, and leave the ReLU net's longer warm-up room in the demo's time)."""
+"""Warm-up steps of the sigmoidal net by sampler where they differ from ``warmup`` (unit-wise sweeps; the shortest run
+measured to certify, which leaves the ReLU net's warm-up room in the demo's time:
+``benchmarks/results/demo_sigmoidal_units.md``)."""
 DEMO_DRAWS = {"gibbs": 500, "units": 100}
 """Kept draws per chain of the demo's nets by sampler where they differ from :data:`DEMO_DEFAULT_DRAWS`: the exact
 Gibbs sweeps are cheap but mix the readout norms more slowly per draw (``benchmarks/results/demo_wall.md``); a
@@ -650,7 +651,7 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
         ``warmup``.
     relu_size : N = P of the ReLU net.
     relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
-        into one per class slowly (with 500 a chain still held an extra outlier at seed 2).
+        into one per class slowly (``benchmarks/results/demo_sigmoidal_units.md``, "The whole demo").
     entries : the zoo entries to run.
     sigmoidal_temperature : the sigmoidal net's rescaled temperature (:data:`DEMO_SIGMOIDAL_TEMPERATURE`); the other
         nets run at their entries' default (0.01).

@@ -8,6 +8,8 @@ import math
 import numpy as np
 
 from bnnzoo.diagnostics import RunData, compare_with_theory, find_outliers
+from bnnzoo.diagnostics.codes import code_ids, code_string
+from bnnzoo.diagnostics.compare import code_fractions_per_draw
 from tests._helpers import rng
 
 
@@ -90,9 +92,6 @@ def test_outlier_agreement_checks_the_classes_per_chain():
 def test_code_masses_count_the_units_at_each_draw_not_their_most_visited_code():
     """The mean field's branch masses are fractions of units at a draw: units that visit 111 a tenth of the time
     and sit on 011 otherwise give 111 a mass of 0.1, though no unit's most-visited code is 111."""
-    from bnnzoo.diagnostics.codes import code_ids, code_string
-    from bnnzoo.diagnostics.compare import code_fractions_per_draw
-
     m, C, D, N = 3, 2, 50, 8
     ids = np.full((C, D, N), int("110", 2))           # code id 6 is "011" (class 0 off, classes 1 and 2 on)
     assert code_string(6, m) == "011" and code_string(7, m) == "111"

@@ -364,6 +364,20 @@ def test_binary_task_codes_use_the_task_classes_and_match_importance_sampling():
         U._Kernel(task.X, task.Y, labels=task.labels[:3], **kw)
 
 
+def test_relu_default_moves_on_the_binary_task_do_not_depend_on_the_classes():
+    """The ReLU net's default moves (local steps and pair rotations, no tries, no own-readout step) do not use the code
+    mixture, and the binary task's class indicators span the same plane as its target and the constant, so the
+    signal move is the same: the draws with and without the task's labels agree to rounding."""
+    task = binary_toy_task(P=6, N0=8)
+    kw = dict(num_chains=2, num_warmup=3, num_samples=4, seed=0, width=4, activation="relu", temperature=0.1,
+              exclude=("W1",))
+    one, _, info1 = U.units_chains(task.X, task.Y, **kw)
+    two, _, info2 = U.units_chains(task.X, task.Y, labels=task.labels, **kw)
+    assert (info1["kernel"]["classes"], info2["kernel"]["classes"]) == (1, 2)
+    for site in ("a", "f", "q_a"):
+        np.testing.assert_allclose(np.asarray(two[site]), np.asarray(one[site]), rtol=1e-6, atol=1e-9)
+
+
 def test_own_readout_step_alone_matches_importance_sampling():
     """The own-readout step alone (no independence tries), whose proposal depends on the unit's state: the same tiny
     net and reference as above, so a wrong reverse density in its ratio shows."""

@@ -293,7 +293,8 @@ def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, 
     # fraction of the units on each code at a draw, averaged over the draws (all units, every chain); a code off the
     # theory is compared when it holds one unit's share (1/n) on average; the standard error is binomial over the
     # n units (each unit one observation: a unit's draws are not independent of each other)
-    per_draw = {k: f for k, f in code_fractions_per_draw(cr.ids, m).items() if f >= 1.0 / n or k in th.branch_code}
+    fractions = code_fractions_per_draw(cr.ids, m)
+    per_draw = {k: f for k, f in fractions.items() if f >= 1.0 / n or k in th.branch_code}
     abar = rd.a.mean(1).reshape(-1, m)
     th_codes = list(th.branch_code)
     all_codes = th_codes + sorted(set(per_draw) - set(th_codes))
@@ -324,7 +325,7 @@ def _meanfield(rd: RunData, out: list, used: list, skipped: dict, solved: dict, 
             max_z=float(np.max(np.abs(cen - ref) / np.where(se > 0, se, np.inf))), tolerance=float(tol),
             within=bool(err <= tol), note=f"sampled ({', '.join(f'{v:.2f}' for v in cen)}) vs theory "
                                           f"({', '.join(f'{v:.2f}' for v in ref)})"))
-    present = {k for k, f in per_draw.items() if f >= 0.02}
+    present = {k for k, f in fractions.items() if f >= 0.02}
     missing = sorted(set(th_codes) - present)
     extra = sorted(present - set(th_codes))
     out.append(Agreement(

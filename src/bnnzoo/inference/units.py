@@ -23,7 +23,8 @@ of every sweep, all in float64 (Σ's condition number is about σ_a² P E[φ²]/
 
 **The proposal** (docs/theory.md §12): the cavity field λ = B Y / N (P × m) and the others' posterior-mean readouts
 Ā = (σ_a²/N) Φ B Y; a template t_k ∈ ℝᵐ per code k (the class-mean signs of a unit's preactivations, as in
-:mod:`bnnzoo.diagnostics.codes`; the classes are argmax Y, or with one output the task's labels) — the mean of Ā over the other units holding code k, or for a code no other unit holds
+:mod:`bnnzoo.diagnostics.codes`; the classes are argmax Y, or with one output the task's labels) — the mean
+of Ā over the other units holding code k, or for a code no other unit holds
 the least-squares readout whose class fields λ̄_cᵀt have that code's signs at the held templates' typical size — with
 mixture weights ∝ (other units on code k) + 1.  Given the template, every point is drawn independently from the tilted
 density  q_kμ(h) ∝ N(h; 0, s_μ²) exp(g_kμ φ̃_μ(h)),  g_kμ = λ_μ·t_k,  where φ̃_μ is φ interpolated linearly between
