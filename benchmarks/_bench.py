@@ -194,17 +194,11 @@ def run_specs(runs, one, args, write) -> list[dict]:
 def write_result(stem: Path, args, rows, total: float, md: list[str]) -> None:
     """``stem``.json (the arguments, the rows and the total seconds; NaN and infinities as null) and ``stem``.md (the
     lines ``md``)."""
-    a = {k: v for k, v in vars(args).items() if k != "default_out"}
-    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(args=a, rows=rows, total_s=total)), indent=1))
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
-
-
-def strict_json(x):
-    """``x`` as plain, strict JSON types: NaN and infinities (an R̂ of chains frozen on different values) become None,
-    as in the library's records (:func:`bnnzoo._record.jsonable`)."""
     from bnnzoo._record import jsonable
 
-    return jsonable(x)
+    a = {k: v for k, v in vars(args).items() if k != "default_out"}
+    stem.with_suffix(".json").write_text(json.dumps(jsonable(dict(args=a, rows=rows, total_s=total)), indent=1))
+    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
 
 
 READING_MARK = ("<!-- hand-written reading: a rerun of the script keeps everything from here to the end; check it "
@@ -251,11 +245,41 @@ def spec_header(title: str, script: str, args, total: float, setting: str, *, ex
 
 def codes_of(z, Y):
     """Codes (chain, draw, unit): bits of the class-mean signs of the preactivations z (chain, draw, N, P), classes
-    the argmax of Y (P, m) (as :mod:`bnnzoo.diagnostics.codes`)."""
+    the argmax of Y (P, m) (:func:`bnnzoo.diagnostics.codes.code_ids` of the class means)."""
     import numpy as np
 
-    lab = np.argmax(Y, axis=1)
-    m = Y.shape[1]
-    A = (lab[:, None] == np.arange(m)).astype(float)
-    A /= A.sum(0)
-    return np.sum((z @ A > 0) * (1 << np.arange(m)), axis=-1)
+    from bnnzoo.diagnostics._rundata import class_means
+    from bnnzoo.diagnostics.codes import code_ids
+
+    return code_ids(class_means(z, np.argmax(Y, axis=1), Y.shape[1]))
+
+
+def persistent_switches(codes, window: int):
+    """Persistent code switches: each unit's modal code over consecutive windows of ``window`` draws, and how often it
+    changes from one window to the next (a change of code inside a window, flicker, does not count).
+
+    Parameters
+    ----------
+    codes : (chain, draw, unit) non-negative integer codes (as :func:`bnnzoo.diagnostics.codes.code_ids` gives).
+    window : draws per window, >= 1; the draws after the last whole window are left out.
+
+    Returns
+    -------
+    switches : (chain, unit) int array, the changes of each unit's modal code between consecutive windows.
+    modal : (chain, D // window, unit) int array, each unit's modal code in each window (the smallest code on a
+        tie), D the draws.
+
+    Raises
+    ------
+    ValueError : ``window`` below 1.
+    """
+    import numpy as np
+
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    codes = np.asarray(codes)
+    C, D, N = codes.shape
+    nw = D // window
+    w = codes[:, : nw * window].reshape(C, nw, window, N)
+    modal = np.stack([(w == k).sum(2) for k in range(int(codes.max()) + 1)], -1).argmax(-1)   # (chain, window, unit)
+    return (modal[:, 1:] != modal[:, :-1]).sum(1), modal

@@ -27,28 +27,14 @@ from __future__ import annotations
 import numpy as np
 
 import bnnzoo
+from bnnzoo.diagnostics._rundata import class_means
+from bnnzoo.diagnostics.codes import code_ids
 from bnnzoo.inference import units as U
 
-from _bench import parse_runs, readout_mixing, run_specs, spec_header, spec_parser, sweeps_of, write_result
+from _bench import (parse_runs, persistent_switches, readout_mixing, run_specs, spec_header, spec_parser, sweeps_of,
+                    write_result)
 
 NETS = {"sig": "sigmoid", "relu": "relu"}
-
-
-def label_codes(z, labels):
-    """Codes (chain, draw, unit) over the task's classes: bit c set where the unit's mean preactivation over class c
-    is positive (z (chain, draw, N, P), labels (P,) in 0, 1)."""
-    A = (labels[:, None] == np.arange(2)[None, :]).astype(float)
-    A /= A.sum(0)
-    return np.sum((z @ A > 0) * (1 << np.arange(2)), axis=-1)
-
-
-def persistent(codes, window):
-    """Switches per unit of the modal code between consecutive windows of ``window`` draws (codes (chain, draw, N))."""
-    C, D, N = codes.shape
-    nw = D // window
-    w = codes[:, : nw * window].reshape(C, nw, window, N)
-    modal = np.stack([(w == k).sum(2) for k in range(4)], -1).argmax(-1)         # (chain, window, unit)
-    return float((modal[:, 1:] != modal[:, :-1]).sum(1).mean())
 
 
 def mixing(x):
@@ -63,7 +49,7 @@ def one(net, classes, size, chains, warmup, samples, seed, window):
     out, st, info = U.units_chains(task.X, task.Y, num_chains=chains, num_warmup=warmup, num_samples=samples,
                                    seed=seed, width=size, activation=NETS[net], temperature=0.01, record=("z",),
                                    exclude=("W1",), labels=labels if classes == "labels" else None)
-    codes = label_codes(np.asarray(out["z1"], float), labels)
+    codes = code_ids(class_means(np.asarray(out["z1"], float), labels, 2))    # (chain, draw, unit), over the 2 classes
     q_rhat, q_ess = mixing(out["q_a"])
     m_rhat, m_ess = mixing(np.asarray(out["mse"])[..., None])
     t = info["timing"]
@@ -73,7 +59,7 @@ def one(net, classes, size, chains, warmup, samples, seed, window):
                 samples=samples, seed=seed, window=window,
                 acceptance=float(np.mean(st["acceptance_rate"])),
                 code_changes_per_unit_sweep=float(np.mean(codes[:, 1:] != codes[:, :-1])),
-                persistent_switches_per_unit=persistent(codes, window),
+                persistent_switches_per_unit=float(persistent_switches(codes, window)[0].mean()),
                 q_a_rhat_max=q_rhat, q_a_ess_per_chain_sweep=q_ess / per,
                 mse_rhat=m_rhat, mse_ess_per_chain_sweep=m_ess / per,
                 on_10=float((codes == 1).mean()), on_01=float((codes == 2).mean()),

@@ -38,23 +38,13 @@ import numpy as np
 
 import bnnzoo
 
-from _bench import TOY_NETS, parse_runs, rhat_of, run_specs, spec_header, spec_parser, toy_kernel, write_result
+from _bench import (TOY_NETS, parse_runs, persistent_switches, rhat_of, run_specs, spec_header, spec_parser,
+                    toy_kernel, write_result)
 
 NETS = TOY_NETS
 DEFAULT_RUNS = ",".join(f"{net}:{c}" for net in ("sig_ym01", "relu")
                         for c in ("8:on:4", "0:off:16", "0:on:8", "2:on:8"))
 MOVES = ("tries", "own", "local")
-
-
-def persistent_switches(codes, windows: int):
-    """(window-to-window changes of each unit's modal code (chain, unit), modal codes of the last window (chain,
-    unit)) from codes (chain, draw, unit) cut into ``windows`` consecutive windows (a remainder at the end left out)."""
-    C, D, N = codes.shape
-    w = D // windows
-    ids = codes[:, :windows * w].reshape(C, windows, w, N)
-    n_codes = int(codes.max()) + 1
-    modal = np.stack([(ids == k).sum(2) for k in range(n_codes)], -1).argmax(-1)      # (chain, window, unit)
-    return (modal[:, 1:] != modal[:, :-1]).sum(1), modal[:, -1]
 
 
 def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2=None):
@@ -89,7 +79,9 @@ def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2
     w0 = n // 4                                                    # warm-up: the first quarter of the sweeps
     acc, changed, q, codes = (np.stack([r[j] for r in rec[w0:]], 1) for j in range(4))   # (chain, draw, ...)
     kept_s = times[-1] - times[w0 - 1] if w0 else times[-1]
-    switches, last = persistent_switches(codes, windows)
+    w = codes.shape[1] // windows                                  # draws per window: ``windows`` whole windows
+    switches, modal = persistent_switches(codes[:, :windows * w], w)
+    last = modal[:, -1]                                            # modal codes of the last window
     fracs = {int(k): (codes == k).mean(-1) for k in np.unique(codes)}                 # (chain, draw) each
     frequent = [f for f in fracs.values() if f.mean() >= 0.05]
     ess = min(float(az.ess(q[..., r])) for r in range(m))

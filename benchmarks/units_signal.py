@@ -20,7 +20,7 @@ import platform
 import time
 from pathlib import Path
 
-from _bench import rhat_of, strict_json
+from _bench import rhat_of
 
 HERE = Path(__file__).resolve().parent
 
@@ -56,6 +56,7 @@ def one(net, step, warmup, samples, seed=0):
 
 
 def main(argv=None):
+    from bnnzoo._record import jsonable
     from bnnzoo.inference.units import SIGNAL_STEP
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,7 +77,7 @@ def main(argv=None):
     stem.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(python=platform.python_version(), jax=jax.__version__, cpu_count=os.cpu_count(),
                 total_s=round(time.perf_counter() - t_all, 1), args=vars(args))
-    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(meta=meta, rows=rows)), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(jsonable(dict(meta=meta, rows=rows)), indent=1))
     cmd = "python benchmarks/units_signal.py " + " ".join(f"--{k} '{v}'" for k, v in vars(args).items()
                                                          if v is not None and k != "out")
     md = ["# sampler='units': the readout norm's ESS with and without the signal move", "", f"`{cmd}`", "",

@@ -28,13 +28,14 @@ import time
 import warnings
 from pathlib import Path
 
-from _bench import rhat_of, strict_json
+from _bench import persistent_switches, rhat_of
 
 HERE = Path(__file__).resolve().parent
 
 
-def persistent_switches(zbar, window: int):
-    """Window-to-window changes of each unit's modal code, from zbar (chain, draw, neuron, class).
+def branch_switches(zbar, window: int):
+    """Persistent code switches (:func:`_bench.persistent_switches`) of the codes of zbar (chain, draw, neuron, class),
+    and of them the moves between branches of the redundant code.
 
     Returns (switches per unit (units,), switches between two codes with exactly two classes on — a move between
     branches of the redundant code, 011 ↔ 101 ↔ 110 on the toy task — per unit, units whose modal code in the first
@@ -43,19 +44,12 @@ def persistent_switches(zbar, window: int):
 
     from bnnzoo.diagnostics.codes import code_ids
 
-    ids = code_ids(zbar)                                                  # (chain, draw, neuron)
-    C, D, N = ids.shape
-    m = zbar.shape[-1]
-    nw = D // window
-    ids = ids[:, : nw * window].reshape(C, nw, window, N)
-    n_codes = 1 << m
-    counts = np.stack([(ids == k).sum(2) for k in range(n_codes)], -1)    # (chain, window, neuron, code)
-    modal = counts.argmax(-1)                                              # (chain, window, neuron)
-    two_on = np.array([bin(k).count("1") == 2 for k in range(n_codes)])
+    switches, modal = persistent_switches(code_ids(zbar), window)         # (chain, neuron), (chain, window, neuron)
+    two_on = np.array([bin(k).count("1") == 2 for k in range(1 << zbar.shape[-1])])
     change = modal[:, 1:] != modal[:, :-1]
     between = change & two_on[modal[:, 1:]] & two_on[modal[:, :-1]]
     turnover = (modal[:, -1] != modal[:, 0]) & two_on[modal[:, -1]] & two_on[modal[:, 0]]
-    return change.sum(1).ravel(), between.sum(1).ravel(), turnover.ravel(), modal[:, -1].ravel()
+    return switches.ravel(), between.sum(1).ravel(), turnover.ravel(), modal[:, -1].ravel()
 
 
 def one_run(sampler, N, chains, warmup, samples, seed, window, y_neg=0.5):
@@ -76,7 +70,7 @@ def one_run(sampler, N, chains, warmup, samples, seed, window, y_neg=0.5):
     timing = cfg.get("engine", {}).get("timing", {})
     post = azcompat.get_group(idata, "posterior")
     ss = azcompat.get_group(idata, "sample_stats")
-    sw, between, turnover, last = persistent_switches(post["zbar1"].values, window)
+    sw, between, turnover, last = branch_switches(post["zbar1"].values, window)
     sampling_s = float(timing.get("sampling_s", float("nan")))
     units = sw.size
     frac = {code_string(k, 3): float(np.mean(last == k)) for k in range(8)}
@@ -131,8 +125,10 @@ def proposals(args):
 
 
 def _write_proposals(args, N, w, n, rows):
+    from bnnzoo._record import jsonable
+
     stem = Path(args.out or HERE / "results" / "units_proposals")
-    stem.with_suffix(".json").write_text(json.dumps(strict_json(dict(args=vars(args), N=N, rows=rows)), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(jsonable(dict(args=vars(args), N=N, rows=rows)), indent=1))
     done = "" if len(rows) == len(PROPOSALS) else f" (run cut short: {len(rows)} of {len(PROPOSALS)} variants)"
     md = ["# Proposals of sampler='units': acceptance and cost, sigmoidal net" + done, "",
           f"`python benchmarks/units_vs_snaper.py --proposals {args.proposals} --sizes {N} --chains {args.chains} "
@@ -179,6 +175,7 @@ def main(argv=None):
     import numpy as np
 
     import bnnzoo
+    from bnnzoo._record import jsonable
     from bnnzoo.theory.meanfield import single_neuron_meanfield
 
     warnings.simplefilter("ignore")
@@ -205,7 +202,7 @@ def main(argv=None):
                 cpu_count=os.cpu_count(), total_s=round(total, 1), args=vars(args),
                 load_average=[round(load0, 1), round(os.getloadavg()[0], 1)])
     data = dict(meta=meta, rows=rows, meanfield=theory)
-    stem.with_suffix(".json").write_text(json.dumps(strict_json(data), indent=1))
+    stem.with_suffix(".json").write_text(json.dumps(jsonable(data), indent=1))
     render(stem, data)
 
 

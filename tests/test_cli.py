@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import os
 import subprocess
@@ -14,7 +15,8 @@ import pytest
 
 import bnnzoo
 from bnnzoo import azcompat
-from bnnzoo.cli import build_task, main, param_names, parse_params, route_params, task_model_keywords
+from bnnzoo.cli import (build_parser, build_task, main, param_names, parse_params, route_params, run_demo,
+                        task_model_keywords)
 from bnnzoo.models import get_entry, list_entries
 
 SRC = str(Path(bnnzoo.__file__).resolve().parents[1])
@@ -152,6 +154,17 @@ def test_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     assert "(default: bnnzoo_demo)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_demo_flags_default_to_run_demos_defaults():
+    # `bnnzoo demo` and run_demo(...) must run the same demo when nothing is given
+    defaults = {k: v.default for k, v in inspect.signature(run_demo).parameters.items()
+                if v.default is not inspect.Parameter.empty}
+    flags = vars(build_parser().parse_args(["demo"]))
+    shared = set(defaults) & set(flags)
+    assert {"width", "P", "chains", "warmup", "relu_size", "relu_warmup", "sigmoidal_size", "sigmoidal_warmup",
+            "samples", "sampler", "sigmoidal_temperature", "seed"} <= shared
+    assert {k: flags[k] for k in shared} == {k: defaults[k] for k in shared}
 
 
 def test_list_verbose_is_compact(capsys):

@@ -608,6 +608,15 @@ DEMO_SIGMOIDAL_TEMPERATURE = 0.01
 DEMO_SIGMOIDAL_SIZE = 40
 """N = P of the demo's sigmoidal net: the size at which its certified unit-wise run fits the demo's time
 (``benchmarks/results/demo_sigmoidal_units.md``)."""
+DEMO_LINEAR_SIZE = 100
+"""N and P of the demo's linear net (``width``, ``P``): the toy task's default P, at which the linear net's exact
+Gibbs sampler takes seconds (``benchmarks/archive/demo_fast.md``)."""
+DEMO_RELU_SIZE = 60
+"""N = P of the demo's ReLU net: the size at which its SNAPER run fits the demo's time
+(``benchmarks/archive/demo_fast.md``)."""
+DEMO_CHAINS = 4
+"""Chains per net, and per start family of a certified net: SNAPER tunes across the chains and a certified run
+compares them, so at least 2; 4, as :data:`~bnnzoo.inference.plan.DEFAULT_CHAINS` gives a CPU."""
 DEMO_CERTIFY = {"units": ("prior", "meanfield")}
 """Start families by sampler of the demo's nets that are certified (``bnnzoo.sample(certify=...)``, ``chains`` chains
 each): the sigmoidal net's unit-wise run, from the prior and from the mean field's populations."""
@@ -616,6 +625,14 @@ DEMO_WARMUP = {"units": 50}
 """Warm-up steps of the sigmoidal net by sampler where they differ from ``warmup`` (unit-wise sweeps; the shortest run
 measured to certify, which leaves the ReLU net's warm-up room in the demo's time:
 ``benchmarks/results/demo_sigmoidal_units.md``)."""
+DEMO_DEFAULT_WARMUP = 400
+"""Warm-up steps (Gibbs sweeps) of the demo's linear net, and of its sigmoidal net with a sampler that
+:data:`DEMO_WARMUP` does not name: with 400 the linear net's verdicts held at seeds 0, 1 and 2
+(``benchmarks/results/demo_wall.md``)."""
+DEMO_RELU_WARMUP = 800
+"""Warm-up steps of the demo's ReLU net: its chains start with several outlier units per class that merge into one per
+class slowly; with 500 they disagreed on the outlier count at seed 2 (``benchmarks/results/demo_sigmoidal_units.md``,
+"The whole demo")."""
 DEMO_DRAWS = {"gibbs": 500, "units": 100}
 """Kept draws per chain of the demo's nets by sampler where they differ from :data:`DEMO_DEFAULT_DRAWS`: the exact
 Gibbs sweeps are cheap but mix the readout norms more slowly per draw (``benchmarks/results/demo_wall.md``); a
@@ -628,8 +645,9 @@ DEMO_TRACES = {"trace_a.png": (["a"], {"neuron": [0, 1, 2]})}
 trace plot, ``order_parameters.png``, is one of the figures)."""
 
 
-def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60, relu_warmup=800, samples=None,
-             seed=0, progress=True, entries=("deep_linear", "sigmoidal", "relu"), sampler="auto",
+def run_demo(out: Path, *, width=DEMO_LINEAR_SIZE, P=DEMO_LINEAR_SIZE, chains=DEMO_CHAINS, warmup=DEMO_DEFAULT_WARMUP,
+             relu_size=DEMO_RELU_SIZE, relu_warmup=DEMO_RELU_WARMUP, samples=None, seed=0, progress=True,
+             entries=("deep_linear", "sigmoidal", "relu"), sampler="auto",
              sigmoidal_temperature=DEMO_SIGMOIDAL_TEMPERATURE, sigmoidal_size=DEMO_SIGMOIDAL_SIZE,
              sigmoidal_warmup=None, background: bool = False) -> dict:
     """Sample the linear, sigmoidal and ReLU nets on the toy task, write NetCDF files, diagnose them and write the
@@ -638,20 +656,20 @@ def run_demo(out: Path, *, width=100, P=100, chains=4, warmup=400, relu_size=60,
 
     Parameters
     ----------
-    out : output folder.   width, P : N and P of the linear net.   seed : the sampling seed.
-    chains : chains per net, and per start family of a certified net (:data:`DEMO_CERTIFY`).
+    out : output folder.   seed : the sampling seed.
+    width, P : N and P of the linear net (:data:`DEMO_LINEAR_SIZE`).
+    chains : chains per net, and per start family of a certified net (:data:`DEMO_CERTIFY`; :data:`DEMO_CHAINS`).
     samples : kept draws per chain of every net; None (default): :data:`DEMO_DRAWS` by sampler, else
         :data:`DEMO_DEFAULT_DRAWS`.
     sampler : "auto" (default: :data:`DEMO_SAMPLERS`, the linear net's exact Gibbs sampler and the sigmoidal net's
         unit-wise moves, SNAPER for the ReLU net), "snaper" or "nuts" (every net).
     warmup : warm-up steps (Gibbs sweeps) of the linear net, and of the sigmoidal net with a sampler that
-        :data:`DEMO_WARMUP` does not name.
+        :data:`DEMO_WARMUP` does not name (:data:`DEMO_DEFAULT_WARMUP`).
     sigmoidal_size : N = P of the sigmoidal net (:data:`DEMO_SIGMOIDAL_SIZE`).
     sigmoidal_warmup : warm-up steps of the sigmoidal net; None (default): :data:`DEMO_WARMUP` by sampler, else
         ``warmup``.
-    relu_size : N = P of the ReLU net.
-    relu_warmup : warm-up steps of the ReLU net: its chains start with several outlier units per class that merge
-        into one per class slowly (``benchmarks/results/demo_sigmoidal_units.md``, "The whole demo").
+    relu_size : N = P of the ReLU net (:data:`DEMO_RELU_SIZE`).
+    relu_warmup : warm-up steps of the ReLU net (:data:`DEMO_RELU_WARMUP`: its outlier units merge slowly).
     entries : the zoo entries to run.
     sigmoidal_temperature : the sigmoidal net's rescaled temperature (:data:`DEMO_SIGMOIDAL_TEMPERATURE`); the other
         nets run at their entries' default (0.01).
@@ -711,11 +729,16 @@ def _demo_sample(name: str, out: Path, settings: dict) -> dict:
     s = settings
     entry = get_entry(name)
     how = _demo_sampler(name, s["sampler"])
-    n, p, n_warm = {"relu": (s["relu_size"], s["relu_size"], s["relu_warmup"]),
-                    "sigmoidal": (s["sigmoidal_size"], s["sigmoidal_size"],
-                                  DEMO_WARMUP.get(how, s["warmup"]) if s["sigmoidal_warmup"] is None
-                                  else s["sigmoidal_warmup"])}.get(
-        name, (s["width"], s["P"], s["warmup"]))
+    if name == "relu":
+        n = p = s["relu_size"]
+        n_warm = s["relu_warmup"]
+    elif name == "sigmoidal":
+        n = p = s["sigmoidal_size"]
+        n_warm = s["sigmoidal_warmup"]
+        if n_warm is None:
+            n_warm = DEMO_WARMUP.get(how, s["warmup"])
+    else:
+        n, p, n_warm = s["width"], s["P"], s["warmup"]
     task = entry.make_task(**dict(entry.task_defaults, P=p))
     t0 = time.time()
     draws = s["samples"] if s["samples"] is not None else DEMO_DRAWS.get(how, DEMO_DEFAULT_DRAWS)
@@ -1073,21 +1096,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     pd = sub.add_parser("demo", help="sample the linear, sigmoidal and ReLU toy nets and write a report", **fmt)
     pd.add_argument("--out", default="bnnzoo_demo", help="output folder")
-    pd.add_argument("--width", type=int, default=100, help="hidden width N of the linear net")
-    pd.add_argument("--P", type=int, default=100, help="number of training points of the linear net")
+    pd.add_argument("--width", type=int, default=DEMO_LINEAR_SIZE, help="hidden width N of the linear net")
+    pd.add_argument("--P", type=int, default=DEMO_LINEAR_SIZE, help="number of training points of the linear net")
     pd.add_argument("--sigmoidal-size", dest="sigmoidal_size", type=int, default=DEMO_SIGMOIDAL_SIZE,
                     help="N = P of the sigmoidal net")
-    pd.add_argument("--relu-size", dest="relu_size", type=int, default=60, help="N = P of the ReLU net")
-    pd.add_argument("--chains", type=int, default=4,
+    pd.add_argument("--relu-size", dest="relu_size", type=int, default=DEMO_RELU_SIZE, help="N = P of the ReLU net")
+    pd.add_argument("--chains", type=int, default=DEMO_CHAINS,
                     help="chains per net, and per start family of the certified sigmoidal net (SNAPER tunes across "
                     "them and a certified run compares them: >= 2, 4 advised)")
-    pd.add_argument("--warmup", type=int, default=400,
+    pd.add_argument("--warmup", type=int, default=DEMO_DEFAULT_WARMUP,
                     help="warm-up steps per chain of the linear net (and of the sigmoidal net with --sampler snaper "
                     "or nuts)")
     pd.add_argument("--sigmoidal-warmup", dest="sigmoidal_warmup", type=int, default=None,
                     help=f"warm-up steps per chain of the sigmoidal net (default: {DEMO_WARMUP['units']} sweeps of "
                     "the units sampler, else --warmup)")
-    pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=800,
+    pd.add_argument("--relu-warmup", dest="relu_warmup", type=int, default=DEMO_RELU_WARMUP,
                     help="warm-up steps per chain of the ReLU net (its outlier units merge slowly: one per class)")
     pd.add_argument("--samples", type=int, default=None,
                     help=f"kept draws per chain of every net (default: {DEMO_DRAWS['gibbs']} for the linear net's "
