@@ -131,3 +131,22 @@ def test_units_pairs_and_relu_diagnosis_tiny(tmp_path):
     tables = sum(line.startswith("|---") for line in text.splitlines())
     assert "| outliers |" in text and "| bulk |" in text and tables == 3
 
+
+
+@pytest.mark.slow
+def test_units_cost_tiny(tmp_path):
+    """The units sampler's cost benchmark at N = P = 10: a positive cost per chain-sweep, the projection equal to
+    chain-sweeps × cost / cores, and SNAPER's row with its time per draw and steps."""
+    out = tmp_path / "cost"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_cost.py"), "--sizes", "10", "--chains", "2",
+                          "--sweeps", "2", "--snaper-sizes", "10", "--snaper-warmup", "5", "--snaper-samples", "5",
+                          "--out", str(out)], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    units, snaper = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert "error" not in units and units["s_per_chain_sweep"] > 0
+    assert snaper["sampler"] == "snaper" and snaper["s_per_chain_draw"] > 0 and snaper["steps_per_draw"] >= 1
+    md = out.with_suffix(".md").read_text()
+    minutes = units["s_per_chain_sweep"] * 3 * 8 * 450 / 2 / 60       # S4's setting on 2 cores
+    assert f"| 10 | 2 | {units['s_per_chain_sweep']:.3f} |" in md and f"{minutes:.1f} min" in md
+    assert "| 10 | " + f"{snaper['s_per_chain_draw']:.3f}" in md
