@@ -93,7 +93,7 @@ def markdown(res: dict) -> list[str]:
         "time of one sweep (every unit moved once) of one chain, from the difference of two calls that differ only "
         "in their kept sweeps. *Projected*: chain-sweeps of a certified run × that cost / min(cores, families), "
         f"on {a['cores']} cores — a lower bound, since two runs side by side each take 1.4–1.5× their time alone "
-        "([units_sharing.md](units_sharing.md)). Settings: "
+        "(`units_sharing.md`). Settings: "
         + "; ".join(f"{n}: {F} families × {C} chains × ({W} + {S}) sweeps" for n, (F, C, W, S) in SETTINGS.items())
         + ".",
         "",
