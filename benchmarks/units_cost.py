@@ -1,6 +1,7 @@
 """What a sweep of ``sampler="units"`` costs against N = P on one CPU core, and what a certified run would take.
 
-For each size, in a fresh process bound to the core it was started on (``taskset``) with XLA on one thread: Fig. 2's
+For each size, in a fresh process on the cores the script was started on (run it under ``taskset -c K`` for one
+core) with XLA on one thread: Fig. 2's
 sigmoidal net (toy task, y− = ½, N0 = N + 20, T = 0.01), ``bnnzoo.sample(..., sampler="units")`` with ``--chains``
 chains, called three times: once to compile, then with 1 + 1 and 1 + 1 + ``--sweeps`` sweeps.  The difference of the
 last two calls over ``--sweeps`` × chains is the cost of one sweep of one chain (the calls' fixed costs cancel); peak
@@ -17,7 +18,7 @@ With ``--snaper-sizes``, SNAPER (the sampler's default for uncertified runs) on 
 time per chain and kept draw after ``--snaper-warmup`` warm-up steps (from the run's own timing, compilation and
 warm-up excluded) and its leapfrog steps per draw, so that a switch rate per draw converts to one per second.
 
-Run: ``python benchmarks/units_cost.py --sizes 60,100,200,300,500 --chains 4 --sweeps 4 --out
+Run: ``taskset -c 1 python benchmarks/units_cost.py --sizes 60,100,200,300,500 --chains 4 --sweeps 4 --out
 benchmarks/results/units_cost`` (writes ``.json`` and ``.md``).
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import sys
@@ -86,7 +88,7 @@ def markdown(res: dict) -> list[str]:
         + (f"--snaper-sizes {a['snaper_sizes']} --snaper-warmup {a['snaper_warmup']} "
            f"--snaper-samples {a['snaper_samples']} " if a["snaper_sizes"] else "") + f"--out {a['out']}`",
         "",
-        f"Machine: {res['machine']}; every size in a fresh process on one core with XLA on one thread; total "
+        f"Machine: {res['machine']}; every size in a fresh process with XLA on one thread; total "
         f"{res['total_s']:.0f} s. " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()) + ".",
         "",
         "Fig. 2's sigmoidal net (toy task, y− = ½, T = 0.01), the sampler's default moves. *Per chain-sweep*: the "
@@ -161,7 +163,8 @@ def main(argv=None):
                                              samples=args.snaper_samples, seed=args.seed), args.timeout, ONE_THREAD))
         print(json.dumps(rows[-1]), flush=True)
     res = dict(args=vars(args), rows=rows, total_s=time.perf_counter() - t0, versions=versions(),
-               machine=f"{platform.machine()}, run under taskset on one core of 2")
+               machine=f"{platform.machine()}, {os.cpu_count()} cores, the run bound to cores "
+               f"{sorted(os.sched_getaffinity(0))}")
     for k in ("one", "render"):
         res["args"].pop(k)
     stem.parent.mkdir(parents=True, exist_ok=True)

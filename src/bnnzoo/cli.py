@@ -627,12 +627,12 @@ measured to certify, which leaves the ReLU net's warm-up room in the demo's time
 ``benchmarks/results/demo_sigmoidal_units.md``)."""
 DEMO_DEFAULT_WARMUP = 400
 """Warm-up steps (Gibbs sweeps) of the demo's linear net, and of its sigmoidal net with a sampler that
-:data:`DEMO_WARMUP` does not name: with 400 the linear net's verdicts held at seeds 0, 1 and 2
+:data:`DEMO_WARMUP` does not name: enough for the linear net's verdicts to hold
 (``benchmarks/results/demo_wall.md``)."""
 DEMO_RELU_WARMUP = 800
 """Warm-up steps of the demo's ReLU net: its chains start with several outlier units per class that merge into one per
-class slowly; with 500 they disagreed on the outlier count at seed 2 (``benchmarks/results/demo_sigmoidal_units.md``,
-"The whole demo")."""
+class slowly, and fewer steps left its chains disagreeing on the outlier count
+(``benchmarks/results/demo_sigmoidal_units.md``, "The whole demo")."""
 DEMO_DRAWS = {"gibbs": 500, "units": 100}
 """Kept draws per chain of the demo's nets by sampler where they differ from :data:`DEMO_DEFAULT_DRAWS`: the exact
 Gibbs sweeps are cheap but mix the readout norms more slowly per draw (``benchmarks/results/demo_wall.md``); a
