@@ -248,8 +248,7 @@ def codes_of(z, Y):
     the argmax of Y (P, m) (:func:`bnnzoo.diagnostics.codes.code_ids` of the class means)."""
     import numpy as np
 
-    from bnnzoo.diagnostics._rundata import class_means
-    from bnnzoo.diagnostics.codes import code_ids
+    from bnnzoo.diagnostics.codes import class_means, code_ids
 
     return code_ids(class_means(z, np.argmax(Y, axis=1), Y.shape[1]))
 

@@ -27,8 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 import bnnzoo
-from bnnzoo.diagnostics._rundata import class_means
-from bnnzoo.diagnostics.codes import code_ids
+from bnnzoo.diagnostics.codes import class_means, code_ids
 from bnnzoo.inference import units as U
 
 from _bench import (parse_runs, persistent_switches, readout_mixing, run_specs, spec_header, spec_parser, sweeps_of,

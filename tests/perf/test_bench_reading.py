@@ -1,7 +1,6 @@
 """A rerun of a benchmark script that rewrites a result page keeps the page's hand-written reading
 (``benchmarks/_bench.py``: ``with_reading``), checked on copies of the two pages that carry one."""
 
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -10,16 +9,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("_bench_under_test", ROOT / "benchmarks" / "_bench.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("page", ["units_sharing.md", "units_binary_balance.md"])
-def test_a_rerun_keeps_the_hand_written_reading_once(tmp_path, capsys, page):
-    b = _bench()
+def test_a_rerun_keeps_the_hand_written_reading_once(tmp_path, capsys, page, bench):
+    b = bench
     path = tmp_path / page
     shutil.copy(ROOT / "benchmarks" / "results" / page, path)
     original = path.read_text()
@@ -34,8 +26,8 @@ def test_a_rerun_keeps_the_hand_written_reading_once(tmp_path, capsys, page):
     assert "kept its hand-written reading" in capsys.readouterr().err
 
 
-def test_a_page_without_a_reading_is_written_as_generated(tmp_path):
-    b = _bench()
+def test_a_page_without_a_reading_is_written_as_generated(tmp_path, bench):
+    b = bench
     new = ["# a page", "", "numbers"]
     assert b.with_reading(tmp_path / "absent.md", new) == new
     (tmp_path / "plain.md").write_text("# old\n\nReading: not marked\n")

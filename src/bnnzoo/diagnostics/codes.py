@@ -64,7 +64,7 @@ from ._data import RunData, class_means, run_data
 from .._record import Record, array_field
 
 __all__ = ["CodeResult", "neural_codes", "codes_from_preactivations", "codes_per_layer",
-           "code_ids", "code_string", "code_strings", "unit_modal_codes",
+           "class_means", "code_ids", "code_string", "code_strings", "unit_modal_codes",
            "code_memory", "selectivity", "FROZEN_MEMORY", "SCHEME_DRIFT", "SELECTIVITY_ALPHA"]
 
 FROZEN_MEMORY = 0.5
