@@ -27,8 +27,8 @@ Rows (``--rows``, comma-separated):
            sign) per family, and per family the kernel's summary and the outliers per chain and sign.
 
 Seeded family (``--seed-family outliers``, rows ``relu`` and ``relu3``): instead of the prior and annealed families,
-the run compares two families sampled separately and combined (:func:`bnnzoo.workflows.certify.concat_families`,
-:func:`~bnnzoo.workflows.certify.certify_run`): ``prior`` (prior draws) and ``outliers``, every chain started at the
+the run compares two families sampled separately and combined (:func:`bnnzoo.workflows.certify.combine_families`):
+``prior`` (prior draws) and ``outliers``, every chain started at the
 state the paper reports (Fig. 2; Fig. 3 for the last hidden layer of ``relu3``): one outlier unit per class in the
 last hidden layer on prior-drawn bulk units and prior-drawn lower layers (:func:`outlier_start`).  A population the
 prior family reaches only slowly is then approached from both sides.  ``--seed-family outliers_eq`` seeds the same
@@ -445,12 +445,11 @@ def _without_warmup(run):
 
 def seeded_run(entry, task, args, s: dict, sample_kw: dict):
     """The prior family and the ``outliers`` family (:func:`outlier_start`), sampled separately and combined with
-    their certification (:func:`bnnzoo.workflows.certify.certify_run`) in the run's attributes, as
+    their certification in the run's attributes (:func:`bnnzoo.workflows.certify.combine_families`), as
     ``bnnzoo.sample(..., certify=True)`` stores it."""
     import bnnzoo
     from bnnzoo import azcompat
-    from bnnzoo.inference.convert import sealed
-    from bnnzoo.workflows.certify import certify_run, concat_families
+    from bnnzoo.workflows.certify import combine_families
 
     depth = sample_kw["depth"]
     extra = {}
@@ -483,16 +482,8 @@ def seeded_run(entry, task, args, s: dict, sample_kw: dict):
         runs = {"prior": bnnzoo.sample(entry, task, seed=args.seed, **sample_kw),
                 "outliers": bnnzoo.sample(entry, task, seed=args.seed + 4, init=init, **sample_kw)}
         start = f"one outlier unit per class in hidden layer {depth} (reproduce/certified.py: outlier_start)"
-    combined = concat_families(runs)
-    record = certify_run(combined, entry)
-    record.update(seeds={"prior": args.seed, "outliers": args.seed + 4}, num_chains_per_family=args.chains,
-                  starts={"outliers": start}, start_outliers_per_class=outlier_counts(init["a"]).tolist(), **extra)
-    groups = {g: azcompat.get_group(combined, g) for g in azcompat.group_names(combined)}
-    attrs = dict(azcompat.get_attrs(combined), bnnzoo_certification=json.dumps(record),
-                 num_chains=2 * args.chains)
-    for ds in groups.values():                   # the run-level attributes go back on every group (make_idata)
-        ds.attrs.clear()
-    return azcompat.make_idata(groups, sealed(attrs, groups.get("posterior")))
+    return combine_families(runs, entry, starts={"outliers": start},
+                            start_outliers_per_class=outlier_counts(init["a"]).tolist(), **extra)
 
 
 def run_row(row: str, args, s: dict):

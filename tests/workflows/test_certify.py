@@ -10,8 +10,9 @@ import xarray as xr
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.diagnostics.populations import KINDS, ObservableInfo, population_observables
-from bnnzoo.workflows.certify import (ALPHA, FamilyUnavailable, certify_run, check_certify, compare_families,
-                                      meanfield_start)
+from bnnzoo.inference.health import sampler_health
+from bnnzoo.workflows.certify import (ALPHA, FamilyUnavailable, certify_run, check_certify, combine_families,
+                                      compare_families, meanfield_start)
 from bnnzoo.models.zoo import START_FAMILIES
 from bnnzoo.tasks import toy_task
 from bnnzoo.inference import load_store
@@ -367,6 +368,34 @@ def test_certified_sample_end_to_end():
                         sampler="hmc", num_steps=3, record=("z",), certify=["prior", "meanfield"], progress=False)
     rec = _check_certified(run, ("prior", "meanfield"), 2)
     assert rec["runs"]["meanfield"]["init"] == {"values_for": ["W1", "a"]} and rec["runs"]["prior"]["init"] == "prior"
+
+
+def test_families_sampled_apart_and_combined_are_the_certified_run():
+    """The prior and mean-field families sampled in two calls (each family's own seed and start, as certify runs
+    them) and combined: the same draws, family coordinate, certification and health as ``certify=[...]`` in one
+    call; the record's seeds and wall time come from the runs, and the caller's entries replace the defaults."""
+    task, kw = toy_task(P=12), dict(width=6, num_chains=2, num_warmup=10, num_samples=6, sampler="hmc", num_steps=3,
+                                    record=("z",), progress=False)
+    one = bnnzoo.sample("sigmoidal", task, seed=3, certify=["prior", "meanfield"], **kw)
+    entry = bnnzoo.get_entry("sigmoidal")
+    start, info = meanfield_start(entry, task, {"width": 6}, 2, 3 + 2)
+    runs = {"prior": bnnzoo.sample("sigmoidal", task, seed=3, **kw),
+            "meanfield": bnnzoo.sample("sigmoidal", task, seed=3 + 2, init=start, **kw)}
+    both = combine_families(runs, starts={"meanfield": info})
+    p1, p2 = (azcompat.get_group(r, "posterior") for r in (one, both))
+    np.testing.assert_array_equal(p1["a"].values, p2["a"].values)
+    assert list(p2.coords["family"].values) == ["prior"] * 2 + ["meanfield"] * 2
+    r1, r2 = (json.loads(azcompat.get_attrs(r)["bnnzoo_certification"]) for r in (one, both))
+    assert r2["observables"] == r1["observables"] and r2["agree"] == r1["agree"]
+    assert r2["disagreements"] == r1["disagreements"] and r2["seeds"] == {"prior": 3, "meanfield": 5} == r1["seeds"]
+    assert r2["starts"] == json.loads(json.dumps({"meanfield": info})) and r2["num_chains_per_family"] == 2
+    walls = [json.loads(azcompat.get_attrs(r)["bnnzoo_config"])["wall_time_s"] for r in runs.values()]
+    assert r2["wall_time_s"] == pytest.approx(sum(walls), abs=1e-3)
+    h1, h2 = sampler_health(one), sampler_health(both)
+    assert (h2.status, h2.populations, h2.rhat) == (h1.status, h1.populations, h1.rhat)
+    assert combine_families(runs, wall_time_s=1.5, note="x") is not None
+    with pytest.raises(ValueError, match="two or more families"):
+        combine_families({"prior": runs["prior"]})
 
 
 @pytest.mark.slow

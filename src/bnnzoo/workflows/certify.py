@@ -155,7 +155,8 @@ from ..models.zoo import START_FAMILIES
 from ..tasks.planted import planted_init
 from ..theory.meanfield import single_neuron_meanfield
 
-__all__ = ["sample", "certified_sample", "certify_run", "compare_families", "ensemble_criterion", "annealed_start", "meanfield_start", "check_certify", "FamilyUnavailable", "ALPHA",
+__all__ = ["sample", "certified_sample", "certify_run", "combine_families", "concat_families", "compare_families",
+           "ensemble_criterion", "annealed_start", "meanfield_start", "check_certify", "FamilyUnavailable", "ALPHA",
            "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP", "ERROR_MODEL", "START_FAMILIES", "CERTIFY_CHAINS"]
 
 _logger = logging.getLogger(__name__)
@@ -551,12 +552,9 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
     finally:
         if top is not None:
             top.unlock(remove_if_new=True)
-    combined = concat_families(runs)
-    record = certify_run(combined, entry)
-    record.update(skipped_families=skipped, starts=details, seeds={f: seeds[f] for f in runs},
-                  num_chains_per_family=n, store=None if top is None else str(top.path),
-                  wall_time_s=round(time.time() - t0, 3))
-    combined = _with_record(combined, record, runs)
+    combined, record = _combined(runs, entry, dict(
+        skipped_families=skipped, starts=details, seeds={f: seeds[f] for f in runs}, num_chains_per_family=n,
+        store=None if top is None else str(top.path), wall_time_s=round(time.time() - t0, 3)))
     _logger.info("certify: %s", "families agree" if record["agree"] else "; ".join(record["disagreements"]))
     warn_if_unhealthy(combined, store=True)
     return combined
@@ -638,6 +636,52 @@ def concat_families(runs: dict):
                         combine_attrs="override")
         groups[name] = cat.assign_coords(family=("chain", np.array(fam_of, dtype=str)))
     return azcompat.make_idata(groups, azcompat.get_attrs(first))
+
+
+def combine_families(runs: dict, entry=None, **record):
+    """Runs of one model and setting sampled apart, one per start family (in separate calls, processes or
+    machines), as one certified run: what ``sample(..., certify=...)`` returns, so that the health gate
+    (:func:`bnnzoo.inference.health.sampler_health`) and the diagnostics read its certification the same way.
+
+    Parameters
+    ----------
+    runs : dict
+        {family name: InferenceData or DataTree}: two or more families of two or more chains each, of the same
+        model, sizes and recorded sites (e.g. ``bnnzoo.sample(..., init=...)`` with the start of each family:
+        "prior", :func:`annealed_start`, :func:`meanfield_start`).
+    entry : ZooEntry, str or None
+        The zoo entry (None: the runs' model).
+    **record
+        Entries of the certification record that replace the defaults: ``starts`` ({family: how it started};
+        default empty), ``seeds`` (default: each run's seed), ``wall_time_s`` (default: the families' wall times
+        summed, the cost of the run rather than its elapsed time when the families ran side by side), or any other
+        entry to keep with the record.
+
+    Returns
+    -------
+    InferenceData or DataTree : :func:`concat_families` of the runs, with :func:`certify_run`'s record in its
+        attributes (``bnnzoo_certification``) and in its configuration's ``certification``.
+
+    Raises
+    ------
+    ValueError
+        if fewer than two families of two or more chains are given (:func:`certify_run`).
+    """
+    configs = {f: json.loads(azcompat.get_attrs(r)["bnnzoo_config"]) for f, r in runs.items()}
+    chains = {f: int(azcompat.get_group(r, "posterior").sizes["chain"]) for f, r in runs.items()}
+    defaults = dict(skipped_families={}, starts={}, seeds={f: c.get("seed") for f, c in configs.items()},
+                    num_chains_per_family=(next(iter(chains.values())) if len(set(chains.values())) == 1
+                                           else chains),
+                    store=None, wall_time_s=round(sum(c.get("wall_time_s") or 0.0 for c in configs.values()), 3))
+    return _combined(runs, entry, dict(defaults, **record))[0]
+
+
+def _combined(runs: dict, entry, extra: dict):
+    """(the runs concatenated with their certification in the attributes, the certification record)."""
+    combined = concat_families(runs)
+    record = certify_run(combined, entry)
+    record.update(extra)
+    return _with_record(combined, record, runs), record
 
 
 def _with_record(idata, record: dict, runs: dict):
