@@ -150,3 +150,23 @@ def test_units_cost_tiny(tmp_path):
     minutes = units["s_per_chain_sweep"] * 3 * 8 * 450 / 2 / 60       # S4's setting on 2 cores
     assert f"| 10 | 2 | {units['s_per_chain_sweep']:.3f} |" in md and f"{minutes:.1f} min" in md
     assert "| 10 | " + f"{snaper['s_per_chain_draw']:.3f}" in md
+
+
+@pytest.mark.slow
+def test_units_certify_cores_tiny(tmp_path):
+    """One start family per core at N = P = 10: both families' runs kept, combined into one run whose families and
+    chains are those asked for, the verdict and the per-family code 111 written to the page; a second run with the
+    same stem is refused."""
+    out = tmp_path / "ucc"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "units_certify_cores.py"), "--size", "10", "--chains", "2",
+           "--sweeps", "3,5", "--cores", "0,0", "--out", str(out)]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(out.with_suffix(".json").read_text())
+    assert [c["family"] for c in got["children"]] == ["prior", "meanfield"]
+    assert set(got["result"]["observable"]) == {"prior", "meanfield"} and 0 < got["result"]["meanfield"] < 1
+    assert all((tmp_path / f"ucc_{f}.nc").exists() for f in ("prior", "meanfield"))
+    assert f"| 10 | {got['total_s']:.0f} s |" in out.with_suffix(".md").read_text()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert again.returncode == 2 and "choose another stem" in again.stderr
