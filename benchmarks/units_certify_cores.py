@@ -1,17 +1,21 @@
 """Time to a certified run on a multi-core CPU: each start family of ``sampler="units"`` in its own process on its
 own core, the families combined afterwards (:func:`bnnzoo.workflows.certify.combine_families`).
 
-    python benchmarks/units_certify_cores.py --size 500 --chains 4 --sweeps 50,100 --out benchmarks/results/units_certify_cores
-    python benchmarks/units_certify_cores.py --size 20 --chains 2 --sweeps 5,10 --out /tmp/ucc    # about a minute
+    python benchmarks/units_certify_cores.py --size 500 --chains 4 --sweeps 50,100 --out /tmp/ucc/units_certify_cores
+    python benchmarks/units_certify_cores.py --size 20 --chains 2 --sweeps 5,10 --out /tmp/ucc/tiny
 
 Fig. 2's sigmoidal net (toy task, y− = ½ unless ``--y-neg``, T = 0.01 unless ``--temperature``, one hidden layer),
 the families of ``--families`` (prior, meanfield), each ``bnnzoo.sample(..., sampler="units", init=<its start>)``
 with the seed ``sample(..., certify=...)`` gives it, bound to one core of ``--cores`` (``taskset``) with XLA on one
-thread, all started together.  Each family's run is kept as ``STEM_<family>.nc``.  Reported: the wall time from the
-start of the first family to the combined verdict (the time a user waits), each family's wall time, the health
-status of the combined run (``equilibrated`` only when the chains mix by the R̂ gate and the families agree on
-every population observable), the families' agreement, the largest R̂, and code 111's fraction per family beside
-the mean field's.  "Time to a certified run" is that wall time when the status is ``equilibrated``.
+thread, all started together.  Each family's run (with every preactivation recorded: about 0.4 GB per family at
+N = P = 500 and 4 × 100 draws) is kept as ``STEM_<family>.nc``.  Reported: the wall time from the start of the
+families to the combined verdict (the time a user waits: compilation, the mean-field start, the NetCDF files written
+and read back, the comparison and the mean field included), each family's wall time (its start, sampling and file),
+the health of the combined run (:func:`bnnzoo.inference.health.sampler_health`: ``equilibrated`` only when the
+families agree on every population observable and the chains pass the health gate, by R̂ or, for populations frozen
+within chains, by the ensemble criterion; the record says which), the families' agreement, the largest R̂, and code
+111's fraction per family beside the mean field's.  "Time to a certified run" is that wall time when the status is
+``equilibrated``.  A family that fails or runs past ``--timeout`` stops the others.
 
 Writes ``STEM.json`` and ``STEM.md`` (``--out``; it must not exist), or with ``--render STEM`` only rewrites
 ``STEM.md`` from ``STEM.json``.
@@ -24,6 +28,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -79,7 +84,8 @@ def combined(cfg: dict, families: list[str], stem: Path) -> dict:
     mf = single_neuron_meanfield(task, nonlinearity="sigmoid", temperature=cfg["temperature"],
                                  sigma_a2=1.0 / cfg["size"])
     code111 = sum(float(w) for c, w in zip(mf.branch_code, mf.branch_mass) if c == "111") if mf.normalizable else None
-    return dict(status=h.status, reason=h.reason, populations=h.populations, agree=cert["agree"],
+    return dict(status=h.status, reason=h.reason, populations=h.populations, criterion=h.criterion,
+                agree=cert["agree"],
                 disagreements=cert["disagreements"], max_rhat=max(finite) if finite else None,
                 observable=cert["observables"].get(KEY), meanfield=code111)
 
@@ -106,7 +112,8 @@ def markdown(res: dict) -> list[str]:
         "| N = P | wall | per family | health | families agree | max R̂ | code 111 per family | mean field | "
         "time to a certified run |",
         "|---|---|---|---|---|---|---|---|---|",
-        f"| {a['size']} | {res['total_s']:.0f} s | {walls} | {r.get('status')}: "
+        f"| {a['size']} | {res['total_s']:.0f} s | {walls} | {r.get('status')}"
+        + (f" ({r['criterion']})" if r.get("criterion") else "") + ": "
         f"{(r.get('reason') or '')[:200].replace('|', '/')} | {r.get('agree')} | {mr} | {obs} | "
         f"{'—' if r.get('meanfield') is None else format(r['meanfield'], '.4f')} | {cert} |",
     ]
@@ -122,7 +129,7 @@ def main(argv=None) -> int:
     p.add_argument("--temperature", type=float, default=0.01)
     p.add_argument("--y-neg", dest="y_neg", type=float, default=0.5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=int, default=7200, help="seconds for the families together")
+    p.add_argument("--timeout", type=int, default=7200, help="seconds for the families together (all stop after it)")
     p.add_argument("--out", default="benchmarks/results/units_certify_cores", help="output stem (must not exist)")
     p.add_argument("--render", default=None, help="only rewrite STEM.md from STEM.json")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
@@ -136,32 +143,56 @@ def main(argv=None) -> int:
         stem.with_suffix(".md").write_text("\n".join(md) + "\n")
         return 0
     families = args.families.split(",")
-    cores = [int(c) for c in args.cores.split(",")]
     if len(families) < 2 or any(f not in ("prior", "meanfield") for f in families) or len(set(families)) < 2:
         p.error(f"--families must name two or more distinct families among prior, meanfield, got {args.families!r}")
-    if len(cores) != len(families):
-        p.error(f"--cores must name one core per family ({len(families)}), got {args.cores!r}")
-    warmup, samples = (int(x) for x in args.sweeps.split(","))
+    try:
+        cores = [int(c) for c in args.cores.split(",")]
+        warmup, samples = (int(x) for x in args.sweeps.split(","))
+    except ValueError:
+        p.error(f"--cores must be integers, one per family, and --sweeps two integers WARMUP,SAMPLES; got "
+                f"{args.cores!r} and {args.sweeps!r}")
+    if len(cores) != len(families) or any(c not in os.sched_getaffinity(0) for c in cores):
+        p.error(f"--cores must name one core per family ({len(families)}) among {sorted(os.sched_getaffinity(0))}, "
+                f"got {args.cores!r}")
+    if args.chains < 2 or warmup < 0 or samples < 1:
+        p.error(f"--chains must be >= 2 and --sweeps WARMUP >= 0, SAMPLES >= 1; got {args.chains} and {args.sweeps!r}")
+    if shutil.which("taskset") is None:
+        p.error("taskset (util-linux) is needed to bind each family to its core and was not found")
     stem = Path(args.out)
-    if any(Path(f"{stem}{s}").exists() for s in [".json", ".md"] + [f"_{f}.nc" for f in families]):
+    ends = [".json", ".md"] + [f"_{f}.{e}" for f in families for e in ("nc", "out")]
+    if any(Path(f"{stem}{e}").exists() for e in ends):
         p.error(f"--out {stem}: a result with this stem exists; choose another stem")
     stem.parent.mkdir(parents=True, exist_ok=True)
     base = dict(size=args.size, chains=args.chains, warmup=warmup, samples=samples, seed=args.seed,
                 temperature=args.temperature, y_neg=args.y_neg)
     t0 = time.perf_counter()
     env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), **ONE_THREAD}
-    procs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, __file__, "--one",
-                               json.dumps(dict(base, family=f, path=f"{stem}_{f}.nc"))],
-                              stdout=subprocess.PIPE, text=True, env=env) for f, c in zip(families, cores)]
+    outs = {f: open(f"{stem}_{f}.out", "w+") for f in families}       # each family's result line (JSON)
+    procs = {f: subprocess.Popen(["taskset", "-c", str(c), sys.executable, __file__, "--one",
+                                  json.dumps(dict(base, family=f, path=f"{stem}_{f}.nc"))],
+                                 stdout=outs[f], text=True, env=env) for f, c in zip(families, cores)}
+    failed = None
+    while failed is None and any(pr.poll() is None for pr in procs.values()):
+        if time.perf_counter() - t0 > args.timeout:
+            failed = f"the families ran past --timeout {args.timeout} s"
+        failed = failed or next((f"family {f} failed (exit code {pr.returncode}; its messages are above)"
+                                 for f, pr in procs.items() if pr.poll() not in (None, 0)), None)
+        time.sleep(1.0)
+    failed = failed or next((f"family {f} failed (exit code {pr.returncode}; its messages are above)"
+                             for f, pr in procs.items() if pr.returncode != 0), None)
+    if failed:
+        for pr in procs.values():
+            if pr.poll() is None:
+                pr.kill()
+                pr.wait()
+        print(f"units_certify_cores: {failed}; the other families were stopped", file=sys.stderr)
+        return 1
     children = []
-    for f, pr in zip(families, procs):
-        out, _ = pr.communicate(timeout=args.timeout)
-        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-        if pr.returncode != 0 or not lines:
-            print(f"units_certify_cores: family {f} failed (rc {pr.returncode}); see its output above",
-                  file=sys.stderr)
-            return 1
-        children.append(json.loads(lines[-1]))
+    for f in families:
+        outs[f].seek(0)
+        children.append(json.loads([ln for ln in outs[f].read().splitlines() if ln.startswith("{")][-1]))
+        outs[f].close()
+        Path(f"{stem}_{f}.out").unlink()
     result = combined(base, families, stem)
     res = dict(args=vars(args), children=children, result=result, total_s=time.perf_counter() - t0,
                versions=versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores")

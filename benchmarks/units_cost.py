@@ -84,8 +84,9 @@ def markdown(res: dict) -> list[str]:
     lines = [
         "# The units sampler's cost against N = P, one CPU core, and the time to a certified run",
         "",
-        "`" + (f"taskset -c {','.join(map(str, res['cores']))} " if len(res.get("cores", ())) < (os.cpu_count() or 1)
-               else "") + f"python benchmarks/units_cost.py --sizes {a['sizes']} --chains {a['chains']} --sweeps {a['sweeps']} "
+        "`" + (f"taskset -c {','.join(map(str, res['cores']))} "
+               if len(res.get("cores", ())) < res.get("cpu_count", os.cpu_count() or 1) else "")
+        + f"python benchmarks/units_cost.py --sizes {a['sizes']} --chains {a['chains']} --sweeps {a['sweeps']} "
         + (f"--snaper-sizes {a['snaper_sizes']} --snaper-warmup {a['snaper_warmup']} "
            f"--snaper-samples {a['snaper_samples']} " if a["snaper_sizes"] else "") + f"--out {a['out']}`",
         "",
@@ -164,7 +165,7 @@ def main(argv=None):
                                              samples=args.snaper_samples, seed=args.seed), args.timeout, ONE_THREAD))
         print(json.dumps(rows[-1]), flush=True)
     res = dict(args=vars(args), rows=rows, total_s=time.perf_counter() - t0, versions=versions(),
-               cores=sorted(os.sched_getaffinity(0)),
+               cores=sorted(os.sched_getaffinity(0)), cpu_count=os.cpu_count(),
                machine=f"{platform.machine()}, {os.cpu_count()} cores, the run bound to cores "
                f"{sorted(os.sched_getaffinity(0))}")
     for k in ("one", "render"):

@@ -28,7 +28,7 @@ import time
 import warnings
 from pathlib import Path
 
-from _bench import persistent_switches, rhat_of
+from _bench import persistent_switches, rhat_of, with_reading
 
 HERE = Path(__file__).resolve().parent
 
@@ -257,6 +257,7 @@ def render(stem, data=None):
                   f"{th.get('111', 0):.3f} / {th.get('100', 0):.3f} | "
                   + (f"{r['rhat_q_a']:.2f} |" if r.get("rhat_q_a") is not None else "— |")
                   + (f" {r['ess_q_a']:.0f} ({r['ess_q_a_per_s']:.1f}) |" if "ess_q_a" in r else " — |"))
+    md = with_reading(stem.with_suffix(".md"), md)
     stem.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 

@@ -61,7 +61,7 @@ from bnnzoo import azcompat
 from bnnzoo.diagnostics.populations import outlier_counts
 from bnnzoo.inference.health import sampler_health
 from bnnzoo.models.fcn import fcn_forward
-from bnnzoo.workflows.certify import CERTIFY_CHAINS
+from bnnzoo.workflows.certify import CERTIFY_CHAINS, combine_families
 
 from . import _common as C
 from . import other_codes
@@ -448,8 +448,6 @@ def seeded_run(entry, task, args, s: dict, sample_kw: dict):
     their certification in the run's attributes (:func:`bnnzoo.workflows.certify.combine_families`), as
     ``bnnzoo.sample(..., certify=True)`` stores it."""
     import bnnzoo
-    from bnnzoo import azcompat
-    from bnnzoo.workflows.certify import combine_families
 
     depth = sample_kw["depth"]
     extra = {}

@@ -1,5 +1,5 @@
 """A rerun of a benchmark script that rewrites a result page keeps the page's hand-written reading
-(``benchmarks/_bench.py``: ``with_reading``), checked on copies of the two pages that carry one."""
+(``benchmarks/_bench.py``: ``with_reading``), checked on copies of pages that carry one."""
 
 import shutil
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("page", ["units_sharing.md", "units_binary_balance.md"])
+@pytest.mark.parametrize("page", ["units_sharing.md", "units_binary_balance.md", "units_vs_snaper_n500.md"])
 def test_a_rerun_keeps_the_hand_written_reading_once(tmp_path, capsys, page, bench):
     b = bench
     path = tmp_path / page

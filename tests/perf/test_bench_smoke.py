@@ -154,12 +154,12 @@ def test_units_cost_tiny(tmp_path):
 
 @pytest.mark.slow
 def test_units_certify_cores_tiny(tmp_path):
-    """One start family per core at N = P = 10: both families' runs kept, combined into one run whose families and
-    chains are those asked for, the verdict and the per-family code 111 written to the page; a second run with the
-    same stem is refused."""
-    out = tmp_path / "ucc"
+    """One start family per core at N = P = 10: both families' runs kept, combined into one run whose families are
+    those asked for, the verdict, the agreement, the per-family code 111 and the mean field's written to the page;
+    a second run with the same stem is refused, and so is a family of one chain."""
+    out, core = tmp_path / "ucc", min(os.sched_getaffinity(0))     # both families on one of this test's cores
     cmd = [sys.executable, str(ROOT / "benchmarks" / "units_certify_cores.py"), "--size", "10", "--chains", "2",
-           "--sweeps", "3,5", "--cores", "0,0", "--out", str(out)]
+           "--sweeps", "3,5", "--cores", f"{core},{core}", "--out", str(out)]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -167,6 +167,12 @@ def test_units_certify_cores_tiny(tmp_path):
     assert [c["family"] for c in got["children"]] == ["prior", "meanfield"]
     assert set(got["result"]["observable"]) == {"prior", "meanfield"} and 0 < got["result"]["meanfield"] < 1
     assert all((tmp_path / f"ucc_{f}.nc").exists() for f in ("prior", "meanfield"))
-    assert f"| 10 | {got['total_s']:.0f} s |" in out.with_suffix(".md").read_text()
+    r, md = got["result"], out.with_suffix(".md").read_text()
+    assert f"| 10 | {got['total_s']:.0f} s |" in md and f"| {r['status']}" in md and f"| {r['agree']} |" in md
+    assert all(f"{f} {v[0]:.4f} ± {v[1]:.4f}" in md for f, v in r["observable"].items())
+    assert f"| {r['meanfield']:.4f} |" in md and not list(tmp_path.glob("ucc_*.out"))
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
     assert again.returncode == 2 and "choose another stem" in again.stderr
+    one = subprocess.run(cmd[:5] + ["1"] + cmd[6:-1] + [str(tmp_path / "one")], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert one.returncode == 2 and "--chains must be >= 2" in one.stderr

@@ -393,9 +393,18 @@ def test_families_sampled_apart_and_combined_are_the_certified_run():
     assert r2["wall_time_s"] == pytest.approx(sum(walls), abs=1e-3)
     h1, h2 = sampler_health(one), sampler_health(both)
     assert (h2.status, h2.populations, h2.rhat) == (h1.status, h1.populations, h1.rhat)
-    assert combine_families(runs, wall_time_s=1.5, note="x") is not None
+    assert r2["starts"] == r1["starts"]
+    given = combine_families(runs, wall_time_s=1.5, note="x")
+    rec = json.loads(azcompat.get_attrs(given)["bnnzoo_certification"])
+    assert (rec["wall_time_s"], rec["note"]) == (1.5, "x")
+    assert json.loads(azcompat.get_attrs(given)["bnnzoo_config"])["wall_time_s"] == 1.5
     with pytest.raises(ValueError, match="two or more families"):
         combine_families({"prior": runs["prior"]})
+    with pytest.raises(ValueError, match=r"computed by certify_run"):
+        combine_families(runs, agree=True)
+    shorter = bnnzoo.sample("sigmoidal", task, seed=3 + 2, init=start, **dict(kw, num_samples=5))
+    with pytest.raises(ValueError, match=r"'meanfield' differs from 'prior' in \['num_samples'\]"):
+        combine_families({"prior": runs["prior"], "meanfield": shorter})
 
 
 @pytest.mark.slow

@@ -189,7 +189,21 @@ def batches(n_draws: int, n_batches: int) -> list[tuple[int, int]]:
 
 
 def class_means(x: np.ndarray, labels: np.ndarray, m: int | None = None) -> np.ndarray:
-    """Mean of ``x`` (..., P) over the points of each class → (..., m)."""
+    """Mean over the points of each class.
+
+    Parameters
+    ----------
+    x : ndarray (..., P)
+        Values at the P points (e.g. preactivations (chain, draw, neuron, point)).
+    labels : ndarray (P,)
+        Class of every point, integers 0..m − 1.
+    m : int or None
+        Number of classes (None: the largest label + 1); a class without points gets 0.
+
+    Returns
+    -------
+    ndarray (..., m)
+    """
     labels = np.asarray(labels)
     m = int(labels.max()) + 1 if m is None else m
     onehot = (labels[:, None] == np.arange(m)[None, :]).astype(x.dtype if x.dtype.kind == "f" else float)

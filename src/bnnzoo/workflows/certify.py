@@ -147,7 +147,7 @@ from ..diagnostics.planted import FROZEN, WELCH, chain_mean_stats, compare_plant
 from ..diagnostics.populations import population_observables
 from ..inference import sampling
 from ..inference.convert import jsonable, sealed, versions
-from ..inference.health import MAX_RHAT, _ess_rhat, invariant_observables, warn_if_unhealthy
+from ..inference.health import HEALTH_GROUP, MAX_RHAT, _ess_rhat, invariant_observables, warn_if_unhealthy
 from ..inference.plan import default_num_chains, make_spec, resolve_kwargs
 from ..inference.store import RunStore, check_store, fingerprint, read_checkpoint, save_state
 from ..models.fcn import fcn
@@ -156,6 +156,7 @@ from ..tasks.planted import planted_init
 from ..theory.meanfield import single_neuron_meanfield
 
 __all__ = ["sample", "certified_sample", "certify_run", "combine_families", "concat_families", "compare_families",
+           "COMPUTED_RECORD", "SAME_CONFIG",
            "ensemble_criterion", "annealed_start", "meanfield_start", "check_certify", "FamilyUnavailable", "ALPHA",
            "ANNEAL_FACTOR", "ANNEAL_STAGES", "MIN_STAGE_WARMUP", "ERROR_MODEL", "START_FAMILIES", "CERTIFY_CHAINS"]
 
@@ -554,7 +555,7 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
             top.unlock(remove_if_new=True)
     combined, record = _combined(runs, entry, dict(
         skipped_families=skipped, starts=details, seeds={f: seeds[f] for f in runs}, num_chains_per_family=n,
-        store=None if top is None else str(top.path), wall_time_s=round(time.time() - t0, 3)))
+        store=None if top is None else str(top.path), wall_time_s=None), t0)
     _logger.info("certify: %s", "families agree" if record["agree"] else "; ".join(record["disagreements"]))
     warn_if_unhealthy(combined, store=True)
     return combined
@@ -613,18 +614,35 @@ def _family_failed(e: Exception, family: str, finished: list, top) -> Exception:
 
 
 def concat_families(runs: dict):
-    """Runs of the same model and settings, one per start family ({family: run}), as one run: every group with a
-    ``chain`` dim concatenated along it in family order (chains renumbered 0..), with a ``family`` coordinate on
-    ``chain``; the other groups and the attributes from the first run."""
+    """Runs of the same model and settings, one per start family, as one run.
+
+    Parameters
+    ----------
+    runs : dict
+        {family name: InferenceData or DataTree}, in the order the families are to take.
+
+    Returns
+    -------
+    InferenceData or DataTree : every group with a ``chain`` dim concatenated along it in family order (chains
+        renumbered 0..), with a ``family`` coordinate on ``chain``; the other groups (copies) and the attributes from
+        the first run.  A stored health (group ``diagnostics_health``) is left out: it judged one family alone.
+
+    Raises
+    ------
+    ValueError
+        if ``runs`` is empty.
+    """
+    if not runs:
+        raise ValueError("concat_families: runs is empty; give {family: run} for two or more families")
     fams = list(runs)
     first = runs[fams[0]]
     groups = {}
     for name in azcompat.group_names(first):
         parts = [azcompat.get_group(runs[f], name) for f in fams if name in azcompat.group_names(runs[f])]
-        if len(parts) != len(fams):
+        if len(parts) != len(fams) or name == HEALTH_GROUP:
             continue
         if "chain" not in parts[0].dims:
-            groups[name] = parts[0]
+            groups[name] = parts[0].copy()       # a copy: the caller's run keeps its own group and attributes
             continue
         fam_of, offset, out = [], 0, []
         for f, ds in zip(fams, parts):
@@ -638,49 +656,87 @@ def concat_families(runs: dict):
     return azcompat.make_idata(groups, azcompat.get_attrs(first))
 
 
+COMPUTED_RECORD = ("families", "agree", "disagreements", "observables", "scatter", "overdispersion", "tests",
+                   "ensemble", "error_model", "detectable", "skipped_observables", "runs")
+"""Entries of a certification record that :func:`certify_run` computes, which :func:`combine_families` will not
+take from its caller."""
+
+SAME_CONFIG = ("model", "model_kwargs", "task", "task_name", "record")
+"""Configuration entries (``run_config``) on which the runs :func:`combine_families` combines must agree, besides
+the sampler, the kept draws and the thinning (the seed, the start and the warm-up may differ)."""
+
+
 def combine_families(runs: dict, entry=None, **record):
     """Runs of one model and setting sampled apart, one per start family (in separate calls, processes or
-    machines), as one certified run: what ``sample(..., certify=...)`` returns, so that the health gate
-    (:func:`bnnzoo.inference.health.sampler_health`) and the diagnostics read its certification the same way.
+    machines), as one certified run: what ``sample(..., certify=...)`` returns (its draws, certification and stored
+    health), when every family was sampled with the seed, start and sampler ``certify`` gives it.
+
+    ``certify`` seeds the families ``seed`` (prior), ``seed + 1`` (annealed), ``seed + 2`` (mean field), starts them
+    at "prior", :func:`annealed_start` and :func:`meanfield_start`, and resolves ``sampler="auto"`` for a certified
+    run, which may pick another sampler than an uncertified call does (``run_config(run)["sampler"]`` names it).
 
     Parameters
     ----------
     runs : dict
         {family name: InferenceData or DataTree}: two or more families of two or more chains each, of the same
-        model, sizes and recorded sites (e.g. ``bnnzoo.sample(..., init=...)`` with the start of each family:
-        "prior", :func:`annealed_start`, :func:`meanfield_start`).
+        model, model arguments, task, recorded sites, sampler, kept draws and thinning (:data:`SAME_CONFIG`).
     entry : ZooEntry, str or None
         The zoo entry (None: the runs' model).
     **record
         Entries of the certification record that replace the defaults: ``starts`` ({family: how it started};
         default empty), ``seeds`` (default: each run's seed), ``wall_time_s`` (default: the families' wall times
         summed, the cost of the run rather than its elapsed time when the families ran side by side), or any other
-        entry to keep with the record.
+        entry to keep with the record except those :func:`certify_run` computes (:data:`COMPUTED_RECORD`).
 
     Returns
     -------
     InferenceData or DataTree : :func:`concat_families` of the runs, with :func:`certify_run`'s record in its
-        attributes (``bnnzoo_certification``) and in its configuration's ``certification``.
+        attributes (``bnnzoo_certification``) and its configuration's ``certification``, and its health stored
+        (:func:`bnnzoo.inference.health.warn_if_unhealthy`, which warns when the run is not healthy).
 
     Raises
     ------
     ValueError
-        if fewer than two families of two or more chains are given (:func:`certify_run`).
+        if fewer than two runs are given, a run has no bnnzoo configuration, the runs differ in a setting they must
+        share (the message names it), ``record`` names a computed entry, or a family has fewer than two chains
+        (:func:`certify_run`).
     """
-    configs = {f: json.loads(azcompat.get_attrs(r)["bnnzoo_config"]) for f, r in runs.items()}
+    if len(runs) < 2:
+        raise ValueError(f"combine_families needs two or more families, got {len(runs)}: {list(runs)}")
+    if bad := sorted(set(record) & set(COMPUTED_RECORD)):
+        raise ValueError(f"combine_families: {bad} are computed by certify_run and cannot be given")
+    configs, shared = {}, {}
+    for f, r in runs.items():
+        attrs = azcompat.get_attrs(r)
+        if "bnnzoo_config" not in attrs:
+            raise ValueError(f"combine_families: the run of family {f!r} has no bnnzoo configuration (not made by "
+                             "bnnzoo.sample)")
+        configs[f] = json.loads(attrs["bnnzoo_config"])
+        shared[f] = dict({k: configs[f].get(k) for k in SAME_CONFIG}, sampler=attrs.get("sampler"),
+                         num_samples=attrs.get("num_samples"), thinning=attrs.get("thinning"))
+    first = next(iter(runs))
+    for f in runs:
+        if diff := [k for k in shared[first] if shared[f][k] != shared[first][k]]:
+            raise ValueError(f"combine_families: family {f!r} differs from {first!r} in {diff}; the families must "
+                             "share them")
     chains = {f: int(azcompat.get_group(r, "posterior").sizes["chain"]) for f, r in runs.items()}
     defaults = dict(skipped_families={}, starts={}, seeds={f: c.get("seed") for f, c in configs.items()},
                     num_chains_per_family=(next(iter(chains.values())) if len(set(chains.values())) == 1
                                            else chains),
                     store=None, wall_time_s=round(sum(c.get("wall_time_s") or 0.0 for c in configs.values()), 3))
-    return _combined(runs, entry, dict(defaults, **record))[0]
+    combined, _ = _combined(runs, entry, dict(defaults, **record))
+    warn_if_unhealthy(combined, store=True)
+    return combined
 
 
-def _combined(runs: dict, entry, extra: dict):
-    """(the runs concatenated with their certification in the attributes, the certification record)."""
+def _combined(runs: dict, entry, extra: dict, t0: float | None = None):
+    """(the runs concatenated with their certification in the attributes, the certification record); with ``t0``
+    (``time.time()`` at the start) the record's wall time is taken after the comparison."""
     combined = concat_families(runs)
     record = certify_run(combined, entry)
     record.update(extra)
+    if t0 is not None:
+        record["wall_time_s"] = round(time.time() - t0, 3)
     return _with_record(combined, record, runs), record
 
 
