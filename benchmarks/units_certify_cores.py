@@ -181,10 +181,12 @@ def main(argv=None) -> int:
     failed = failed or next((f"family {f} failed (exit code {pr.returncode}; its messages are above)"
                              for f, pr in procs.items() if pr.returncode != 0), None)
     if failed:
-        for pr in procs.values():
+        for f, pr in procs.items():
             if pr.poll() is None:
                 pr.kill()
                 pr.wait()
+            outs[f].close()
+            Path(f"{stem}_{f}.out").unlink()
         print(f"units_certify_cores: {failed}; the other families were stopped", file=sys.stderr)
         return 1
     children = []
