@@ -139,7 +139,7 @@ def test_units_cost_tiny(tmp_path):
     chain-sweeps × cost / cores, and SNAPER's row with its time per draw and steps."""
     out = tmp_path / "cost"
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "units_cost.py"), "--sizes", "10", "--chains", "2",
-                          "--sweeps", "2", "--snaper-sizes", "10", "--snaper-warmup", "5", "--snaper-samples", "5",
+                          "--sweeps", "50", "--snaper-sizes", "10", "--snaper-warmup", "5", "--snaper-samples", "5",
                           "--out", str(out)], capture_output=True, text=True, timeout=600,
                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert res.returncode == 0, res.stderr[-2000:]
