@@ -7,15 +7,15 @@ own core, the families combined afterwards (:func:`bnnzoo.workflows.certify.comb
 Fig. 2's sigmoidal net (toy task, y− = ½ unless ``--y-neg``, T = 0.01 unless ``--temperature``, one hidden layer),
 the families of ``--families`` (prior, meanfield), each ``bnnzoo.sample(..., sampler="units", init=<its start>)``
 with the seed ``sample(..., certify=...)`` gives it, bound to one core of ``--cores`` (``taskset``) with XLA on one
-thread, all started together.  Each family's run (with every preactivation recorded: about 0.4 GB per family at
-N = P = 500 and 4 × 100 draws) is kept as ``STEM_<family>.nc``.  Reported: the wall time from the start of the
-families to the combined verdict (the time a user waits: compilation, the mean-field start, the NetCDF files written
-and read back, the comparison and the mean field included), each family's wall time (its start, sampling and file),
-the health of the combined run (:func:`bnnzoo.inference.health.sampler_health`: ``equilibrated`` only when the
-families agree on every population observable and the chains pass the health gate, by R̂ or, for populations frozen
-within chains, by the ensemble criterion; the record says which), the families' agreement, the largest R̂, and code
-111's fraction per family beside the mean field's.  "Time to a certified run" is that wall time when the status is
-``equilibrated``.  A family that fails or runs past ``--timeout`` stops the others.
+thread, all started together. Each family's run (every preactivation recorded: chains × draws × N × P numbers) is
+kept as ``STEM_<family>.nc``. Reported: the wall time from the start of the families to the combined verdict (the
+time a user waits: compilation, the mean-field start, the NetCDF files written and read back, the comparison and the
+mean field included), each family's wall time (its start, sampling and file), the health of the combined run
+(:func:`bnnzoo.inference.health.sampler_health`: ``equilibrated`` only when the families agree on every population
+observable and the chains pass the health gate, by R̂ or, for populations frozen within chains, by the ensemble
+criterion; the record says which), the families' agreement, the largest R̂, and code 111's fraction per family
+beside the mean field's. "Time to a certified run" is that wall time when the status is ``equilibrated``. A family
+that fails or runs past ``--timeout`` stops the others.
 
 Writes ``STEM.json`` and ``STEM.md`` (``--out``; it must not exist), or with ``--render STEM`` only rewrites
 ``STEM.md`` from ``STEM.json``.
@@ -175,26 +175,26 @@ def main(argv=None) -> int:
     while failed is None and any(pr.poll() is None for pr in procs.values()):
         if time.perf_counter() - t0 > args.timeout:
             failed = f"the families ran past --timeout {args.timeout} s"
-        failed = failed or next((f"family {f} failed (exit code {pr.returncode}; its messages are above)"
+        failed = failed or next((f"family {f} failed (exit code {pr.returncode}; its error output is above)"
                                  for f, pr in procs.items() if pr.poll() not in (None, 0)), None)
         time.sleep(1.0)
-    failed = failed or next((f"family {f} failed (exit code {pr.returncode}; its messages are above)"
-                             for f, pr in procs.items() if pr.returncode != 0), None)
-    if failed:
-        for f, pr in procs.items():
-            if pr.poll() is None:
-                pr.kill()
-                pr.wait()
-            outs[f].close()
-            Path(f"{stem}_{f}.out").unlink()
-        print(f"units_certify_cores: {failed}; the other families were stopped", file=sys.stderr)
-        return 1
-    children = []
-    for f in families:
+    for pr in procs.values():
+        if pr.poll() is None:
+            pr.kill()
+            pr.wait()
+    lines = {}
+    for f in families:                   # each family's result line, then its file goes
         outs[f].seek(0)
-        children.append(json.loads([ln for ln in outs[f].read().splitlines() if ln.startswith("{")][-1]))
+        lines[f] = [ln for ln in outs[f].read().splitlines() if ln.startswith("{")]
         outs[f].close()
         Path(f"{stem}_{f}.out").unlink()
+    failed = failed or next((f"family {f} failed (exit code {procs[f].returncode}; its error output is above)"
+                             for f in families if procs[f].returncode != 0 or not lines[f]), None)
+    if failed:
+        print(f"units_certify_cores: {failed}; the other families were stopped (a finished family's STEM_<family>.nc "
+              "is kept)", file=sys.stderr)
+        return 1
+    children = [json.loads(lines[f][-1]) for f in families]
     result = combined(base, families, stem)
     res = dict(args=vars(args), children=children, result=result, total_s=time.perf_counter() - t0,
                versions=versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores")
