@@ -39,13 +39,21 @@ near theirs), with its own warm-up ``--seed-warmup``; the run records the start'
 beside the prior family's last draws, the outlier count per tenth of the draws of each family, and each family's
 sampler health alone.
 
+Families sampled apart (``--from-runs prior=A.nc,meanfield=B.nc`` with one toy-task row): instead of sampling, the
+row reads the families' runs from their NetCDF files (each a ``bnnzoo.sample`` run of the row's model on its toy task
+at N = P = the runs' width, ``N0 = P + 20``, at ``--temperature``, e.g. those ``benchmarks/units_certify_cores.py``
+keeps), combines them (:func:`bnnzoo.workflows.certify.combine_families`) and judges them as a certified run of the
+row.  The settings (width, warm-up, kept draws, thinning, chains, sampler) are the runs'; the row's ``seconds`` are
+the families' sampling times summed.
+
 Temperature: ``--temperature`` (default T = 0.01, the paper's) for every row.
 
 Sizes: ``ci`` (seconds, for the test), ``cpu`` (a 2-core CPU), ``paper`` (Fig. 2's N = P = 500 for ``relu``: one
 GPU).  Only summaries are stored (one JSON file), never draws.
 
 Run: ``python -m reproduce certified --size ci|cpu|paper --rows ym01,sig2 [--sampler auto|snaper|...]
-[--seed-family outliers|outliers_eq [--seed-warmup n]] [--temperature T] [--overwrite]``.
+[--seed-family outliers|outliers_eq [--seed-warmup n]] [--temperature T] [--overwrite]``, or
+``python -m reproduce certified --rows sig1 --from-runs FAMILY=PATH,FAMILY=PATH [--temperature T] --name STEM``.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -76,6 +85,9 @@ SEEDED_RECORD = ("starts", "seeds", "start_outliers_per_class", "equilibrated_ou
                  "start_mse", "start_mse_ratio", "warmup_per_family", "outlier_trajectory", "family_health")
 FIT_MARGIN = 1.25  # equilibrium_outlier_start: the readout fit keeps bulk units below N^{1/4} × median / this
 PROMOTE = 2.0     # equilibrium_outlier_start: a merged outlier's readout norm is at least this × N^{1/4} × median
+FROM_RUNS_IGNORES = ("--size", "--seed", "--sampler", "--chains", "--width", "--warmup", "--samples", "--thin",
+                     "--y-neg", "--seed-family", "--seed-warmup")
+"""The options that ``--from-runs`` (the runs' own settings) would ignore, and so refuses."""
 # per row: the zoo entry, depth, targets' y−, the data (default the toy task; "binary": Fig. 1's task with the net of
 # reproduce/other_codes.py named by "net"), the claims (rows of docs/reproduction.md) it certifies and what they say
 ROWS = {
@@ -484,6 +496,85 @@ def seeded_run(entry, task, args, s: dict, sample_kw: dict):
                             start_outliers_per_class=outlier_counts(init["a"]).tolist(), **extra)
 
 
+def parse_runs(text: str) -> dict:
+    """{family: path} from ``--from-runs``' comma-separated FAMILY=PATH pairs; ValueError (one line naming the
+    option) for a malformed or repeated pair, fewer than two families or a path that is not a file."""
+    out = {}
+    for pair in [x.strip() for x in text.split(",") if x.strip()]:
+        fam, sep, path = pair.partition("=")
+        if not (sep and fam.strip() and path.strip()) or fam.strip() in out:
+            raise ValueError(f"--from-runs must be distinct FAMILY=PATH pairs, comma-separated, got {text!r}")
+        out[fam.strip()] = Path(path.strip())
+    if len(out) < 2:
+        raise ValueError(f"--from-runs needs two or more families (FAMILY=PATH,FAMILY=PATH), got {text!r}")
+    for fam, path in out.items():
+        if not path.is_file():
+            raise ValueError(f"--from-runs: the {fam!r} run {path} is not a file")
+    return out
+
+
+def runs_row(row: str, paths: dict, temperature: float):
+    """The families' runs of one toy-task row, combined: (certified run, task, settings, chains per family, sampler).
+
+    Parameters
+    ----------
+    row : str
+        A row of :data:`ROWS` on the toy task.
+    paths : dict
+        {family: NetCDF file of a ``bnnzoo.sample`` run} (:func:`parse_runs`).
+    temperature : float
+        The temperature the runs must have.
+
+    Returns
+    -------
+    tuple : the runs combined by :func:`bnnzoo.workflows.certify.combine_families` (each family's recorded start in
+        its ``starts``), the row's task at N = P = the runs' width, the settings {N, warmup, samples, thin} (warmup a
+        {family: steps} dict where the families' differ), the chains per family, and the runs' sampler.
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--from-runs``: the row is not on the toy task, a run was not made by ``bnnzoo.sample``, a
+        run's model, depth, temperature or task differs from the row's at its width, or the runs differ in a setting
+        ``combine_families`` needs them to share.
+    """
+    import bnnzoo
+
+    spec = ROWS[row]
+    if spec.get("data"):
+        raise ValueError(f"--from-runs reads runs of the toy-task rows, not of row {row!r} ({spec['data']} data)")
+    entry = bnnzoo.get_entry(spec["entry"])
+    runs, cfgs = {}, {}
+    for fam, path in paths.items():
+        runs[fam] = azcompat.from_netcdf(path)
+        attrs = azcompat.get_attrs(runs[fam])
+        if "bnnzoo_config" not in attrs:
+            raise ValueError(f"--from-runs: the {fam!r} run {path} was not made by bnnzoo.sample (no configuration)")
+        cfgs[fam] = json.loads(attrs["bnnzoo_config"])
+    N = int(next(iter(cfgs.values()))["model_kwargs"]["width"])
+    task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=spec["y_neg"]))
+    want = dict(model=entry.name, width=N, depth=spec["depth"], temperature=temperature,
+                task=json.loads(json.dumps(C.jsonable(task.meta))))
+    for fam, cfg in cfgs.items():
+        kw = cfg.get("model_kwargs", {})
+        got = dict(model=cfg.get("model"), width=kw.get("width"), depth=kw.get("depth"),
+                   temperature=kw.get("temperature"), task=cfg.get("task"))
+        if diff := [k for k in want if got[k] != want[k]]:
+            raise ValueError(f"--from-runs: the {fam!r} run {paths[fam]} differs from row {row} (N = P = {N}, "
+                             f"T = {temperature}) in {', '.join(diff)}")
+    try:
+        run = combine_families(runs, entry, starts={f: c.get("sampler", {}).get("init") for f, c in cfgs.items()})
+    except ValueError as e:
+        raise ValueError(f"--from-runs: {e}") from None
+    smp = next(iter(cfgs.values()))["sampler"]
+    warm = {f: c["sampler"]["num_warmup"] for f, c in cfgs.items()}
+    s = dict(N=N, warmup=next(iter(warm.values())) if len(set(warm.values())) == 1 else warm,
+             samples=smp["num_samples"] // smp["thinning"], thin=smp["thinning"])
+    chains = {f: int(azcompat.get_group(r, "posterior").sizes["chain"]) for f, r in runs.items()}
+    return (run, task, s, next(iter(chains.values())) if len(set(chains.values())) == 1 else chains,
+            smp["sampler"])
+
+
 def run_row(row: str, args, s: dict):
     """Sample one row with certification; returns (run, task)."""
     import bnnzoo
@@ -525,6 +616,9 @@ def run(argv=None) -> int:
     p.add_argument("--seed-warmup", dest="seed_warmup", type=int, default=None,
                    help="warm-up steps of the 'outliers_eq' family (default: --warmup's)")
     p.add_argument("--temperature", type=float, default=T, help=f"the temperature of every row (default {T})")
+    p.add_argument("--from-runs", dest="from_runs", default=None, metavar="FAMILY=PATH,...",
+                   help="instead of sampling, combine these families' runs (NetCDF files of bnnzoo.sample runs of "
+                        "the row's model; one toy-task row) and judge them as a certified run")
     args = p.parse_args(argv)
     C.check_args(args)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
@@ -540,12 +634,20 @@ def run(argv=None) -> int:
         raise ValueError(f"--temperature must be a finite number > 0, got {args.temperature}")
     if args.chains < 2:
         raise ValueError(f"--chains must be >= 2, got {args.chains}")
+    paths = None
+    if args.from_runs is not None:
+        C.refuse_ignored(p, args, argv, "--from-runs", FROM_RUNS_IGNORES)
+        if len(rows) != 1:
+            raise ValueError(f"--from-runs reads the runs of one row: give --rows one row, got {args.rows!r}")
+        paths = parse_runs(args.from_runs)
     for name, lo in (("width", 2), ("warmup", 1), ("samples", 1), ("thin", 1), ("seed_warmup", 1)):
         if getattr(args, name) is not None and getattr(args, name) < lo:
             raise ValueError(f"--{name.replace('_', '-')} must be an integer >= {lo}, got {getattr(args, name)}")
     files = C.ResultFiles(args.out, args.name or f"{NAME}_{args.size}", args.overwrite, certified=True)
     res = dict(provenance=C.provenance(args, argv), size=args.size, sampler=args.sampler, chains=args.chains,
                seed_family=args.seed_family, temperature=args.temperature, rows={})
+    if paths is not None:
+        return _from_runs(rows[0], paths, args, files, res)
     for row in rows:
         s = size_of(args.size, row)
         s.update({k: getattr(args, a) for k, a in (("N", "width"), ("warmup", "warmup"), ("samples", "samples"),
@@ -568,4 +670,27 @@ def run(argv=None) -> int:
         files.write(res)
         C.log(f"{row}: {entry_res.get('result', {}).get('health', {}).get('status', entry_res.get('error'))} "
               f"({entry_res['seconds']:.0f} s); wrote {files.json}")
+    return 0
+
+
+def _from_runs(row: str, paths: dict, args, files, res: dict) -> int:
+    """``--from-runs``: the row judged from its families' stored runs (:func:`runs_row`), written like a sampled
+    row, with the runs' files and settings."""
+    C.log(f"{row}: combining the runs of {', '.join(f'{f} ({p})' for f, p in paths.items())}")
+    t0 = time.time()
+    run, task, s, chains, sampler = runs_row(row, paths, args.temperature)
+    spec = ROWS[row]
+    res.update(size="runs", sampler=sampler, chains=chains, from_runs={f: str(p) for f, p in paths.items()})
+    res["provenance"].update(size="runs", seed=min(json.loads(azcompat.get_attrs(run)["bnnzoo_certification"])
+                                                   ["seeds"].values()))
+    entry_res = dict(settings=s, row=dict(entry=spec["entry"], depth=spec["depth"], y_neg=spec["y_neg"], data="toy",
+                                          claims=spec["claims"], y_neg_is_the_rows=True),
+                     result=analyse(run, row, task, s["N"], args.temperature))
+    cert = json.loads(azcompat.get_attrs(run)["bnnzoo_certification"])
+    entry_res["seconds"] = float(cert["wall_time_s"])
+    entry_res["combine_seconds"] = time.time() - t0
+    res["rows"][row] = entry_res
+    files.write(res)
+    C.log(f"{row}: {entry_res['result']['health']['status']} (families' sampling {entry_res['seconds']:.0f} s, "
+          f"combined in {entry_res['combine_seconds']:.0f} s); wrote {files.json}")
     return 0

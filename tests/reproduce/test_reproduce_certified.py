@@ -18,12 +18,56 @@ from tests.reproduce.reproduce_scripts import load_script, run_script
     (["--chains", "1"], "--chains must be >= 2"),
     (["--width", "1"], "--width must be an integer >= 2"),
     (["--rows", "sig_bin", "--y-neg", "0.5"], "--y-neg must not be given with the binary-task rows"),
+    (["--rows", "sig1", "--from-runs", "prior=a.nc"], "--from-runs needs two or more families"),
+    (["--rows", "sig1", "--from-runs", "prior=a.nc,meanfield=b.nc", "--chains", "4"],
+     "--from-runs reads stored runs and ignores --chains"),
+    (["--rows", "sig1,ym01", "--from-runs", "prior=a.nc,meanfield=b.nc"], "--from-runs reads the runs of one row"),
+    (["--rows", "sig1", "--from-runs", "prior=nowhere.nc,meanfield=b.nc"], "--from-runs: the 'prior' run nowhere.nc"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, args, match):
-    r = run_script("certified", "--size", "ci", "--out", str(tmp_path), *args, timeout=300)
+    size = [] if "--from-runs" in args else ["--size", "ci"]
+    r = run_script("certified", *size, "--out", str(tmp_path), *args, timeout=300)
     assert r.returncode == 2 and match in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert r.stderr.startswith("python -m reproduce certified: error: ")
     assert not list(tmp_path.iterdir())
+
+
+def test_from_runs_judges_families_sampled_apart_as_certify_does(tmp_path):
+    """The prior and mean-field families of a small sigmoidal net, sampled apart with the seeds and starts certify
+    gives them and stored as NetCDF files: ``--from-runs`` writes the row that ``sample(..., certify=["prior",
+    "meanfield"])`` gives in one call (health, families, every observable), with the runs' settings; runs of
+    another row's task are refused, naming what differs."""
+    import bnnzoo
+    from bnnzoo.workflows.certify import meanfield_start
+
+    mod, entry, N = load_script("certified"), get_entry("sigmoidal"), 8
+    task = entry.make_task(**dict(entry.task_defaults, P=N, N0=N + 20, y_neg=0.5))
+    kw = dict(width=N, temperature=0.01, num_chains=2, num_warmup=6, num_samples=10, sampler="units",
+              record=("z",), progress=False)
+    start, _ = meanfield_start(entry, task, dict(width=N, temperature=0.01), 2, 2)
+    paths = {}
+    for fam, seed, init in (("prior", 0, "prior"), ("meanfield", 2, start)):
+        paths[fam] = tmp_path / f"{fam}.nc"
+        azcompat.to_netcdf(bnnzoo.sample(entry, task, seed=seed, init=init, **kw), paths[fam])
+    ref = mod.analyse(bnnzoo.sample(entry, task, seed=0, certify=["prior", "meanfield"], **kw), "sig1", task, N)
+    pairs = f"prior={paths['prior']},meanfield={paths['meanfield']}"
+    assert mod.run(["--rows", "sig1", "--from-runs", pairs, "--out", str(tmp_path / "out"), "--name", "x"]) == 0
+    d = json.loads((tmp_path / "out" / "x.json").read_text())
+    row, res = d["rows"]["sig1"], d["rows"]["sig1"]["result"]
+    assert row["settings"] == dict(N=N, warmup=6, samples=10, thin=1) and row["row"]["y_neg"] == 0.5
+    assert (d["chains"], d["sampler"], d["populations_certified"], d["size"]) == (2, "units", True, "runs")
+    assert d["from_runs"] == {f: str(p) for f, p in paths.items()}
+    assert res["health"]["status"] == ref["health"]["status"] and res["health"]["rhat"] == pytest.approx(
+        ref["health"]["rhat"])
+    assert res["certification"]["families"] == ["prior", "meanfield"] == ref["certification"]["families"]
+    assert res["certification"]["observables"] == json.loads(json.dumps(ref["certification"]["observables"]))
+    assert res["meanfield_codes"] == pytest.approx(ref["meanfield_codes"])
+    with pytest.raises(ValueError, match=r"--from-runs: the 'prior' run .* differs from row ym01 .* in task"):
+        mod.run(["--rows", "ym01", "--from-runs", pairs, "--out", str(tmp_path / "out"), "--name", "y"])
+    with pytest.raises(ValueError, match=r"differs from row sig1 .* in temperature"):
+        mod.run(["--rows", "sig1", "--from-runs", pairs, "--temperature", "0.02", "--out", str(tmp_path / "out"),
+                 "--name", "z"])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["x.json"]
 
 
 def test_the_table_lists_every_held_observable_and_the_mean_field():
