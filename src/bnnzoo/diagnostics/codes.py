@@ -4,9 +4,8 @@
 training points of class c.  Bit c of its code is 1 when z̄_ic(t) > 0:
 
 * sigmoid: z = 0 is the midpoint of φ (φ(0) = ½, the prior-mean activation), so bit 1 ⇔ the neuron's typical
-  activation on class c is in the upper half of its range.  On the toy task the class means are bimodal at
-  ≈ ±1.2 with almost no mass near 0 (N = P = 100, y− = ½), so the threshold sits in the gap and codes do not
-  flicker;
+  activation on class c is in the upper half of its range.  On the toy task the class means are bimodal with
+  little mass near 0, so the threshold sits in the gap between the modes;
 * ReLU: z = 0 is the kink, so bit 1 ⇔ the neuron is *active* on a typical point of class c;
 * linear: there is no threshold in φ; the code is **analog** — the strength vector z̄_i(t) itself, whose
   distribution over neurons is continuous.  Bits (signs) are still computed, to measure switching.
@@ -26,10 +25,9 @@ recorded summaries suffice.  A unit is *selective* when the median of F(t) over 
 quantile at 1 − α/(2 n) (α = 0.05, n = chains × neurons): at least half of a task-agnostic unit's draws would have
 to pass a level-α/(2n) cut, which happens with probability at most α/n (Markov), so with the Bonferroni union over
 the n units the chance that any task-agnostic unit is called selective is at most α.  The cut measures a unit's
-class means against its within-class scatter, not against its whole mean square q, so it holds at small P: at
-N = P = 30 on the sigmoidal toy task (class means ≈ ±1.2, within-class scatter ≈ 1, 7 points in the smallest class)
-every unit is selective, where a cut at 3 √(q/P_min) on the class means, q including the coded means themselves,
-passed none.  The coding scheme and the switching statistics are computed over selective neurons (all neurons are
+class means against its within-class scatter, not against its whole mean square q (which includes the coded means
+themselves), so it keeps its power at small P, where a few points per class make a cut on q alone miss coded
+units.  The coding scheme and the switching statistics are computed over selective neurons (all neurons are
 selective on the sigmoidal toy task; on ReLU only the outliers are).  Inputs that are not orthogonal correlate a
 task-agnostic unit's z_μ, and the null is then approximate.
 
@@ -40,9 +38,7 @@ differs from that over the last fifth) and the *code memory* μ: the probability
 half a run later, normalised so that chance (codes redrawn from the population scheme) gives 0 and no change 1,
 μ = (P_same − Σ_k p_k²)/(1 − Σ_k p_k²).  Verdict ``frozen`` when μ > 0.5, otherwise ``switching``.  Unlike the
 switching rate (which counts flicker of a bit near threshold and depends on thinning) μ measures whether a unit
-keeps its identity over the run.  Known cases (N = P = 100, T = 0.01, 2 × 300 draws): one-layer sigmoid μ = 0.89
-(frozen; the switches are 011 ↔ 111 hops of a few units), linear μ = 0.00, ReLU outliers μ = 1.00; two-layer
-sigmoid: first layer μ = 0.00 (switching), feature layer μ = 1.00 (frozen).
+keeps its identity over the run (a linear net's analog codes give μ near 0, frozen populations near 1).
 
 **Population scheme after reordering** (the paper's Fig. 5): at each draw the scheme is the histogram of codes over
 units (neuron identities forgotten).  Its drift is the mean total-variation distance between the per-draw
