@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -156,7 +157,8 @@ def test_units_cost_tiny(tmp_path):
 def test_units_certify_cores_tiny(tmp_path):
     """One start family per core at N = P = 10: both families' runs kept, combined into one run whose families are
     those asked for, the verdict, the agreement, the per-family code 111 and the mean field's written to the page;
-    a second run with the same stem is refused, and so is a family of one chain."""
+    a second run with the same stem is refused, and so is a family of one chain; a run past its timeout and a run
+    whose family fails stop every family and leave no page and no result line behind."""
     out, core = tmp_path / "ucc", min(os.sched_getaffinity(0))     # both families on one of this test's cores
     cmd = [sys.executable, str(ROOT / "benchmarks" / "units_certify_cores.py"), "--size", "10", "--chains", "2",
            "--sweeps", "3,5", "--cores", f"{core},{core}", "--out", str(out)]
@@ -176,3 +178,11 @@ def test_units_certify_cores_tiny(tmp_path):
     one = subprocess.run(cmd[:5] + ["1"] + cmd[6:-1] + [str(tmp_path / "one")], capture_output=True, text=True,
                          timeout=60, env=env)
     assert one.returncode == 2 and "--chains must be >= 2" in one.stderr
+    late = subprocess.run(cmd[:-1] + [str(tmp_path / "late"), "--timeout", "1"], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert late.returncode == 1 and "ran past --timeout 1 s; the other families were stopped" in late.stderr
+    bad = subprocess.run(cmd[:-1] + [str(tmp_path / "bad"), "--temperature", "-1"], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert bad.returncode == 1 and re.search(r"family (prior|meanfield) failed \(exit code 1", bad.stderr), bad.stderr
+    for stem in ("late", "bad"):          # nothing of a stopped run but a finished family's .nc file
+        assert not [p.name for p in tmp_path.glob(f"{stem}*") if not p.name.endswith(".nc")]

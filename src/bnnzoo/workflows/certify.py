@@ -557,7 +557,6 @@ def certified_sample(entry, task, certify, call: dict, model_kwargs: dict):
         skipped_families=skipped, starts=details, seeds={f: seeds[f] for f in runs}, num_chains_per_family=n,
         store=None if top is None else str(top.path), wall_time_s=None), t0)
     _logger.info("certify: %s", "families agree" if record["agree"] else "; ".join(record["disagreements"]))
-    warn_if_unhealthy(combined, store=True)
     return combined
 
 
@@ -724,20 +723,21 @@ def combine_families(runs: dict, entry=None, **record):
                     num_chains_per_family=(next(iter(chains.values())) if len(set(chains.values())) == 1
                                            else chains),
                     store=None, wall_time_s=round(sum(c.get("wall_time_s") or 0.0 for c in configs.values()), 3))
-    combined, _ = _combined(runs, entry, dict(defaults, **record))
-    warn_if_unhealthy(combined, store=True)
-    return combined
+    return _combined(runs, entry, dict(defaults, **record))[0]
 
 
 def _combined(runs: dict, entry, extra: dict, t0: float | None = None):
-    """(the runs concatenated with their certification in the attributes, the certification record); with ``t0``
-    (``time.time()`` at the start) the record's wall time is taken after the comparison."""
+    """(the runs concatenated with their certification in the attributes and their health stored, the certification
+    record); with ``t0`` (``time.time()`` at the start) the record's wall time is taken after the comparison.  Warns
+    when the combined run is not healthy (:func:`bnnzoo.inference.health.warn_if_unhealthy`)."""
     combined = concat_families(runs)
     record = certify_run(combined, entry)
     record.update(extra)
     if t0 is not None:
         record["wall_time_s"] = round(time.time() - t0, 3)
-    return _with_record(combined, record, runs), record
+    combined = _with_record(combined, record, runs)
+    warn_if_unhealthy(combined, store=True)
+    return combined, record
 
 
 def _with_record(idata, record: dict, runs: dict):
