@@ -113,8 +113,9 @@ def markdown(res: dict) -> list[str]:
         "time to a certified run |",
         "|---|---|---|---|---|---|---|---|---|",
         f"| {a['size']} | {res['total_s']:.0f} s | {walls} | {r.get('status')}"
-        + (f" ({r['criterion']})" if r.get("criterion") else "") + ": "
-        f"{(r.get('reason') or '')[:200].replace('|', '/')} | {r.get('agree')} | {mr} | {obs} | "
+        + (f" ({r['criterion']})" if r.get("criterion") else "")
+        + (f": {r['reason'][:200].replace('|', '/')}" if r.get("reason") else "")
+        + f" | {r.get('agree')} | {mr} | {obs} | "
         f"{'—' if r.get('meanfield') is None else format(r['meanfield'], '.4f')} | {cert} |",
     ]
 
