@@ -77,7 +77,7 @@ QUOTED = {
     ("A1", "relu_bulk"): (-0.42, 2),            # A1: "ReLU bulk readout shrinks as P^(−0.42 ± 0.04)"
     ("Q1", "readout"): (0.500, 3),              # Q1: "fitted exponent ... 0.500 ± 0.012 (readout)"
     ("Q1", "preactivation"): (0.494, 3),        # Q1: "0.494 ± 0.012 (preactivation)"
-    ("S4", "excess_111"): (-0.99, 2),         # S4: "log–log slope of the excess in N −0.99 ± 0.04"
+    ("S4", "excess_111"): (-0.91, 2),         # S4: "log–log slope of the excess in N −0.91 ± 0.06"
     ("B1", "readout"): (0.51, 2),               # B1: "(exponents 0.51 and 0.50 over the two widths)"
     ("B1", "preactivation"): (0.50, 2),         # B1: idem
     ("B2", "softplus_readout"): (0.50, 2),      # B2: "softplus exponent 0.50 (|a|) and 0.48 (z)"
