@@ -47,6 +47,7 @@ from .inference.distributed import initialize
 from .inference.engines import ENGINES, refused
 from .inference.plan import DEFAULT_CHAINS, SAMPLERS, TEMPERING, check_num_steps
 from .inference.smc import log_evidence
+from .inference.units import MOVE_OPTIONS
 from .models import get_entry, list_entries
 from .plots import save_figures
 from .plots.report import summary_entry, write_report, write_summary
@@ -489,6 +490,33 @@ def _certify_option(args):
     return names
 
 
+_ON_OFF = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+
+
+def _moves_option(args):
+    """``--moves NAME=VALUE,...`` as the ``moves`` argument of :func:`bnnzoo.sample` (None when left out): tries
+    and local integers, own on/off, pairs a number; the library checks the values."""
+    value = getattr(args, "moves", None)
+    if value is None:
+        return None
+    moves = {}
+    for item in (i.strip() for i in str(value).split(",") if i.strip()):
+        name, eq, v = (t.strip() for t in item.partition("="))
+        if not eq or name not in MOVE_OPTIONS:
+            raise ValueError(f"--moves takes comma-separated NAME=VALUE with NAME among {', '.join(MOVE_OPTIONS)}, "
+                             f"got {item!r}")
+        try:
+            moves[name] = (_ON_OFF[v.lower()] if name == "own" else int(v) if name in ("tries", "local")
+                           else float(v))
+        except (KeyError, ValueError):
+            kind = "on or off" if name == "own" else "an integer" if name in ("tries", "local") else "a number"
+            raise ValueError(f"--moves {name}= must be {kind}, got {v!r}") from None
+    if not moves:
+        raise ValueError(f"--moves takes comma-separated NAME=VALUE with NAME among {', '.join(MOVE_OPTIONS)}, "
+                         f"got {value!r}")
+    return moves
+
+
 def _check_sample_flags(args) -> None:
     """One-line errors naming the flag, before anything compiles (the library would name its own argument)."""
     for flag, (dest, lo) in _SAMPLE_INTS.items():
@@ -502,6 +530,8 @@ def _check_sample_flags(args) -> None:
         raise ValueError(f"--step-size does not apply to --sampler {args.sampler}")
     if args.exclude is not None and args.exclude.strip() and not [s for s in args.exclude.split(",") if s.strip()]:
         raise ValueError(f"--exclude takes comma-separated site names, got {args.exclude!r}")
+    if _moves_option(args) is not None and args.sampler not in ("auto", "units"):
+        raise ValueError(f"--moves applies to --sampler units, not --sampler {args.sampler}")
 
 
 def out_lock_path(out: Path) -> Path:
@@ -584,7 +614,7 @@ def _sample_into(args, out: Path) -> int:
                    log_likelihood=args.log_likelihood, posterior_predictive=args.posterior_predictive,
                    prior_predictive=args.prior_predictive,
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
-                   step_size=args.step_size, certify=_certify_option(args), **long_run,
+                   step_size=args.step_size, moves=_moves_option(args), certify=_certify_option(args), **long_run,
                    **overrides)
     if args.distributed:
 
@@ -1031,6 +1061,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="--sampler hmc (required) or smc: leapfrog steps per draw / per HMC move")
     ps.add_argument("--step-size", dest="step_size", type=float,
                     help="fixed leapfrog step size (nuts, hmc, chees, snaper; default: adapted during warm-up)")
+    ps.add_argument("--moves", metavar="NAME=VALUE,...",
+                    help="--sampler units: its moves per unit and sweep, e.g. 'tries=4,own=on,local=2,pairs=0.5' "
+                    "(tries, local: integers >= 0; own: on/off; pairs: >= 0; default: the activation's, 8 tries, "
+                    "the own step, 4 local steps, 0.5 pairs; ReLU 16 local steps only)")
     ps.add_argument("--seed", type=int, default=0, help="sampler seed (the task's own seed: --param seed=)")
     ps.add_argument("--record", help="comma-separated extra sites to record ('' for none; default: the entry's, "
                     "'summaries' for the fully-connected nets (per-unit class means, per-draw richness, kernels as "

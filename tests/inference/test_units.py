@@ -54,14 +54,41 @@ def _ess_mean(x):
     ("sigmoidal", dict(init={"a": np.zeros((2, 6, 3))}), "needs 'W1'"),
     ("sigmoidal", dict(init={"W1": np.zeros((2, 5, 28))}), r"shape \(chain, width, input dim\) = \(2, 6, 28\)"),
     ("sigmoidal", dict(init="uniform"), "must be 'prior' or a dict"),
+    ("sigmoidal", dict(moves={"steps": 2}), r"moves keys must be among tries, own, local, pairs, got \['steps'\]"),
+    ("sigmoidal", dict(moves={"tries": -1}), r"moves\['tries'\] must be an integer >= 0"),
+    ("sigmoidal", dict(moves={"own": 1}), r"moves\['own'\] must be True or False"),
+    ("sigmoidal", dict(moves={"pairs": float("nan")}), r"moves\['pairs'\] must be a number >= 0"),
+    ("sigmoidal", dict(moves={"tries": 0, "own": False, "local": 0}), "must leave a move that changes a unit"),
+    ("sigmoidal", dict(sampler="nuts", moves={"tries": 2}), "moves apply to sampler='units', not sampler='nuts'"),
 ])
 def test_refusals(entry, kw, match):
     task = bnnzoo.toy_task(P=8)
     t0 = time.perf_counter()
     with pytest.raises(ValueError, match=match) as err:
-        bnnzoo.sample(entry, task, width=6, sampler="units", num_chains=2, num_warmup=2, num_samples=2, **kw)
+        bnnzoo.sample(entry, task, width=6, **dict(dict(sampler="units", num_chains=2, num_warmup=2, num_samples=2),
+                                                   **kw))
     assert "\n" not in str(err.value)
     assert time.perf_counter() - t0 < 5.0          # refused before anything compiles
+
+
+def test_moves_reach_the_sweeps_and_the_provenance():
+    """``moves`` of bnnzoo.sample are the sweeps' moves: the draws equal units_chains' with the same moves and seed,
+    differ from the defaults', and the provenance records them (only when set)."""
+    task = bnnzoo.toy_task(P=8, y_neg=0.5)
+    moves = dict(tries=2, own=False, local=1, pairs=0)
+    kw = dict(width=6, temperature=0.05, sampler="units", num_chains=2, num_warmup=3, num_samples=4, seed=3,
+              progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = bnnzoo.sample("sigmoidal", task, moves=moves, **kw)
+        default = bnnzoo.sample("sigmoidal", task, **kw)
+    out, _, info = U.units_chains(task.X, task.Y, num_chains=2, num_warmup=3, num_samples=4, seed=3, width=6,
+                                  activation="sigmoid", temperature=0.05, labels=task.labels, **moves)
+    assert (info["kernel"]["tries"], info["kernel"]["own"], info["kernel"]["local"]) == (2, False, 1)
+    np.testing.assert_array_equal(run.posterior["W1"].values, out["W1"])
+    assert not np.array_equal(default.posterior["W1"].values, out["W1"])
+    assert bnnzoo.run_config(run)["sampler"]["moves"] == moves
+    assert "moves" not in bnnzoo.run_config(default)["sampler"]
 
 
 def test_a_stored_run_resumes_bit_identically(tmp_path, monkeypatch):

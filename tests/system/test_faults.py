@@ -320,6 +320,11 @@ def _one_line_error(capsys, argv, *needles):
     (["--num-steps", "5"], ["--num-steps applies to --sampler hmc or smc only, not auto"]),
     (["--sampler", "hmc", "--num-steps", "4", "--step-size", "0"], ["--step-size must be a finite number > 0"]),
     (["--resume"], ["cannot resume", "it holds no run"]),
+    (["--moves", "tries=2"], ["moves apply to sampler='units', not sampler='nuts' (what sampler='auto' chose)"]),
+    (["--sampler", "nuts", "--moves", "tries=2"], ["--moves applies to --sampler units, not --sampler nuts"]),
+    (["--sampler", "units", "--moves", "steps=2"], ["--moves takes comma-separated NAME=VALUE", "'steps=2'"]),
+    (["--sampler", "units", "--moves", "own=maybe"], ["--moves own= must be on or off, got 'maybe'"]),
+    (["--sampler", "units", "--moves", "tries=-1"], ["moves['tries'] must be an integer >= 0"]),
 ])
 def test_bad_sample_flags_get_one_line_naming_the_flag(capsys, tmp_path, extra, needles):
     _one_line_error(capsys, SMALL + ["--out", str(tmp_path / "r.nc")] + extra, *needles)

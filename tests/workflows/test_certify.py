@@ -1,5 +1,6 @@
 """Certification: population observables per draw, start families, the comparison and its error model."""
 
+import copy
 import json
 import math
 
@@ -405,6 +406,13 @@ def test_families_sampled_apart_and_combined_are_the_certified_run():
     shorter = bnnzoo.sample("sigmoidal", task, seed=3 + 2, init=start, **dict(kw, num_samples=5))
     with pytest.raises(ValueError, match=r"'meanfield' differs from 'prior' in \['num_samples'\]"):
         combine_families({"prior": runs["prior"], "meanfield": shorter})
+    other = copy.deepcopy(runs["meanfield"])           # a family run with other unit-wise moves
+    attrs = other.posterior.attrs if azcompat.AZ_MAJOR == 0 else (other.attrs if other.attrs
+                                                                  else other["posterior"].attrs)
+    cfg = json.loads(attrs["bnnzoo_config"])
+    attrs["bnnzoo_config"] = json.dumps(dict(cfg, sampler=dict(cfg["sampler"], moves={"tries": 2})))
+    with pytest.raises(ValueError, match=r"'meanfield' differs from 'prior' in \['moves'\]"):
+        combine_families({"prior": runs["prior"], "meanfield": other})
 
 
 @pytest.mark.slow

@@ -46,7 +46,7 @@ from .engines import (CHEES_LIKE, ENGINES, EVERY_ENTRY, NUM_STEPS_SAMPLERS, SAMP
                       refused)
 from .initialize import init_strategy
 from .smc import check_options
-from .units import check_units
+from .units import check_moves, check_units
 
 __all__ = ["RunSpec", "SamplerSpec", "ChainSpec", "RecordingSpec", "StoreSpec", "make_spec", "RunPlan", "make_plan",
            "choose_sampler", "units_serve", "SAMPLERS", "REPARAMS", "CHAIN_METHODS", "MATMUL_PRECISIONS", "check_int",
@@ -538,6 +538,9 @@ class SamplerSpec:
         "prior", "uniform", a NumPyro ``init_to_*`` strategy or {site: array (chain, ...)} of starting values.
     tempering : dict or None
         The checked options of "smc" (:func:`bnnzoo.inference.smc.check_options`), None for the others.
+    moves : dict or None
+        The checked moves of "units" that differ from its defaults (:func:`bnnzoo.inference.units.check_moves`),
+        None for the defaults and for the other samplers.
     """
 
     name: str
@@ -550,6 +553,7 @@ class SamplerSpec:
     dense_mass: bool
     init: Any
     tempering: Any
+    moves: Any = None
 
     def init_summary(self):
         """``init`` as it goes into the provenance: the rule's name, or the sites a dict of starting values sets."""
@@ -692,13 +696,14 @@ class RunSpec:
                     chain_method=c.method, step_size=s.step_size, num_steps=s.num_steps,
                     target_accept=s.target_accept, max_tree_depth=s.max_tree_depth, dense_mass=s.dense_mass,
                     init=s.init_summary(), matmul_precision=self.matmul_precision,
+                    **({"moves": dict(s.moves)} if s.moves else {}),
                     **({"num_chains_default": c.default_backend} if c.default_backend else {}))
 
 
 def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_samples, sampler, seed, thinning,
               record, progress, chain_method, step_size, num_steps, target_accept, max_tree_depth, dense_mass, init,
               log_likelihood, posterior_predictive, prior_predictive, dims, chunk_size, store, resume, exclude,
-              site_thinning, reparam, matmul_precision, tempering, certify: bool = False) -> RunSpec:
+              site_thinning, reparam, matmul_precision, tempering, moves=None, certify: bool = False) -> RunSpec:
     """Check the arguments of :func:`bnnzoo.sample` and the model's, and decide how the run goes: a
     :class:`RunSpec`.  The arguments are :func:`bnnzoo.sample`'s (``model_kwargs`` its ``**model_kwargs``;
     ``num_chains`` None: the backend's default, :func:`default_num_chains`; ``certify`` whether the run is
@@ -750,6 +755,11 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
         tempering = check_options(tempering, num_chains=num_chains, thinning=thinning, init=init)
     elif tempering is not None:
         raise ValueError(f"tempering options apply to sampler='smc', not sampler={sampler!r}")
+    if moves is not None:                 # the unit-wise moves: only the sampler that declares them takes them
+        if "moves" not in ENGINES[sampler].takes:
+            chose = " (what sampler='auto' chose)" if requested == "auto" else ""
+            raise ValueError(f"moves apply to sampler='units', not sampler={sampler!r}{chose}")
+        moves = check_moves(moves, kw.get("activation", "sigmoid")) or None
     with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None   # every trace under it
           else contextlib.nullcontext()):
         check_memory(fn, task, kw, num_chains=int(num_chains), n_keep=int(num_samples) // int(thinning),
@@ -766,7 +776,7 @@ def make_spec(model, task, *, model_kwargs: dict, num_chains, num_warmup, num_sa
         _logger.info("%d chains: the default on %s (num_chains= to change)", num_chains, chains_default)
     sampler_spec = SamplerSpec(name=sampler, requested=requested, reparam=plan.reparam, step_size=step_size,
                                num_steps=num_steps, target_accept=target_accept, max_tree_depth=max_tree_depth,
-                               dense_mass=dense_mass, init=init, tempering=tempering)
+                               dense_mass=dense_mass, init=init, tempering=tempering, moves=moves)
     chains = ChainSpec(num_chains=int(num_chains), num_warmup=int(num_warmup), num_samples=int(num_samples),
                        thinning=int(thinning), seed=int(seed), method=plan.chain_method, use_engine=plan.use_engine,
                        n_devices=plan.n_devices, n_processes=plan.n_processes, local=plan.local_chains,

@@ -119,7 +119,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
            dims: dict | None = None, chunk_size: int | None = None, store=None, resume: bool = False,
            exclude: Sequence[str] = (), site_thinning: dict | None = None, reparam: Sequence[str] | None = (),
            matmul_precision: str | None = "highest",
-           tempering: dict | None = None, **model_kwargs):
+           tempering: dict | None = None, moves: dict | None = None, **model_kwargs):
     """Sample the posterior of ``model`` on ``task`` and return it as ArviZ data.
 
     :func:`bnnzoo.sample` is this function with ``certify`` (runs from several start families compared on their
@@ -151,8 +151,9 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
         options); "units" (unit-wise Metropolis–Hastings moves of one neuron's preactivations with the readout
         integrated out, :mod:`bnnzoo.inference.units`: exact for the one-hidden-layer fully-connected nets with the
         non-lazy readout on orthogonal inputs, any φ and m; moves units between codes; ``num_warmup`` counts sweeps,
-        chains batched in memory from prior starts or given ``W1``, no HMC settings or long-run options; sample_stats
-        ``acceptance_rate`` and ``code_change_rate`` per sweep); "chees" (ChEES-HMC, :mod:`bnnzoo.inference.chees`: jittered HMC whose step size, trajectory length
+        chains batched in memory from prior starts or given ``W1``, chunks, store and resume as the HMC samplers, no
+        HMC settings or ``site_thinning``; its moves per sweep in ``moves``; sample_stats ``acceptance_rate`` and
+        ``code_change_rate`` per sweep); "chees" (ChEES-HMC, :mod:`bnnzoo.inference.chees`: jittered HMC whose step size, trajectory length
         and diagonal mass are tuned across the chains during warm-up, then fixed; needs num_chains >= 2, runs
         through the chunked driver; its readout weights can mix slowly: check their ESS before reading branches);
         "snaper" (the same sampler with the trajectory length tuned on the leading
@@ -233,6 +234,12 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     tempering : dict or None
         Options of sampler="smc": ``target_ess`` (0.5), ``num_mcmc_steps`` (10 HMC transitions per particle and
         step), ``max_steps`` (1000 tempering steps at most).  None: the defaults.
+    moves : dict or None
+        The moves of sampler="units" per unit and sweep (:func:`bnnzoo.inference.units.check_moves`): ``tries``
+        (independence proposals from the unit's cavity, integer >= 0), ``own`` (the own-readout step, bool),
+        ``local`` (MALA steps, integer >= 0), ``pairs`` (pair rotations per unit, >= 0); a key left out keeps its
+        default (:func:`bnnzoo.inference.units.default_moves`: 8 tries, own step, 4 local steps; ReLU 16 local
+        steps only; pairs 0.5).  Refused for the other samplers.  None: the defaults.
     **model_kwargs
         Model arguments; they override the entry's defaults (e.g. width=, temperature=).
 
@@ -262,7 +269,7 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
                      log_likelihood=log_likelihood, posterior_predictive=posterior_predictive,
                      prior_predictive=prior_predictive, dims=dims, chunk_size=chunk_size, store=store, resume=resume,
                      exclude=exclude, site_thinning=site_thinning, reparam=reparam,
-                     matmul_precision=matmul_precision, tempering=tempering)
+                     matmul_precision=matmul_precision, tempering=tempering, moves=moves)
     key_run, key_pred = jax.random.split(jax.random.PRNGKey(spec.chains.seed))
     with (jax.default_matmul_precision(matmul_precision) if matmul_precision is not None
           else contextlib.nullcontext()):  # tracing happens inside: every jitted function gets this precision

@@ -119,7 +119,8 @@ from .chunked import _check_manifest, _check_store, plan_blocks
 from .compilation import compile_cached
 from .store import RunStore, load_state, manifest_digest, save_state
 
-__all__ = ["units_chains", "check_units", "default_moves", "BREAKS", "TRIES", "MAX_CODE_CLASSES", "refusal"]
+__all__ = ["units_chains", "check_units", "check_moves", "default_moves", "BREAKS", "TRIES", "MAX_CODE_CLASSES",
+           "MOVE_OPTIONS", "refusal"]
 
 _logger = logging.getLogger(__name__)
 
@@ -162,6 +163,42 @@ def default_moves(activation: str, tries=None, own=None, local=None) -> tuple[in
     d = MOVES_BY_ACTIVATION.get(activation, (TRIES, OWN, LOCAL))
     return (d[0] if tries is None else int(tries), d[1] if own is None else bool(own),
             d[2] if local is None else int(local))
+
+
+MOVE_OPTIONS = ("tries", "own", "local", "pairs")
+"""The moves ``bnnzoo.sample(..., sampler="units", moves={...})`` sets, each as :func:`units_chains` takes it."""
+
+
+def check_moves(moves, activation: str = "sigmoid") -> dict:
+    """``moves`` of :func:`bnnzoo.sample` checked: {name: value} with names among :data:`MOVE_OPTIONS` ("tries" and
+    "local" integers >= 0, "own" a bool, "pairs" a number >= 0), at least one move that changes a unit's
+    preactivations (tries >= 1, own or local >= 1, the unset ones at the activation's defaults).  Returns the dict
+    with its values as Python int / bool / float; raises ValueError (one line) otherwise."""
+    if not isinstance(moves, dict):
+        raise ValueError(f"moves must be a dict with keys among {', '.join(MOVE_OPTIONS)}, got "
+                         f"{type(moves).__name__}")
+    if bad := sorted(set(map(str, moves)) - set(MOVE_OPTIONS)):
+        raise ValueError(f"moves keys must be among {', '.join(MOVE_OPTIONS)}, got {bad}")
+    out = {}
+    for k, v in moves.items():
+        if k == "own":
+            if not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"moves['own'] must be True or False, got {v!r}")
+            out[k] = bool(v)
+        elif k in ("tries", "local"):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"moves[{k!r}] must be an integer >= 0, got {v!r}")
+            out[k] = int(v)
+        else:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(float(v)) or v < 0:
+                raise ValueError(f"moves['pairs'] must be a number >= 0 (pair rotations per unit and sweep), got {v!r}")
+            out[k] = float(v)
+    tries, own, local = default_moves(activation, out.get("tries"), out.get("own"), out.get("local"))
+    if tries < 1 and not own and local < 1:
+        raise ValueError(f"moves must leave a move that changes a unit (tries >= 1, own=True or local >= 1), got "
+                         f"tries={tries}, own={own}, local={local}")
+    return out
 
 
 PAIRS = 0.5

@@ -678,7 +678,8 @@ def combine_families(runs: dict, entry=None, **record):
     ----------
     runs : dict
         {family name: InferenceData or DataTree}: two or more families of two or more chains each, of the same
-        model, model arguments, task, recorded sites, sampler, kept draws and thinning (:data:`SAME_CONFIG`).
+        model, model arguments, task, recorded sites, sampler (and its ``moves``), kept draws and thinning
+        (:data:`SAME_CONFIG`).
     entry : ZooEntry, str or None
         The zoo entry (None: the runs' model).
     **record
@@ -712,6 +713,7 @@ def combine_families(runs: dict, entry=None, **record):
                              "bnnzoo.sample)")
         configs[f] = json.loads(attrs["bnnzoo_config"])
         shared[f] = dict({k: configs[f].get(k) for k in SAME_CONFIG}, sampler=attrs.get("sampler"),
+                         moves=(configs[f].get("sampler") or {}).get("moves"),
                          num_samples=attrs.get("num_samples"), thinning=attrs.get("thinning"))
     first = next(iter(runs))
     for f in runs:

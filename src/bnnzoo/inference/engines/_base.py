@@ -40,7 +40,7 @@ class Engine:
     kernel : a NumPyro kernel (:func:`bnnzoo.inference.engines.kernels.build_kernel`) that runs through the chain
         methods and the chunked driver; False: the engine runs its own loop on one device.
     coupled : its chains are tuned together (ChEES / SNAPER): two or more chains, never one after the other.
-    takes : the sampler-specific settings it takes: "num_steps", "tempering".
+    takes : the sampler-specific settings it takes: "num_steps", "tempering", "moves".
     needs : those of ``takes`` it cannot run without.
     refuses : the settings of :data:`OPTIONS` it does not take, given (``max_tree_depth`` other than 10).
     refusal : why, in the one-line error that names them.

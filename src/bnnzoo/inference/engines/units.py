@@ -13,10 +13,12 @@ def draw(spec, key_run, key_pred, init_params):
     """The unit-wise sweeps of the run (its own seed; ``init`` read as given, "prior" or {"W1": ...})."""
     st, c = spec.store, spec.chains
     chunk = engine_chunk_size(st.chunk_size, c.num_samples // c.thinning, st.path, {})
-    extra = dict(init=spec.sampler.init, chunk_size=chunk, resume=bool(st.resume))
-    if st.path is not None:
+    moves = dict(spec.sampler.moves or {})
+    extra = dict(init=spec.sampler.init, chunk_size=chunk, resume=bool(st.resume), **moves)
+    if st.path is not None:                 # moves in the identity only when set: older stores keep theirs
         extra.update(store=RunStore(st.path),
-                     manifest=store_manifest(spec, dict(sampler="units", init=spec.sampler.init_summary()), chunk))
+                     manifest=store_manifest(spec, dict(sampler="units", init=spec.sampler.init_summary(),
+                                                        **({"moves": moves} if moves else {})), chunk))
     samples, stats, info = units_chains(**chains_args(spec), labels=spec.task.labels, **extra)
     draws = in_memory_draws(spec, samples, stats, info)
     draws.engine.update(units=info["kernel"], chunk_size=info["chunk_size"],   # its acceptance and proposal settings
@@ -25,7 +27,7 @@ def draw(spec, key_run, key_pred, init_params):
     return draws
 
 
-ENGINE = Engine("units", "bnnzoo.inference.units", draw, every_entry=False,
+ENGINE = Engine("units", "bnnzoo.inference.units", draw, every_entry=False, takes=("moves",),
                 refuses=("site_thinning", "reparam", "step_size", "dense_mass", "target_accept",
                          "max_tree_depth"),
                 refusal="takes no HMC settings (and no site_thinning)")
