@@ -13,8 +13,8 @@ time a user waits: compilation, the mean-field start, the NetCDF files written a
 mean field included), each family's wall time (its start, sampling and file), the health of the combined run
 (:func:`bnnzoo.inference.health.sampler_health`: ``equilibrated`` only when the families agree on every population
 observable and the chains pass the health gate, by R̂ or, for populations frozen within chains, by the ensemble
-criterion; the record says which), the families' agreement, the largest R̂, and code 111's fraction per family
-beside the mean field's. "Time to a certified run" is that wall time when the status is ``equilibrated``. A family
+criterion; the record says which), the families' agreement, the largest R̂, and the fraction of units on one code
+(``--code``, default 111) per family beside the mean field's. "Time to a certified run" is that wall time when the status is ``equilibrated``. A family
 that fails or runs past ``--timeout`` stops the others.
 
 Writes ``STEM.json`` and ``STEM.md`` (``--out``; it must not exist), or with ``--render STEM`` only rewrites
@@ -38,7 +38,6 @@ from _bench import versions, with_reading
 
 ONE_THREAD = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 SEED_OFFSET = {"prior": 0, "annealed": 1, "meanfield": 2}      # as sample(..., certify=...) seeds its families
-KEY = "code_fraction[z1][111]"
 
 
 def _task(cfg: dict):
@@ -69,7 +68,7 @@ def one(cfg: dict) -> dict:
 
 
 def combined(cfg: dict, families: list[str], stem: Path) -> dict:
-    """The families' runs combined and judged: status, agreement, R̂ and code 111 per family."""
+    """The families' runs combined and judged: status, agreement, R̂ and the code ``cfg["code"]`` per family."""
     from bnnzoo import azcompat
     from bnnzoo.inference.health import sampler_health
     from bnnzoo.theory import single_neuron_meanfield
@@ -83,11 +82,12 @@ def combined(cfg: dict, families: list[str], stem: Path) -> dict:
     _, task = _task(cfg)
     mf = single_neuron_meanfield(task, nonlinearity="sigmoid", temperature=cfg["temperature"],
                                  sigma_a2=1.0 / cfg["size"])
-    code111 = sum(float(w) for c, w in zip(mf.branch_code, mf.branch_mass) if c == "111") if mf.normalizable else None
+    code = cfg.get("code", "111")
+    mass = sum(float(w) for c, w in zip(mf.branch_code, mf.branch_mass) if c == code) if mf.normalizable else None
     return dict(status=h.status, reason=h.reason, populations=h.populations, criterion=h.criterion,
                 agree=cert["agree"],
                 disagreements=cert["disagreements"], max_rhat=max(finite) if finite else None,
-                observable=cert["observables"].get(KEY), meanfield=code111)
+                observable=cert["observables"].get(f"code_fraction[z1][{code}]"), meanfield=mass)
 
 
 def markdown(res: dict) -> list[str]:
@@ -98,10 +98,13 @@ def markdown(res: dict) -> list[str]:
     cert = f"{res['total_s'] / 60:.1f} min" if r.get("status") == "equilibrated" else f"not reached ({r.get('status')})"
     mr = "—" if r.get("max_rhat") is None else f"{r['max_rhat']:.2f}"
     w, s = a["sweeps"].split(",")
+    code = a.get("code", "111")
+    extra = "".join(f" --{k.replace('_', '-')} {a[k]}" for k, d in (("y_neg", 0.5), ("temperature", 0.01))
+                    if a.get(k, d) != d) + ("" if code == "111" else f" --code {code}")
     return [
         "# Time to a certified run, one start family per core: sampler='units', Fig. 2's sigmoidal net", "",
         f"`python benchmarks/units_certify_cores.py --size {a['size']} --chains {a['chains']} --sweeps {a['sweeps']} "
-        f"--families {a['families']} --cores {a['cores']} --out {a['out']}`", "",
+        f"--families {a['families']} --cores {a['cores']}{extra} --out {a['out']}`", "",
         f"Machine: {res['machine']}. Total {res['total_s']:.0f} s. "
         + ", ".join(f"{k} {v}" for k, v in res["versions"].items()) + ".", "",
         f"Toy task, N = P = {a['size']}, N0 = P + 20, y− = {a['y_neg']}, T = {a['temperature']}; families "
@@ -109,7 +112,7 @@ def markdown(res: dict) -> list[str]:
         "process on its own core (XLA on one thread), started together, combined with "
         "`bnnzoo.workflows.certify.combine_families`. *Wall*: from the first family's start to the combined "
         "verdict (compile included).", "",
-        "| N = P | wall | per family | health | families agree | max R̂ | code 111 per family | mean field | "
+        f"| N = P | wall | per family | health | families agree | max R̂ | code {code} per family | mean field | "
         "time to a certified run |",
         "|---|---|---|---|---|---|---|---|---|",
         f"| {a['size']} | {res['total_s']:.0f} s | {walls} | {r.get('status')}"
@@ -129,6 +132,7 @@ def main(argv=None) -> int:
     p.add_argument("--cores", default="0,1", help="the cores, one per family (comma-separated)")
     p.add_argument("--temperature", type=float, default=0.01)
     p.add_argument("--y-neg", dest="y_neg", type=float, default=0.5)
+    p.add_argument("--code", default="111", help="the code whose fraction per family is reported (e.g. 100 at y− = 0.1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=int, default=7200, help="seconds for the families together (all stop after it)")
     p.add_argument("--out", default="benchmarks/results/units_certify_cores", help="output stem (must not exist)")
@@ -196,7 +200,7 @@ def main(argv=None) -> int:
               "is kept)", file=sys.stderr)
         return 1
     children = [json.loads(lines[f][-1]) for f in families]
-    result = combined(base, families, stem)
+    result = combined(dict(base, code=args.code), families, stem)
     res = dict(args=vars(args), children=children, result=result, total_s=time.perf_counter() - t0,
                versions=versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores")
     for k in ("one", "render"):
