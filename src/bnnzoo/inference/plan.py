@@ -539,8 +539,8 @@ class SamplerSpec:
     tempering : dict or None
         The checked options of "smc" (:func:`bnnzoo.inference.smc.check_options`), None for the others.
     moves : dict or None
-        The checked moves of "units" that differ from its defaults (:func:`bnnzoo.inference.units.check_moves`),
-        None for the defaults and for the other samplers.
+        The moves of "units" the caller set, checked (:func:`bnnzoo.inference.units.check_moves`); None when
+        none were set (the activation's defaults) and for the other samplers.
     """
 
     name: str
