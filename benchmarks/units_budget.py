@@ -10,9 +10,10 @@ sweep and the local steps little.  Here every configuration gets the same second
 compilation excluded): it sweeps until they are spent, the first quarter of its sweeps is warm-up, the rest are kept,
 each kept sweep is one draw.
 
-Per run (``--runs`` net:tries:own:local, own ``on`` or ``off``; comma-separated), on the same task, seed and start
+Per run (``--runs`` net:tries:own:local[:radial], own ``on`` or ``off``, radial steps per unit and sweep 0 when left
+out; comma-separated), on the same task, seed and start
 (``--chains`` chains from the prior): seconds per sweep and sweeps run; the accepted fraction of each move type
-(tries, own-readout step, local steps) over the kept sweeps; code changes per unit per sweep and per second (a unit's
+(tries, own-readout step, local steps, radial steps) over the kept sweeps; code changes per unit per sweep and per second (a unit's
 code: the class-mean signs of its preactivations, :mod:`bnnzoo.diagnostics.codes`); **persistent code switches**
 per unit per second: the kept sweeps are cut into ``--windows`` consecutive windows (of equal time) and a switch is a
 change of a unit's modal code from one window to the next (flicker inside a window does not count); the smallest
@@ -44,16 +45,16 @@ from _bench import (TOY_NETS, parse_runs, persistent_switches, rhat_of, run_spec
 NETS = TOY_NETS
 DEFAULT_RUNS = ",".join(f"{net}:{c}" for net in ("sig_ym01", "relu")
                         for c in ("8:on:4", "0:off:16", "0:on:8", "2:on:8"))
-MOVES = ("tries", "own", "local")
+MOVES = ("tries", "own", "local", "radial")
 
 
-def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2=None):
+def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2=None, radial=0):
     """One run of ``seconds`` of sampling with these moves; its measurements as a dict."""
     activation, y_neg = NETS[net]
     task = bnnzoo.toy_task(P=size, y_neg=y_neg)
     m = task.Y.shape[1]
     with jax.enable_x64(True):
-        kern = toy_kernel(task, activation, sigma_a2=sigma_a2, tries=tries, own=own, local=local)
+        kern = toy_kernel(task, activation, sigma_a2=sigma_a2, tries=tries, own=own, local=local, radial=radial)
 
         def step(H, key):
             k1, k2 = jax.random.split(key)
@@ -85,7 +86,7 @@ def one(net, tries, own, local, size, chains, seconds, windows, seed=0, sigma_a2
     fracs = {int(k): (codes == k).mean(-1) for k in np.unique(codes)}                 # (chain, draw) each
     frequent = [f for f in fracs.values() if f.mean() >= 0.05]
     ess = min(float(az.ess(q[..., r])) for r in range(m))
-    return dict(net=net, tries=tries, own=own, local=local, size=size, chains=chains, seed=seed, seconds=seconds,
+    return dict(net=net, tries=tries, own=own, local=local, radial=radial, size=size, chains=chains, seed=seed, seconds=seconds,
                 sigma_a2=kern.sa2, pairs_per_unit=kern.n_pairs / kern.N,
                 sweeps=n, warmup=w0, kept=n - w0, compile_s=compile_s, wall_s=wall, cpu_s=cpu, kept_s=kept_s,
                 s_per_sweep=wall / n,
@@ -109,19 +110,21 @@ def write(stem, args, rows, total):
                f"warm-up), compilation excluded{pairs}.")
     extra = (f" --seconds {args.seconds:g} --windows {args.windows}"
              + ("" if args.sigma_a2 is None else f" --sigma-a2 {args.sigma_a2:g}"))
-    md = spec_header("sampler='units': tries, own-readout step and local steps at equal wall time", "units_budget.py",
+    md = spec_header("sampler='units': tries, own-readout step, local and radial steps at equal wall time",
+                     "units_budget.py",
                      args, total, setting, extra=extra, jax_version=True) + [
-          "| net | tries | own | local | s per sweep | sweeps (kept) | acceptance: tries / own / local | code changes "
+          "| net | tries | own | local | radial | s per sweep | sweeps (kept) | acceptance: tries / own / local / radial | "
+          "code changes "
           "per unit per sweep | per unit per s | persistent switches per unit per s | min ESS of q_a | ESS per s | "
           "max R̂ of q_a | max R̂ of code fractions ≥ 5 % | code fractions, last window |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        a = " / ".join("–" if r["acceptance"][mv] is None else f"{r['acceptance'][mv]:.3f}" for mv in MOVES)
+        a = " / ".join("–" if r["acceptance"].get(mv) is None else f"{r['acceptance'][mv]:.3f}" for mv in MOVES)
         cr = ("–" if r["code_rhat_max"] is None else "inf (chains constant on different values)"
               if r["code_rhat_max"] == float("inf") else f"{r['code_rhat_max']:.3f}")
         fr = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["code_fractions"].items(), key=lambda kv: -kv[1])
                        if v >= 0.01)
-        md.append(f"| {r['net']} | {r['tries']} | {'on' if r['own'] else 'off'} | {r['local']} | "
+        md.append(f"| {r['net']} | {r['tries']} | {'on' if r['own'] else 'off'} | {r['local']} | {r.get('radial', 0)} | "
                   f"{r['s_per_sweep']:.3f} | {r['sweeps']} ({r['kept']}) | {a} | "
                   f"{r['code_changes_per_unit_sweep']:.4f} | {r['code_changes_per_unit_s']:.4f} | "
                   f"{r['switches_per_unit_s']:.4f} | {r['q_a_ess_min']:.0f} | {r['q_a_ess_per_s']:.2f} | "
@@ -130,19 +133,20 @@ def write(stem, args, rows, total):
 
 
 def main(argv=None):
-    p = spec_parser(__doc__, runs=DEFAULT_RUNS, runs_help=f"net:tries:own:local (own: on or off), comma-separated "
+    p = spec_parser(__doc__, runs=DEFAULT_RUNS, runs_help=f"net:tries:own:local[:radial] (own: on or off), comma-separated "
                     f"(nets: {', '.join(NETS)})", size=100, out="units_budget")
     p.add_argument("--seconds", type=float, default=120.0, help="seconds of sampling per run (warm-up included)")
     p.add_argument("--windows", type=int, default=10, help="windows of the kept sweeps for the modal codes")
     p.add_argument("--sigma-a2", type=float, default=None, help="the readout's prior variance (default: the "
                                                                   "model's, 1/P)")
     args = p.parse_args(argv)
-    runs = parse_runs(args.runs, lambda r: len(r) == 4 and r[0] in NETS and r[2] in ("on", "off")
-                      and r[1].isdigit() and r[3].isdigit(),
-                      f"net:tries:own:local (own on or off, tries and local counts), net among {', '.join(NETS)}")
-    return run_specs(runs, lambda net, tries, own, local: one(
+    runs = parse_runs(args.runs, lambda r: len(r) in (4, 5) and r[0] in NETS and r[2] in ("on", "off")
+                      and all(x.isdigit() for x in r[1:2] + r[3:]),
+                      f"net:tries:own:local[:radial] (own on or off, tries, local and radial counts), net among "
+                      f"{', '.join(NETS)}")
+    return run_specs(runs, lambda net, tries, own, local, radial="0": one(
         net, int(tries), own == "on", int(local), args.size, args.chains, args.seconds, args.windows, seed=args.seed,
-        sigma_a2=args.sigma_a2), args, write)
+        sigma_a2=args.sigma_a2, radial=int(radial)), args, write)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def one(activation: str, size: int, chains: int, sweeps: int) -> dict:
 
     task = bnnzoo.toy_task(P=size, y_neg=-0.5 if activation == "relu" else 0.5)
     with jax.enable_x64(True):
-        tries, own, local = U.default_moves(activation)
+        tries, own, local = U.default_moves(activation)[:3]
         kern = toy_kernel(task, activation, tries=tries, own=own, local=local)
         key = jax.random.PRNGKey(0)
         H = kern.s[None, None, :] * jax.random.normal(key, (chains, kern.N, kern.P), jnp.float64)

@@ -47,7 +47,7 @@ from .inference.distributed import initialize
 from .inference.engines import ENGINES, refused
 from .inference.plan import DEFAULT_CHAINS, SAMPLERS, TEMPERING, check_num_steps
 from .inference.smc import log_evidence
-from .inference.units import MOVE_OPTIONS
+from .inference.units import MOVE_COUNTS, MOVE_OPTIONS
 from .models import get_entry, list_entries
 from .plots import save_figures
 from .plots.report import summary_entry, write_report, write_summary
@@ -494,8 +494,8 @@ _ON_OFF = {"on": True, "true": True, "yes": True, "1": True, "off": False, "fals
 
 
 def _moves_option(args):
-    """``--moves NAME=VALUE,...`` as the ``moves`` argument of :func:`bnnzoo.sample` (None when left out): tries
-    and local integers, own on/off, pairs a number; the library checks the values."""
+    """``--moves NAME=VALUE,...`` as the ``moves`` argument of :func:`bnnzoo.sample` (None when left out): tries,
+    local and radial integers, own on/off, pairs a number; the library checks the values."""
     value = getattr(args, "moves", None)
     if value is None:
         return None
@@ -506,10 +506,9 @@ def _moves_option(args):
             raise ValueError(f"--moves takes comma-separated NAME=VALUE with NAME among {', '.join(MOVE_OPTIONS)}, "
                              f"got {item!r}")
         try:
-            moves[name] = (_ON_OFF[v.lower()] if name == "own" else int(v) if name in ("tries", "local")
-                           else float(v))
+            moves[name] = (_ON_OFF[v.lower()] if name == "own" else int(v) if name in MOVE_COUNTS else float(v))
         except (KeyError, ValueError):
-            kind = "on or off" if name == "own" else "an integer" if name in ("tries", "local") else "a number"
+            kind = "on or off" if name == "own" else "an integer" if name in MOVE_COUNTS else "a number"
             raise ValueError(f"--moves {name}= must be {kind}, got {v!r}") from None
     if not moves:
         raise ValueError(f"--moves takes comma-separated NAME=VALUE with NAME among {', '.join(MOVE_OPTIONS)}, "
@@ -518,7 +517,8 @@ def _moves_option(args):
 
 
 def _check_sample_flags(args) -> None:
-    """One-line errors naming the flag, before anything compiles (the library would name its own argument)."""
+    """One-line errors naming the flag, before anything compiles (the library would name its own argument);
+    ``args.moves`` parsed into the dict :func:`bnnzoo.sample` takes."""
     for flag, (dest, lo) in _SAMPLE_INTS.items():
         v = getattr(args, dest, None)
         if v is not None and v < lo:
@@ -530,8 +530,10 @@ def _check_sample_flags(args) -> None:
         raise ValueError(f"--step-size does not apply to --sampler {args.sampler}")
     if args.exclude is not None and args.exclude.strip() and not [s for s in args.exclude.split(",") if s.strip()]:
         raise ValueError(f"--exclude takes comma-separated site names, got {args.exclude!r}")
-    if _moves_option(args) is not None and args.sampler not in ("auto", "units"):
-        raise ValueError(f"--moves applies to --sampler units, not --sampler {args.sampler}")
+    args.moves = _moves_option(args)
+    if args.moves is not None and args.sampler in ENGINES and "moves" not in ENGINES[args.sampler].takes:
+        takers = ", ".join(n for n, e in ENGINES.items() if "moves" in e.takes)
+        raise ValueError(f"--moves applies to --sampler {takers}, not --sampler {args.sampler}")
 
 
 def out_lock_path(out: Path) -> Path:
@@ -614,7 +616,7 @@ def _sample_into(args, out: Path) -> int:
                    log_likelihood=args.log_likelihood, posterior_predictive=args.posterior_predictive,
                    prior_predictive=args.prior_predictive,
                    sampler=args.sampler, matmul_precision=precision, num_steps=args.num_steps,
-                   step_size=args.step_size, moves=_moves_option(args), certify=_certify_option(args), **long_run,
+                   step_size=args.step_size, moves=args.moves, certify=_certify_option(args), **long_run,
                    **overrides)
     if args.distributed:
 

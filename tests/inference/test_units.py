@@ -54,8 +54,10 @@ def _ess_mean(x):
     ("sigmoidal", dict(init={"a": np.zeros((2, 6, 3))}), "needs 'W1'"),
     ("sigmoidal", dict(init={"W1": np.zeros((2, 5, 28))}), r"shape \(chain, width, input dim\) = \(2, 6, 28\)"),
     ("sigmoidal", dict(init="uniform"), "must be 'prior' or a dict"),
-    ("sigmoidal", dict(moves={"steps": 2}), r"moves keys must be among tries, own, local, pairs, got \['steps'\]"),
+    ("sigmoidal", dict(moves={"steps": 2}),
+     r"moves keys must be among tries, own, local, pairs, radial, got \['steps'\]"),
     ("sigmoidal", dict(moves={"tries": -1}), r"moves\['tries'\] must be an integer >= 0"),
+    ("relu", dict(moves={"radial": 1.5}), r"moves\['radial'\] must be an integer >= 0"),
     ("sigmoidal", dict(moves={"own": 1}), r"moves\['own'\] must be True or False"),
     ("sigmoidal", dict(moves={"pairs": float("nan")}), r"moves\['pairs'\] must be a number >= 0"),
     ("sigmoidal", dict(moves={"tries": 0, "own": False, "local": 0}), "must leave a move that changes a unit"),
@@ -452,6 +454,24 @@ def test_pair_rotations_match_importance_sampling():
     assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
     with pytest.raises(ValueError, match="pairs >= 0"):
         U.units_chains(task.X, task.Y, num_chains=1, num_warmup=1, num_samples=1, width=N, pairs=-1)
+
+
+@pytest.mark.parametrize("act", ["sigmoid", "relu"])
+def test_radial_steps_match_importance_sampling(act):
+    """The radial steps next to one small local step per unit (no tries, no own-readout step, no pair rotations):
+    large steps (sd of log γ up to 1.5), so a ratio without the Jacobian γ^P, or with φ(γh) taken as γφ(h) for the
+    sigmoid, shows against the importance-sampling reference."""
+    P, N, T, sa2 = 3, 2, 0.1, 1.0
+    task = bnnzoo.toy_task(P=P, y_neg=0.5, P_test=3, N0=8)
+    ref, ref_se, prior_mean = _importance_reference(task, N, T, sa2, n=300_000, seed=7, activation=act)
+    out, stats, info = U.units_chains(task.X, task.Y, num_chains=8, num_warmup=40, num_samples=2500, seed=3, width=N,
+                                      activation=act, temperature=T, sigma_a2=sa2, tries=0, own=False, local=1,
+                                      local_step=(0.1, 0.3), pairs=0, radial=3, radial_step=(0.3, 1.5),
+                                      exclude=("W1",))
+    assert (info["kernel"]["radial"], info["kernel"]["radial_step"]) == (3, [0.3, 1.5])
+    assert _z_test_against(out, ref, ref_se, prior_mean) >= 6
+    with pytest.raises(ValueError, match="radial >= 0"):
+        U.units_chains(task.X, task.Y, num_chains=1, num_warmup=1, num_samples=1, width=N, radial=-1)
 
 
 def _importance_reference(task, N, T, sa2, *, n, seed, activation="sigmoid"):

@@ -325,6 +325,7 @@ def _one_line_error(capsys, argv, *needles):
     (["--sampler", "units", "--moves", "steps=2"], ["--moves takes comma-separated NAME=VALUE", "'steps=2'"]),
     (["--sampler", "units", "--moves", "own=maybe"], ["--moves own= must be on or off, got 'maybe'"]),
     (["--sampler", "units", "--moves", "tries=-1"], ["moves['tries'] must be an integer >= 0"]),
+    (["--sampler", "units", "--moves", "radial=1.5"], ["--moves radial= must be an integer, got '1.5'"]),
 ])
 def test_bad_sample_flags_get_one_line_naming_the_flag(capsys, tmp_path, extra, needles):
     _one_line_error(capsys, SMALL + ["--out", str(tmp_path / "r.nc")] + extra, *needles)

@@ -237,9 +237,10 @@ def sample(model, task: Task, *, num_chains: int | None = None, num_warmup: int 
     moves : dict or None
         The moves of sampler="units" per unit and sweep (:func:`bnnzoo.inference.units.check_moves`): ``tries``
         (independence proposals from the unit's cavity, integer >= 0), ``own`` (the own-readout step, bool),
-        ``local`` (MALA steps, integer >= 0), ``pairs`` (pair rotations per unit, >= 0); a key left out keeps its
-        default (:func:`bnnzoo.inference.units.default_moves`: 8 tries, own step, 4 local steps; ReLU 16 local
-        steps only; pairs 0.5).  Refused for the other samplers.  None: the defaults.
+        ``local`` (MALA steps, integer >= 0), ``pairs`` (pair rotations per unit, >= 0), ``radial`` (steps that scale
+        a unit's preactivations, integer >= 0); a key left out keeps its default
+        (:func:`bnnzoo.inference.units.default_moves`: 8 tries, own step, 4 local steps, no radial steps; ReLU 16
+        local and 4 radial steps only; pairs 0.5).  Refused for the other samplers.  None: the defaults.
     **model_kwargs
         Model arguments; they override the entry's defaults (e.g. width=, temperature=).
 

@@ -67,6 +67,12 @@ prior sd s_μ), accepted with the reverse density in the ratio; every step draws
 :data:`LOCAL_STEP` (independent of the state).  The gradient is exact and costs one O(P²) product B φ', the one the
 acceptance needs anyway.  They move a unit that no proposal of the mixture covers, by small steps.
 
+**The radial steps.**  ``radial`` Metropolis steps per unit after its local steps scale the unit's whole row,
+h_i → γ h_i, log γ ~ N(0, σ²) with σ log-uniform in :data:`RADIAL_STEP` (independent of the state), accepted with
+π(γh_i | the others) γ^P / π(h_i | the others) (the Jacobian of the map in P dimensions).  A local step moves a
+unit's radius |h_i/s| by about its size, a small relative change for an outlier, whose radius is about √N times the
+bulk's; the radial step changes it by a relative amount of its own.
+
 **The pair rotations.**  The ReLU net carries each class on a few outlier units (large readouts and
 preactivations); their conditionals given the others are narrow, so they accept few of their own moves and the
 number of outliers per class stays where the chain started (``benchmarks/results/units_relu_diagnose.md``).  Splitting
@@ -83,7 +89,9 @@ counts, as ``benchmarks/results/units_pairs.md`` decides.
 **Which moves by default** (:func:`default_moves`): :data:`TRIES` tries, the own-readout step and :data:`LOCAL` local
 steps, because on the sigmoidal nets only the tries move codes (``benchmarks/results/units_budget.md``); the ReLU net
 takes 16 local steps and no tries or own-readout step (:data:`MOVES_BY_ACTIVATION`), which mix its q_a faster per
-second (``benchmarks/results/units_budget_relu_pairs.md``).
+second (``benchmarks/results/units_budget_relu_pairs.md``), and 4 radial steps, which mix its outliers' sizes
+(``benchmarks/results/units_radial_relu_n200.md``); the sigmoidal net takes none (no clear gain there,
+``benchmarks/results/units_radial_sig_n100.md``).
 
 **Where it is weak.**  Without the local steps units can reject every move for the whole run
 (``benchmarks/results/units_own.md``); the ReLU net's populations mix slowest (``benchmarks/results/units_local.md``,
@@ -151,28 +159,49 @@ LOCAL = 4
 """Local (MALA) steps per unit and sweep after its other moves (module docstring, "The local steps"); 0 leaves
 them out.  On by default, as ``benchmarks/results/units_local.md`` decides."""
 
-MOVES_BY_ACTIVATION = {"relu": (0, False, 16)}
-"""(tries, own, local) where an activation's own defaults differ from (TRIES, OWN, LOCAL): the ReLU net takes 16 local
-steps and no tries or own-readout step, which mix its q_a faster per second
-(``benchmarks/results/units_budget_relu_pairs.md``)."""
+RADIAL = 0
+"""Radial steps per unit and sweep after its local steps (module docstring, "The radial steps"); 0 leaves them out."""
+
+RADIAL_STEP = (0.005, 0.2)
+"""Range of a radial step's sd in log γ: each step draws it log-uniformly in this range (independent of the state),
+then log γ from a normal with that sd."""
+
+MOVES_BY_ACTIVATION = {"relu": (0, False, 16, 4)}
+"""(tries, own, local, radial) where an activation's own defaults differ from (TRIES, OWN, LOCAL, RADIAL): the ReLU net
+takes 16 local steps and no tries or own-readout step, which mix its q_a faster per second
+(``benchmarks/results/units_budget_relu_pairs.md``), and 4 radial steps, which mix it faster again
+(``benchmarks/results/units_radial_relu_n200.md``)."""
 
 
-def default_moves(activation: str, tries=None, own=None, local=None) -> tuple[int, bool, int]:
-    """(tries, own, local) with each None replaced by the activation's default (:data:`MOVES_BY_ACTIVATION`, else
-    TRIES, OWN, LOCAL)."""
-    d = MOVES_BY_ACTIVATION.get(activation, (TRIES, OWN, LOCAL))
+def default_moves(activation: str, tries=None, own=None, local=None, radial=None) -> tuple[int, bool, int, int]:
+    """(tries, own, local, radial) with each None replaced by the activation's default (:data:`MOVES_BY_ACTIVATION`,
+    else TRIES, OWN, LOCAL, RADIAL)."""
+    d = MOVES_BY_ACTIVATION.get(activation, (TRIES, OWN, LOCAL, RADIAL))
     return (d[0] if tries is None else int(tries), d[1] if own is None else bool(own),
-            d[2] if local is None else int(local))
+            d[2] if local is None else int(local), d[3] if radial is None else int(radial))
 
 
-MOVE_OPTIONS = ("tries", "own", "local", "pairs")
+MOVE_OPTIONS = ("tries", "own", "local", "pairs", "radial")
 """The moves ``bnnzoo.sample(..., sampler="units", moves={...})`` sets, each as :func:`units_chains` takes it."""
+
+MOVE_COUNTS = ("tries", "local", "radial")
+"""The moves of :data:`MOVE_OPTIONS` given as counts per unit and sweep (integers >= 0); "own" is a bool and "pairs"
+a number >= 0."""
+
+
+def check_unit_moves(tries: int, own: bool, local: int) -> None:
+    """Raise ValueError (one line) unless a move is left that changes a unit's code: tries >= 1, own or local >= 1
+    (pair rotations and radial steps alone keep every unit's sign pattern or its direction)."""
+    if tries < 1 and not own and local < 1:
+        raise ValueError(f"moves must leave a move that changes a unit (tries >= 1, own=True or local >= 1), got "
+                         f"tries={tries}, own={own}, local={local}")
 
 
 def check_moves(moves, activation: str = "sigmoid") -> dict:
     """``moves`` of :func:`bnnzoo.sample` checked: {name: value} with names among :data:`MOVE_OPTIONS` ("tries" and
     "local" integers >= 0, "own" a bool, "pairs" a number >= 0), at least one move that changes a unit's
-    preactivations (tries >= 1, own or local >= 1, the unset ones at the activation's defaults).  Returns the dict
+    preactivations (tries >= 1, own or local >= 1, the unset ones at the activation's defaults); "radial" an integer
+    >= 0.  Returns the dict
     with its values as Python int / bool / float; raises ValueError (one line) otherwise."""
     if not isinstance(moves, dict):
         raise ValueError(f"moves must be a dict with keys among {', '.join(MOVE_OPTIONS)}, got "
@@ -185,7 +214,7 @@ def check_moves(moves, activation: str = "sigmoid") -> dict:
             if not isinstance(v, (bool, np.bool_)):
                 raise ValueError(f"moves['own'] must be True or False, got {v!r}")
             out[k] = bool(v)
-        elif k in ("tries", "local"):
+        elif k in MOVE_COUNTS:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ValueError(f"moves[{k!r}] must be an integer >= 0, got {v!r}")
             out[k] = int(v)
@@ -194,10 +223,7 @@ def check_moves(moves, activation: str = "sigmoid") -> dict:
                     or not math.isfinite(float(v)) or v < 0:
                 raise ValueError(f"moves['pairs'] must be a number >= 0 (pair rotations per unit and sweep), got {v!r}")
             out[k] = float(v)
-    tries, own, local = default_moves(activation, out.get("tries"), out.get("own"), out.get("local"))
-    if tries < 1 and not own and local < 1:
-        raise ValueError(f"moves must leave a move that changes a unit (tries >= 1, own=True or local >= 1), got "
-                         f"tries={tries}, own={own}, local={local}")
+    check_unit_moves(*default_moves(activation, out.get("tries"), out.get("own"), out.get("local"))[:3])
     return out
 
 
@@ -348,8 +374,9 @@ class _Kernel:
 
     def __init__(self, X, Y, *, width, activation, temperature, sigma_a2, sigma_w2, breaks=BREAKS, tries=None,
                  self_term="ref", scale_step=SCALE_STEP, signal_step=SIGNAL_STEP, own=None, local=None,
-                 local_step=LOCAL_STEP, pairs=PAIRS, pair_angle=PAIR_ANGLE, labels=None):
-        tries, own, local = default_moves(activation, tries, own, local)
+                 local_step=LOCAL_STEP, pairs=PAIRS, pair_angle=PAIR_ANGLE, labels=None, radial=None,
+                 radial_step=RADIAL_STEP):
+        tries, own, local, radial = default_moves(activation, tries, own, local, radial)
 
         X = np.asarray(X, float)
         Y = np.asarray(Y, float)
@@ -374,6 +401,11 @@ class _Kernel:
         if self.local < 0 or len(self.local_step) != 2 or not 0 < self.local_step[0] <= self.local_step[1]:
             raise ValueError(f"need local >= 0 and local_step = (lo, hi) with 0 < lo <= hi, got local={local}, "
                              f"local_step={local_step}")
+        self.radial = int(radial)
+        self.radial_step = tuple(float(x) for x in radial_step)
+        if self.radial < 0 or len(self.radial_step) != 2 or not 0 < self.radial_step[0] <= self.radial_step[1]:
+            raise ValueError(f"need radial >= 0 and radial_step = (lo, hi) with 0 < lo <= hi, got radial={radial}, "
+                             f"radial_step={radial_step}")
         self.n_pairs = int(round(float(pairs) * self.N)) if self.N > 1 else 0
         self.pair_angle = tuple(float(x) for x in pair_angle)
         if pairs < 0 or len(self.pair_angle) != 2 or not 0 < self.pair_angle[0] <= self.pair_angle[1]:
@@ -489,13 +521,14 @@ class _Kernel:
 
     # -- one sweep of one chain
     def sweep(self, H, key, by_move=False):
-        """One sweep: every unit in turn moved by ``tries`` independence MH steps, the own-readout step and ``local``
-        MALA steps, then the pair rotations, the common-scale and the signal move.
+        """One sweep: every unit in turn moved by ``tries`` independence MH steps, the own-readout step, ``local``
+        MALA steps and ``radial`` radial steps, then the pair rotations, the common-scale and the signal move.
 
         Returns (H (N, P), acceptance, code changes per unit, the mse of a readout drawn at H, the common-scale move's
         and the signal move's acceptance, the pair rotations' accepted fraction); acceptance is the accepted fraction
         of all unit moves, or with ``by_move=True`` the fractions per move type (tries, own-readout step, local
-        steps) (3,), NaN for a type left out, or with ``by_move="unit"`` the accepted moves per unit and type (N, 3)
+        steps, radial steps) (4,), NaN for a type left out, or with ``by_move="unit"`` the accepted moves per unit and
+        type (N, 4)
         (integers).
 
         Carried through the units, each kept exact by rank-one updates (O(P²) or O(K P) per unit) and recomputed
@@ -630,6 +663,24 @@ class _Kernel:
                 xs = (loc_n[i], loc_u[i, :, 0], loc_u[i, :, 1])
                 gr_h = grad(h, ph, jax.jvp(self.phi, (h,), (jnp.ones_like(h),))[1], w)[1]   # φ, Bφ, log π carried
                 (h, ph, w, _, _, acc_l), _ = jax.lax.scan(mala, (h, ph, w, lp_h, gr_h, acc_l), xs)
+            acc_r = jnp.zeros((), jnp.int32)
+            if self.radial:                                # h_i → γ h_i on π(h_i | the others), Jacobian γ^P
+                def radial(st, x):
+                    h_, ph_, w_, n_ok = st
+                    xi, us, ua = x
+                    lo, hi = self.radial_step
+                    lg = lo * (hi / lo) ** us * xi                               # log γ
+                    h1 = jnp.exp(lg) * h_
+                    ph1 = self.phi(h1)
+                    w1 = Sinv @ ph1 + (c / den) * (u @ ph1) * u
+                    log_a = (self.log_prior(h1) + ell(ph1 @ w1, ph1 @ BY) - self.log_prior(h_)
+                             - ell(ph_ @ w_, ph_ @ BY) + P * lg)
+                    ok_ = jnp.log(ua) < log_a
+                    pick_ = lambda a1, a0: jnp.where(ok_, a1, a0)
+                    return (pick_(h1, h_), pick_(ph1, ph_), pick_(w1, w_), n_ok + ok_), None
+
+                (h, ph, w, acc_r), _ = jax.lax.scan(radial, (h, ph, w, acc_r),
+                                                    (rad[i, :, 0], rad[i, :, 1], rad[i, :, 2]))
             rho = c / (1.0 + c * (ph @ w))
             Sinv = Sinv + (c / den) * jnp.outer(u, u) - rho * jnp.outer(w, w)
             SY = BY - rho * jnp.outer(w, w @ self.Y)
@@ -643,7 +694,7 @@ class _Kernel:
                      + new[:, None] * (rho / c * w)[None, :])
                 sums = sums - mine[:, None] * ph0[None, :] + new[:, None] * ph[None, :]
             return (H.at[i].set(h), Phi.at[i].set(ph), Sinv, SY, codes.at[i].set(code), sums, M), (
-                jnp.stack([acc_t, acc_o, acc_l]), changed)
+                jnp.stack([acc_t, acc_o, acc_l, acc_r]), changed)
 
         k_moves, k_mse, k_scale = jax.random.split(key, 3)
         unis = jax.random.uniform(k_moves, (N, T + self.own, 2 + 2 * P), H.dtype, minval=1e-300)
@@ -651,6 +702,10 @@ class _Kernel:
             k_loc1, k_loc2 = jax.random.split(jax.random.fold_in(key, 7))
             loc_n = jax.random.normal(k_loc1, (N, self.local, P), H.dtype)
             loc_u = jax.random.uniform(k_loc2, (N, self.local, 2), H.dtype, minval=1e-300)
+        if self.radial:                    # their own key too: (normal, step-size uniform, acceptance uniform)
+            k_r1, k_r2 = jax.random.split(jax.random.fold_in(key, 13))
+            rad = jnp.concatenate([jax.random.normal(k_r1, (N, self.radial, 1), H.dtype),
+                                   jax.random.uniform(k_r2, (N, self.radial, 2), H.dtype, minval=1e-300)], axis=-1)
         carry = (H, Phi, Sinv, Sinv @ self.Y, codes, sums, sums @ Sinv)
         (H, Phi, Sinv, *_), (acc, changed) = jax.lax.scan(unit, carry, (jnp.arange(N), unis))
         pair_rate = jnp.zeros((), H.dtype)
@@ -664,13 +719,13 @@ class _Kernel:
             H, signal_ok = self.signal_move(H, jax.random.fold_in(k_scale, 1))
         a, Phi = self.readout(H, jax.random.normal(k_mse, ((N + P) * m,), H.dtype))
         mse = jnp.mean((self.Y - Phi.T @ a / N) ** 2)
-        if by_move == "unit":              # accepted moves per unit and type (N, 3)
+        if by_move == "unit":              # accepted moves per unit and type (N, 4)
             rate = acc
         elif by_move:                      # accepted fraction per move type (NaN where it is left out)
-            n = jnp.asarray([T, int(self.own), self.local], H.dtype)
+            n = jnp.asarray([T, int(self.own), self.local, self.radial], H.dtype)
             rate = jnp.where(n > 0, acc.sum(0) / (N * jnp.maximum(n, 1.0)), jnp.nan)
         else:
-            rate = acc.sum() / (N * (T + self.own + self.local))
+            rate = acc.sum() / (N * (T + self.own + self.local + self.radial))
         return H, rate, changed.sum() / N, mse, scale_ok, signal_ok, pair_rate
 
     def pair_move(self, H, key, Phi=None, Sinv=None):
@@ -843,7 +898,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                  progress: bool = False, init="prior", tries: int | None = None, breaks=BREAKS, self_term: str = "ref",
                  scale_step: float = SCALE_STEP, signal_step: float = SIGNAL_STEP, own: bool | None = None,
                  local: int | None = None, local_step=LOCAL_STEP, pairs: float = PAIRS, pair_angle=PAIR_ANGLE,
-                 chunk_size: int | None = None, labels=None,
+                 radial: int | None = None, radial_step=RADIAL_STEP, chunk_size: int | None = None, labels=None,
                  store: RunStore | None = None, resume: bool = False,
                  manifest: dict | None = None):
     """The sites of :func:`bnnzoo.models.fcn.fcn` (depth 1, non-lazy readout, orthogonal inputs) drawn by unit-wise
@@ -857,7 +912,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     ``own`` whether each unit then takes the own-readout step and ``local`` how many local (MALA) steps (None:
     the activation's defaults, :func:`default_moves`), their
     sizes log-uniform in ``local_step`` (prior sd units; module docstring), ``pairs`` pair rotations per unit and
-    sweep, their angles |θ| log-uniform in ``pair_angle`` (radians; module docstring), ``breaks`` the breakpoints
+    sweep, their angles |θ| log-uniform in ``pair_angle`` (radians; module docstring), ``radial`` radial steps per
+    unit and sweep, their sd in log γ log-uniform in ``radial_step`` (module docstring), ``breaks`` the breakpoints
     of φ̃ in prior-sd units; ``labels`` (P,) the class of every point, which with one output (m = 1) defines the
     codes of the proposal's mixture (the task's labels; None: one class; with m ≥ 2 the classes are argmax Y);
     ``chunk_size`` kept draws per block (warm-up blocks: ``chunk_size · thinning`` sweeps;
@@ -889,11 +945,10 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     why = refusal(dict(depth=depth, readout=readout), X)
     if why:
         raise ValueError(why)
-    tries, own, local = default_moves(activation, tries, own, local)
-    need = 0 if own or int(local) > 0 else 1
-    if int(width) < 1 or int(tries) < need:
-        raise ValueError(f"need width >= 1 and tries >= {need} (own={bool(own)}, local={local}), got width={width}, "
-                         f"tries={tries}")
+    tries, own, local, radial = default_moves(activation, tries, own, local, radial)
+    if int(width) < 1:
+        raise ValueError(f"need width >= 1, got width={width}")
+    check_unit_moves(int(tries), bool(own), int(local))
     P = X.shape[0]
     sa2 = default_sigma_a2(activation, readout, P, 1) if sigma_a2 is None else float(sigma_a2)
     C, n_keep, thin = int(num_chains), int(num_samples) // int(thinning), int(thinning)
@@ -924,7 +979,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
             kern = _Kernel(X, Y, width=width, activation=activation, temperature=temperature, sigma_a2=sa2,
                            sigma_w2=sigma_w2, breaks=breaks, tries=tries, self_term=self_term,
                            scale_step=scale_step, signal_step=signal_step, own=own, local=local,
-                           local_step=local_step, pairs=pairs, pair_angle=pair_angle, labels=labels)
+                           local_step=local_step, pairs=pairs, pair_angle=pair_angle, labels=labels,
+                           radial=radial, radial_step=radial_step)
             Xt = None if X_test is None else jnp.asarray(np.asarray(X_test, float))
             key = jax.random.PRNGKey(int(seed))
             k_init, key = jax.random.split(key)
@@ -1055,6 +1111,7 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
                            scale_step=float(scale_step), signal_step=float(signal_step),
                            own=bool(own), local=int(local), local_step=[float(x) for x in local_step],
                            pairs=float(pairs), pair_angle=[float(x) for x in pair_angle],
+                           radial=int(radial), radial_step=[float(x) for x in radial_step],
                            classes=int(kern.C), components=int(kern.K),
                            components_by="code" if kern.by_code else "unit"),
             "chunk_size": chunk, "resumed_from_block": first - 1}
