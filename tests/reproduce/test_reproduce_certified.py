@@ -120,6 +120,20 @@ def test_family_runs_splits_a_certified_run_by_its_family_coordinate():
     np.testing.assert_array_equal(azcompat.get_group(runs["meanfield"], "constant_data")["X"].values, np.eye(2))
 
 
+def test_outlier_sizes_are_the_rms_readout_of_the_flagged_units():
+    """16 units, 3 outputs: bulk units of norm 1 and, per chain, one outlier of norm 10 in chain 0 and 20 in chain
+    1 (16^{1/4} = 2 times the median is the threshold): per-chain RMS 10 and 20, mean 15 ± 5, bulk 1 ± 0."""
+    mod = load_script("certified")
+    a = np.zeros((2, 4, 16, 3))
+    a[..., 0] = 1.0
+    a[0, :, 3, 0], a[1, :, 7, 1], a[1, :, 7, 0] = 10.0, 20.0, 0.0
+    s = mod.outlier_sizes(a)
+    assert s["per_chain"]["outlier_rms_a"] == pytest.approx([10.0, 20.0], abs=1e-12)
+    assert s["outlier_rms_a"] == pytest.approx([15.0, 5.0], abs=1e-12)
+    assert s["bulk_rms_a"] == pytest.approx([1.0, 0.0], abs=1e-12)
+    assert s["ratio"][0] == pytest.approx(15.0, abs=1e-12)
+
+
 @pytest.mark.slow
 def test_the_binary_rows_run_end_to_end_with_the_unit_wise_sampler(tmp_path):
     """Rows sig_bin and relu_bin (Fig. 1's task: m = 1, y = ±1, classes ½) at ci size with ``--sampler units``: every

@@ -192,3 +192,56 @@ def test_from_certified_refuses_the_options_it_would_ignore(tmp_path):
     assert r.stderr == (f"python -m reproduce {NAME}: error: --from-certified reads stored runs and ignores --parts, "
                         "--combine; leave them out\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def _relu_summary(N: int, out_rms: float, bulk_rms: float, status: str = "equilibrated", agree: bool = True,
+                  sizes: bool = True, T: float = 0.01) -> dict:
+    """A result summary of ``reproduce/certified.py`` row relu: prior and annealed families with one outlier per
+    class, outlier RMS |a| ``out_rms`` (prior) and 1.1 × it (annealed), s.e. 0.1 and 0.2, bulk ``bulk_rms``."""
+    health = dict(status=status, reason="", criterion="R̂: populations mix within chains", max_rhat=1.01)
+    obs = {f"outliers[{c}]": {"prior": [1.0, 0.0], "annealed": [1.0, 0.01]} for c in range(3)}
+    cert = dict(families=["prior", "annealed"], agree=agree, disagreements=[], observables=obs)
+    res = dict(health=health, certification=cert)
+    if sizes:
+        res["outlier_sizes"] = {f: dict(outlier_rms_a=[k * out_rms, se], bulk_rms_a=[bulk_rms, 0.01],
+                                        ratio=[k * out_rms / bulk_rms, 0.1])
+                                for f, k, se in (("prior", 1.0, 0.1), ("annealed", 1.1, 0.2))}
+    return dict(populations_certified=True, temperature=T, chains=8, sampler="units",
+                rows={"relu": dict(settings=dict(N=N, warmup=10, samples=20, thin=1), seconds=1.0,
+                                   row=dict(y_neg=-0.5), result=res)})
+
+
+def test_relu_outlier_sizes_pooled_and_their_sqrt_n_law(tmp_path):
+    """Outlier sizes exactly 0.8 √N (prior) and 0.88 √N (annealed): pooled 0.84 √N with s.e. √(0.1² + 0.2²) / 2,
+    the log–log slope ½ with every point and without the most influential one, the bulk's slope 0; two widths give
+    the two-point slope; the file is written certified; refusals name --from-certified."""
+    fs = load_script(NAME)
+    e = fs.relu_certified_entry(_relu_summary(100, 8.0, 0.3), "r100")
+    assert e["pooled"]["outlier_rms_a"] == pytest.approx([8.4, math.sqrt(0.05) / 2], abs=1e-12)
+    assert e["outliers"]["annealed"] == [[1.0, 0.01]] * 3
+    runs = {}
+    for N in (100, 200, 300):
+        stem = f"certified_units_relu_n{N}_radial"
+        runs[stem] = _relu_summary(N, 0.8 * math.sqrt(N), 0.3)
+        (tmp_path / f"{stem}.json").write_text(json.dumps(runs[stem]))
+    assert fs.run(["--out", str(tmp_path), "--from-certified", "certified_units_relu_n*_radial"]) == 0
+    s = json.loads((tmp_path / "certified_finite_size_relu.json").read_text())
+    assert s["populations_certified"] is True and s["settings"]["runs"] == sorted(runs)
+    assert certification_gaps(s, runs) == []
+    f = s["analysis"]["outlier_rms_a_fit"]
+    assert f["slope"] == pytest.approx(0.5, abs=1e-9) and f["without"]["slope"] == pytest.approx(0.5, abs=1e-9)
+    assert s["analysis"]["bulk_rms_a_fit"]["slope"] == pytest.approx(0.0, abs=1e-9)
+    es = [fs.relu_certified_entry(runs[st], st) for st in sorted(runs)[:2]]
+    two = fs.relu_from_certified(es)["analysis"]["outlier_rms_a_fit"]
+    assert two["slope"] == pytest.approx(0.5, abs=1e-9) and two["without"] is None and two["n"] == 2
+    for bad, match in ((_relu_summary(100, 8.0, 0.3, status="relaxing"), "health 'relaxing'"),
+                       (_relu_summary(100, 8.0, 0.3, agree=False), "agree False"),
+                       (_relu_summary(100, 8.0, 0.3, sizes=False), "no outlier sizes")):
+        with pytest.raises(ValueError, match=f"--from-certified: bad .*{match}"):
+            fs.relu_certified_entry(bad, "bad")
+    with pytest.raises(ValueError, match="two or more runs of different N"):
+        fs.relu_from_certified(es[:1])
+    (tmp_path / "sig.json").write_text(json.dumps(_certified_summary(30, {"prior": (0.2, 0.01),
+                                                                          "annealed": (0.2, 0.01)})))
+    with pytest.raises(ValueError, match="must all be of one row"):
+        fs.run(["--out", str(tmp_path), "--from-certified", "sig,certified_units_relu_n100_radial", "--name", "x"])
