@@ -198,11 +198,10 @@ def check_unit_moves(tries: int, own: bool, local: int) -> None:
 
 
 def check_moves(moves, activation: str = "sigmoid") -> dict:
-    """``moves`` of :func:`bnnzoo.sample` checked: {name: value} with names among :data:`MOVE_OPTIONS` ("tries" and
-    "local" integers >= 0, "own" a bool, "pairs" a number >= 0), at least one move that changes a unit's
-    preactivations (tries >= 1, own or local >= 1, the unset ones at the activation's defaults); "radial" an integer
-    >= 0.  Returns the dict
-    with its values as Python int / bool / float; raises ValueError (one line) otherwise."""
+    """``moves`` of :func:`bnnzoo.sample` checked: {name: value} with names among :data:`MOVE_OPTIONS` ("tries",
+    "local" and "radial" integers >= 0, "own" a bool, "pairs" a number >= 0), at least one move that changes a
+    unit's code (:func:`check_unit_moves`, the unset ones at the activation's defaults).  Returns the dict with its
+    values as Python int / bool / float; raises ValueError (one line) otherwise."""
     if not isinstance(moves, dict):
         raise ValueError(f"moves must be a dict with keys among {', '.join(MOVE_OPTIONS)}, got "
                          f"{type(moves).__name__}")
@@ -925,7 +924,8 @@ def units_chains(X, Y, *, num_chains: int, num_warmup: int, num_samples: int, th
     Returns ``(samples, stats, info)`` as :func:`bnnzoo.inference.gibbs_linear.gibbs_chains`: samples {site: (chain,
     draw, ...)} with W1 (unless in ``exclude``), a, f, q_a, mse, z1 when recorded, the layer's summaries when
     ``record`` holds "summaries", f_test when ``X_test`` is given; stats {"diverging", "n_steps" (sweeps per kept
-    draw), "acceptance_rate" (accepted fraction of the unit moves — the tries, the own-readout and the local steps —
+    draw), "acceptance_rate" (accepted fraction of the unit moves — the tries, the own-readout, the local and the radial
+    steps —
     since the last kept draw), "code_change_rate" (fraction of units whose code — class-mean signs of h — changed
     per sweep), "scale_acceptance", "signal_acceptance", "pair_acceptance" (accepted fraction of the pair rotations;
     when ``pairs`` gives any)}; info {"timing", "warmup_mse" (chain, sweep), "warmup_time" (sweep,) seconds since the warm-up began (after compiling), "warmup_acceptance" (chain,
