@@ -70,8 +70,8 @@ acceptance needs anyway.  They move a unit that no proposal of the mixture cover
 **The radial steps.**  ``radial`` Metropolis steps per unit after its local steps scale the unit's whole row,
 h_i → γ h_i, log γ ~ N(0, σ²) with σ log-uniform in :data:`RADIAL_STEP` (independent of the state), accepted with
 π(γh_i | the others) γ^P / π(h_i | the others) (the Jacobian of the map in P dimensions).  A local step moves a
-unit's radius |h_i/s| by about its size, a small relative change for an outlier, whose radius is about √N times the
-bulk's; the radial step changes it by a relative amount of its own.
+unit's radius |h_i/s| by about the step's size (:data:`LOCAL_STEP`), a small relative change for an outlier, whose
+preactivations are several times the bulk's (growing as √N); the radial step changes the radius by a relative amount.
 
 **The pair rotations.**  The ReLU net carries each class on a few outlier units (large readouts and
 preactivations); their conditionals given the others are narrow, so they accept few of their own moves and the
