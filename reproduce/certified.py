@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 
 from bnnzoo import azcompat
-from bnnzoo.diagnostics.populations import outlier_counts
+from bnnzoo.diagnostics.populations import outlier_counts, outlier_mask
 from bnnzoo.inference.health import sampler_health
 from bnnzoo.models.fcn import fcn_forward
 from bnnzoo.workflows.certify import CERTIFY_CHAINS, combine_families
@@ -186,14 +186,12 @@ def analyse(run, row: str, task, P: int, temperature: float = T) -> dict:
 
 def outlier_sizes(a) -> dict:
     """The outliers' and the bulk's readout size in one family's draws ``a`` (chain, draw, N, m): per chain the RMS
-    over its draws of the readout norm |a_i| of the units flagged as outliers at that draw (norm above N^{1/4} times
-    the draw's median, as :func:`bnnzoo.diagnostics.populations.outlier_counts`) and of the other units; returned
+    over its draws of the readout norm |a_i| of the units flagged as outliers at that draw
+    (:func:`bnnzoo.diagnostics.populations.outlier_mask`) and of the other units; returned
     as {"outlier_rms_a", "bulk_rms_a", "ratio"}: [mean over chains, its s.e. over chains], and the chains' values
     ("per_chain")."""
-    a = np.asarray(a, float)
-    N = a.shape[-2]
-    r2 = (a ** 2).sum(-1)                                                           # (chain, draw, N)
-    flag = np.sqrt(r2) > N ** 0.25 * np.median(np.sqrt(r2), axis=-1, keepdims=True)
+    r2 = (np.asarray(a, float) ** 2).sum(-1)                                       # (chain, draw, N)
+    flag = outlier_mask(np.sqrt(r2))
     out_rms = np.sqrt((r2 * flag).sum((1, 2)) / np.maximum(flag.sum((1, 2)), 1))
     bulk_rms = np.sqrt((r2 * ~flag).sum((1, 2)) / np.maximum((~flag).sum((1, 2)), 1))
     per = dict(outlier_rms_a=out_rms, bulk_rms_a=bulk_rms, ratio=out_rms / bulk_rms)

@@ -16,7 +16,9 @@ import xarray as xr
 import bnnzoo
 from bnnzoo import azcompat
 from bnnzoo.diagnostics import diagnose, load_report
-from bnnzoo.inference.health import MAX_DRIFT_Z, MAX_RHAT, gate_verdicts, sampler_health
+from bnnzoo.diagnostics.populations import outlier_counts
+from bnnzoo.inference.health import (MAX_DRIFT_Z, MAX_RHAT, gate_verdicts, invariant_observables, outlier_mask,
+                                    sampler_health)
 
 TASK = dict(P=10, N0=12, y_neg=0.0)
 
@@ -130,3 +132,18 @@ def test_a_creeping_sampler_is_failed_not_relaxing():
     assert h.status == "failed" and any("creeps" in r for r in h.reasons), h.reasons
     assert h.step_movement_min < 0.05
     assert sampler_health(nuts).step_movement_min > 0.2
+
+
+def test_outlier_mask_is_the_one_rule_behind_the_outlier_counts():
+    """N = 16 units, median norm 1: N^{1/4} = 2, so norms 2.01 and 5 are outliers and 1.99 is not; the per-class
+    count (``outlier_counts``) and the gate's ``n_outliers`` read the same units."""
+    norms = np.ones(16)
+    norms[[3, 7, 11]] = [2.01, 5.0, 1.99]
+    assert outlier_mask(norms).tolist() == [i in (3, 7) for i in range(16)]
+    assert outlier_mask(np.stack([norms, 2 * norms])).sum(-1).tolist() == [2, 2]      # scale-free, per row
+    a = np.zeros((1, 1, 16, 3))
+    a[0, 0, :, 1] = norms                                  # every readout along class 1
+    a[0, 0, 7] = [0.0, 0.0, -5.0]                          # the outlier of norm 5 points away from every class but 0
+    assert outlier_counts(a)[0, 0].tolist() == [1, 1, 0]
+    post = xr.Dataset({"a": (("chain", "draw", "neuron", "class"), a)})
+    assert invariant_observables(post)["n_outliers"].tolist() == [[2.0]]

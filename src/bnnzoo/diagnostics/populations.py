@@ -65,6 +65,7 @@ import numpy as np
 
 from .. import azcompat
 from ..inference import run_config
+from ..inference.health import outlier_mask
 from ..models import get_entry
 from ..models.summaries import summary_labels
 from ..tasks.gated_tasks import effective_dataset
@@ -72,7 +73,7 @@ from ._data import class_means
 from .alignment import _spec_of, alignment, first_layer_overlaps, pathway_maps, second_layer_overlaps
 from .codes import code_ids, code_string
 
-__all__ = ["population_observables", "outlier_counts", "PopulationValues", "ObservableInfo", "KINDS", "ERROR_KINDS"]
+__all__ = ["population_observables", "outlier_counts", "outlier_mask", "PopulationValues", "ObservableInfo", "KINDS", "ERROR_KINDS"]
 
 KINDS = ("code_fraction", "class_kernel", "branch_mass", "outliers", "mse", "specialist_fraction",
          "second_layer_q3", "alignment", "specialist_heads", "pathway_sv")
@@ -275,8 +276,7 @@ def outlier_counts(a, targets=None) -> np.ndarray:
     """
     a = np.asarray(a, float)
     N, m = a.shape[-2:]
-    r = np.sqrt((a ** 2).sum(-1))                                                   # (..., N)
-    flag = r > N ** 0.25 * np.maximum(np.median(r, axis=-1, keepdims=True), 1e-300)
+    flag = outlier_mask(np.sqrt((a ** 2).sum(-1)))                                  # (..., N)
     if targets is None:
         cls, n_cls = np.argmax(a, axis=-1), m
     else:

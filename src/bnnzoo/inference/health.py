@@ -167,7 +167,7 @@ __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealth
            "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "MIN_STEP_MOVEMENT", "POPULATION_SE_FACTOR",
            "POPULATION_SD_CAP",
            "MIN_SMC_STAGE_ESS", "MIN_DISTINCT_PARTICLES", "population_se",
-           "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum"]
+           "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum", "outlier_mask"]
 
 HEALTH_GROUP = "diagnostics_health"
 """The group a run stores its :class:`SamplerHealth` in (:func:`bnnzoo.sample`, :func:`bnnzoo.diagnose`)."""
@@ -395,14 +395,29 @@ def population_se(posterior: xr.Dataset) -> dict[str, float]:
     return out
 
 
+def outlier_mask(norms) -> np.ndarray:
+    """Which units are readout outliers: a norm above N^{1/4} times the median over the N units (the readout half of
+    :func:`bnnzoo.diagnostics.branches.find_outliers`' criterion; N^{1/4} is the geometric midpoint between the bulk's
+    O(1) and an outlier's O(√N) scale).  The one rule behind the ``n_outliers`` observable, the ``outliers``
+    population observable, the codes figure and the outlier sizes of the reproduction runs.
+
+    Parameters
+    ----------
+    norms : array (..., N)
+        Readout norms |a_i| of the N units (leading axes: chain, draw, ...).
+
+    Returns
+    -------
+    array (..., N) of bool.
+    """
+    r = np.asarray(norms, float)
+    return r > r.shape[-1] ** 0.25 * np.maximum(np.median(r, axis=-1, keepdims=True), 1e-300)
+
+
 def _outlier_counts(sq: np.ndarray) -> np.ndarray:
-    """Readout outliers per draw (chain, draw) from the squared readouts ``sq`` (chain, draw, neuron, class): units
-    whose readout norm exceeds N^(1/4) times the draw's median (the readout half of
-    :func:`bnnzoo.diagnostics.branches.find_outliers`' criterion)."""
-    N = sq.shape[2]
-    r = np.sqrt(sq.sum(-1))  # (C, D, N)
-    med = np.median(r, axis=2, keepdims=True)
-    return (r > N ** 0.25 * np.maximum(med, 1e-300)).sum(-1).astype(float)
+    """Readout outliers per draw (chain, draw) from the squared readouts ``sq`` (chain, draw, neuron, class)
+    (:func:`outlier_mask`)."""
+    return outlier_mask(np.sqrt(sq.sum(-1))).sum(-1).astype(float)
 
 
 def _rhat_chains(x: np.ndarray) -> np.ndarray:

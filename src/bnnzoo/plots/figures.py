@@ -28,6 +28,7 @@ from ..diagnostics._data import RunData, run_data
 from ..diagnostics.codes import code_ids, code_string, neural_codes
 from ..diagnostics.compare import compare_with_theory
 from ..diagnostics.kernels import kernels_and_richness
+from ..diagnostics.populations import outlier_mask
 from ..diagnostics.report import GROUP_PREFIX, diagnose, order_parameters
 from ..diagnostics.run import as_run
 from .units import plot_representations, plot_theory, plot_units
@@ -85,7 +86,7 @@ def _sort_units(rd: RunData, layer: int, chain: int, draw: int, selective=None) 
     ids = code_ids(zb)
     a = rd.a[chain, draw]
     scale = np.sqrt(np.sum(a**2, -1))
-    outl = scale > np.median(scale) * rd.width ** 0.25 if layer == rd.depth else np.zeros(rd.width, bool)
+    outl = outlier_mask(scale) if layer == rd.depth else np.zeros(rd.width, bool)
     key = ids.copy()
     if selective is not None:
         key = np.where(selective, key, 1 << rd.m)
