@@ -144,8 +144,8 @@ def main(argv=None) -> int:
         return 0
     if args.render is not None:
         stem = Path(args.render)
-        md = with_reading(stem.with_suffix(".md"), markdown(json.loads(stem.with_suffix(".json").read_text())))
-        stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+        md = with_reading(Path(f"{stem}.md"), markdown(json.loads(Path(f"{stem}.json").read_text())))
+        Path(f"{stem}.md").write_text("\n".join(md) + "\n")
         return 0
     families = args.families.split(",")
     if len(families) < 2 or any(f not in ("prior", "meanfield") for f in families) or len(set(families)) < 2:
@@ -205,9 +205,9 @@ def main(argv=None) -> int:
                versions=versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores")
     for k in ("one", "render"):
         res["args"].pop(k)
-    stem.with_suffix(".json").write_text(json.dumps(res, indent=1))
-    md = with_reading(stem.with_suffix(".md"), markdown(res))
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.json").write_text(json.dumps(res, indent=1))
+    md = with_reading(Path(f"{stem}.md"), markdown(res))
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0
 
