@@ -158,21 +158,23 @@ def test_units_certify_cores_tiny(tmp_path):
     """One start family per core at N = P = 10: both families' runs kept, combined into one run whose families are
     those asked for, the verdict, the agreement, the per-family code 111 and the mean field's written to the page;
     a second run with the same stem is refused, and so is a family of one chain; a run past its timeout and a run
-    whose family fails stop every family and leave no page and no result line behind."""
-    out, core = tmp_path / "ucc", min(os.sched_getaffinity(0))     # both families on one of this test's cores
+    whose family fails stop every family and leave no page and no result line behind.  The stem carries a dot (as
+    a temperature in it does): the page and the JSON keep its whole name."""
+    out, core = tmp_path / "ucc_T0.01", min(os.sched_getaffinity(0))     # both families on one of this test's cores
     cmd = [sys.executable, str(ROOT / "benchmarks" / "units_certify_cores.py"), "--size", "10", "--chains", "2",
            "--sweeps", "3,5", "--cores", f"{core},{core}", "--out", str(out)]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
-    got = json.loads(out.with_suffix(".json").read_text())
+    got = json.loads(Path(f"{out}.json").read_text())
     assert [c["family"] for c in got["children"]] == ["prior", "meanfield"]
     assert set(got["result"]["observable"]) == {"prior", "meanfield"} and 0 < got["result"]["meanfield"] < 1
-    assert all((tmp_path / f"ucc_{f}.nc").exists() for f in ("prior", "meanfield"))
-    r, md = got["result"], out.with_suffix(".md").read_text()
+    assert all((tmp_path / f"ucc_T0.01_{f}.nc").exists() for f in ("prior", "meanfield"))
+    r, md = got["result"], Path(f"{out}.md").read_text()
     assert f"| 10 | {got['total_s']:.0f} s |" in md and f"| {r['status']}" in md and f"| {r['agree']} |" in md
     assert all(f"{f} {v[0]:.4f} ± {v[1]:.4f}" in md for f, v in r["observable"].items())
-    assert f"| {r['meanfield']:.4f} |" in md and not list(tmp_path.glob("ucc_*.out"))
+    assert f"| {r['meanfield']:.4f} |" in md and not list(tmp_path.glob("ucc_T0.01_*.out"))
+    assert not (tmp_path / "ucc_T0.json").exists()
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
     assert again.returncode == 2 and "choose another stem" in again.stderr
     one = subprocess.run(cmd[:5] + ["1"] + cmd[6:-1] + [str(tmp_path / "one")], capture_output=True, text=True,

@@ -404,7 +404,7 @@ def outlier_mask(norms) -> np.ndarray:
     Parameters
     ----------
     norms : array (..., N)
-        Readout norms |a_i| of the N units (leading axes: chain, draw, ...).
+        The length of every unit's readout vector, for the N units (leading axes: chain, draw, ...).
 
     Returns
     -------
