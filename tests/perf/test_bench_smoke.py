@@ -188,3 +188,29 @@ def test_units_certify_cores_tiny(tmp_path):
     assert bad.returncode == 1 and re.search(r"family (prior|meanfield) failed \(exit code 1", bad.stderr), bad.stderr
     for stem in ("late", "bad"):          # nothing of a stopped run but a finished family's .nc file
         assert not [p.name for p in tmp_path.glob(f"{stem}*") if not p.name.endswith(".nc")]
+
+
+@pytest.mark.slow
+def test_drift_calibration_tiny(tmp_path):
+    """The drift test on windows of a tiny run: one row per invariant observable, (samples − window) / step + 1
+    windows, the calibrated count 2·Φ(−3) per chain (4 chains: 0.0108), the first tenth's excess of the outlier count
+    per chain, and the whole run's |z| the largest per-chain value the gate reads; a second run with the same stem is
+    refused."""
+    out = tmp_path / "dc_T0.01"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "drift_calibration.py"), "--width", "10", "--warmup", "10",
+           "--samples", "40", "--window", "20", "--step", "10", "--chains", "2", "--out", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(Path(f"{out}.json").read_text())
+    rows = {r["observable"]: r for r in got["observables"]}
+    assert set(rows) == {"mse", "q_a[0]", "q_a[1]", "q_a[2]", "n_outliers", "q_z1"}
+    for r in rows.values():
+        assert r["windows"] == 3 and [w["start"] for w in r["per_window"]] == [0, 10, 20]
+        assert r["max_z"] == max(max(w["z"]) for w in r["per_window"]) and len(r["per_window"][0]["z"]) == 4
+        assert r["expected_above_3"] == pytest.approx(0.0108, abs=5e-5)
+    n = rows["n_outliers"]
+    assert len(n["first_tenth_excess"]) == 4 and n["later_windows"] == 4 * 9
+    md = Path(f"{out}.md").read_text()
+    assert f"| n_outliers | 3 | {n['max_z']:.2f} |" in md and "Outlier count: modal count" in md
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "choose another stem" in again.stderr
