@@ -218,6 +218,16 @@ def with_reading(path: Path, md: list[str]) -> list[str]:
     return [*md, "", *old[i:].rstrip("\n").split("\n")]
 
 
+def write_page(stem, res: dict, md: list[str]) -> list[str]:
+    """``STEM.json`` (``res``) and ``STEM.md`` (the lines ``md`` and the page's hand-written reading,
+    :func:`with_reading`), both at the stem's whole name (a dot in it, e.g. ``_T0.035``, stays); returns the page's
+    lines."""
+    Path(f"{stem}.json").write_text(json.dumps(res, indent=1))
+    md = with_reading(Path(f"{stem}.md"), md)
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
+    return md
+
+
 def toy_setting(args) -> str:
     """"Toy task, T = 0.01, N = P = …, … chains from the prior, seed …, … warm-up + … kept sweeps" of a run-spec
     script with ``--sweeps``."""

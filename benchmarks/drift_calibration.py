@@ -1,6 +1,6 @@
 """Is the health gate's drift test calibrated on a run at equilibrium?  Geweke's statistic of
 :mod:`bnnzoo.inference.health` (last half against first tenth, both standard errors from the last half's spectral
-density at zero) applied to windows of one certified run's kept draws that all start after the warm-up.
+density at zero) applied to windows of the kept draws of one run sampled with ``certify=True`` (all after the warm-up).
 
     python benchmarks/drift_calibration.py --width 100 --warmup 300 --samples 600 --out benchmarks/results/drift_calibration_relu_n100
     python benchmarks/drift_calibration.py --width 10 --warmup 10 --samples 40 --window 20 --step 10 --chains 2 --out /tmp/dc/tiny
@@ -21,7 +21,6 @@ Writes ``STEM.json`` and ``STEM.md`` (``--out``; neither may exist).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from _bench import versions, with_reading
+from _bench import versions, write_page
 
 import bnnzoo
 from bnnzoo import azcompat
@@ -72,7 +71,7 @@ def summarise(name: str, x: np.ndarray, window: int, step: int) -> dict:
 
 def markdown(res: dict) -> list[str]:
     a = res["args"]
-    lines = ["# Drift test calibration on a certified run's kept draws", "",
+    lines = ["# Drift test calibration on the kept draws of a run sampled with certify=True", "",
              f"`python benchmarks/drift_calibration.py --width {a['width']} --warmup {a['warmup']} "
              f"--samples {a['samples']} --chains {a['chains']} --window {a['window']} --step {a['step']} "
              f"--out {a['out']}`", "",
@@ -129,10 +128,7 @@ def main(argv=None) -> int:
                sample_s=sample_s, status=health.status, reason=health.reason,
                observables=[summarise(k, v, args.window, args.step) for k, v in obs.items() if v.ndim == 2])
     stem.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{stem}.json").write_text(json.dumps(res, indent=1))
-    md = with_reading(Path(f"{stem}.md"), markdown(res))
-    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
+    print("\n".join(write_page(stem, res, markdown(res))))
     return 0
 
 

@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from _bench import versions, with_reading
+from _bench import versions, with_reading, write_page
 
 ONE_THREAD = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 SEED_OFFSET = {"prior": 0, "annealed": 1, "meanfield": 2}      # as sample(..., certify=...) seeds its families
@@ -205,10 +205,7 @@ def main(argv=None) -> int:
                versions=versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores")
     for k in ("one", "render"):
         res["args"].pop(k)
-    Path(f"{stem}.json").write_text(json.dumps(res, indent=1))
-    md = with_reading(Path(f"{stem}.md"), markdown(res))
-    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
-    print("\n".join(md))
+    print("\n".join(write_page(stem, res, markdown(res))))
     return 0
 
 
