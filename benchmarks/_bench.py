@@ -197,8 +197,8 @@ def write_result(stem: Path, args, rows, total: float, md: list[str]) -> None:
     from bnnzoo._record import jsonable
 
     a = {k: v for k, v in vars(args).items() if k != "default_out"}
-    stem.with_suffix(".json").write_text(json.dumps(jsonable(dict(args=a, rows=rows, total_s=total)), indent=1))
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.json").write_text(json.dumps(jsonable(dict(args=a, rows=rows, total_s=total)), indent=1))
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
 
 
 READING_MARK = ("<!-- hand-written reading: a rerun of the script keeps everything from here to the end; check it "

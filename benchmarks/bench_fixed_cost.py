@@ -163,8 +163,8 @@ def main(argv=None) -> int:
                          f"{init} | {comp} | {run['wall_s']:.2f} | {ratio} |")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps(dict(header=head, rows=rows), indent=1) + "\n")
+    Path(f"{out}.md").write_text("\n".join(lines) + "\n")
+    Path(f"{out}.json").write_text(json.dumps(dict(header=head, rows=rows), indent=1) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -104,8 +104,8 @@ def main(argv=None) -> int:
               *[f"- {d}" for d in number_diffs[:40]], "", "Verdicts of the default run:", ""]
     lines += [f"- {k}: {v}" for k, v in va.items()]
     out = Path(args.out)
-    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), verdict_diffs=verdict_diffs,
+    Path(f"{out}.md").write_text("\n".join(lines) + "\n")
+    Path(f"{out}.json").write_text(json.dumps(dict(args=vars(args), verdict_diffs=verdict_diffs,
                                                         number_diffs=number_diffs,
                                                         runs={k: {kk: vv for kk, vv in v.items() if kk != "report"}
                                                               for k, v in res.items()}), indent=1) + "\n")

@@ -71,7 +71,7 @@ def main(argv=None):
                ess_within_mean_other=float(within[~agree].mean()) if (~agree).any() else None)
     stem = Path(args.out or HERE / "results" / f"branch_ess_{args.activation}_{args.sampler}")
     stem.parent.mkdir(parents=True, exist_ok=True)
-    stem.with_suffix(".json").write_text(json.dumps(out, indent=1))
+    Path(f"{stem}.json").write_text(json.dumps(out, indent=1))
 
     def f(x):
         return "—" if x is None else f"{x:.1f}" if abs(x) < 100 else f"{x:.0f}"
@@ -89,7 +89,7 @@ def main(argv=None):
           f"- neurons on one branch in every chain: {out['n_agreeing']} of {N}; their bulk ESS mean "
           f"{f(out['ess_bulk_mean_agreeing'])} against {f(out['ess_bulk_mean_other'])} for the others (within-chain "
           f"{f(out['ess_within_mean_agreeing'])} against {f(out['ess_within_mean_other'])})", ""]
-    stem.with_suffix(".md").write_text("\n".join(md))
+    Path(f"{stem}.md").write_text("\n".join(md))
     print("\n".join(md))
     return 0
 

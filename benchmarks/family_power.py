@@ -148,7 +148,7 @@ def main(argv=None) -> None:
     body = []
     for title, rows in parts.items():
         body += [f"## {title}", ""] + rows + [""]
-    Path(args.out).with_suffix(".md").write_text("\n".join(head + body))
+    Path(f"{args.out}.md").write_text("\n".join(head + body))
     print("\n".join(head + body))
 
 

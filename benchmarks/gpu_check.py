@@ -472,8 +472,8 @@ def main(argv=None) -> int:
 
     def save():
         res["seconds"] = time.perf_counter() - t_all
-        out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
-        out.with_suffix(".md").write_text(render(res))
+        Path(f"{out}.json").write_text(json.dumps(res, indent=1) + "\n")
+        Path(f"{out}.md").write_text(render(res))
 
     def child(part_cfg, limit, env_extra=None):
         extra = dict(env_extra or {})
@@ -519,7 +519,7 @@ def main(argv=None) -> int:
             res["precision"] = [dict({k: v for k, v in f.result().items() if k != "limits"}, precision=p)
                                 for p, f in zip(precisions, futs)]
         save()
-    print(out.with_suffix(".md").read_text())
+    print(Path(f"{out}.md").read_text())
     return 0
 
 

@@ -99,9 +99,9 @@ def main():
            "| count | 0 | 1 | 2 | 3 | 4 |", "|---|---|---|---|---|---|",
            "| units (1000 draws/chain) | " + " | ".join(f"{v:.4f}" for v in units) + " |",
            "| NUTS (2000 draws/chain) | " + " | ".join(f"{v:.4f}" for v in nuts) + " |"]
-    stem.with_suffix(".json").write_text(json.dumps(res, indent=1))
-    md = with_reading(stem.with_suffix(".md"), md)
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.json").write_text(json.dumps(res, indent=1))
+    md = with_reading(Path(f"{stem}.md"), md)
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -148,11 +148,11 @@ def main(argv=None):
         return
     if args.render is not None:
         stem = Path(args.render)
-        md = with_reading(stem.with_suffix(".md"), markdown(json.loads(stem.with_suffix(".json").read_text())))
-        stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+        md = with_reading(Path(f"{stem}.md"), markdown(json.loads(Path(f"{stem}.json").read_text())))
+        Path(f"{stem}.md").write_text("\n".join(md) + "\n")
         return
     stem = Path(args.out)
-    if stem.with_suffix(".json").exists() or stem.with_suffix(".md").exists():
+    if Path(f"{stem}.json").exists() or Path(f"{stem}.md").exists():
         p.error(f"--out {stem}: the result exists; choose another stem")
     t0 = time.perf_counter()
     rows = []
@@ -171,9 +171,9 @@ def main(argv=None):
     for k in ("one", "render"):
         res["args"].pop(k)
     stem.parent.mkdir(parents=True, exist_ok=True)
-    stem.with_suffix(".json").write_text(json.dumps(res, indent=1))
-    md = with_reading(stem.with_suffix(".md"), markdown(res))
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.json").write_text(json.dumps(res, indent=1))
+    md = with_reading(Path(f"{stem}.md"), markdown(res))
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ def main(argv=None):
             f"sweeps (every one recorded), {U.TRIES} tries, own-readout step {'on' if U.OWN else 'off'}, "
             f"{U.LOCAL} local steps (the sampler's general moves), {args.pairs:g} pair rotations per unit and sweep.\n"]
     stem = Path(args.out or HERE / "results" / "units_relu_diagnose")
-    stem.with_suffix(".md").write_text("\n".join(head + lines) + "\n")
+    Path(f"{stem}.md").write_text("\n".join(head + lines) + "\n")
     print("\n".join(head + lines))
 
 

@@ -129,9 +129,9 @@ def main(argv=None) -> None:
         for r in (r for r in rows if r["net"] == net):
             md.append(f"| {net} | {r['layout']} | {' / '.join(f'{s:.3f}' for s in r['s_per_sweep'])} | "
                       f"{' / '.join(f'{s / base:.2f}' for s in r['s_per_sweep'])} |")
-    stem.with_suffix(".json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
-    md = with_reading(stem.with_suffix(".md"), md)
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.json").write_text(json.dumps(dict(args=vars(args), rows=rows, total_s=total), indent=1))
+    md = with_reading(Path(f"{stem}.md"), md)
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ def main(argv=None):
     stem.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(python=platform.python_version(), jax=jax.__version__, cpu_count=os.cpu_count(),
                 total_s=round(time.perf_counter() - t_all, 1), args=vars(args))
-    stem.with_suffix(".json").write_text(json.dumps(jsonable(dict(meta=meta, rows=rows)), indent=1))
+    Path(f"{stem}.json").write_text(json.dumps(jsonable(dict(meta=meta, rows=rows)), indent=1))
     cmd = "python benchmarks/units_signal.py " + " ".join(f"--{k} '{v}'" for k, v in vars(args).items()
                                                          if v is not None and k != "out")
     md = ["# sampler='units': the readout norm's ESS with and without the signal move", "", f"`{cmd}`", "",
@@ -94,7 +94,7 @@ def main(argv=None):
                   f"{', '.join(f'{v:.0f}' for v in r['q_a_ess'])} | {', '.join(f'{v:.2f}' for v in r['q_a_rhat'])} "
                   f"| {r['mse_ess']:.0f} / {r['mse_rhat']:.2f} | {r['acceptance']:.3f} | {sa} | "
                   f"{r['s_per_sweep']:.3f} |")
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -86,7 +86,7 @@ def main(argv=None):
     stem.parent.mkdir(parents=True, exist_ok=True)
     meta = dict(python=platform.python_version(), jax=jax.__version__, cpu_count=os.cpu_count(),
                 total_s=round(time.perf_counter() - t_all, 1), args=vars(args))
-    stem.with_suffix(".json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
+    Path(f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
     cmd = "python benchmarks/units_tries.py " + " ".join(f"--{k} '{v}'" for k, v in vars(args).items()
                                                         if v is not None and k != "out")
     md = ["# sampler='units': cost and code changes per sweep by tries per unit", "", f"`{cmd}`", "",
@@ -101,7 +101,7 @@ def main(argv=None):
         md.append(f"| {r['N']} | {r['tries']} | {r['warmup']} + {r['sweeps']} | {r['s_per_sweep']:.3f} | "
                   f"{r['acceptance']:.3f} | {r['accepted_per_unit_per_sweep']:.2f} | "
                   f"{r['code_changes_per_unit_per_sweep']:.4f} | {r['code_changes_per_unit_per_s']:.3f} |")
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -128,7 +128,7 @@ def _write_proposals(args, N, w, n, rows):
     from bnnzoo._record import jsonable
 
     stem = Path(args.out or HERE / "results" / "units_proposals")
-    stem.with_suffix(".json").write_text(json.dumps(jsonable(dict(args=vars(args), N=N, rows=rows)), indent=1))
+    Path(f"{stem}.json").write_text(json.dumps(jsonable(dict(args=vars(args), N=N, rows=rows)), indent=1))
     done = "" if len(rows) == len(PROPOSALS) else f" (run cut short: {len(rows)} of {len(PROPOSALS)} variants)"
     md = ["# Proposals of sampler='units': acceptance and cost, sigmoidal net" + done, "",
           f"`python benchmarks/units_vs_snaper.py --proposals {args.proposals} --sizes {N} --chains {args.chains} "
@@ -144,7 +144,7 @@ def _write_proposals(args, N, w, n, rows):
         md.append(f"| {r['self_term']} | {len(r['breaks'])} | {r['tries']} | {r['acceptance']:.3f} | "
                   f"{r['warmup_acceptance_last_10']:.3f} | {r['code_changes_per_unit_per_sweep']:.4f} | "
                   f"{r['seconds_per_sweep']:.3f} |")
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 
@@ -202,7 +202,7 @@ def main(argv=None):
                 cpu_count=os.cpu_count(), total_s=round(total, 1), args=vars(args),
                 load_average=[round(load0, 1), round(os.getloadavg()[0], 1)])
     data = dict(meta=meta, rows=rows, meanfield=theory)
-    stem.with_suffix(".json").write_text(json.dumps(jsonable(data), indent=1))
+    Path(f"{stem}.json").write_text(json.dumps(jsonable(data), indent=1))
     render(stem, data)
 
 
@@ -210,7 +210,7 @@ def render(stem, data=None):
     """Write ``stem``.md from ``data`` (the run's results, non-finite numbers kept: an R̂ of inf prints "inf") or,
     without it, from ``stem``.json (where non-finite numbers are null and print "—")."""
     stem = Path(stem)
-    data = json.loads(stem.with_suffix(".json").read_text()) if data is None else data
+    data = json.loads(Path(f"{stem}.json").read_text()) if data is None else data
     meta, rows = data["meta"], data["rows"]
     theory = {int(k): v for k, v in data["meanfield"].items()}
     args = meta["args"]
@@ -257,8 +257,8 @@ def render(stem, data=None):
                   f"{th.get('111', 0):.3f} / {th.get('100', 0):.3f} | "
                   + (f"{r['rhat_q_a']:.2f} |" if r.get("rhat_q_a") is not None else "— |")
                   + (f" {r['ess_q_a']:.0f} ({r['ess_q_a_per_s']:.1f}) |" if "ess_q_a" in r else " — |"))
-    md = with_reading(stem.with_suffix(".md"), md)
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    md = with_reading(Path(f"{stem}.md"), md)
+    Path(f"{stem}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

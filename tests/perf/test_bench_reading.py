@@ -1,6 +1,7 @@
 """A rerun of a benchmark script that rewrites a result page keeps the page's hand-written reading
 (``benchmarks/_bench.py``: ``with_reading``), checked on copies of pages that carry one."""
 
+import argparse
 import shutil
 from pathlib import Path
 
@@ -32,3 +33,17 @@ def test_a_page_without_a_reading_is_written_as_generated(tmp_path, bench):
     assert b.with_reading(tmp_path / "absent.md", new) == new
     (tmp_path / "plain.md").write_text("# old\n\nReading: not marked\n")
     assert b.with_reading(tmp_path / "plain.md", new) == new
+
+
+def test_result_pages_keep_a_dotted_stem_whole(tmp_path, bench):
+    # a stem such as ``..._T0.035`` names STEM.json and STEM.md; Path.with_suffix would cut it at its last dot
+    stem = tmp_path / "units_T0.035"
+    bench.write_result(stem, argparse.Namespace(size=3), [{"x": 1.0}], 2.0, ["# page"])
+    bench.write_page(tmp_path / "units_T0.045", {"x": 1}, ["# page"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["units_T0.035.json", "units_T0.035.md",
+                                                         "units_T0.045.json", "units_T0.045.md"]
+
+
+def test_no_benchmark_script_cuts_its_output_stem_at_a_dot():
+    offenders = [p.name for p in (ROOT / "benchmarks").glob("*.py") if ".with_suffix(" in p.read_text()]
+    assert offenders == []

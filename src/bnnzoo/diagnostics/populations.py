@@ -73,7 +73,8 @@ from ._data import class_means
 from .alignment import _spec_of, alignment, first_layer_overlaps, pathway_maps, second_layer_overlaps
 from .codes import code_ids, code_string
 
-__all__ = ["population_observables", "outlier_counts", "outlier_mask", "PopulationValues", "ObservableInfo", "KINDS", "ERROR_KINDS"]
+__all__ = ["population_observables", "outlier_counts", "outlier_mask", "PopulationValues", "ObservableInfo", "KINDS",
+           "ERROR_KINDS"]
 
 KINDS = ("code_fraction", "class_kernel", "branch_mass", "outliers", "mse", "specialist_fraction",
          "second_layer_q3", "alignment", "specialist_heads", "pathway_sv")

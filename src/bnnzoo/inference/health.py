@@ -165,9 +165,8 @@ from .smc import log_evidence_of as read_log_evidence
 __all__ = ["SamplerHealth", "sampler_health", "gate_verdicts", "warn_if_unhealthy", "invariant_observables",
            "MIN_DRAWS", "MIN_CHAINS", "MAX_DIVERGENCE_RATE", "MIN_EBFMI", "MAX_TREE_SATURATION", "MIN_MOVEMENT",
            "MIN_ESS", "MAX_RHAT", "MAX_DRIFT_Z", "FROZEN_RELATIVE", "MIN_STEP_MOVEMENT", "POPULATION_SE_FACTOR",
-           "POPULATION_SD_CAP",
-           "MIN_SMC_STAGE_ESS", "MIN_DISTINCT_PARTICLES", "population_se",
-           "POPULATION_VERDICTS", "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum", "outlier_mask"]
+           "POPULATION_SD_CAP", "MIN_SMC_STAGE_ESS", "MIN_DISTINCT_PARTICLES", "population_se", "POPULATION_VERDICTS",
+           "NOT_CERTIFIED", "CERTIFICATION_ATTR", "judged_values", "values_checksum", "outlier_mask"]
 
 HEALTH_GROUP = "diagnostics_health"
 """The group a run stores its :class:`SamplerHealth` in (:func:`bnnzoo.sample`, :func:`bnnzoo.diagnose`)."""
