@@ -76,8 +76,8 @@ KINDS = ("code_fraction", "branch_mass", "outliers", "mse")
 
 
 def per_sampler(text: str, name: str, samplers) -> dict:
-    """{sampler: int >= 1} from ``"snaper=100,units=25"`` (or one integer for every sampler); ``name`` is the
-    option, named in the error."""
+    """{sampler: int >= 1} for each of ``samplers`` from ``"snaper=100,units=25"`` (or one integer for every
+    sampler; pairs for other samplers are checked and dropped); ``name`` is the option, named in the error."""
     out = {}
     try:
         if "=" not in text:
@@ -94,7 +94,7 @@ def per_sampler(text: str, name: str, samplers) -> dict:
         raise ValueError(f"--{name} names samplers outside {', '.join(SAMPLERS)}: {', '.join(unknown)}")
     if missing or any(v < 1 for v in out.values()):
         raise ValueError(f"--{name} needs an integer >= 1 for every sampler ({', '.join(samplers)}), got {text!r}")
-    return out
+    return {s: out[s] for s in samplers}                    # the samplers run (a default may name more)
 
 
 def units_refusal(entry, task, kw: dict) -> str | None:

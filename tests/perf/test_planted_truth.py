@@ -41,7 +41,7 @@ def _check_row(r):
 def test_planted_truth_tiny(tmp_path):
     out = tmp_path / "pt"
     res = _run("--nets", "sigmoidal,sigmoidal_d2", "--sizes", "8", "--samplers", "units", "--chains", "4",
-               "--warmup", "5", "--draws", "20", "--budget", "60", "--out", str(out))
+               "--warmup", "units=5,snaper=10", "--draws", "units=20", "--budget", "60", "--out", str(out))
     assert res.returncode == 0, res.stderr[-2000:]
     data = json.loads(out.with_suffix(".json").read_text())
     rows = data["rows"]
@@ -51,6 +51,7 @@ def test_planted_truth_tiny(tmp_path):
     md = out.with_suffix(".md").read_text()
     assert md.startswith("# Ground truth on planted tasks") and "Command: `python benchmarks/planted_truth.py" in md
     assert "| sigmoidal (depth 1, y− = 0.5) | 8 | units |" in md
+    assert "w0 + kept draws S: units 5 + 20 (" in md                 # a sampler not run is not listed
     d2 = next(ln for ln in md.splitlines() if ln.startswith("| sigmoidal_d2 (depth 2, y− = 0.5) | 8 | units |"))
     assert "| not run: sampler='units'" in d2
 
