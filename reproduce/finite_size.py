@@ -443,10 +443,18 @@ def run_relu_from_certified(args, argv: list, stems: list[str]) -> int:
         o, b = e["pooled"]["outlier_rms_a"], e["pooled"]["bulk_rms_a"]
         C.log(f"{NAME}: N = P = {e['N']}: outlier RMS |a| {o[0]:.3f} ± {o[1]:.3f}, bulk {b[0]:.4f} ± {b[1]:.4f}")
     f = summary["analysis"]["outlier_rms_a_fit"]
-    C.log(f"{NAME}: log-log slope of the outliers' RMS |a| in N {f['slope']:.3f} ± {f['se']:.3f}; without "
-          f"{(f['without'] or {}).get('N')}: {(f['without'] or {}).get('slope')}")
+    C.log(f"{NAME}: log-log slope of the outliers' RMS |a| in N {f['slope']:.3f} ± {f['se']:.3f}; {_without(f)}")
     C.log(f"{NAME}: wrote {files.json}")
     return 0
+
+
+def _without(fit: dict) -> str:
+    """The log's words for a fit's refit without its most influential point (none with two widths)."""
+    w = fit.get("without")
+    if not w:
+        return "no refit without a point (fewer than three widths)"
+    se = f" ± {w['se']:.3f}" if w.get("se") is not None else ""
+    return f"without N = {w['N']}: {w['slope']:.3f}{se}"
 
 
 def run_from_certified(args, argv: list) -> int:
@@ -474,8 +482,7 @@ def run_from_certified(args, argv: list) -> int:
               f"mean field {w['codes']['111']['meanfield']:.4f}: excess {w['excess_111']:+.4f}, N x excess "
               f"{w['N_excess_111']:.3f}, TV {w['tv_to_meanfield']:.4f}")
     f = summary["analysis"]["excess_fit"]
-    C.log(f"{NAME}: log-log slope of the 111 excess in N {f['slope']} ± {f['se']}; without "
-          f"{(f['without'] or {}).get('N')}: {(f['without'] or {}).get('slope')}")
+    C.log(f"{NAME}: log-log slope of the 111 excess in N {f['slope']} ± {f['se']}; {_without(f)}")
     C.log(f"{NAME}: wrote {files.json}")
     return 0
 
